@@ -1,0 +1,161 @@
+//! The JSON a plugin describes itself with, and the error object a tool call may return.
+//!
+//! These are plain serde types: the manifest crosses the boundary as JSON text, so fields can
+//! be added in a minor ABI version without touching the exported module layout.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What a plugin library says about itself and its tools.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// Plugin name, `^[a-z][a-z0-9_-]{0,63}$`.
+    pub name: String,
+    /// Plugin version (semver).
+    pub version: String,
+    /// One sentence on what the plugin is for.
+    pub description: String,
+    /// Loaded only when an operator enables the plugin by name.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub test_only: bool,
+    /// The tools the plugin offers.
+    pub tools: Vec<ToolManifest>,
+}
+
+/// One tool as a plugin declares it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolManifest {
+    /// Tool name, `^[a-zA-Z0-9_-]{1,64}$`, as model APIs require.
+    pub name: String,
+    /// What the tool does, for the model and for operators.
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: Value,
+    /// JSON Schema of the result, when the plugin declares one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+    /// What running the tool may touch.
+    pub effects: Effects,
+    /// Example calls with their expected outcome.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<ToolExample>,
+}
+
+/// The class of side effects a tool may have; operators can deny whole classes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Effects {
+    /// Computes from its arguments alone; the same arguments give the same result.
+    Pure,
+    /// Reads state outside the process (files, clocks).
+    Reads,
+    /// Changes state outside the process.
+    Writes,
+    /// Talks to the network.
+    Network,
+}
+
+impl Effects {
+    /// The lowercase name used in manifests and configuration.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pure => "pure",
+            Self::Reads => "reads",
+            Self::Writes => "writes",
+            Self::Network => "network",
+        }
+    }
+
+    /// Parses the lowercase name used in manifests and configuration.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "pure" => Some(Self::Pure),
+            "reads" => Some(Self::Reads),
+            "writes" => Some(Self::Writes),
+            "network" => Some(Self::Network),
+            _ => None,
+        }
+    }
+}
+
+/// A declared example: arguments and either the expected result or the expected error code.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolExample {
+    /// The arguments object.
+    pub arguments: Value,
+    /// The result the call must return.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    /// The tool error code the call must return instead of a result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
+}
+
+/// The error a tool call returns instead of a result, as JSON across the boundary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolError {
+    /// Stable machine-readable code: `tool_error`, `tool_panicked`, `unknown_tool`, ...
+    pub code: String,
+    /// What went wrong, for a person and for the model.
+    pub message: String,
+}
+
+impl ToolError {
+    /// The ordinary failure of a tool: its input was fine by the schema but the work failed.
+    pub fn tool_error(message: impl Into<String>) -> Self {
+        Self { code: "tool_error".to_owned(), message: message.into() }
+    }
+}
+
+/// Checks a plugin name against `^[a-z][a-z0-9_-]{0,63}$`.
+pub fn is_valid_plugin_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= 64
+        && bytes[0].is_ascii_lowercase()
+        && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_' || *b == b'-')
+}
+
+/// Checks a tool name against `^[a-zA-Z0-9_-]{1,64}$`.
+pub fn is_valid_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plugin_names() {
+        assert!(is_valid_plugin_name("chem"));
+        assert!(is_valid_plugin_name("a-b_9"));
+        assert!(!is_valid_plugin_name(""));
+        assert!(!is_valid_plugin_name("Chem"));
+        assert!(!is_valid_plugin_name("9lives"));
+        assert!(!is_valid_plugin_name(&"a".repeat(65)));
+        assert!(is_valid_plugin_name(&"a".repeat(64)));
+    }
+
+    #[test]
+    fn tool_names() {
+        assert!(is_valid_tool_name("validate_smiles"));
+        assert!(is_valid_tool_name("A-9"));
+        assert!(!is_valid_tool_name(""));
+        assert!(!is_valid_tool_name("a.b"));
+        assert!(!is_valid_tool_name(&"a".repeat(65)));
+    }
+
+    #[test]
+    fn manifest_round_trips_and_refuses_unknown_fields() {
+        let json = r#"{"name":"x","version":"0.1.0","description":"d","tools":[
+            {"name":"t","description":"d","parameters":{"type":"object"},"effects":"reads"}]}"#;
+        let m: Manifest = serde_json::from_str(json).unwrap();
+        assert_eq!(m.tools[0].effects, Effects::Reads);
+        assert!(!m.test_only);
+        let bad = json.replace("\"effects\"", "\"effect\"");
+        assert!(serde_json::from_str::<Manifest>(&bad).is_err());
+    }
+}

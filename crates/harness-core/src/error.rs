@@ -1,0 +1,85 @@
+//! The deterministic error objects fed back to the router and written to the trace.
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// The stable codes of everything that can go wrong in a step or a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The reply held no JSON at all.
+    NoJson,
+    /// The reply held JSON that is broken or is not a tool call.
+    InvalidJson,
+    /// The call names a tool that no loaded plugin offers.
+    UnknownTool,
+    /// The arguments break the tool's schema.
+    InvalidArguments,
+    /// The tool ran and reported a failure.
+    ToolError,
+    /// The tool panicked; the panic was caught.
+    ToolPanicked,
+    /// The tool exists but was not offered at this step (only `finish` was).
+    ToolNotOffered,
+    /// The same call was made `max_repeats` times in a row.
+    RepeatedCall,
+    /// The run spent its step budget without calling `finish`.
+    StepBudgetExhausted,
+    /// The model provider failed to answer.
+    ProviderError,
+    /// The trace could not be written, so the run stopped.
+    TraceError,
+}
+
+impl ErrorCode {
+    /// The code as it appears in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NoJson => "no_json",
+            Self::InvalidJson => "invalid_json",
+            Self::UnknownTool => "unknown_tool",
+            Self::InvalidArguments => "invalid_arguments",
+            Self::ToolError => "tool_error",
+            Self::ToolPanicked => "tool_panicked",
+            Self::ToolNotOffered => "tool_not_offered",
+            Self::RepeatedCall => "repeated_call",
+            Self::StepBudgetExhausted => "step_budget_exhausted",
+            Self::ProviderError => "provider_error",
+            Self::TraceError => "trace_error",
+        }
+    }
+}
+
+/// An error object: a stable `code`, a `message` for people and models, and `details`.
+///
+/// Built only from the input that caused it (never times, addresses or counters from
+/// elsewhere), so the same bad input gives the same object, byte for byte.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HarnessError {
+    /// The stable code.
+    pub code: ErrorCode,
+    /// What went wrong and, where there is one, what to do.
+    pub message: String,
+    /// Structured facts: the tool, the violations, the position.
+    pub details: Value,
+}
+
+impl HarnessError {
+    /// An error with structured details.
+    pub fn new(code: ErrorCode, message: impl Into<String>, details: Value) -> Self {
+        Self { code, message: message.into(), details }
+    }
+
+    /// The error as the JSON value fed back to the router.
+    pub fn to_value(&self) -> Value {
+        serde_json::json!({ "code": self.code, "message": self.message, "details": self.details })
+    }
+}
+
+impl std::fmt::Display for HarnessError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code.as_str(), self.message)
+    }
+}
+
+impl std::error::Error for HarnessError {}

@@ -1,0 +1,46 @@
+//! The router-first agent loop.
+//!
+//! A model never runs anything: at each step the [`ModelProvider`] is asked, with a forced tool
+//! choice, to propose one call; the reply is parsed defensively ([`parse_reply`]), validated
+//! against the tool's schema compiled once at registration ([`ToolRegistry`]), dispatched to
+//! its [`ToolHandler`] off the async workers, and written to the trace ([`TraceSink`]). Every
+//! failure is a deterministic [`HarnessError`] fed back to the model as the step's result.
+//!
+//! ```
+//! use harness_core::{run, NoTrace, RunOptions, RunStatus, ToolRegistry};
+//! # use harness_core::{ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest};
+//! # struct Done;
+//! # #[async_trait::async_trait]
+//! # impl ModelProvider for Done {
+//! #     fn name(&self) -> &str { "done" }
+//! #     async fn complete(&self, _: RouterRequest<'_>) -> Result<ModelReply, ProviderError> {
+//! #         Ok(ModelReply { calls: vec![ProposedCall { id: None, name: "finish".into(),
+//! #             arguments: serde_json::json!({"answer": 42}) }], ..Default::default() })
+//! #     }
+//! # }
+//! # let rt = tokio::runtime::Runtime::new().unwrap();
+//! # rt.block_on(async {
+//! let registry = ToolRegistry::new(); // `finish` only; the loader adds plugin tools
+//! let outcome = run(&Done, &registry, "answer", &RunOptions::default(), &mut NoTrace).await;
+//! assert_eq!(outcome.status, RunStatus::Finished);
+//! assert_eq!(outcome.answer, Some(serde_json::json!(42)));
+//! # });
+//! ```
+#![deny(missing_docs)]
+
+mod error;
+mod parse;
+mod provider;
+mod registry;
+mod run;
+mod trace;
+
+pub use error::{ErrorCode, HarnessError};
+pub use parse::{ToolCall, parse_reply};
+pub use provider::{Message, ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest, ToolChoice, Usage};
+pub use registry::{
+    FINISH, RegisteredTool, RegistryError, ToolDefinition, ToolExample, ToolFailure, ToolHandler, ToolRegistry,
+    ToolSource, compile_schema,
+};
+pub use run::{RunOptions, RunOutcome, RunStatus, run};
+pub use trace::{NoTrace, StepStatus, TraceEntry, TraceSink, TraceWriter};

@@ -1,0 +1,311 @@
+//! The tool registry: definitions offered to the router, schemas compiled once, handlers.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::error::{ErrorCode, HarnessError};
+
+/// The name of the built-in terminal tool.
+pub const FINISH: &str = "finish";
+
+/// Where a tool comes from, for the trace and for operators.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ToolSource {
+    /// Built into the harness (`finish`).
+    Builtin,
+    /// Offered by a plugin library.
+    Plugin {
+        /// The plugin's name.
+        name: String,
+        /// The plugin's version.
+        version: String,
+    },
+}
+
+/// A declared example call; the offline router reads them to match requests to tools.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolExample {
+    /// The arguments object.
+    pub arguments: Value,
+    /// The expected result, when declared.
+    pub result: Option<Value>,
+}
+
+/// A tool as the router sees it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolDefinition {
+    /// The tool's name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// JSON Schema of its arguments object.
+    pub parameters: Value,
+    /// Declared example calls.
+    pub examples: Vec<ToolExample>,
+    /// Where it comes from.
+    pub source: ToolSource,
+}
+
+/// A failure reported by a tool handler.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolFailure {
+    /// `tool_error` or `tool_panicked` (other codes from a plugin are kept in details).
+    pub code: String,
+    /// What went wrong.
+    pub message: String,
+}
+
+/// Runs one tool. Called from a blocking thread, possibly several at once.
+pub trait ToolHandler: Send + Sync {
+    /// Runs the tool with arguments that already passed schema validation.
+    fn call(&self, tool: &str, arguments: &Value) -> Result<Value, ToolFailure>;
+}
+
+/// Why a tool could not be registered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegistryError {
+    /// Another tool already has this name.
+    #[error("tool {name:?} is already registered by {existing}")]
+    Duplicate {
+        /// The tool name.
+        name: String,
+        /// Who registered it first.
+        existing: String,
+    },
+    /// The parameters schema is not a valid JSON Schema object, or does not compile.
+    #[error("the parameters schema of tool {name:?} does not compile: {reason}")]
+    InvalidSchema {
+        /// The tool name.
+        name: String,
+        /// What the compiler said.
+        reason: String,
+    },
+}
+
+struct Compiled {
+    validator: jsonschema::Validator,
+    handler: Option<Arc<dyn ToolHandler>>,
+}
+
+/// Every tool the router may be offered, with its compiled schema and its handler.
+pub struct ToolRegistry {
+    definitions: Vec<ToolDefinition>,
+    compiled: Vec<Compiled>,
+    index: HashMap<String, usize>,
+}
+
+/// A registered tool, looked up by name.
+pub struct RegisteredTool<'a> {
+    /// Its definition.
+    pub definition: &'a ToolDefinition,
+    validator: &'a jsonschema::Validator,
+    handler: Option<&'a Arc<dyn ToolHandler>>,
+}
+
+/// Compiles a schema with remote references refused: a tool's schema must never make the
+/// harness reach the network or the file system.
+pub fn compile_schema(schema: &Value) -> Result<jsonschema::Validator, String> {
+    if !schema.is_object() {
+        return Err(format!("a schema must be a JSON object, not {schema}"));
+    }
+    jsonschema::options().build(schema).map_err(|e| e.to_string())
+}
+
+impl Default for ToolRegistry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ToolRegistry {
+    /// A registry holding only the built-in `finish` tool.
+    pub fn new() -> Self {
+        let mut registry = Self { definitions: Vec::new(), compiled: Vec::new(), index: HashMap::new() };
+        let finish = ToolDefinition {
+            name: FINISH.to_owned(),
+            description: "End the run with the final answer to the request. Call it once you have the answer, or with your best partial answer when told to finish.".to_owned(),
+            parameters: json!({
+                "type": "object",
+                "properties": { "answer": { "description": "The final answer: text or any JSON value." } },
+                "required": ["answer"]
+            }),
+            examples: Vec::new(),
+            source: ToolSource::Builtin,
+        };
+        // The built-in schema is a constant; it compiles.
+        if let Err(e) = registry.insert(finish, None) {
+            unreachable!("the finish schema must compile: {e}");
+        }
+        registry
+    }
+
+    fn insert(&mut self, definition: ToolDefinition, handler: Option<Arc<dyn ToolHandler>>) -> Result<(), RegistryError> {
+        if let Some(&i) = self.index.get(&definition.name) {
+            let existing = match &self.definitions[i].source {
+                ToolSource::Builtin => "the harness itself".to_owned(),
+                ToolSource::Plugin { name, .. } => format!("plugin {name:?}"),
+            };
+            return Err(RegistryError::Duplicate { name: definition.name, existing });
+        }
+        let validator = compile_schema(&definition.parameters)
+            .map_err(|reason| RegistryError::InvalidSchema { name: definition.name.clone(), reason })?;
+        self.index.insert(definition.name.clone(), self.definitions.len());
+        self.definitions.push(definition);
+        self.compiled.push(Compiled { validator, handler });
+        Ok(())
+    }
+
+    /// Registers a tool, compiling its schema now so that no call ever compiles it.
+    pub fn register(&mut self, definition: ToolDefinition, handler: Arc<dyn ToolHandler>) -> Result<(), RegistryError> {
+        self.insert(definition, Some(handler))
+    }
+
+    /// Every tool, `finish` first.
+    pub fn definitions(&self) -> &[ToolDefinition] {
+        &self.definitions
+    }
+
+    /// Only `finish`, for the steps where it is the one tool offered.
+    pub fn finish_only(&self) -> &[ToolDefinition] {
+        &self.definitions[..1]
+    }
+
+    /// Looks a tool up by name.
+    pub fn get(&self, name: &str) -> Option<RegisteredTool<'_>> {
+        let &i = self.index.get(name)?;
+        Some(RegisteredTool {
+            definition: &self.definitions[i],
+            validator: &self.compiled[i].validator,
+            handler: self.compiled[i].handler.as_ref(),
+        })
+    }
+}
+
+/// The longest validation message kept; a huge argument would otherwise be echoed whole.
+const MAX_VIOLATION_MESSAGE: usize = 300;
+
+impl RegisteredTool<'_> {
+    /// Checks arguments against the compiled schema, reporting every violation.
+    pub fn validate(&self, arguments: &Value) -> Result<(), HarnessError> {
+        let violations: Vec<Value> = self
+            .validator
+            .iter_errors(arguments)
+            .map(|e| {
+                let mut message = e.to_string();
+                if message.len() > MAX_VIOLATION_MESSAGE {
+                    let cut = (0..=MAX_VIOLATION_MESSAGE).rev().find(|&i| message.is_char_boundary(i)).unwrap_or(0);
+                    message.truncate(cut);
+                    message.push_str("...");
+                }
+                json!({ "pointer": e.instance_path().to_string(), "message": message })
+            })
+            .collect();
+        if violations.is_empty() {
+            return Ok(());
+        }
+        let name = &self.definition.name;
+        let summary: Vec<String> = violations
+            .iter()
+            .map(|v| {
+                let pointer = v["pointer"].as_str().unwrap_or("");
+                let at = if pointer.is_empty() { "(root)" } else { pointer };
+                format!("{at}: {}", v["message"].as_str().unwrap_or(""))
+            })
+            .collect();
+        Err(HarnessError::new(
+            ErrorCode::InvalidArguments,
+            format!("the arguments do not match the schema of {name:?}: {}", summary.join("; ")),
+            json!({ "tool": name, "violations": violations }),
+        ))
+    }
+
+    /// The handler, `None` for the built-in `finish`.
+    pub fn handler(&self) -> Option<&Arc<dyn ToolHandler>> {
+        self.handler
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Echo;
+    impl ToolHandler for Echo {
+        fn call(&self, _: &str, arguments: &Value) -> Result<Value, ToolFailure> {
+            Ok(arguments.clone())
+        }
+    }
+
+    fn def(name: &str, parameters: Value) -> ToolDefinition {
+        ToolDefinition {
+            name: name.into(),
+            description: "d".into(),
+            parameters,
+            examples: vec![],
+            source: ToolSource::Plugin { name: "p".into(), version: "1.0.0".into() },
+        }
+    }
+
+    fn five_properties() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "a": {"type": "string"}, "b": {"type": "integer", "minimum": 0},
+                "c": {"type": "boolean"}, "d": {"enum": ["x", "y"]}, "e": {"type": "array", "items": {"type": "number"}}
+            },
+            "required": ["a", "b"],
+            "additionalProperties": false
+        })
+    }
+
+    #[test]
+    fn every_violation_is_reported_with_its_pointer() {
+        let mut r = ToolRegistry::new();
+        r.register(def("t", five_properties()), Arc::new(Echo)).unwrap();
+        let tool = r.get("t").unwrap();
+        assert!(tool.validate(&json!({"a": "x", "b": 1, "e": [1.5]})).is_ok());
+        let e = tool.validate(&json!({"b": -1, "c": "no", "d": "z", "e": [1, "two"], "extra": 1})).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidArguments);
+        let pointers: Vec<&str> = e.details["violations"].as_array().unwrap().iter().map(|v| v["pointer"].as_str().unwrap()).collect();
+        for want in ["", "/b", "/c", "/d", "/e/1"] {
+            assert!(pointers.contains(&want), "{want} missing from {pointers:?}");
+        }
+        // missing "a" and the extra property are both reported at the root
+        assert!(pointers.iter().filter(|p| p.is_empty()).count() >= 2, "{pointers:?}");
+    }
+
+    #[test]
+    fn duplicates_and_bad_schemas_are_refused() {
+        let mut r = ToolRegistry::new();
+        let e = r.register(def("finish", json!({"type": "object"})), Arc::new(Echo)).unwrap_err();
+        assert!(e.to_string().contains("the harness itself"));
+        r.register(def("t", json!({"type": "object"})), Arc::new(Echo)).unwrap();
+        assert!(matches!(r.register(def("t", json!({})), Arc::new(Echo)), Err(RegistryError::Duplicate { .. })));
+        let e = r.register(def("u", json!({"type": "no-such-type"})), Arc::new(Echo)).unwrap_err();
+        assert!(matches!(e, RegistryError::InvalidSchema { .. }), "{e}");
+        assert!(r.register(def("v", json!(true)), Arc::new(Echo)).is_err());
+    }
+
+    #[test]
+    fn remote_references_are_refused() {
+        let mut r = ToolRegistry::new();
+        let schema = json!({"type": "object", "properties": {"x": {"$ref": "https://example.com/s.json"}}});
+        assert!(matches!(r.register(def("t", schema), Arc::new(Echo)), Err(RegistryError::InvalidSchema { .. })));
+        let schema = json!({"$ref": "file:///etc/passwd"});
+        assert!(r.register(def("t2", schema), Arc::new(Echo)).is_err());
+    }
+
+    #[test]
+    fn finish_requires_an_answer() {
+        let r = ToolRegistry::new();
+        let finish = r.get(FINISH).unwrap();
+        assert!(finish.validate(&json!({"answer": null})).is_ok());
+        assert!(finish.validate(&json!({})).is_err());
+        assert!(finish.handler().is_none());
+        assert_eq!(r.finish_only().len(), 1);
+    }
+}

@@ -1,0 +1,338 @@
+//! The loop itself: ask, parse, check, dispatch, trace, feed back; until `finish` or budget.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::error::{ErrorCode, HarnessError};
+use crate::parse::{ToolCall, parse_reply};
+use crate::provider::{Message, ModelProvider, ModelReply, RouterRequest, ToolChoice, Usage};
+use crate::registry::{FINISH, ToolFailure, ToolRegistry, ToolSource};
+use crate::trace::{StepStatus, TraceEntry, TraceSink};
+
+/// Limits of one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunOptions {
+    /// Steps the run may take; the last one offers `finish` alone.
+    pub max_steps: u32,
+    /// The same call this many times in a row is `repeated_call`; 0 turns the check off.
+    pub max_repeats: u32,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self { max_steps: 8, max_repeats: 3 }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// The router called `finish`.
+    Finished,
+    /// The step budget was spent without `finish`.
+    StepBudgetExhausted,
+    /// The run could not go on (provider or trace failure).
+    Failed,
+}
+
+/// The result of a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunOutcome {
+    /// How it ended.
+    pub status: RunStatus,
+    /// `finish`'s answer, when it was called.
+    pub answer: Option<Value>,
+    /// Steps taken.
+    pub steps: u32,
+    /// Why it did not finish.
+    pub error: Option<HarnessError>,
+    /// Tokens spent, as the provider reported them.
+    pub usage: Usage,
+}
+
+/// Spots the same call made again and again.
+struct RepeatGuard {
+    max: u32,
+    last: Option<(String, Value)>,
+    count: u32,
+}
+
+impl RepeatGuard {
+    /// Counts this call; true when it makes `max` identical calls in a row.
+    fn tripped_by(&mut self, tool: &str, arguments: &Value) -> bool {
+        if self.max == 0 {
+            return false;
+        }
+        match &self.last {
+            Some((t, a)) if t == tool && a == arguments => self.count += 1,
+            _ => {
+                self.last = Some((tool.to_owned(), arguments.clone()));
+                self.count = 1;
+            }
+        }
+        self.count >= self.max
+    }
+
+    fn reset(&mut self) {
+        self.last = None;
+        self.count = 0;
+    }
+}
+
+/// What one step came to, before it is traced and fed back.
+enum StepOutcome {
+    Ran(Value),
+    Finished(Value),
+    Failed(HarnessError, StepStatus),
+}
+
+fn micros(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
+/// Runs the router-first loop for one request.
+pub async fn run(
+    provider: &dyn ModelProvider,
+    registry: &ToolRegistry,
+    request: &str,
+    options: &RunOptions,
+    trace: &mut dyn TraceSink,
+) -> RunOutcome {
+    let mut conversation = vec![Message::User { content: request.to_owned() }];
+    let mut usage = Usage::default();
+    let mut repeats = RepeatGuard { max: options.max_repeats, last: None, count: 0 };
+    let mut finish_forced = false;
+    let required = ToolChoice::Required;
+    let finish_choice = ToolChoice::Tool(FINISH.to_owned());
+
+    for step in 1..=options.max_steps {
+        let started = Instant::now();
+        let finish_only = finish_forced || step == options.max_steps;
+        let (tools, tool_choice) =
+            if finish_only { (registry.finish_only(), &finish_choice) } else { (registry.definitions(), &required) };
+        let asked = provider.complete(RouterRequest { conversation: &conversation, tools, tool_choice }).await;
+        let model_us = micros(started);
+        let reply = match asked {
+            Ok(reply) => reply,
+            Err(e) => {
+                let error = HarnessError::new(
+                    ErrorCode::ProviderError,
+                    format!("provider {:?} failed: {}", provider.name(), e.message),
+                    json!({ "provider": provider.name() }),
+                );
+                let entry = blank_entry(step, finish_only, StepStatus::Error, Some(&error), model_us, micros(started));
+                let traced = trace.record(&entry);
+                return failed(step, error, usage, traced);
+            }
+        };
+        if let Some(u) = reply.usage {
+            usage.add(u);
+        }
+
+        let parsed = parse_reply(&reply, step, finish_only.then_some(FINISH));
+        let (call, outcome) = match parsed {
+            Err(error) => (None, StepOutcome::Failed(error, StepStatus::Rejected)),
+            Ok(call) => {
+                let mut call = call;
+                let outcome = decide(registry, &mut call, finish_only, &mut repeats, &mut finish_forced).await;
+                (Some(call), outcome)
+            }
+        };
+        if !matches!(outcome, StepOutcome::Ran(_)) {
+            repeats.reset();
+        }
+
+        let source = call.as_ref().and_then(|c| registry.get(&c.tool)).map(|t| &t.definition.source);
+        let (plugin, plugin_version) = match source {
+            Some(ToolSource::Plugin { name, version }) => (Some(name.as_str()), Some(version.as_str())),
+            _ => (None, None),
+        };
+        let (status, result, error) = match &outcome {
+            StepOutcome::Ran(v) => (StepStatus::Ok, Some(v), None),
+            StepOutcome::Finished(v) => (StepStatus::Finished, Some(v), None),
+            StepOutcome::Failed(e, status) => (*status, None, Some(e)),
+        };
+        let entry = TraceEntry {
+            step,
+            tool: call.as_ref().map(|c| c.tool.as_str()),
+            arguments: call.as_ref().map(|c| &c.arguments),
+            status,
+            result,
+            error,
+            plugin,
+            plugin_version,
+            offered: if finish_only { FINISH } else { "all" },
+            reply_text: reply_text(&reply),
+            duration_us: micros(started),
+            model_us,
+        };
+        if let Err(e) = trace.record(&entry) {
+            return failed(step, trace_error(&e), usage, Ok(()));
+        }
+
+        let (content, is_error) = match outcome {
+            StepOutcome::Finished(answer) => {
+                return RunOutcome { status: RunStatus::Finished, answer: Some(answer), steps: step, error: None, usage };
+            }
+            StepOutcome::Ran(result) => (result, false),
+            StepOutcome::Failed(e, _) => (e.to_value(), true),
+        };
+        let (call_id, tool) = match call {
+            Some(c) => (Some(c.id), Some(c.tool)),
+            None => (None, None),
+        };
+        conversation.push(Message::Assistant { reply });
+        conversation.push(Message::ToolResult { call_id, tool, content, is_error });
+    }
+
+    let error = HarnessError::new(
+        ErrorCode::StepBudgetExhausted,
+        format!(
+            "the run took all {} steps without calling finish; raise --max-steps, or check the trace for why the model did not finish",
+            options.max_steps
+        ),
+        json!({ "max_steps": options.max_steps }),
+    );
+    RunOutcome { status: RunStatus::StepBudgetExhausted, answer: None, steps: options.max_steps, error: Some(error), usage }
+}
+
+fn reply_text(reply: &ModelReply) -> Option<&str> {
+    if !reply.calls.is_empty() {
+        return None;
+    }
+    reply.text.as_deref().filter(|t| !t.is_empty())
+}
+
+fn blank_entry<'a>(
+    step: u32,
+    finish_only: bool,
+    status: StepStatus,
+    error: Option<&'a HarnessError>,
+    model_us: u64,
+    duration_us: u64,
+) -> TraceEntry<'a> {
+    TraceEntry {
+        step,
+        tool: None,
+        arguments: None,
+        status,
+        result: None,
+        error,
+        plugin: None,
+        plugin_version: None,
+        offered: if finish_only { FINISH } else { "all" },
+        reply_text: None,
+        duration_us,
+        model_us,
+    }
+}
+
+fn trace_error(e: &std::io::Error) -> HarnessError {
+    HarnessError::new(
+        ErrorCode::TraceError,
+        format!("the trace could not be written ({e}); the run stopped so that no step goes unrecorded"),
+        json!({ "error": e.to_string() }),
+    )
+}
+
+fn failed(step: u32, error: HarnessError, usage: Usage, traced: std::io::Result<()>) -> RunOutcome {
+    let error = match traced {
+        Ok(()) => error,
+        Err(e) => trace_error(&e),
+    };
+    RunOutcome { status: RunStatus::Failed, answer: None, steps: step, error: Some(error), usage }
+}
+
+/// Checks a parsed call and, when it passes, runs it.
+async fn decide(
+    registry: &ToolRegistry,
+    call: &mut ToolCall,
+    finish_only: bool,
+    repeats: &mut RepeatGuard,
+    finish_forced: &mut bool,
+) -> StepOutcome {
+    let rejected = |e| StepOutcome::Failed(e, StepStatus::Rejected);
+    let Some(tool) = registry.get(&call.tool) else {
+        let offered: Vec<&str> = if finish_only {
+            vec![FINISH]
+        } else {
+            registry.definitions().iter().map(|d| d.name.as_str()).collect()
+        };
+        return rejected(HarnessError::new(
+            ErrorCode::UnknownTool,
+            format!("there is no tool named {:?}; call one of: {}", call.tool, offered.join(", ")),
+            json!({ "tool": call.tool, "offered": offered }),
+        ));
+    };
+    if finish_only && call.tool != FINISH {
+        return rejected(HarnessError::new(
+            ErrorCode::ToolNotOffered,
+            format!("{:?} is not offered at this step; only finish is: call finish with your best answer", call.tool),
+            json!({ "tool": call.tool, "offered": [FINISH] }),
+        ));
+    }
+    if let Err(e) = tool.validate(&call.arguments) {
+        return rejected(e);
+    }
+    if call.tool == FINISH {
+        return StepOutcome::Finished(call.arguments.get("answer").cloned().unwrap_or(Value::Null));
+    }
+    if repeats.tripped_by(&call.tool, &call.arguments) {
+        *finish_forced = true;
+        return rejected(HarnessError::new(
+            ErrorCode::RepeatedCall,
+            format!(
+                "{:?} was called with the same arguments {} times in a row; its result will not change. Call finish with your best answer",
+                call.tool, repeats.max
+            ),
+            json!({ "tool": call.tool, "times": repeats.max }),
+        ));
+    }
+    let Some(handler) = tool.handler().cloned() else {
+        return rejected(HarnessError::new(
+            ErrorCode::UnknownTool,
+            format!("the tool {:?} has no implementation", call.tool),
+            json!({ "tool": call.tool }),
+        ));
+    };
+    execute(handler, call).await
+}
+
+/// Runs the handler on a blocking thread so that a slow tool never stalls the async workers.
+/// The arguments travel to the thread and back, so they are never copied.
+async fn execute(handler: Arc<dyn crate::registry::ToolHandler>, call: &mut ToolCall) -> StepOutcome {
+    let tool = Arc::<str>::from(call.tool.as_str());
+    let arguments = std::mem::take(&mut call.arguments);
+    let t = tool.clone();
+    let joined = tokio::task::spawn_blocking(move || {
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler.call(&t, &arguments)));
+        (arguments, result)
+    })
+    .await;
+    let failure = match joined {
+        Ok((arguments, result)) => {
+            call.arguments = arguments;
+            match result {
+                Ok(Ok(value)) => return StepOutcome::Ran(value),
+                Ok(Err(failure)) => failure,
+                Err(_) => ToolFailure {
+                    code: "tool_panicked".to_owned(),
+                    message: "the tool's host adapter panicked".to_owned(),
+                },
+            }
+        }
+        Err(e) => ToolFailure { code: "tool_panicked".to_owned(), message: format!("the tool's thread failed: {e}") },
+    };
+    let (code, details) = if failure.code == "tool_panicked" {
+        (ErrorCode::ToolPanicked, json!({ "tool": &*tool }))
+    } else if failure.code == "tool_error" {
+        (ErrorCode::ToolError, json!({ "tool": &*tool }))
+    } else {
+        (ErrorCode::ToolError, json!({ "tool": &*tool, "tool_code": failure.code }))
+    };
+    StepOutcome::Failed(HarnessError::new(code, failure.message, details), StepStatus::Error)
+}

@@ -1,0 +1,84 @@
+//! A tool: typed handler, generated schema, declared effects and examples.
+
+use harness_abi::manifest::{Effects, ToolError, ToolExample, ToolManifest};
+use schemars::JsonSchema;
+use serde::{Serialize, de::DeserializeOwned};
+use serde_json::Value;
+
+type Handler<P> = Box<dyn Fn(&P, Value) -> Result<Value, ToolError> + Send + Sync>;
+
+/// One tool of plugin `P`: its manifest entry and the handler that runs it.
+pub struct Tool<P> {
+    pub(crate) manifest: ToolManifest,
+    pub(crate) handler: Handler<P>,
+}
+
+/// Generates a schema without the `$schema` key, which model APIs do not expect.
+fn schema_of<T: JsonSchema>() -> Value {
+    let generator = schemars::generate::SchemaSettings::draft2020_12()
+        .with(|s| s.meta_schema = None)
+        .into_generator();
+    generator.into_root_schema_for::<T>().to_value()
+}
+
+impl<P: 'static> Tool<P> {
+    /// A tool named `name` whose arguments are `A` and whose result is `R`.
+    ///
+    /// The parameters schema is generated from `A`; arguments that the host validated but
+    /// that still do not deserialize into `A` become an `invalid_arguments` tool error.
+    pub fn new<A, R, F>(name: &str, description: &str, effects: Effects, handler: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema,
+        R: Serialize,
+        F: Fn(&P, A) -> Result<R, ToolError> + Send + Sync + 'static,
+    {
+        let handler: Handler<P> = Box::new(move |plugin, arguments| {
+            let args: A = serde_json::from_value(arguments).map_err(|e| ToolError {
+                code: "invalid_arguments".to_owned(),
+                message: e.to_string(),
+            })?;
+            let result = handler(plugin, args)?;
+            serde_json::to_value(result)
+                .map_err(|e| ToolError::tool_error(format!("the tool's result is not JSON: {e}")))
+        });
+        Self {
+            manifest: ToolManifest {
+                name: name.to_owned(),
+                description: description.to_owned(),
+                parameters: schema_of::<A>(),
+                output: None,
+                effects,
+                examples: Vec::new(),
+            },
+            handler,
+        }
+    }
+
+    /// Declares the result's schema, generated from `R`; checks hold results against it.
+    pub fn output<R: JsonSchema>(mut self) -> Self {
+        self.manifest.output = Some(schema_of::<R>());
+        self
+    }
+
+    /// Declares an example call and the result it must return.
+    pub fn example(mut self, arguments: Value, result: Value) -> Self {
+        self.manifest.examples.push(ToolExample { arguments, result: Some(result), error_code: None });
+        self
+    }
+
+    /// Declares an example call that must fail with the tool error `code`.
+    pub fn example_error(mut self, arguments: Value, code: &str) -> Self {
+        self.manifest.examples.push(ToolExample { arguments, result: None, error_code: Some(code.to_owned()) });
+        self
+    }
+
+    /// This tool's manifest entry.
+    pub fn manifest(&self) -> &ToolManifest {
+        &self.manifest
+    }
+
+    /// Runs the tool in-process, as the host would through the library; for plugin unit tests.
+    pub fn call(&self, plugin: &P, arguments: Value) -> Result<Value, ToolError> {
+        (self.handler)(plugin, arguments)
+    }
+}
