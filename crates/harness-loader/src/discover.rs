@@ -1,0 +1,309 @@
+//! Discovery: which files in which directories, which plugins and tools are enabled.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use harness_abi::manifest::{Effects, ToolManifest};
+use harness_core::{ToolDefinition, ToolExample, ToolRegistry, ToolSource};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::handler::PluginHandler;
+use crate::library::{LoadError, PluginLibrary};
+
+/// What the operator chose: directories in order, and which plugins and tools to offer.
+#[derive(Debug, Clone, Default)]
+pub struct DiscoveryOptions {
+    /// Directories to search, in priority order; the first plugin of a name wins.
+    pub dirs: Vec<PathBuf>,
+    /// When not empty, only these plugins (`name`) or tools (`name.tool`) are offered.
+    pub enable: Vec<String>,
+    /// Plugins (`name`) or tools (`name.tool`) never offered.
+    pub disable: Vec<String>,
+    /// Effect classes whose tools are never offered.
+    pub deny_effects: Vec<Effects>,
+    /// Each plugin's configuration section, passed to its `init` (`{}` when absent).
+    pub configs: BTreeMap<String, Value>,
+}
+
+/// A file that was not loaded, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct Skipped {
+    /// The file.
+    pub path: PathBuf,
+    /// Why, in one line.
+    pub reason: String,
+    /// The full report, when the one line had to shorten it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// Why a tool of a loaded plugin is not offered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum ToolState {
+    /// Offered to the router.
+    Offered,
+    /// Left out by `enable`/`disable` or because its plugin is test-only.
+    Disabled {
+        /// Which rule left it out.
+        why: String,
+    },
+    /// Its effect class is denied.
+    DeniedEffect,
+    /// Another plugin offers a tool of the same name.
+    NameTaken {
+        /// The plugin that has it.
+        by: String,
+    },
+}
+
+/// A plugin that loaded, with the state of each of its tools.
+#[derive(Debug)]
+pub struct LoadedPlugin {
+    /// The library.
+    pub library: Arc<PluginLibrary>,
+    /// Whether `init` ran (it does not for plugins with no tool offered).
+    pub initialised: bool,
+    /// Each tool's state, in manifest order.
+    pub tools: Vec<(ToolManifest, ToolState)>,
+}
+
+/// Everything discovery found.
+#[derive(Debug, Default)]
+pub struct Discovery {
+    /// Plugins that loaded, in directory order.
+    pub plugins: Vec<LoadedPlugin>,
+    /// Files that were refused.
+    pub skipped: Vec<Skipped>,
+    /// Things an operator should know: duplicates, unknown names in enable/disable, missing dirs.
+    pub warnings: Vec<String>,
+}
+
+/// The platform's library file extension, without the dot.
+pub fn library_extension() -> &'static str {
+    std::env::consts::DLL_EXTENSION
+}
+
+/// The identity of a file, so that one file reached by two paths loads once.
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
+}
+
+/// Lists the candidate library files of one directory, sorted by name for a stable order.
+fn candidates(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == library_extension()) && p.is_file())
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// Matches `enable`/`disable` entries: `plugin` or `plugin.tool`.
+fn rule_matches(rule: &str, plugin: &str, tool: &str) -> bool {
+    match rule.split_once('.') {
+        Some((p, t)) => p == plugin && t == tool,
+        None => rule == plugin,
+    }
+}
+
+fn rule_names_plugin(rule: &str, plugin: &str) -> bool {
+    rule.split_once('.').map_or(rule, |(p, _)| p) == plugin
+}
+
+impl DiscoveryOptions {
+    fn tool_state(&self, plugin: &str, test_only: bool, tool: &ToolManifest) -> ToolState {
+        if let Some(rule) = self.disable.iter().find(|r| rule_matches(r, plugin, &tool.name)) {
+            return ToolState::Disabled { why: format!("disabled by {rule:?}") };
+        }
+        if !self.enable.is_empty() && !self.enable.iter().any(|r| rule_matches(r, plugin, &tool.name)) {
+            return ToolState::Disabled { why: "not in enable".to_owned() };
+        }
+        if test_only && !self.enable.iter().any(|r| rule_names_plugin(r, plugin)) {
+            return ToolState::Disabled { why: "test-only plugin; enable it by name".to_owned() };
+        }
+        if self.deny_effects.contains(&tool.effects) {
+            return ToolState::DeniedEffect;
+        }
+        ToolState::Offered
+    }
+}
+
+/// Searches the directories, loads every plugin file once, and decides what is offered.
+///
+/// Nothing here fails as a whole: each bad file is one `Skipped` entry and the rest load.
+pub fn discover(options: &DiscoveryOptions) -> Discovery {
+    let mut found = Discovery::default();
+    let mut seen_files: HashSet<(u64, u64)> = HashSet::new();
+    let mut seen_paths: HashSet<PathBuf> = HashSet::new();
+    let mut names: HashMap<String, PathBuf> = HashMap::new();
+    let mut tool_owner: HashMap<String, String> = HashMap::new();
+
+    for dir in &options.dirs {
+        let files = match candidates(dir) {
+            Ok(files) => files,
+            Err(e) => {
+                found.warnings.push(format!("plugin directory {} cannot be read: {e}", dir.display()));
+                continue;
+            }
+        };
+        for file in files {
+            let Ok(path) = file.canonicalize() else {
+                found.skipped.push(Skipped { path: file, reason: "cannot be resolved (a broken link?)".to_owned(), detail: None });
+                continue;
+            };
+            if !seen_paths.insert(path.clone()) || file_id(&path).is_some_and(|id| !seen_files.insert(id)) {
+                continue;
+            }
+            let library = match PluginLibrary::load(&path) {
+                Ok(library) => library,
+                Err(e) => {
+                    found.skipped.push(skip(path, &e));
+                    continue;
+                }
+            };
+            let name = library.manifest().name.clone();
+            if let Some(first) = names.get(&name) {
+                let reason = format!("plugin {name:?} is already loaded from {}; the first in directory order wins", first.display());
+                found.skipped.push(Skipped { path, reason, detail: None });
+                continue;
+            }
+            names.insert(name.clone(), path.clone());
+            let test_only = library.manifest().test_only;
+            let mut tools = Vec::new();
+            for tool in &library.manifest().tools {
+                let mut state = options.tool_state(&name, test_only, tool);
+                if state == ToolState::Offered {
+                    if let Some(owner) = tool_owner.get(&tool.name) {
+                        found.warnings.push(format!(
+                            "tool {:?} of plugin {name:?} ({}) is not offered: plugin {owner:?} already offers a tool of that name; disable one of them with --disable {name}.{} or --disable {owner}.{}",
+                            tool.name,
+                            path.display(),
+                            tool.name,
+                            tool.name
+                        ));
+                        state = ToolState::NameTaken { by: owner.clone() };
+                    } else {
+                        tool_owner.insert(tool.name.clone(), name.clone());
+                    }
+                }
+                tools.push((tool.clone(), state));
+            }
+            let mut initialised = false;
+            if tools.iter().any(|(_, s)| *s == ToolState::Offered) {
+                let config = options.configs.get(&name).cloned().unwrap_or_else(|| Value::Object(Default::default()));
+                if let Err(e) = library.init(&config) {
+                    for (t, _) in &tools {
+                        tool_owner.remove(&t.name);
+                    }
+                    names.remove(&name);
+                    found.skipped.push(skip(path, &e));
+                    continue;
+                }
+                initialised = true;
+            }
+            found.plugins.push(LoadedPlugin { library: Arc::new(library), initialised, tools });
+        }
+    }
+    for rule in options.enable.iter().chain(&options.disable) {
+        let plugin = rule.split_once('.').map_or(rule.as_str(), |(p, _)| p);
+        let known = found.plugins.iter().any(|p| {
+            p.library.manifest().name == plugin
+                && rule.split_once('.').is_none_or(|(_, t)| p.library.manifest().tools.iter().any(|x| x.name == t))
+        });
+        if !known {
+            found.warnings.push(format!("enable/disable names {rule:?}, but no loaded plugin or tool has that name"));
+        }
+    }
+    found
+}
+
+fn skip(path: PathBuf, e: &LoadError) -> Skipped {
+    Skipped { path, reason: e.to_string(), detail: e.detail().map(str::to_owned) }
+}
+
+impl Discovery {
+    /// Registers every offered tool in `registry`; returns what could not be registered.
+    pub fn register_tools(&self, registry: &mut ToolRegistry) -> Vec<String> {
+        let mut problems = Vec::new();
+        for plugin in &self.plugins {
+            let manifest = plugin.library.manifest();
+            let handler = Arc::new(PluginHandler::new(plugin.library.clone()));
+            for (tool, state) in &plugin.tools {
+                if *state != ToolState::Offered {
+                    continue;
+                }
+                let definition = ToolDefinition {
+                    name: tool.name.clone(),
+                    description: tool.description.clone(),
+                    parameters: tool.parameters.clone(),
+                    examples: tool
+                        .examples
+                        .iter()
+                        .map(|e| ToolExample { arguments: e.arguments.clone(), result: e.result.clone() })
+                        .collect(),
+                    source: ToolSource::Plugin { name: manifest.name.clone(), version: manifest.version.clone() },
+                };
+                if let Err(e) = registry.register(definition, handler.clone()) {
+                    problems.push(format!("plugin {}: {e}", manifest.name));
+                }
+            }
+        }
+        problems
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool(name: &str, effects: Effects) -> ToolManifest {
+        ToolManifest {
+            name: name.into(),
+            description: "d".into(),
+            parameters: json!({"type": "object"}),
+            output: None,
+            effects,
+            examples: vec![],
+        }
+    }
+
+    #[test]
+    fn enable_disable_and_effects() {
+        let mut o = DiscoveryOptions::default();
+        let read = tool("read_file", Effects::Reads);
+        assert_eq!(o.tool_state("files", false, &read), ToolState::Offered);
+        assert!(matches!(o.tool_state("fault", true, &read), ToolState::Disabled { .. }));
+        o.deny_effects = vec![Effects::Reads];
+        assert_eq!(o.tool_state("files", false, &read), ToolState::DeniedEffect);
+        o.deny_effects.clear();
+        o.disable = vec!["files.read_file".into()];
+        assert!(matches!(o.tool_state("files", false, &read), ToolState::Disabled { .. }));
+        assert_eq!(o.tool_state("files", false, &tool("list_dir", Effects::Reads)), ToolState::Offered);
+        o.disable.clear();
+        o.enable = vec!["fault".into(), "calc.calculate".into()];
+        assert_eq!(o.tool_state("fault", true, &read), ToolState::Offered);
+        assert_eq!(o.tool_state("calc", false, &tool("calculate", Effects::Pure)), ToolState::Offered);
+        assert!(matches!(o.tool_state("files", false, &read), ToolState::Disabled { .. }));
+    }
+
+    #[test]
+    fn a_missing_directory_is_a_warning_not_a_failure() {
+        let d = discover(&DiscoveryOptions { dirs: vec!["/no/such/dir".into()], ..Default::default() });
+        assert!(d.plugins.is_empty());
+        assert!(d.warnings[0].contains("/no/such/dir"), "{:?}", d.warnings);
+    }
+}

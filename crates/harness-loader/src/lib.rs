@@ -1,0 +1,27 @@
+//! Finds, checks and loads `harness` tool plugins, and fills the core's tool registry.
+//!
+//! Each library file is opened on its own (never abi_stable's one-module-per-type cache),
+//! bound eagerly and locally, checked by abi_stable's layout check, by our semver ABI rule and
+//! by manifest rules, then `init`ed with its configuration section. A bad file is skipped with
+//! one line saying why; the others load.
+//!
+//! ```no_run
+//! use harness_loader::{discover, DiscoveryOptions};
+//! let found = discover(&DiscoveryOptions { dirs: vec!["plugins".into()], ..Default::default() });
+//! let mut registry = harness_core::ToolRegistry::new();
+//! for problem in found.register_tools(&mut registry) {
+//!     eprintln!("warning: {problem}");
+//! }
+//! for skipped in &found.skipped {
+//!     eprintln!("skipped {}: {}", skipped.path.display(), skipped.reason);
+//! }
+//! ```
+#![deny(missing_docs)]
+
+mod discover;
+mod handler;
+mod library;
+
+pub use discover::{Discovery, DiscoveryOptions, LoadedPlugin, Skipped, ToolState, discover, library_extension};
+pub use handler::PluginHandler;
+pub use library::{LoadError, PluginLibrary, parse_manifest};

@@ -1,0 +1,238 @@
+//! One plugin library file: opened, checked (layout, ABI version, manifest) and called.
+
+use std::path::{Path, PathBuf};
+
+use harness_abi::abi_stable::library::{AbiHeaderRef, LibraryError};
+use harness_abi::abi_stable::std_types::{RResult, RStr};
+use harness_abi::manifest::{Manifest, ToolError, is_valid_plugin_name, is_valid_tool_name};
+use harness_abi::{ABI_VERSION, PluginModuleRef, ROOT_MODULE_SYMBOL, check_compatible};
+use harness_core::compile_schema;
+use serde_json::Value;
+
+/// Why a file could not be loaded as a plugin. `Display` is one line for operators.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The OS loader refused the file: not a library, truncated, wrong architecture.
+    #[error("not a loadable shared library: {0}")]
+    Open(String),
+    /// A shared library, but it exports no harness root module.
+    #[error("a shared library but not a harness plugin (it exports no harness root module); plugins are built with harness_sdk::export_plugin!")]
+    NotAPlugin,
+    /// Its layout or abi_stable version does not match this host's; `detail` has the full report.
+    #[error("its binary interface does not match this harness ({kind}); rebuild it against a harness-sdk compatible with ABI {ABI_VERSION}")]
+    Layout {
+        /// The kind of mismatch, in a few words.
+        kind: String,
+        /// abi_stable's full report (it can run to tens of kilobytes).
+        detail: String,
+    },
+    /// Our own semver ABI rule refused it.
+    #[error("{0}")]
+    AbiVersion(harness_abi::AbiVersionError),
+    /// The manifest is not valid JSON of the right shape, or breaks a naming or schema rule.
+    #[error("invalid manifest: {0}")]
+    Manifest(String),
+    /// `init` refused the configuration.
+    #[error("init failed: {0}")]
+    Init(String),
+}
+
+impl LoadError {
+    /// The long form, when there is one (abi_stable's layout report).
+    pub fn detail(&self) -> Option<&str> {
+        match self {
+            Self::Layout { detail, .. } => Some(detail),
+            _ => None,
+        }
+    }
+}
+
+/// A plugin library that passed every check; its file stays mapped for the life of the process.
+pub struct PluginLibrary {
+    path: PathBuf,
+    module: PluginModuleRef,
+    abi_version: String,
+    manifest: Manifest,
+}
+
+impl std::fmt::Debug for PluginLibrary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PluginLibrary")
+            .field("path", &self.path)
+            .field("abi_version", &self.abi_version)
+            .field("name", &self.manifest.name)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(unix)]
+fn open(path: &Path) -> Result<libloading::Library, libloading::Error> {
+    use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
+    // Bind now so that a missing symbol fails here, not in the middle of a run; local so that
+    // one plugin's symbols never satisfy another's.
+    // SAFETY: loading runs the library's constructors; the caller only loads from directories
+    // the operator chose (see docs/operators.md).
+    unsafe { Library::open(Some(path), RTLD_NOW | RTLD_LOCAL) }.map(Into::into)
+}
+
+#[cfg(not(unix))]
+fn open(path: &Path) -> Result<libloading::Library, libloading::Error> {
+    // SAFETY: as above; Windows has no lazy binding to turn off.
+    unsafe { libloading::Library::new(path) }
+}
+
+fn mismatch_kind(e: &LibraryError) -> String {
+    match e {
+        LibraryError::IncompatibleVersionNumber { expected_version, actual_version, .. } => {
+            format!("host harness-abi {expected_version}, plugin harness-abi {actual_version}")
+        }
+        LibraryError::AbiInstability(_) => "the exported module's layout differs".to_owned(),
+        LibraryError::InvalidAbiHeader(_) => "built with an incompatible abi_stable".to_owned(),
+        LibraryError::InvalidCAbi { .. } => "built with an incompatible C ABI".to_owned(),
+        LibraryError::ParseVersionError(_) => "unreadable interface version".to_owned(),
+        LibraryError::RootModule { err, .. } => format!("its root module failed to build: {err}"),
+        LibraryError::Many(list) => list.iter().map(mismatch_kind).collect::<Vec<_>>().join("; "),
+        LibraryError::OpenError { .. } | LibraryError::GetSymbolError { .. } => "cannot be read".to_owned(),
+    }
+}
+
+impl PluginLibrary {
+    /// Opens `path`, checks layout, ABI version and manifest. Never panics on a bad file.
+    ///
+    /// The path should be canonical (it must contain a `/`, or the OS searches its library path).
+    pub fn load(path: &Path) -> Result<Self, LoadError> {
+        let library = open(path).map_err(|e| LoadError::Open(one_line(&e.to_string())))?;
+        // SAFETY: the symbol, when present, is the `LibHeader` static that abi_stable's export
+        // writes; `AbiHeaderRef` is the reference type abi_stable itself reads it as, and its
+        // `upgrade` checks the header before anything else is trusted.
+        let header: AbiHeaderRef = match unsafe { library.get::<AbiHeaderRef>(ROOT_MODULE_SYMBOL) } {
+            Ok(sym) => *sym,
+            Err(_) => return Err(LoadError::NotAPlugin),
+        };
+        let layout = |e: LibraryError| LoadError::Layout { kind: mismatch_kind(&e), detail: e.to_string() };
+        let module = header.upgrade().and_then(|h| h.init_root_module::<PluginModuleRef>()).map_err(layout)?;
+        // The module's functions live in the library: it must stay mapped for ever. abi_stable
+        // does the same; unloading Rust libraries is not sound anyway (thread-locals, statics).
+        std::mem::forget(library);
+
+        let abi_version = (module.abi_version())().into_string();
+        check_compatible(ABI_VERSION, &abi_version).map_err(LoadError::AbiVersion)?;
+        let manifest_json = (module.manifest())().into_string();
+        let manifest = parse_manifest(&manifest_json)?;
+        Ok(Self { path: path.to_owned(), module, abi_version, manifest })
+    }
+
+    /// Calls `init` with the plugin's configuration section.
+    pub fn init(&self, config: &Value) -> Result<(), LoadError> {
+        let json = config.to_string();
+        match (self.module.init())(RStr::from_str(&json)) {
+            RResult::ROk(()) => Ok(()),
+            RResult::RErr(message) => Err(LoadError::Init(message.into_string())),
+        }
+    }
+
+    /// Calls one tool with JSON arguments text; the result JSON text or the tool's error.
+    pub fn call(&self, tool: &str, arguments_json: &str) -> Result<String, ToolError> {
+        match (self.module.call())(RStr::from_str(tool), RStr::from_str(arguments_json)) {
+            RResult::ROk(json) => Ok(json.into_string()),
+            RResult::RErr(json) => Err(serde_json::from_str::<ToolError>(&json).unwrap_or_else(|_| {
+                ToolError::tool_error(format!("the plugin returned an unreadable error: {}", json.as_str()))
+            })),
+        }
+    }
+
+    /// The file it was loaded from (canonical).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The ABI version it was built against.
+    pub fn abi_version(&self) -> &str {
+        &self.abi_version
+    }
+
+    /// Its manifest, checked.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.lines().next().unwrap_or("").trim().to_owned()
+}
+
+/// Parses and checks a manifest: names, versions, descriptions, schemas that compile.
+pub fn parse_manifest(json: &str) -> Result<Manifest, LoadError> {
+    let bad = LoadError::Manifest;
+    if let Ok(Value::Object(o)) = serde_json::from_str::<Value>(json) {
+        if let Some(Value::String(e)) = o.get("error") {
+            return Err(bad(format!("the plugin could not build its manifest: {e}")));
+        }
+    }
+    let m: Manifest = serde_json::from_str(json).map_err(|e| bad(e.to_string()))?;
+    if !is_valid_plugin_name(&m.name) {
+        return Err(bad(format!("plugin name {:?} must match ^[a-z][a-z0-9_-]{{0,63}}$", m.name)));
+    }
+    if semver::Version::parse(&m.version).is_err() {
+        return Err(bad(format!("plugin {} has version {:?}, which is not semver (e.g. 1.2.3)", m.name, m.version)));
+    }
+    if m.tools.is_empty() {
+        return Err(bad(format!("plugin {} offers no tools", m.name)));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for t in &m.tools {
+        let at = format!("plugin {}, tool {:?}", m.name, t.name);
+        if !is_valid_tool_name(&t.name) {
+            return Err(bad(format!("{at}: tool names must match ^[a-zA-Z0-9_-]{{1,64}}$")));
+        }
+        if !seen.insert(t.name.as_str()) {
+            return Err(bad(format!("{at}: the tool is declared twice")));
+        }
+        if t.description.trim().is_empty() {
+            return Err(bad(format!("{at}: the tool has no description; the model chooses tools by it")));
+        }
+        if t.parameters.get("type").and_then(Value::as_str) != Some("object") {
+            return Err(bad(format!("{at}: parameters must be a JSON Schema with \"type\": \"object\"")));
+        }
+        compile_schema(&t.parameters).map_err(|e| bad(format!("{at}: parameters schema does not compile: {e}")))?;
+        if let Some(output) = &t.output {
+            compile_schema(output).map_err(|e| bad(format!("{at}: output schema does not compile: {e}")))?;
+        }
+    }
+    Ok(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest(tools: &str) -> String {
+        format!(r#"{{"name":"p","version":"1.0.0","description":"d","tools":[{tools}]}}"#)
+    }
+    const T: &str = r#"{"name":"t","description":"d","parameters":{"type":"object"},"effects":"pure"}"#;
+
+    #[test]
+    fn a_good_manifest_passes() {
+        assert_eq!(parse_manifest(&manifest(T)).unwrap().tools.len(), 1);
+    }
+
+    #[test]
+    fn manifest_rules() {
+        let cases = [
+            (manifest(T).replace("\"p\"", "\"P\""), "plugin name"),
+            (manifest(T).replace("1.0.0", "one"), "not semver"),
+            (manifest(""), "offers no tools"),
+            (manifest(&format!("{T},{T}")), "declared twice"),
+            (manifest(&T.replace("\"t\"", "\"a.b\"")), "tool names must match"),
+            (manifest(&T.replace("\"description\":\"d\"", "\"description\":\" \"")), "no description"),
+            (manifest(&T.replace("{\"type\":\"object\"}", "{\"type\":\"string\"}")), "\"type\": \"object\""),
+            (manifest(&T.replace("{\"type\":\"object\"}", "{\"type\":\"object\",\"minProperties\":\"x\"}")), "does not compile"),
+            ("{\"error\":\"boom\"}".to_owned(), "could not build its manifest: boom"),
+            ("not json".to_owned(), "invalid manifest"),
+        ];
+        for (json, want) in cases {
+            let e = parse_manifest(&json).unwrap_err().to_string();
+            assert!(e.contains(want), "{json}: {e}");
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! The scripted provider: one router reply per line of a JSON Lines file, in order.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use harness_core::{ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest};
+use serde_json::Value;
+
+/// Why a script cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ScriptError {
+    /// The file cannot be read.
+    #[error("cannot read script {path}: {error}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The OS error.
+        error: std::io::Error,
+    },
+    /// A line is not a reply.
+    #[error("script {source_name}, line {line}: {problem}; a line is {{\"tool\": NAME, \"arguments\": {{...}}}} or {{\"content\": TEXT}}")]
+    Line {
+        /// The file (or name) of the script.
+        source_name: String,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong with it.
+        problem: String,
+    },
+}
+
+/// Replays router replies in order; running out is a `provider_error`.
+#[derive(Debug)]
+pub struct ScriptedProvider {
+    source_name: String,
+    replies: Vec<ModelReply>,
+    next: AtomicUsize,
+}
+
+fn reply_from_line(value: Value) -> Result<ModelReply, String> {
+    let Value::Object(mut obj) = value else {
+        return Err("not a JSON object".to_owned());
+    };
+    if let Some(content) = obj.remove("content") {
+        let Value::String(text) = content else {
+            return Err("\"content\" must be a string".to_owned());
+        };
+        if let Some(extra) = obj.keys().next() {
+            return Err(format!("unexpected key {extra:?} beside \"content\""));
+        }
+        return Ok(ModelReply { text: Some(text), ..Default::default() });
+    }
+    let Some(Value::String(name)) = obj.remove("tool") else {
+        return Err("needs a \"tool\" string or a \"content\" string".to_owned());
+    };
+    let arguments = obj.remove("arguments").unwrap_or(Value::Null);
+    let id = match obj.remove("id") {
+        None => None,
+        Some(Value::String(id)) => Some(id),
+        Some(_) => return Err("\"id\" must be a string".to_owned()),
+    };
+    if let Some(extra) = obj.keys().next() {
+        return Err(format!("unexpected key {extra:?}"));
+    }
+    Ok(ModelReply { calls: vec![ProposedCall { id, name, arguments }], ..Default::default() })
+}
+
+impl ScriptedProvider {
+    /// Reads a script file. Blank lines are skipped; any other bad line is an error naming it.
+    pub fn from_file(path: &Path) -> Result<Self, ScriptError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| ScriptError::Read { path: path.display().to_string(), error })?;
+        Self::from_jsonl(&path.display().to_string(), &text)
+    }
+
+    /// Parses a script from text; `source_name` names it in messages.
+    pub fn from_jsonl(source_name: &str, text: &str) -> Result<Self, ScriptError> {
+        let mut replies = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let problem = |problem: String| ScriptError::Line { source_name: source_name.to_owned(), line: i + 1, problem };
+            let value: Value = serde_json::from_str(line).map_err(|e| problem(format!("not JSON: {e}")))?;
+            replies.push(reply_from_line(value).map_err(problem)?);
+        }
+        Ok(Self { source_name: source_name.to_owned(), replies, next: AtomicUsize::new(0) })
+    }
+
+    /// How many replies the script holds.
+    pub fn len(&self) -> usize {
+        self.replies.len()
+    }
+
+    /// Whether the script holds no reply.
+    pub fn is_empty(&self) -> bool {
+        self.replies.is_empty()
+    }
+}
+
+#[async_trait]
+impl ModelProvider for ScriptedProvider {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    async fn complete(&self, _request: RouterRequest<'_>) -> Result<ModelReply, ProviderError> {
+        let i = self.next.fetch_add(1, Ordering::Relaxed);
+        self.replies.get(i).cloned().ok_or_else(|| {
+            ProviderError::new(format!(
+                "script {} has {} replies and all were used; the run asked for reply {}. Add lines to the script or lower --max-steps",
+                self.source_name,
+                self.replies.len(),
+                i + 1
+            ))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use harness_core::ToolChoice;
+
+    #[test]
+    fn lines_are_calls_or_text() {
+        let s = ScriptedProvider::from_jsonl(
+            "t",
+            "{\"tool\": \"calculate\", \"arguments\": {\"expression\": \"1\"}}\n\n{\"content\": \"hello\"}\n{\"tool\": \"f\", \"arguments\": \"{}\", \"id\": \"x\"}",
+        )
+        .unwrap();
+        assert_eq!(s.len(), 3);
+        assert_eq!(s.replies[0].calls[0].name, "calculate");
+        assert_eq!(s.replies[1].text.as_deref(), Some("hello"));
+        assert_eq!(s.replies[2].calls[0].id.as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn bad_lines_are_named() {
+        for (text, want) in [
+            ("{\"tool\": 1}", "line 1"),
+            ("\n[1]", "line 2: not a JSON object"),
+            ("{\"content\": 5}", "must be a string"),
+            ("{\"tool\": \"a\", \"argumentz\": {}}", "unexpected key \"argumentz\""),
+            ("nope", "not JSON"),
+        ] {
+            let e = ScriptedProvider::from_jsonl("s.jsonl", text).unwrap_err().to_string();
+            assert!(e.contains("s.jsonl") && e.contains(want), "{e}");
+        }
+    }
+
+    #[tokio::test]
+    async fn running_out_is_a_provider_error_naming_the_script() {
+        let s = ScriptedProvider::from_jsonl("s.jsonl", "{\"content\": \"x\"}").unwrap();
+        let choice = ToolChoice::Required;
+        let req = RouterRequest { conversation: &[], tools: &[], tool_choice: &choice };
+        assert!(s.complete(req).await.is_ok());
+        let e = s.complete(req).await.unwrap_err();
+        assert!(e.message.contains("s.jsonl has 1 replies"), "{}", e.message);
+    }
+}

@@ -1,0 +1,22 @@
+//! The two kinds of failure the command reports, and their exit codes.
+
+/// A failure of the command itself (not of a run, which has its own statuses).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CliError {
+    /// A bad flag, a missing or unreadable file, an invalid config: exit 2.
+    #[error("{0}")]
+    Usage(String),
+    /// Anything else: exit 1.
+    #[error("{0}")]
+    Failure(String),
+}
+
+impl CliError {
+    /// The process exit code for this error.
+    pub(crate) fn exit_code(&self) -> u8 {
+        match self {
+            Self::Usage(_) => 2,
+            Self::Failure(_) => 1,
+        }
+    }
+}

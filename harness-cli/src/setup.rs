@@ -1,0 +1,103 @@
+//! Shared wiring: plugin directories and selection from flags, environment and config.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use clap::Args;
+use harness_abi::manifest::Effects;
+use harness_loader::{Discovery, DiscoveryOptions, discover};
+
+use crate::Result;
+use crate::config::LoadedConfig;
+use crate::error::CliError;
+
+/// Where plugins come from and which of them are offered.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct PluginArgs {
+    /// A directory to load plugins from; repeat it for more. Searched first, in order.
+    #[arg(long = "plugins-dir", value_name = "DIR")]
+    pub(crate) plugins_dirs: Vec<PathBuf>,
+    /// Configuration file (TOML); `./harness.toml` is read when present.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// Offer only these plugins (NAME) or tools (NAME.TOOL); repeatable. Test-only plugins load only when named here.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) enable: Vec<String>,
+    /// Never offer these plugins (NAME) or tools (NAME.TOOL); repeatable.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) disable: Vec<String>,
+    /// Never offer tools of these effect classes: pure, reads, writes, network; repeatable.
+    #[arg(long = "deny-effects", value_name = "CLASS", value_delimiter = ',')]
+    pub(crate) deny_effects: Vec<String>,
+    /// Do not search the directory that holds the harness executable.
+    #[arg(long)]
+    pub(crate) no_default_plugins: bool,
+}
+
+fn effects(names: &[String], source: &str) -> Result<Vec<Effects>> {
+    names
+        .iter()
+        .map(|n| {
+            Effects::parse(n).ok_or_else(|| {
+                CliError::Usage(format!("{source}: unknown effect class {n:?}; use pure, reads, writes or network"))
+            })
+        })
+        .collect()
+}
+
+/// The plugin search directories in priority order.
+pub(crate) fn plugin_dirs(args: &PluginArgs, config: &LoadedConfig) -> Result<Vec<PathBuf>> {
+    let mut dirs = Vec::new();
+    for dir in &args.plugins_dirs {
+        if !dir.is_dir() {
+            return Err(CliError::Usage(format!("--plugins-dir {}: no such directory", dir.display())));
+        }
+        dirs.push(dir.clone());
+    }
+    if let Some(path) = std::env::var_os("HARNESS_PLUGIN_PATH") {
+        dirs.extend(std::env::split_paths(&path).filter(|p| !p.as_os_str().is_empty()));
+    }
+    dirs.extend(config.config.plugins.dirs.iter().cloned());
+    if !args.no_default_plugins {
+        if let Some(dir) = std::env::current_exe().ok().and_then(|exe| exe.parent().map(PathBuf::from)) {
+            dirs.push(dir);
+        }
+    }
+    Ok(dirs)
+}
+
+/// Builds the discovery options: flags first, then the config.
+pub(crate) fn discovery_options(args: &PluginArgs, config: &LoadedConfig) -> Result<DiscoveryOptions> {
+    let plugins = &config.config.plugins;
+    let config_name = config.path.as_ref().map_or_else(|| "config".to_owned(), |p| p.display().to_string());
+    let mut deny = effects(&args.deny_effects, "--deny-effects")?;
+    deny.extend(effects(&plugins.deny_effects, &format!("{config_name}: plugins.deny_effects"))?);
+    let mut configs = BTreeMap::new();
+    for (name, table) in &plugins.sections {
+        let value = serde_json::to_value(table)
+            .map_err(|e| CliError::Usage(format!("{config_name}: [plugins.{name}] cannot be passed to the plugin: {e}")))?;
+        configs.insert(name.clone(), value);
+    }
+    Ok(DiscoveryOptions {
+        dirs: plugin_dirs(args, config)?,
+        enable: args.enable.iter().chain(&plugins.enable).cloned().collect(),
+        disable: args.disable.iter().chain(&plugins.disable).cloned().collect(),
+        deny_effects: deny,
+        configs,
+    })
+}
+
+/// Discovers plugins and reports every skipped file and warning on stderr.
+pub(crate) fn load_plugins(args: &PluginArgs, config: &LoadedConfig, report: bool) -> Result<Discovery> {
+    let options = discovery_options(args, config)?;
+    let found = discover(&options);
+    if report {
+        for w in &found.warnings {
+            eprintln!("harness: warning: {w}");
+        }
+        for s in &found.skipped {
+            eprintln!("harness: skipped {}: {}", s.path.display(), s.reason);
+        }
+    }
+    Ok(found)
+}
