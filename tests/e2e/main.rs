@@ -1,1 +1,9 @@
+//! End-to-end tests: the real `harness` binary, real plugin library files, real loader.
+//!
+//! The workspace's plugins are built once per test run (`cargo build -p ...`, which is quick
+//! when they are up to date) and found where the binary looks by default: its own directory.
+//! Fixture plugins are moved to a directory of their own so that they never load by default.
 
+mod discovery;
+mod run;
+mod support;

@@ -21,6 +21,7 @@
 mod discover;
 mod handler;
 mod library;
+mod preflight;
 
 pub use discover::{Discovery, DiscoveryOptions, LoadedPlugin, Skipped, ToolState, discover, library_extension};
 pub use handler::PluginHandler;

@@ -101,7 +101,8 @@ impl PluginLibrary {
     ///
     /// The path should be canonical (it must contain a `/`, or the OS searches its library path).
     pub fn load(path: &Path) -> Result<Self, LoadError> {
-        let library = open(path).map_err(|e| LoadError::Open(one_line(&e.to_string())))?;
+        crate::preflight::check(path).map_err(LoadError::Open)?;
+        let library = open(path).map_err(|e| LoadError::Open(describe_open_error(&e)))?;
         // SAFETY: the symbol, when present, is the `LibHeader` static that abi_stable's export
         // writes; `AbiHeaderRef` is the reference type abi_stable itself reads it as, and its
         // `upgrade` checks the header before anything else is trusted.
@@ -157,8 +158,15 @@ impl PluginLibrary {
     }
 }
 
-fn one_line(s: &str) -> String {
-    s.lines().next().unwrap_or("").trim().to_owned()
+/// libloading's own message is only "dlopen failed"; the OS's reason is in its source.
+fn describe_open_error(e: &libloading::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text = format!("{text}: {s}");
+        source = s.source();
+    }
+    text.lines().next().unwrap_or("").trim().to_owned()
 }
 
 /// Parses and checks a manifest: names, versions, descriptions, schemas that compile.

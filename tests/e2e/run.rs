@@ -1,0 +1,258 @@
+//! `harness run` through the binary: outputs, exit codes and every trace line.
+
+use serde_json::{Value, json};
+
+use crate::support::{Scratch, plugin, ran};
+
+fn call(tool: &str, arguments: Value) -> Value {
+    json!({ "tool": tool, "arguments": arguments })
+}
+
+#[test]
+fn scripted_calculate_then_finish_prints_json_and_traces_every_step() {
+    let s = Scratch::new();
+    let script = s.script(&[call("calculate", json!({"expression": "6*7"})), call("finish", json!({"answer": 42}))]);
+    let r = ran(s.harness().args(["run", "what is 6*7", "--json", "--trace", "t.jsonl", "--script"]).arg(&script));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let out = r.json();
+    assert_eq!(out["status"], "finished");
+    assert_eq!(out["answer"], 42);
+    assert_eq!(out["steps"], 2);
+    assert!(out.get("error").is_none());
+
+    let trace = s.trace("t.jsonl");
+    assert_eq!(trace.len(), 2);
+    let first = &trace[0];
+    assert_eq!(first["step"], 1);
+    assert_eq!(first["tool"], "calculate");
+    assert_eq!(first["arguments"], json!({"expression": "6*7"}));
+    assert_eq!(first["status"], "ok");
+    assert_eq!(first["result"], 42);
+    assert_eq!(first["plugin"], "calc");
+    assert_eq!(first["plugin_version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(first["offered"], "all");
+    assert!(first["duration_us"].is_u64() && first["model_us"].is_u64());
+    assert!(first.get("error").is_none());
+    let last = &trace[1];
+    assert_eq!((last["step"].clone(), last["tool"].clone(), last["status"].clone()), (json!(2), json!("finish"), json!("finished")));
+    assert_eq!(last["result"], 42);
+    assert!(last.get("plugin").is_none());
+}
+
+#[test]
+fn plain_output_prints_a_string_answer_as_text_and_others_as_json() {
+    let s = Scratch::new();
+    let script = s.script(&[call("finish", json!({"answer": "forty-two"}))]);
+    let r = ran(s.harness().args(["run", "x", "--script"]).arg(&script));
+    assert_eq!((r.code, r.stdout.as_str()), (0, "forty-two\n"));
+    let script = s.script(&[call("finish", json!({"answer": {"n": 42}}))]);
+    let r = ran(s.harness().args(["run", "x", "-q", "--script"]).arg(&script));
+    assert_eq!((r.code, r.stdout.as_str(), r.stderr.as_str()), (0, "{\"n\":42}\n", ""));
+}
+
+#[test]
+fn offline_router_answers_the_main_command() {
+    let s = Scratch::new();
+    let r = ran(s.harness().args(["run", "calculate 6*7"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout, "42\n");
+    assert!(r.stderr.contains("offline router"), "{}", r.stderr);
+    let r = ran(s.harness().args(["run", "compose a sonnet", "--json"]));
+    assert_eq!(r.code, 0);
+    let out = r.json();
+    assert_eq!(out["status"], "finished");
+    assert!(out["answer"].as_str().unwrap().contains("found no tool"), "{out}");
+}
+
+#[test]
+fn every_rejection_is_a_traced_step_fed_back_and_the_run_goes_on() {
+    let s = Scratch::new();
+    let script = s.script(&[
+        json!({"content": "I would rather chat."}),
+        json!({"content": "```json\n{\"tool\": \"calculate\", \"arguments\": {\"expression\": "}),
+        call("no_such_tool", json!({})),
+        call("calculate", json!({"expression": 7, "extra": true})),
+        call("calculate", json!("{\"expression\": \"1/0\"}")),
+        json!({"content": "Sure: {\"tool\": \"calculate\", \"arguments\": {\"expression\": \"2+2\"}} done"}),
+        call("finish", json!({"answer": 4})),
+    ]);
+    let r = ran(s.harness().args(["run", "x", "--json", "--max-steps", "10", "--trace", "t.jsonl", "--script"]).arg(&script));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.json()["steps"], 7);
+    let t = s.trace("t.jsonl");
+    let codes: Vec<Value> = t.iter().map(|l| l["error"]["code"].clone()).collect();
+    assert_eq!(
+        codes,
+        vec![json!("no_json"), json!("invalid_json"), json!("unknown_tool"), json!("invalid_arguments"), json!("tool_error"), Value::Null, Value::Null]
+    );
+    let statuses: Vec<&str> = t.iter().map(|l| l["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses, ["rejected", "rejected", "rejected", "rejected", "error", "ok", "finished"]);
+    assert_eq!(t[0]["reply_text"], "I would rather chat.");
+    assert!(t[0]["tool"].is_null());
+    assert!(t[2]["error"]["details"]["offered"].as_array().unwrap().contains(&json!("calculate")));
+    let pointers: Vec<&str> =
+        t[3]["error"]["details"]["violations"].as_array().unwrap().iter().map(|v| v["pointer"].as_str().unwrap()).collect();
+    assert!(pointers.contains(&"/expression") && pointers.contains(&""), "{pointers:?}");
+    assert!(t[4]["error"]["message"].as_str().unwrap().contains("division by zero"));
+    assert_eq!(t[4]["plugin"], "calc");
+    assert_eq!(t[5]["result"], 4);
+    assert_eq!(t[5]["arguments"], json!({"expression": "2+2"}));
+}
+
+#[test]
+fn step_budget_exhausted_exits_3_and_the_last_step_offers_only_finish() {
+    let s = Scratch::new();
+    let c = call("calculate", json!({"expression": "1+1"}));
+    let script = s.script(&[c.clone(), c.clone()]);
+    let r = ran(s.harness().args(["run", "x", "--json", "--max-steps", "2", "--trace", "t.jsonl", "--script"]).arg(&script));
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    let out = r.json();
+    assert_eq!(out["status"], "step_budget_exhausted");
+    assert_eq!(out["error"]["code"], "step_budget_exhausted");
+    assert!(out["answer"].is_null());
+    let t = s.trace("t.jsonl");
+    assert_eq!(t[0]["offered"], "all");
+    assert_eq!(t[1]["offered"], "finish");
+    assert_eq!(t[1]["error"]["code"], "tool_not_offered");
+}
+
+#[test]
+fn repeated_calls_are_stopped_and_finish_is_forced() {
+    let s = Scratch::new();
+    let c = call("calculate", json!({"expression": "1+1"}));
+    let script = s.script(&[c.clone(), c.clone(), c.clone(), call("finish", json!({"answer": 2}))]);
+    let r = ran(s.harness().args(["run", "x", "--json", "--trace", "t.jsonl", "--script"]).arg(&script));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let t = s.trace("t.jsonl");
+    assert_eq!(t[2]["error"]["code"], "repeated_call");
+    assert_eq!(t[2]["status"], "rejected");
+    assert_eq!(t[3]["offered"], "finish");
+    assert_eq!(r.json()["answer"], 2);
+    // --max-repeats 0 turns the check off.
+    let script = s.script(&[c.clone(), c.clone(), c.clone(), call("finish", json!({"answer": 2}))]);
+    let r = ran(s.harness().args(["run", "x", "--max-repeats", "0", "--trace", "t2.jsonl", "--script"]).arg(&script));
+    assert_eq!(r.code, 0);
+    assert!(s.trace("t2.jsonl").iter().take(3).all(|l| l["status"] == "ok"));
+}
+
+#[test]
+fn running_out_of_script_is_a_provider_error_exit_1() {
+    let s = Scratch::new();
+    let script = s.script(&[call("calculate", json!({"expression": "1"}))]);
+    let r = ran(s.harness().args(["run", "x", "--json", "--trace", "t.jsonl", "--script"]).arg(&script));
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let out = r.json();
+    assert_eq!(out["status"], "failed");
+    assert_eq!(out["error"]["code"], "provider_error");
+    assert!(out["error"]["message"].as_str().unwrap().contains("script.jsonl has 1 replies"), "{out}");
+    let t = s.trace("t.jsonl");
+    assert_eq!(t.len(), 2);
+    assert_eq!((t[1]["status"].as_str(), t[1]["error"]["code"].as_str()), (Some("error"), Some("provider_error")));
+}
+
+#[test]
+fn the_same_bad_input_gives_the_same_error_bytes() {
+    let s = Scratch::new();
+    let script = s.script(&[call("calculate", json!({"expression": 1, "x": [1]})), call("finish", json!({"answer": 0}))]);
+    let error_of = |trace: &str| {
+        let r = ran(s.harness().args(["run", "x", "-q", "--trace", trace, "--script"]).arg(&script));
+        assert_eq!(r.code, 0);
+        serde_json::to_string(&s.trace(trace)[0]["error"]).unwrap()
+    };
+    assert_eq!(error_of("a.jsonl"), error_of("b.jsonl"));
+}
+
+#[test]
+fn usage_and_configuration_errors_exit_2_naming_the_problem() {
+    let s = Scratch::new();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["run", "x", "--script", "missing.jsonl"], "missing.jsonl"),
+        (vec!["run", "x", "--config", "nope.toml"], "nope.toml"),
+        (vec!["run", "x", "--provider", "telepathy"], "telepathy"),
+        (vec!["run", "x", "--provider", "scripted"], "--script"),
+        (vec!["run", "x", "--max-steps", "0"], "--max-steps"),
+        (vec!["run", "x", "--plugins-dir", "no-such-dir"], "no-such-dir"),
+        (vec!["run", "x", "--deny-effects", "teleport"], "teleport"),
+        (vec!["run", "x", "--no-such-flag"], "--no-such-flag"),
+    ];
+    for (args, needle) in cases {
+        let r = ran(s.harness().args(&args));
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains(needle), "{args:?}: {}", r.stderr);
+    }
+    s.write("bad.toml", "max_steps = \"many\"\n");
+    let r = ran(s.harness().args(["run", "x", "--config", "bad.toml"]));
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("bad.toml") && r.stderr.contains("max_steps"), "{}", r.stderr);
+    s.write("s.jsonl", "{\"tool\": \"finish\"}\nnot json\n");
+    let r = ran(s.harness().args(["run", "x", "--script", "s.jsonl"]));
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("s.jsonl, line 2"), "{}", r.stderr);
+}
+
+#[test]
+fn help_documents_the_exit_codes() {
+    let s = Scratch::new();
+    let r = ran(s.harness().args(["run", "--help"]));
+    assert_eq!(r.code, 0);
+    for needle in ["Exit codes", "step budget", "--max-repeats", "--plugins-dir"] {
+        assert!(r.stdout.contains(needle), "{needle}: {}", r.stdout);
+    }
+}
+
+#[test]
+fn fault_plugin_panics_become_tool_panicked_and_the_run_goes_on() {
+    let s = Scratch::new();
+    let script = s.script(&[
+        call("fault_panic", json!({"message": "kaboom"})),
+        call("fault_echo", json!({"value": {"still": "alive"}})),
+        call("finish", json!({"answer": "ok"})),
+    ]);
+    let r = ran(s.harness().args(["run", "x", "--enable", "fault", "--trace", "t.jsonl", "--script"]).arg(&script));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let t = s.trace("t.jsonl");
+    assert_eq!(t[0]["error"]["code"], "tool_panicked");
+    assert_eq!(t[0]["status"], "error");
+    assert!(t[0]["error"]["message"].as_str().unwrap().contains("kaboom"));
+    assert_eq!(t[1]["result"], json!({"still": "alive"}));
+    assert_eq!(t[1]["plugin"], "fault");
+}
+
+#[test]
+fn test_only_plugins_stay_away_unless_enabled_by_name() {
+    let s = Scratch::new();
+    let script = s.script(&[call("fault_echo", json!({"value": 1})), call("finish", json!({"answer": 0}))]);
+    let r = ran(s.harness().args(["run", "x", "--trace", "t.jsonl", "--script"]).arg(&script));
+    assert_eq!(r.code, 0);
+    assert_eq!(s.trace("t.jsonl")[0]["error"]["code"], "unknown_tool");
+}
+
+#[test]
+fn files_plugin_reads_under_its_configured_root_and_refuses_escapes() {
+    let s = Scratch::new();
+    s.write("root/notes/a.txt", "hello from a");
+    s.write(
+        "harness.toml",
+        "[plugins.files]\nroot = \"root\"\n",
+    );
+    let script = s.script(&[
+        call("read_file", json!({"path": "notes/a.txt"})),
+        call("read_file", json!({"path": "../harness.toml"})),
+        call("list_dir", json!({"path": "notes"})),
+        call("finish", json!({"answer": "done"})),
+    ]);
+    // The root in harness.toml is relative to the working directory of the plugin's init.
+    let r = ran(s.harness().args(["run", "x", "--trace", "t.jsonl", "--script"]).arg(&script));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let t = s.trace("t.jsonl");
+    assert_eq!(t[0]["result"]["content"], "hello from a");
+    assert_eq!(t[0]["plugin"], "files");
+    assert_eq!(t[1]["error"]["code"], "tool_error");
+    assert!(t[1]["error"]["message"].as_str().unwrap().contains(".."));
+    assert_eq!(t[2]["result"]["entries"][0]["name"], "a.txt");
+}
+
+#[test]
+fn calc_library_is_where_the_binary_looks() {
+    assert!(plugin("calc").is_file());
+}

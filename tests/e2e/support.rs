@@ -1,0 +1,125 @@
+//! Building the plugins, running the binary, reading its output and trace.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+/// The workspace plugins every test may use, and the fixtures built beside them.
+const PLUGINS: &[&str] = &["calc", "files", "fault"];
+const FIXTURES: &[&str] = &["abi-future", "clash"];
+
+/// The directory that holds the `harness` binary and, once built, the workspace's plugins.
+pub(crate) fn bin_dir() -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_harness")).parent().expect("binary has a directory").to_path_buf()
+}
+
+fn lib_file(name: &str) -> String {
+    format!("{}{}{}", std::env::consts::DLL_PREFIX, name.replace('-', "_"), std::env::consts::DLL_SUFFIX)
+}
+
+/// Builds the plugins and fixtures once for the whole test binary.
+fn ensure_built() {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.arg("build").arg("--quiet");
+        for p in PLUGINS.iter().chain(FIXTURES) {
+            cmd.args(["-p", p]);
+        }
+        let status = cmd.status().expect("cargo runs");
+        assert!(status.success(), "building the plugins failed");
+        let fixtures = fixture_dir();
+        std::fs::create_dir_all(&fixtures).expect("fixture dir");
+        for f in FIXTURES {
+            let file = lib_file(f);
+            let built = bin_dir().join("deps").join(&file);
+            std::fs::copy(&built, fixtures.join(&file)).expect("copy fixture");
+            let _ = std::fs::remove_file(bin_dir().join(&file));
+        }
+    });
+}
+
+fn fixture_dir() -> PathBuf {
+    bin_dir().join("e2e-fixtures")
+}
+
+/// The library file of a workspace plugin.
+pub(crate) fn plugin(name: &str) -> PathBuf {
+    ensure_built();
+    bin_dir().join(lib_file(name))
+}
+
+/// The library file of a fixture plugin.
+pub(crate) fn fixture(name: &str) -> PathBuf {
+    ensure_built();
+    fixture_dir().join(lib_file(name))
+}
+
+/// A scratch directory, the working directory of the command.
+pub(crate) struct Scratch {
+    pub(crate) dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    pub(crate) fn new() -> Self {
+        ensure_built();
+        Self { dir: tempfile::tempdir().expect("tempdir") }
+    }
+
+    pub(crate) fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Writes a file in the scratch directory and returns its path.
+    pub(crate) fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.path(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("mkdir");
+        }
+        std::fs::write(&path, text).expect("write");
+        path
+    }
+
+    /// Writes a script of router replies, one JSON value per line.
+    pub(crate) fn script(&self, lines: &[Value]) -> PathBuf {
+        let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+        self.write("script.jsonl", &(text.join("\n") + "\n"))
+    }
+
+    /// The `harness` command, run in this directory.
+    pub(crate) fn harness(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_harness"));
+        cmd.current_dir(self.dir.path()).env_remove("HARNESS_PLUGIN_PATH");
+        cmd
+    }
+
+    /// Reads a JSON Lines trace.
+    pub(crate) fn trace(&self, name: &str) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.path(name)).expect("trace file");
+        text.lines().map(|l| serde_json::from_str(l).expect("trace line is JSON")).collect()
+    }
+}
+
+/// Output with its parts decoded.
+pub(crate) struct Ran {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+}
+
+impl Ran {
+    pub(crate) fn json(&self) -> Value {
+        serde_json::from_str(self.stdout.trim()).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}\nstderr: {}", self.stdout, self.stderr))
+    }
+}
+
+pub(crate) fn ran(cmd: &mut Command) -> Ran {
+    let Output { status, stdout, stderr } = cmd.output().expect("harness runs");
+    Ran {
+        code: status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+    }
+}
