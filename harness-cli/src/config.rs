@@ -63,8 +63,9 @@ impl LoadedConfig {
         };
         let text = std::fs::read_to_string(&path)
             .map_err(|e| CliError::Usage(format!("cannot read config file {}: {e}", path.display())))?;
-        let mut config: Config = toml::from_str(&text)
-            .map_err(|e| CliError::Usage(format!("invalid config file {}: {}", path.display(), e.to_string().trim_end())))?;
+        let mut config: Config = toml::from_str(&text).map_err(|e| {
+            CliError::Usage(format!("invalid config file {}: {}", path.display(), e.to_string().trim_end()))
+        })?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let resolve = |p: &mut PathBuf| {
             if p.is_relative() {

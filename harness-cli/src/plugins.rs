@@ -83,7 +83,13 @@ fn list(found: &Discovery, as_json: bool) -> Result<u8> {
     for p in &found.plugins {
         let m = p.library.manifest();
         let test_only = if m.test_only { " (test only)" } else { "" };
-        println!("{} {} (ABI {}){test_only}  {}", m.name, m.version, p.library.abi_version(), p.library.path().display());
+        println!(
+            "{} {} (ABI {}){test_only}  {}",
+            m.name,
+            m.version,
+            p.library.abi_version(),
+            p.library.path().display()
+        );
         for (t, s) in &p.tools {
             println!("    {:<20} {:<8} {}", t.name, t.effects.as_str(), state_text(s));
         }
@@ -114,7 +120,10 @@ fn print_library(library: &PluginLibrary, tools: Option<&LoadedPlugin>, as_json:
             .map(|(_, s)| format!("  [{}]", state_text(s)))
             .unwrap_or_default();
         println!("\n  {} ({}){state}\n    {}", t.name, t.effects.as_str(), t.description);
-        println!("    parameters: {}", serde_json::to_string_pretty(&t.parameters).unwrap_or_default().replace('\n', "\n    "));
+        println!(
+            "    parameters: {}",
+            serde_json::to_string_pretty(&t.parameters).unwrap_or_default().replace('\n', "\n    ")
+        );
         if let Some(o) = &t.output {
             println!("    output: {}", serde_json::to_string_pretty(o).unwrap_or_default().replace('\n', "\n    "));
         }

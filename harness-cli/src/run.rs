@@ -5,7 +5,9 @@ use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 
 use clap::Args;
-use harness_core::{ModelProvider, NoTrace, RunOptions, RunStatus, StepStatus, ToolRegistry, TraceEntry, TraceSink, TraceWriter};
+use harness_core::{
+    ModelProvider, NoTrace, RunOptions, RunStatus, StepStatus, ToolRegistry, TraceEntry, TraceSink, TraceWriter,
+};
 use harness_providers::{OfflineRouter, ScriptedProvider};
 use serde_json::{Value, json};
 
@@ -133,7 +135,8 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     }
     let mut trace_file = match &args.trace {
         Some(path) => Some(TraceWriter::new(BufWriter::new(
-            File::create(path).map_err(|e| CliError::Usage(format!("cannot create trace file {}: {e}", path.display())))?,
+            File::create(path)
+                .map_err(|e| CliError::Usage(format!("cannot create trace file {}: {e}", path.display())))?,
         ))),
         None => None,
     };
@@ -154,7 +157,8 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
         None => &mut no_trace,
     };
     let mut progress = Progress { inner: sink, quiet: args.quiet };
-    let outcome = runtime.block_on(harness_core::run(provider.as_ref(), &registry, &args.request, &options, &mut progress));
+    let outcome =
+        runtime.block_on(harness_core::run(provider.as_ref(), &registry, &args.request, &options, &mut progress));
 
     let stdout = io::stdout();
     let mut out = stdout.lock();
@@ -164,7 +168,8 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
         RunStatus::Failed => "failed",
     };
     let printed = if args.json {
-        let mut obj = json!({ "status": status, "answer": outcome.answer, "steps": outcome.steps, "usage": outcome.usage });
+        let mut obj =
+            json!({ "status": status, "answer": outcome.answer, "steps": outcome.steps, "usage": outcome.usage });
         if let Some(e) = &outcome.error {
             obj["error"] = e.to_value();
         }

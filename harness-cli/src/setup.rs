@@ -74,8 +74,9 @@ pub(crate) fn discovery_options(args: &PluginArgs, config: &LoadedConfig) -> Res
     deny.extend(effects(&plugins.deny_effects, &format!("{config_name}: plugins.deny_effects"))?);
     let mut configs = BTreeMap::new();
     for (name, table) in &plugins.sections {
-        let value = serde_json::to_value(table)
-            .map_err(|e| CliError::Usage(format!("{config_name}: [plugins.{name}] cannot be passed to the plugin: {e}")))?;
+        let value = serde_json::to_value(table).map_err(|e| {
+            CliError::Usage(format!("{config_name}: [plugins.{name}] cannot be passed to the plugin: {e}"))
+        })?;
         configs.insert(name.clone(), value);
     }
     Ok(DiscoveryOptions {

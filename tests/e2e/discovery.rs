@@ -44,7 +44,8 @@ fn foreign_library() -> PathBuf {
         .map(|e| e.path())
         .find(|p| {
             let name = p.file_name().unwrap().to_string_lossy().into_owned();
-            name.starts_with(&format!("{}serde_derive", std::env::consts::DLL_PREFIX)) && name.ends_with(std::env::consts::DLL_SUFFIX)
+            name.starts_with(&format!("{}serde_derive", std::env::consts::DLL_PREFIX))
+                && name.ends_with(std::env::consts::DLL_SUFFIX)
         })
         .expect("serde_derive's proc-macro library is in target/debug/deps")
 }
@@ -67,7 +68,10 @@ fn a_real_plugin_loads_beside_three_broken_files_each_skipped_with_its_reason() 
     assert!(reason_for(&l, "foreign.so").contains("not a harness plugin"), "{l}");
     assert!(reason_for(&l, "libx.so").contains("not a loadable shared library"), "{l}");
     assert!(reason_for(&l, "libtruncated.so").contains("not a loadable shared library"), "{l}");
-    assert!(reason_for(&l, "libx.so").contains("too short") || reason_for(&l, "libx.so").contains("invalid ELF header"), "{l}");
+    assert!(
+        reason_for(&l, "libx.so").contains("too short") || reason_for(&l, "libx.so").contains("invalid ELF header"),
+        "{l}"
+    );
 
     // And a run with that directory still works with the plugin that loaded.
     let r = ran(s.harness().args(["run", "calculate 2+3", "--no-default-plugins", "--plugins-dir"]).arg(s.path(dir)));
@@ -118,8 +122,18 @@ fn a_tool_name_offered_twice_goes_to_the_first_plugin() {
     assert_eq!(clash_tools[1]["state"]["kind"], "offered");
     assert!(l["warnings"][0].as_str().unwrap().contains("plugin \"calc\" already offers"), "{l}");
 
-    let script = s.script(&[json!({"tool": "calculate", "arguments": {"expression": "2*21"}}), json!({"tool": "finish", "arguments": {"answer": 1}})]);
-    let r = ran(s.harness().args(["run", "x", "--no-default-plugins", "--trace", "t.jsonl", "--plugins-dir"]).arg(&p).arg("--plugins-dir").arg(&q).arg("--script").arg(&script));
+    let script = s.script(&[
+        json!({"tool": "calculate", "arguments": {"expression": "2*21"}}),
+        json!({"tool": "finish", "arguments": {"answer": 1}}),
+    ]);
+    let r = ran(s
+        .harness()
+        .args(["run", "x", "--no-default-plugins", "--trace", "t.jsonl", "--plugins-dir"])
+        .arg(&p)
+        .arg("--plugins-dir")
+        .arg(&q)
+        .arg("--script")
+        .arg(&script));
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(s.trace("t.jsonl")[0]["plugin"], "calc");
     assert_eq!(s.trace("t.jsonl")[0]["result"], 42);
@@ -155,7 +169,10 @@ fn enable_disable_and_deny_effects_from_flags_and_config() {
     assert_eq!(with(&["--enable", "fault.fault_echo", "--enable", "calc"]), ["calc.calculate", "fault.fault_echo"]);
     assert_eq!(with(&["--deny-effects", "reads"]), ["calc.calculate"]);
 
-    s.write("h.toml", "[plugins]\ndisable = [\"calc\"]\ndeny_effects = [\"reads\"]\nenable = [\"calc\", \"files\", \"fault\"]\n");
+    s.write(
+        "h.toml",
+        "[plugins]\ndisable = [\"calc\"]\ndeny_effects = [\"reads\"]\nenable = [\"calc\", \"files\", \"fault\"]\n",
+    );
     let from_config = with(&["--config", "h.toml"]);
     assert!(from_config.iter().all(|t| t.starts_with("fault.")), "{from_config:?}");
     assert_eq!(from_config.len(), 5);
@@ -212,7 +229,11 @@ fn list_shows_a_readable_table() {
     let s = Scratch::new();
     let r = ran(s.harness().args(["plugins", "list"]));
     assert_eq!(r.code, 0);
-    assert!(r.stdout.contains("calc ") && r.stdout.contains("calculate") && r.stdout.contains("offered"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("calc ") && r.stdout.contains("calculate") && r.stdout.contains("offered"),
+        "{}",
+        r.stdout
+    );
     assert!(r.stdout.contains("fault") && r.stdout.contains("test-only plugin"), "{}", r.stdout);
 }
 
@@ -225,7 +246,10 @@ fn truncated_plugins_are_refused_at_every_length_never_crashing_the_host() {
     for len in [0, 16, 64, 1000, 4096, 100_000] {
         std::fs::create_dir_all(s.path("t")).unwrap();
         std::fs::write(s.path("t").join("libcut.so"), &whole[..len.min(whole.len())]).unwrap();
-        let r = ran(s.harness().args(["plugins", "list", "--json", "--no-default-plugins", "--plugins-dir"]).arg(s.path("t")));
+        let r = ran(s
+            .harness()
+            .args(["plugins", "list", "--json", "--no-default-plugins", "--plugins-dir"])
+            .arg(s.path("t")));
         assert_eq!(r.code, 0, "length {len}: {}", r.stderr);
         let l = r.json();
         let reason = reason_for(&l, "libcut.so");

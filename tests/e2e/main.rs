@@ -4,6 +4,9 @@
 //! when they are up to date) and found where the binary looks by default: its own directory.
 //! Fixture plugins are moved to a directory of their own so that they never load by default.
 
+// Test code: a failed unwrap is a failed test, with its location.
+#![allow(clippy::unwrap_used)]
+
 mod discovery;
 mod run;
 mod support;

@@ -34,7 +34,10 @@ fn scripted_calculate_then_finish_prints_json_and_traces_every_step() {
     assert!(first["duration_us"].is_u64() && first["model_us"].is_u64());
     assert!(first.get("error").is_none());
     let last = &trace[1];
-    assert_eq!((last["step"].clone(), last["tool"].clone(), last["status"].clone()), (json!(2), json!("finish"), json!("finished")));
+    assert_eq!(
+        (last["step"].clone(), last["tool"].clone(), last["status"].clone()),
+        (json!(2), json!("finish"), json!("finished"))
+    );
     assert_eq!(last["result"], 42);
     assert!(last.get("plugin").is_none());
 }
@@ -76,22 +79,37 @@ fn every_rejection_is_a_traced_step_fed_back_and_the_run_goes_on() {
         json!({"content": "Sure: {\"tool\": \"calculate\", \"arguments\": {\"expression\": \"2+2\"}} done"}),
         call("finish", json!({"answer": 4})),
     ]);
-    let r = ran(s.harness().args(["run", "x", "--json", "--max-steps", "10", "--trace", "t.jsonl", "--script"]).arg(&script));
+    let r = ran(s
+        .harness()
+        .args(["run", "x", "--json", "--max-steps", "10", "--trace", "t.jsonl", "--script"])
+        .arg(&script));
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.json()["steps"], 7);
     let t = s.trace("t.jsonl");
     let codes: Vec<Value> = t.iter().map(|l| l["error"]["code"].clone()).collect();
     assert_eq!(
         codes,
-        vec![json!("no_json"), json!("invalid_json"), json!("unknown_tool"), json!("invalid_arguments"), json!("tool_error"), Value::Null, Value::Null]
+        vec![
+            json!("no_json"),
+            json!("invalid_json"),
+            json!("unknown_tool"),
+            json!("invalid_arguments"),
+            json!("tool_error"),
+            Value::Null,
+            Value::Null
+        ]
     );
     let statuses: Vec<&str> = t.iter().map(|l| l["status"].as_str().unwrap()).collect();
     assert_eq!(statuses, ["rejected", "rejected", "rejected", "rejected", "error", "ok", "finished"]);
     assert_eq!(t[0]["reply_text"], "I would rather chat.");
     assert!(t[0]["tool"].is_null());
     assert!(t[2]["error"]["details"]["offered"].as_array().unwrap().contains(&json!("calculate")));
-    let pointers: Vec<&str> =
-        t[3]["error"]["details"]["violations"].as_array().unwrap().iter().map(|v| v["pointer"].as_str().unwrap()).collect();
+    let pointers: Vec<&str> = t[3]["error"]["details"]["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["pointer"].as_str().unwrap())
+        .collect();
     assert!(pointers.contains(&"/expression") && pointers.contains(&""), "{pointers:?}");
     assert!(t[4]["error"]["message"].as_str().unwrap().contains("division by zero"));
     assert_eq!(t[4]["plugin"], "calc");
@@ -104,7 +122,10 @@ fn step_budget_exhausted_exits_3_and_the_last_step_offers_only_finish() {
     let s = Scratch::new();
     let c = call("calculate", json!({"expression": "1+1"}));
     let script = s.script(&[c.clone(), c.clone()]);
-    let r = ran(s.harness().args(["run", "x", "--json", "--max-steps", "2", "--trace", "t.jsonl", "--script"]).arg(&script));
+    let r = ran(s
+        .harness()
+        .args(["run", "x", "--json", "--max-steps", "2", "--trace", "t.jsonl", "--script"])
+        .arg(&script));
     assert_eq!(r.code, 3, "{}", r.stderr);
     let out = r.json();
     assert_eq!(out["status"], "step_budget_exhausted");
@@ -153,7 +174,8 @@ fn running_out_of_script_is_a_provider_error_exit_1() {
 #[test]
 fn the_same_bad_input_gives_the_same_error_bytes() {
     let s = Scratch::new();
-    let script = s.script(&[call("calculate", json!({"expression": 1, "x": [1]})), call("finish", json!({"answer": 0}))]);
+    let script =
+        s.script(&[call("calculate", json!({"expression": 1, "x": [1]})), call("finish", json!({"answer": 0}))]);
     let error_of = |trace: &str| {
         let r = ran(s.harness().args(["run", "x", "-q", "--trace", trace, "--script"]).arg(&script));
         assert_eq!(r.code, 0);
@@ -231,10 +253,7 @@ fn test_only_plugins_stay_away_unless_enabled_by_name() {
 fn files_plugin_reads_under_its_configured_root_and_refuses_escapes() {
     let s = Scratch::new();
     s.write("root/notes/a.txt", "hello from a");
-    s.write(
-        "harness.toml",
-        "[plugins.files]\nroot = \"root\"\n",
-    );
+    s.write("harness.toml", "[plugins.files]\nroot = \"root\"\n");
     let script = s.script(&[
         call("read_file", json!({"path": "notes/a.txt"})),
         call("read_file", json!({"path": "../harness.toml"})),

@@ -49,7 +49,9 @@ fn decode_arguments(tool: &str, raw: &Value) -> Result<Value, HarnessError> {
             Ok(other) => Err(not_an_object(tool, &other)),
             Err(e) => Err(HarnessError::new(
                 ErrorCode::InvalidJson,
-                format!("the arguments of the call to {tool:?} are not valid JSON: {e}; send the arguments as one JSON object"),
+                format!(
+                    "the arguments of the call to {tool:?} are not valid JSON: {e}; send the arguments as one JSON object"
+                ),
                 json!({ "tool": tool, "error": e.to_string(), "line": e.line(), "column": e.column() }),
             )),
         },
@@ -97,14 +99,18 @@ fn parse_text(text: &str, step: u32, forced: Option<&str>) -> Result<ToolCall, H
     if let Some((error, offset)) = notes.first_parse_error {
         return Err(HarnessError::new(
             ErrorCode::InvalidJson,
-            format!("the reply holds JSON that does not parse ({error}, in the object starting at byte {offset}); {hint}"),
+            format!(
+                "the reply holds JSON that does not parse ({error}, in the object starting at byte {offset}); {hint}"
+            ),
             json!({ "error": error, "offset": offset }),
         ));
     }
     if notes.objects_seen > 0 {
         return Err(HarnessError::new(
             ErrorCode::InvalidJson,
-            format!("the reply holds JSON but no tool call: an object needs a \"tool\" string and an \"arguments\" object; {hint}"),
+            format!(
+                "the reply holds JSON but no tool call: an object needs a \"tool\" string and an \"arguments\" object; {hint}"
+            ),
             json!({ "objects": notes.objects_seen }),
         ));
     }
@@ -258,7 +264,8 @@ mod tests {
 
     #[test]
     fn fenced_json() {
-        let c = text("Sure!\n```json\n{\"tool\": \"calculate\", \"arguments\": {\"expression\": \"1+1\"}}\n```\n").unwrap();
+        let c =
+            text("Sure!\n```json\n{\"tool\": \"calculate\", \"arguments\": {\"expression\": \"1+1\"}}\n```\n").unwrap();
         assert_eq!(c.tool, "calculate");
         assert_eq!(c.id, "call_1");
         assert_eq!(c.arguments["expression"], "1+1");
@@ -309,8 +316,11 @@ mod tests {
 
     #[test]
     fn truncated_json_is_invalid_json_with_position() {
-        let e = text(r#"```json
-{"tool": "calculate", "arguments": {"expression": "6*"#).unwrap_err();
+        let e = text(
+            r#"```json
+{"tool": "calculate", "arguments": {"expression": "6*"#,
+        )
+        .unwrap_err();
         assert_eq!(e.code, ErrorCode::InvalidJson);
         assert_eq!(e.details["offset"], 8);
         assert!(e.message.contains("EOF"), "{}", e.message);

@@ -143,7 +143,11 @@ impl ToolRegistry {
         registry
     }
 
-    fn insert(&mut self, definition: ToolDefinition, handler: Option<Arc<dyn ToolHandler>>) -> Result<(), RegistryError> {
+    fn insert(
+        &mut self,
+        definition: ToolDefinition,
+        handler: Option<Arc<dyn ToolHandler>>,
+    ) -> Result<(), RegistryError> {
         if let Some(&i) = self.index.get(&definition.name) {
             let existing = match &self.definitions[i].source {
                 ToolSource::Builtin => "the harness itself".to_owned(),
@@ -270,7 +274,8 @@ mod tests {
         assert!(tool.validate(&json!({"a": "x", "b": 1, "e": [1.5]})).is_ok());
         let e = tool.validate(&json!({"b": -1, "c": "no", "d": "z", "e": [1, "two"], "extra": 1})).unwrap_err();
         assert_eq!(e.code, ErrorCode::InvalidArguments);
-        let pointers: Vec<&str> = e.details["violations"].as_array().unwrap().iter().map(|v| v["pointer"].as_str().unwrap()).collect();
+        let pointers: Vec<&str> =
+            e.details["violations"].as_array().unwrap().iter().map(|v| v["pointer"].as_str().unwrap()).collect();
         for want in ["", "/b", "/c", "/d", "/e/1"] {
             assert!(pointers.contains(&want), "{want} missing from {pointers:?}");
         }

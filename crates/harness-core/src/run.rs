@@ -176,7 +176,13 @@ pub async fn run(
 
         let (content, is_error) = match outcome {
             StepOutcome::Finished(answer) => {
-                return RunOutcome { status: RunStatus::Finished, answer: Some(answer), steps: step, error: None, usage };
+                return RunOutcome {
+                    status: RunStatus::Finished,
+                    answer: Some(answer),
+                    steps: step,
+                    error: None,
+                    usage,
+                };
             }
             StepOutcome::Ran(result) => (result, false),
             StepOutcome::Failed(e, _) => (e.to_value(), true),
@@ -197,7 +203,13 @@ pub async fn run(
         ),
         json!({ "max_steps": options.max_steps }),
     );
-    RunOutcome { status: RunStatus::StepBudgetExhausted, answer: None, steps: options.max_steps, error: Some(error), usage }
+    RunOutcome {
+        status: RunStatus::StepBudgetExhausted,
+        answer: None,
+        steps: options.max_steps,
+        error: Some(error),
+        usage,
+    }
 }
 
 fn reply_text(reply: &ModelReply) -> Option<&str> {
@@ -257,11 +269,8 @@ async fn decide(
 ) -> StepOutcome {
     let rejected = |e| StepOutcome::Failed(e, StepStatus::Rejected);
     let Some(tool) = registry.get(&call.tool) else {
-        let offered: Vec<&str> = if finish_only {
-            vec![FINISH]
-        } else {
-            registry.definitions().iter().map(|d| d.name.as_str()).collect()
-        };
+        let offered: Vec<&str> =
+            if finish_only { vec![FINISH] } else { registry.definitions().iter().map(|d| d.name.as_str()).collect() };
         return rejected(HarnessError::new(
             ErrorCode::UnknownTool,
             format!("there is no tool named {:?}; call one of: {}", call.tool, offered.join(", ")),

@@ -161,7 +161,11 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
         };
         for file in files {
             let Ok(path) = file.canonicalize() else {
-                found.skipped.push(Skipped { path: file, reason: "cannot be resolved (a broken link?)".to_owned(), detail: None });
+                found.skipped.push(Skipped {
+                    path: file,
+                    reason: "cannot be resolved (a broken link?)".to_owned(),
+                    detail: None,
+                });
                 continue;
             };
             if !seen_paths.insert(path.clone()) || file_id(&path).is_some_and(|id| !seen_files.insert(id)) {
@@ -176,7 +180,10 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
             };
             let name = library.manifest().name.clone();
             if let Some(first) = names.get(&name) {
-                let reason = format!("plugin {name:?} is already loaded from {}; the first in directory order wins", first.display());
+                let reason = format!(
+                    "plugin {name:?} is already loaded from {}; the first in directory order wins",
+                    first.display()
+                );
                 found.skipped.push(Skipped { path, reason, detail: None });
                 continue;
             }

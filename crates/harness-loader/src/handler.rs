@@ -21,7 +21,10 @@ impl PluginHandler {
 
 impl ToolHandler for PluginHandler {
     fn call(&self, tool: &str, arguments: &Value) -> Result<Value, ToolFailure> {
-        let json = self.library.call(tool, &arguments.to_string()).map_err(|e| ToolFailure { code: e.code, message: e.message })?;
+        let json = self
+            .library
+            .call(tool, &arguments.to_string())
+            .map_err(|e| ToolFailure { code: e.code, message: e.message })?;
         serde_json::from_str(&json).map_err(|e| ToolFailure {
             code: "tool_error".to_owned(),
             message: format!("plugin {} returned a result that is not JSON: {e}", self.library.manifest().name),

@@ -16,10 +16,14 @@ pub enum LoadError {
     #[error("not a loadable shared library: {0}")]
     Open(String),
     /// A shared library, but it exports no harness root module.
-    #[error("a shared library but not a harness plugin (it exports no harness root module); plugins are built with harness_sdk::export_plugin!")]
+    #[error(
+        "a shared library but not a harness plugin (it exports no harness root module); plugins are built with harness_sdk::export_plugin!"
+    )]
     NotAPlugin,
     /// Its layout or abi_stable version does not match this host's; `detail` has the full report.
-    #[error("its binary interface does not match this harness ({kind}); rebuild it against a harness-sdk compatible with ABI {ABI_VERSION}")]
+    #[error(
+        "its binary interface does not match this harness ({kind}); rebuild it against a harness-sdk compatible with ABI {ABI_VERSION}"
+    )]
     Layout {
         /// The kind of mismatch, in a few words.
         kind: String,
@@ -234,7 +238,10 @@ mod tests {
             (manifest(&T.replace("\"t\"", "\"a.b\"")), "tool names must match"),
             (manifest(&T.replace("\"description\":\"d\"", "\"description\":\" \"")), "no description"),
             (manifest(&T.replace("{\"type\":\"object\"}", "{\"type\":\"string\"}")), "\"type\": \"object\""),
-            (manifest(&T.replace("{\"type\":\"object\"}", "{\"type\":\"object\",\"minProperties\":\"x\"}")), "does not compile"),
+            (
+                manifest(&T.replace("{\"type\":\"object\"}", "{\"type\":\"object\",\"minProperties\":\"x\"}")),
+                "does not compile",
+            ),
             ("{\"error\":\"boom\"}".to_owned(), "could not build its manifest: boom"),
             ("not json".to_owned(), "invalid manifest"),
         ];

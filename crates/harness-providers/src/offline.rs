@@ -13,9 +13,9 @@ use serde_json::{Value, json};
 
 /// Words that say nothing about which tool is meant.
 const STOPWORDS: &[&str] = &[
-    "a", "an", "the", "of", "to", "in", "on", "for", "and", "or", "is", "are", "be", "me", "my", "please", "what", "whats",
-    "this", "that", "it", "its", "with", "by", "from", "as", "at", "can", "you", "i", "give", "tell", "show", "how",
-    "much", "many", "do", "does", "value", "result", "some",
+    "a", "an", "the", "of", "to", "in", "on", "for", "and", "or", "is", "are", "be", "me", "my", "please", "what",
+    "whats", "this", "that", "it", "its", "with", "by", "from", "as", "at", "can", "you", "i", "give", "tell", "show",
+    "how", "much", "many", "do", "does", "value", "result", "some",
 ];
 
 /// A deterministic stand-in for a model; see the module docs for exactly what it does.
@@ -63,29 +63,45 @@ fn score(tool: &ToolDefinition, request: &[String]) -> (u32, Vec<bool>) {
 }
 
 fn finish(answer: Value) -> ModelReply {
-    ModelReply { calls: vec![ProposedCall { id: None, name: FINISH.to_owned(), arguments: json!({ "answer": answer }) }], ..Default::default() }
+    ModelReply {
+        calls: vec![ProposedCall { id: None, name: FINISH.to_owned(), arguments: json!({ "answer": answer }) }],
+        ..Default::default()
+    }
 }
 
 /// Fills the arguments object from the words that did not name the tool.
 fn fill(tool: &ToolDefinition, leftover: &str) -> Result<Value, String> {
-    let required: Vec<&str> = tool.parameters["required"].as_array().map_or_else(Vec::new, |r| r.iter().filter_map(Value::as_str).collect());
+    let required: Vec<&str> =
+        tool.parameters["required"].as_array().map_or_else(Vec::new, |r| r.iter().filter_map(Value::as_str).collect());
     match required.as_slice() {
         [] => Ok(json!({})),
         [one] => {
             if leftover.is_empty() {
-                return Err(format!("the tool {} needs its {one:?} argument, and the request leaves nothing to fill it with", tool.name));
+                return Err(format!(
+                    "the tool {} needs its {one:?} argument, and the request leaves nothing to fill it with",
+                    tool.name
+                ));
             }
             let kind = tool.parameters["properties"][*one]["type"].as_str().unwrap_or("string");
             let value = match kind {
-                "integer" => leftover.parse::<i64>().map(Value::from).map_err(|_| format!("{leftover:?} is not an integer"))?,
-                "number" => serde_json::Number::from_f64(leftover.parse::<f64>().map_err(|_| format!("{leftover:?} is not a number"))?)
-                    .map(Value::Number)
-                    .ok_or_else(|| format!("{leftover:?} is not a finite number"))?,
+                "integer" => {
+                    leftover.parse::<i64>().map(Value::from).map_err(|_| format!("{leftover:?} is not an integer"))?
+                }
+                "number" => serde_json::Number::from_f64(
+                    leftover.parse::<f64>().map_err(|_| format!("{leftover:?} is not a number"))?,
+                )
+                .map(Value::Number)
+                .ok_or_else(|| format!("{leftover:?} is not a finite number"))?,
                 _ => Value::String(leftover.to_owned()),
             };
             Ok(json!({ *one: value }))
         }
-        many => Err(format!("the tool {} needs {} arguments ({}), more than the offline router can fill from a sentence", tool.name, many.len(), many.join(", "))),
+        many => Err(format!(
+            "the tool {} needs {} arguments ({}), more than the offline router can fill from a sentence",
+            tool.name,
+            many.len(),
+            many.join(", ")
+        )),
     }
 }
 
@@ -97,7 +113,9 @@ impl OfflineRouter {
             _ => None,
         });
         let last_result = request.conversation.iter().rev().find_map(|m| match m {
-            Message::ToolResult { tool, content, is_error, .. } => Some((tool.as_deref().unwrap_or("?"), content, *is_error)),
+            Message::ToolResult { tool, content, is_error, .. } => {
+                Some((tool.as_deref().unwrap_or("?"), content, *is_error))
+            }
             _ => None,
         });
         if let Some((tool, content, is_error)) = last_result {
@@ -116,28 +134,25 @@ impl OfflineRouter {
 
         let raw: Vec<&str> = asked.split_whitespace().collect();
         let request_words: Vec<String> = raw.iter().map(|w| normalise(w)).collect();
-        let best = request
-            .tools
-            .iter()
-            .filter(|t| t.name != FINISH)
-            .map(|t| (t, score(t, &request_words)))
-            .fold(None::<(&ToolDefinition, (u32, Vec<bool>))>, |best, cand| match &best {
+        let best = request.tools.iter().filter(|t| t.name != FINISH).map(|t| (t, score(t, &request_words))).fold(
+            None::<(&ToolDefinition, (u32, Vec<bool>))>,
+            |best, cand| match &best {
                 Some((_, (s, _))) if *s >= cand.1.0 => best,
                 _ => Some(cand),
-            });
-        let Some((tool, (points, used))) = best.filter(|(_, (points, _))| *points >= 3) else {
+            },
+        );
+        let Some((tool, (_, used))) = best.filter(|(_, (points, _))| *points >= 3) else {
             let names: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).filter(|n| *n != FINISH).collect();
             return finish(json!(format!(
                 "the offline router found no tool for this request (it matches words of a tool's name or description, it is not a model). Tools: {}. Configure a model provider to ask in free form (see docs/operators.md)",
                 if names.is_empty() { "none loaded".to_owned() } else { names.join(", ") }
             )));
         };
-        let _ = points;
         let leftover: Vec<&str> = raw
             .iter()
             .zip(&used)
             .zip(&request_words)
-            .filter(|((_, used), norm)| !**used && !(is_stopword(norm) && !norm.is_empty()))
+            .filter(|((_, used), norm)| !**used && (norm.is_empty() || !STOPWORDS.contains(&norm.as_str())))
             .map(|((w, _), _)| *w)
             .collect();
         match fill(tool, &leftover.join(" ")) {
@@ -145,7 +160,9 @@ impl OfflineRouter {
                 calls: vec![ProposedCall { id: None, name: tool.name.clone(), arguments }],
                 ..Default::default()
             },
-            Err(why) => finish(json!(format!("the offline router chose the tool {} but cannot call it: {why}", tool.name))),
+            Err(why) => {
+                finish(json!(format!("the offline router chose the tool {} but cannot call it: {why}", tool.name)))
+            }
         }
     }
 }
@@ -187,7 +204,11 @@ mod tests {
     fn ask(request: &str) -> ModelReply {
         let conversation = [Message::User { content: request.into() }];
         let tools = tools();
-        OfflineRouter.decide(RouterRequest { conversation: &conversation, tools: &tools, tool_choice: &ToolChoice::Required })
+        OfflineRouter.decide(RouterRequest {
+            conversation: &conversation,
+            tools: &tools,
+            tool_choice: &ToolChoice::Required,
+        })
     }
 
     #[test]
@@ -195,7 +216,10 @@ mod tests {
         let r = ask("calculate 6*7");
         assert_eq!((r.calls[0].name.as_str(), &r.calls[0].arguments), ("calculate", &json!({"expression": "6*7"})));
         let r = ask("validate the SMILES c1ccccc1");
-        assert_eq!((r.calls[0].name.as_str(), &r.calls[0].arguments), ("validate_smiles", &json!({"smiles": "c1ccccc1"})));
+        assert_eq!(
+            (r.calls[0].name.as_str(), &r.calls[0].arguments),
+            ("validate_smiles", &json!({"smiles": "c1ccccc1"}))
+        );
         let r = ask("please list the directory src");
         assert_eq!((r.calls[0].name.as_str(), &r.calls[0].arguments), ("list_dir", &json!({"path": "src"})));
     }
@@ -214,7 +238,9 @@ mod tests {
             Message::User { content: "calculate 6*7".into() },
             Message::ToolResult { call_id: None, tool: Some("calculate".into()), content: json!(42), is_error: false },
         ];
-        let req = |c: &[Message]| OfflineRouter.decide(RouterRequest { conversation: c, tools: &tools, tool_choice: &ToolChoice::Required });
+        let req = |c: &[Message]| {
+            OfflineRouter.decide(RouterRequest { conversation: c, tools: &tools, tool_choice: &ToolChoice::Required })
+        };
         assert_eq!(req(&conversation).calls[0].arguments, json!({"answer": 42}));
         conversation[1] = Message::ToolResult {
             call_id: None,

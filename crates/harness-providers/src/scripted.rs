@@ -19,7 +19,9 @@ pub enum ScriptError {
         error: std::io::Error,
     },
     /// A line is not a reply.
-    #[error("script {source_name}, line {line}: {problem}; a line is {{\"tool\": NAME, \"arguments\": {{...}}}} or {{\"content\": TEXT}}")]
+    #[error(
+        "script {source_name}, line {line}: {problem}; a line is {{\"tool\": NAME, \"arguments\": {{...}}}} or {{\"content\": TEXT}}"
+    )]
     Line {
         /// The file (or name) of the script.
         source_name: String,
@@ -81,7 +83,8 @@ impl ScriptedProvider {
             if line.trim().is_empty() {
                 continue;
             }
-            let problem = |problem: String| ScriptError::Line { source_name: source_name.to_owned(), line: i + 1, problem };
+            let problem =
+                |problem: String| ScriptError::Line { source_name: source_name.to_owned(), line: i + 1, problem };
             let value: Value = serde_json::from_str(line).map_err(|e| problem(format!("not JSON: {e}")))?;
             replies.push(reply_from_line(value).map_err(problem)?);
         }

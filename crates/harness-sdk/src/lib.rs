@@ -81,7 +81,7 @@ pub struct NoConfig {}
 #[doc(hidden)]
 pub mod __private {
     pub use harness_abi::abi_stable::library::{
-        CheckTypeLayout, LibHeader, RootModuleResult, __call_root_module_loader,
+        __call_root_module_loader, CheckTypeLayout, LibHeader, RootModuleResult,
     };
     pub use harness_abi::abi_stable::std_types::{RResult, RStr, RString};
     pub use harness_abi::{ABI_VERSION, PluginModule, PluginModuleRef};

@@ -5,8 +5,8 @@ use std::cell::RefCell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Once, OnceLock};
 
-use harness_abi::abi_stable::std_types::{RResult, RStr, RString};
 use harness_abi::abi_stable::prefix_type::PrefixTypeTrait;
+use harness_abi::abi_stable::std_types::{RResult, RStr, RString};
 use harness_abi::manifest::{Manifest, ToolError};
 use harness_abi::{PluginModule, PluginModuleRef};
 
@@ -136,9 +136,10 @@ impl<P: Plugin> Runtime<P> {
     }
 
     fn call(&self, tool: &str, arguments: &str) -> Result<String, ToolError> {
-        let plugin = self.plugin.get().ok_or_else(|| {
-            ToolError::tool_error(format!("plugin {} was called before init", P::NAME))
-        })?;
+        let plugin = self
+            .plugin
+            .get()
+            .ok_or_else(|| ToolError::tool_error(format!("plugin {} was called before init", P::NAME)))?;
         let entry = self.tools().iter().find(|t| t.manifest.name == tool).ok_or_else(|| ToolError {
             code: "unknown_tool".to_owned(),
             message: format!("plugin {} has no tool named {tool:?}", P::NAME),

@@ -15,9 +15,7 @@ pub struct Tool<P> {
 
 /// Generates a schema without the `$schema` key, which model APIs do not expect.
 fn schema_of<T: JsonSchema>() -> Value {
-    let generator = schemars::generate::SchemaSettings::draft2020_12()
-        .with(|s| s.meta_schema = None)
-        .into_generator();
+    let generator = schemars::generate::SchemaSettings::draft2020_12().with(|s| s.meta_schema = None).into_generator();
     generator.into_root_schema_for::<T>().to_value()
 }
 
@@ -33,10 +31,8 @@ impl<P: 'static> Tool<P> {
         F: Fn(&P, A) -> Result<R, ToolError> + Send + Sync + 'static,
     {
         let handler: Handler<P> = Box::new(move |plugin, arguments| {
-            let args: A = serde_json::from_value(arguments).map_err(|e| ToolError {
-                code: "invalid_arguments".to_owned(),
-                message: e.to_string(),
-            })?;
+            let args: A = serde_json::from_value(arguments)
+                .map_err(|e| ToolError { code: "invalid_arguments".to_owned(), message: e.to_string() })?;
             let result = handler(plugin, args)?;
             serde_json::to_value(result)
                 .map_err(|e| ToolError::tool_error(format!("the tool's result is not JSON: {e}")))

@@ -50,7 +50,9 @@ fn describe(expression: &str, error: &EvalexprError) -> String {
         | EvalexprError::MultiplicationError { .. }
         | EvalexprError::DivisionError { .. }
         | EvalexprError::NegationError { .. } => {
-            format!("integer overflow in {expression:?} ({error}); write a number with a decimal point to use floating point")
+            format!(
+                "integer overflow in {expression:?} ({error}); write a number with a decimal point to use floating point"
+            )
         }
         _ => format!("cannot evaluate {expression:?}: {error}"),
     }

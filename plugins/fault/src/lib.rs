@@ -74,17 +74,28 @@ impl Plugin for Fault {
                 Ok::<_, ToolError>(a.value)
             })
             .example(json!({"value": {"a": [1, 2]}}), json!({"a": [1, 2]})),
-            Tool::new("fault_panic", "Panic with the message.", Effects::Pure, |_: &Fault, a: PanicArgs| -> Result<Value, ToolError> {
-                panic!("{}", a.message)
-            })
+            Tool::new(
+                "fault_panic",
+                "Panic with the message.",
+                Effects::Pure,
+                |_: &Fault, a: PanicArgs| -> Result<Value, ToolError> { panic!("{}", a.message) },
+            )
             .example_error(json!({"message": "boom"}), "tool_panicked"),
-            Tool::new("fault_abort", "Abort the process (kills an in-process host).", Effects::Pure, |_: &Fault, _: NoArgs| -> Result<Value, ToolError> {
-                std::process::abort()
-            }),
-            Tool::new("fault_sleep", "Sleep, then return how long it slept.", Effects::Pure, |_: &Fault, a: SleepArgs| {
-                std::thread::sleep(Duration::from_millis(a.ms));
-                Ok::<_, ToolError>(json!({ "slept_ms": a.ms }))
-            })
+            Tool::new(
+                "fault_abort",
+                "Abort the process (kills an in-process host).",
+                Effects::Pure,
+                |_: &Fault, _: NoArgs| -> Result<Value, ToolError> { std::process::abort() },
+            ),
+            Tool::new(
+                "fault_sleep",
+                "Sleep, then return how long it slept.",
+                Effects::Pure,
+                |_: &Fault, a: SleepArgs| {
+                    std::thread::sleep(Duration::from_millis(a.ms));
+                    Ok::<_, ToolError>(json!({ "slept_ms": a.ms }))
+                },
+            )
             .example(json!({"ms": 0}), json!({"slept_ms": 0})),
             Tool::new("fault_big", "Return a string of the given size.", Effects::Pure, |_: &Fault, a: BigArgs| {
                 let n = usize::try_from(a.bytes).map_err(|_| ToolError::tool_error("too big for this machine"))?;

@@ -110,9 +110,8 @@ impl Files {
             return Err(ToolError::tool_error(format!("{path:?} is refused: paths may not contain \"..\"")));
         }
         let joined = if asked.is_absolute() { asked.to_path_buf() } else { self.root.join(asked) };
-        let resolved = joined
-            .canonicalize()
-            .map_err(|e| ToolError::tool_error(format!("{path:?} cannot be opened: {e}")))?;
+        let resolved =
+            joined.canonicalize().map_err(|e| ToolError::tool_error(format!("{path:?} cannot be opened: {e}")))?;
         if !resolved.starts_with(&self.root) {
             return Err(ToolError::tool_error(format!(
                 "{path:?} is refused: it resolves outside the root directory {}",
@@ -129,7 +128,8 @@ impl Files {
             return Err(ToolError::tool_error(format!("{:?} is not a file", args.path)));
         }
         let max = args.max_bytes.unwrap_or(DEFAULT_READ).min(MAX_READ);
-        let file = fs::File::open(&path).map_err(|e| ToolError::tool_error(format!("{:?} cannot be read: {e}", args.path)))?;
+        let file =
+            fs::File::open(&path).map_err(|e| ToolError::tool_error(format!("{:?} cannot be read: {e}", args.path)))?;
         let mut buf = Vec::new();
         file.take(max + 1)
             .read_to_end(&mut buf)
@@ -159,7 +159,8 @@ impl Files {
     /// Lists a directory, sorted by name.
     pub fn list_dir(&self, args: ListDirArgs) -> Result<Listing, ToolError> {
         let path = self.resolve(&args.path)?;
-        let read = fs::read_dir(&path).map_err(|e| ToolError::tool_error(format!("{:?} cannot be listed: {e}", args.path)))?;
+        let read =
+            fs::read_dir(&path).map_err(|e| ToolError::tool_error(format!("{:?} cannot be listed: {e}", args.path)))?;
         let mut entries = Vec::new();
         for entry in read {
             let entry = entry.map_err(|e| ToolError::tool_error(format!("{:?} cannot be listed: {e}", args.path)))?;
@@ -172,7 +173,11 @@ impl Files {
                 _ => "other",
             };
             let bytes = meta.filter(|m| m.is_file()).map(|m| m.len());
-            entries.push(DirEntry { name: entry.file_name().to_string_lossy().into_owned(), kind: kind.to_owned(), bytes });
+            entries.push(DirEntry {
+                name: entry.file_name().to_string_lossy().into_owned(),
+                kind: kind.to_owned(),
+                bytes,
+            });
         }
         entries.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(Listing { path: args.path, entries })
@@ -188,7 +193,8 @@ impl Plugin for Files {
     fn init(config: FilesConfig) -> Result<Self, String> {
         let root = match config.root {
             Some(root) => root,
-            None => std::env::current_dir().map_err(|e| format!("files: no root configured and no working directory: {e}"))?,
+            None => std::env::current_dir()
+                .map_err(|e| format!("files: no root configured and no working directory: {e}"))?,
         };
         Files::new(&root)
     }
@@ -202,9 +208,12 @@ impl Plugin for Files {
                 |f: &Files, a: ReadFileArgs| f.read_file(a),
             )
             .output::<FileContent>(),
-            Tool::new("list_dir", "List the entries of a directory under the root directory.", Effects::Reads, |f: &Files, a: ListDirArgs| {
-                f.list_dir(a)
-            })
+            Tool::new(
+                "list_dir",
+                "List the entries of a directory under the root directory.",
+                Effects::Reads,
+                |f: &Files, a: ListDirArgs| f.list_dir(a),
+            )
             .output::<Listing>(),
         ]
     }
