@@ -133,6 +133,11 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     if options.max_steps == 0 {
         return Err(CliError::Usage("--max-steps must be at least 1".to_owned()));
     }
+    if options.max_repeats == 1 {
+        return Err(CliError::Usage(
+            "--max-repeats 1 would reject every call as a repeat; use 0 to turn the check off, or 2 or more".to_owned(),
+        ));
+    }
     let mut trace_file = match &args.trace {
         Some(path) => Some(TraceWriter::new(BufWriter::new(
             File::create(path)

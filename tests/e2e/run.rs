@@ -193,6 +193,7 @@ fn usage_and_configuration_errors_exit_2_naming_the_problem() {
         (vec!["run", "x", "--provider", "telepathy"], "telepathy"),
         (vec!["run", "x", "--provider", "scripted"], "--script"),
         (vec!["run", "x", "--max-steps", "0"], "--max-steps"),
+        (vec!["run", "x", "--max-repeats", "1"], "--max-repeats 1"),
         (vec!["run", "x", "--plugins-dir", "no-such-dir"], "no-such-dir"),
         (vec!["run", "x", "--deny-effects", "teleport"], "teleport"),
         (vec!["run", "x", "--no-such-flag"], "--no-such-flag"),

@@ -135,14 +135,17 @@ pub async fn run(
 
         let parsed = parse_reply(&reply, step, finish_only.then_some(FINISH));
         let (call, outcome) = match parsed {
-            Err(error) => (None, StepOutcome::Failed(error, StepStatus::Rejected)),
-            Ok(call) => {
-                let mut call = call;
+            // A structured call whose arguments do not parse still has an id and a tool name:
+            // keep them, so the error answers that call and the trace says which tool it was.
+            Err(error) => (unparsed_call(&reply, step), StepOutcome::Failed(error, StepStatus::Rejected)),
+            Ok(mut call) => {
                 let outcome = decide(registry, &mut call, finish_only, &mut repeats, &mut finish_forced).await;
                 (Some(call), outcome)
             }
         };
-        if !matches!(outcome, StepOutcome::Ran(_)) {
+        // A call that never ran breaks a row of repeats; one that ran and failed is part of it,
+        // since failing again is the likeliest outcome of the same call.
+        if matches!(outcome, StepOutcome::Failed(_, StepStatus::Rejected)) {
             repeats.reset();
         }
 
@@ -210,6 +213,15 @@ pub async fn run(
         error: Some(error),
         usage,
     }
+}
+
+/// The first structured call as proposed, raw arguments included, for a reply that did not parse.
+fn unparsed_call(reply: &ModelReply, step: u32) -> Option<ToolCall> {
+    reply.calls.first().map(|c| ToolCall {
+        id: c.id.clone().unwrap_or_else(|| format!("call_{step}")),
+        tool: c.name.clone(),
+        arguments: c.arguments.clone(),
+    })
 }
 
 fn reply_text(reply: &ModelReply) -> Option<&str> {

@@ -1,0 +1,1214 @@
+//! Tests of the core loop (`harness_core::run`) through its public API only.
+//!
+//! A replaying provider answers each step from a script and records every request it gets
+//! (the tools offered, the forced tool choice, and the conversation), so that each test can
+//! check what the loop offered and what it fed back, step by step.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use harness_core::{
+    ErrorCode, FINISH, Message, ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest, RunOptions,
+    RunOutcome, RunStatus, StepStatus, ToolChoice, ToolDefinition, ToolFailure, ToolHandler, ToolRegistry, ToolSource,
+    TraceEntry, TraceSink, Usage, run,
+};
+use serde_json::{Value, json};
+
+// ---------------------------------------------------------------------------------------------
+// The replaying, recording provider
+// ---------------------------------------------------------------------------------------------
+
+/// What the provider was asked at one step.
+#[derive(Debug, Clone)]
+struct Seen {
+    tools: Vec<String>,
+    tool_choice: ToolChoice,
+    conversation: Vec<Message>,
+}
+
+/// Answers each step with the next scripted reply, and records every request.
+struct Replay {
+    script: Mutex<VecDeque<Result<ModelReply, ProviderError>>>,
+    seen: Mutex<Vec<Seen>>,
+}
+
+impl Replay {
+    fn new(replies: Vec<ModelReply>) -> Self {
+        Self::scripted(replies.into_iter().map(Ok).collect())
+    }
+
+    fn scripted(script: Vec<Result<ModelReply, ProviderError>>) -> Self {
+        Self { script: Mutex::new(script.into()), seen: Mutex::new(Vec::new()) }
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().expect("the provider lock").clone()
+    }
+}
+
+#[async_trait]
+impl ModelProvider for Replay {
+    fn name(&self) -> &str {
+        "replay"
+    }
+
+    async fn complete(&self, request: RouterRequest<'_>) -> Result<ModelReply, ProviderError> {
+        self.seen.lock().expect("the provider lock").push(Seen {
+            tools: request.tools.iter().map(|d| d.name.clone()).collect(),
+            tool_choice: request.tool_choice.clone(),
+            conversation: request.conversation.to_vec(),
+        });
+        self.script
+            .lock()
+            .expect("the provider lock")
+            .pop_front()
+            .unwrap_or_else(|| Err(ProviderError::new("the test script has no reply left")))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tool handlers
+// ---------------------------------------------------------------------------------------------
+
+/// Returns its arguments.
+#[derive(Default)]
+struct Echo {
+    calls: AtomicUsize,
+}
+
+impl ToolHandler for Echo {
+    fn call(&self, tool: &str, arguments: &Value) -> Result<Value, ToolFailure> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        Ok(json!({ "tool": tool, "echo": arguments }))
+    }
+}
+
+/// Always fails with the given code.
+struct Fail {
+    code: &'static str,
+    calls: AtomicUsize,
+}
+
+impl ToolHandler for Fail {
+    fn call(&self, _: &str, _: &Value) -> Result<Value, ToolFailure> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        Err(ToolFailure { code: self.code.to_owned(), message: format!("{} happened", self.code) })
+    }
+}
+
+/// Panics in the handler itself.
+#[derive(Default)]
+struct Panics {
+    calls: AtomicUsize,
+}
+
+impl ToolHandler for Panics {
+    fn call(&self, _: &str, _: &Value) -> Result<Value, ToolFailure> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        panic!("the panic tool panics, as it should");
+    }
+}
+
+/// Sleeps a little, then answers; says when it started and finished.
+#[derive(Default)]
+struct Sleeps {
+    calls: AtomicUsize,
+    started: AtomicBool,
+    finished: AtomicBool,
+}
+
+const SLEEP: Duration = Duration::from_millis(40);
+
+impl ToolHandler for Sleeps {
+    fn call(&self, _: &str, _: &Value) -> Result<Value, ToolFailure> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.started.store(true, Ordering::SeqCst);
+        std::thread::sleep(SLEEP);
+        self.finished.store(true, Ordering::SeqCst);
+        Ok(json!("slept"))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The registry every test uses
+// ---------------------------------------------------------------------------------------------
+
+/// Every tool offered, in the order the registry offers them (`finish` first).
+const ALL: [&str; 7] = ["finish", "echo", "typed", "fail", "odd_fail", "panic", "sleep"];
+
+struct Kit {
+    registry: ToolRegistry,
+    echo: Arc<Echo>,
+    typed: Arc<Echo>,
+    fail: Arc<Fail>,
+    odd_fail: Arc<Fail>,
+    panics: Arc<Panics>,
+    sleeps: Arc<Sleeps>,
+}
+
+fn plugin(name: &str, version: &str) -> ToolSource {
+    ToolSource::Plugin { name: name.into(), version: version.into() }
+}
+
+fn definition(name: &str, parameters: Value, source: ToolSource) -> ToolDefinition {
+    ToolDefinition { name: name.into(), description: format!("the {name} tool"), parameters, examples: vec![], source }
+}
+
+impl Kit {
+    fn new() -> Self {
+        let echo = Arc::new(Echo::default());
+        let typed = Arc::new(Echo::default());
+        let fail = Arc::new(Fail { code: "tool_error", calls: AtomicUsize::new(0) });
+        let odd_fail = Arc::new(Fail { code: "rate_limited", calls: AtomicUsize::new(0) });
+        let panics = Arc::new(Panics::default());
+        let sleeps = Arc::new(Sleeps::default());
+        let mut registry = ToolRegistry::new();
+        let text_schema = json!({
+            "type": "object",
+            "properties": { "text": { "type": "string" } },
+            "required": ["text"],
+            "additionalProperties": false
+        });
+        let typed_schema = json!({
+            "type": "object",
+            "properties": {
+                "a": { "type": "string" },
+                "b": { "type": "integer", "minimum": 0 },
+                "c": { "type": "boolean" },
+                "d": { "enum": ["x", "y"] },
+                "e": { "type": "array", "items": { "type": "number" } }
+            },
+            "required": ["a", "b"],
+            "additionalProperties": false
+        });
+        let open = json!({ "type": "object" });
+        registry
+            .register(definition("echo", text_schema, plugin("textkit", "1.2.3")), echo.clone())
+            .expect("the test tools register");
+        registry
+            .register(definition("typed", typed_schema, plugin("textkit", "1.2.3")), typed.clone())
+            .expect("the test tools register");
+        registry
+            .register(definition("fail", open.clone(), plugin("faulty", "0.1.0")), fail.clone())
+            .expect("the test tools register");
+        registry
+            .register(definition("odd_fail", open.clone(), plugin("faulty", "0.1.0")), odd_fail.clone())
+            .expect("the test tools register");
+        registry
+            .register(definition("panic", open.clone(), plugin("faulty", "0.1.0")), panics.clone())
+            .expect("the test tools register");
+        registry
+            .register(definition("sleep", open, plugin("clock", "2.0.0")), sleeps.clone())
+            .expect("the test tools register");
+        Self { registry, echo, typed, fail, odd_fail, panics, sleeps }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------------
+
+const REQUEST: &str = "please do the thing";
+
+/// A structured call without a provider id.
+fn call(name: &str, arguments: Value) -> ModelReply {
+    ModelReply { calls: vec![ProposedCall { id: None, name: name.into(), arguments }], ..Default::default() }
+}
+
+/// A structured call with a provider id.
+fn call_with_id(id: &str, name: &str, arguments: Value) -> ModelReply {
+    ModelReply { calls: vec![ProposedCall { id: Some(id.into()), name: name.into(), arguments }], ..Default::default() }
+}
+
+/// A text-only reply.
+fn text(t: &str) -> ModelReply {
+    ModelReply { text: Some(t.into()), ..Default::default() }
+}
+
+fn finish(answer: Value) -> ModelReply {
+    call(FINISH, json!({ "answer": answer }))
+}
+
+fn echo(t: &str) -> ModelReply {
+    call("echo", json!({ "text": t }))
+}
+
+fn opts(max_steps: u32, max_repeats: u32) -> RunOptions {
+    RunOptions { max_steps, max_repeats }
+}
+
+/// Runs the loop on a script; returns the outcome, the trace lines and the requests seen.
+async fn drive(kit: &Kit, replies: Vec<ModelReply>, options: RunOptions) -> (RunOutcome, Vec<Value>, Vec<Seen>) {
+    let provider = Replay::new(replies);
+    let mut trace: Vec<Value> = Vec::new();
+    let outcome = run(&provider, &kit.registry, REQUEST, &options, &mut trace).await;
+    (outcome, trace, provider.seen())
+}
+
+fn keys(v: &Value) -> BTreeSet<&str> {
+    v.as_object().expect("a JSON object").keys().map(String::as_str).collect()
+}
+
+fn set<'a>(names: &[&'a str]) -> BTreeSet<&'a str> {
+    names.iter().copied().collect()
+}
+
+fn all_tools() -> Vec<String> {
+    ALL.iter().map(|s| (*s).to_owned()).collect()
+}
+
+fn finish_only() -> Vec<String> {
+    vec![FINISH.to_owned()]
+}
+
+/// The message that fed step `step` back: the last one of the conversation at step `step + 1`.
+fn fed_back(seen: &[Seen], step: usize) -> &Message {
+    let conversation = &seen[step].conversation;
+    assert_eq!(conversation.len(), 1 + 2 * step, "conversation at step {}", step + 1);
+    &conversation[2 * step]
+}
+
+/// The reply of step `step` as the model saw it again at step `step + 1`.
+fn replayed_reply(seen: &[Seen], step: usize) -> &ModelReply {
+    match &seen[step].conversation[2 * step - 1] {
+        Message::Assistant { reply } => reply,
+        other => panic!("expected the assistant reply of step {step}, got {other:?}"),
+    }
+}
+
+/// Checks that step `step` was traced as an error with this code and status, and was fed back
+/// as a `ToolResult` with `is_error` and the same error object; returns that object.
+fn assert_error_step(trace: &[Value], seen: &[Seen], step: usize, code: &str, status: &str) -> Value {
+    let line = &trace[step - 1];
+    assert_eq!(line["step"], json!(step), "{line}");
+    assert_eq!(line["status"], status, "{line}");
+    assert_eq!(line["error"]["code"], code, "{line}");
+    assert!(line.get("result").is_none(), "an error step has no result: {line}");
+    let error = &line["error"];
+    assert_eq!(keys(error), set(&["code", "message", "details"]), "{error}");
+    assert!(!error["message"].as_str().expect("the message is a string").is_empty());
+    match fed_back(seen, step) {
+        Message::ToolResult { content, is_error, .. } => {
+            assert!(*is_error, "step {step} must be fed back as an error");
+            assert_eq!(keys(content), set(&["code", "message", "details"]), "{content}");
+            assert_eq!(content, error, "what is fed back is what is traced");
+            content.clone()
+        }
+        other => panic!("expected a ToolResult for step {step}, got {other:?}"),
+    }
+}
+
+/// The `(call_id, tool)` of the `ToolResult` feeding step `step` back.
+fn fed_back_ids(seen: &[Seen], step: usize) -> (Option<String>, Option<String>) {
+    match fed_back(seen, step) {
+        Message::ToolResult { call_id, tool, .. } => (call_id.clone(), tool.clone()),
+        other => panic!("expected a ToolResult for step {step}, got {other:?}"),
+    }
+}
+
+fn statuses(trace: &[Value]) -> Vec<&str> {
+    trace.iter().map(|l| l["status"].as_str().expect("the status is a string")).collect()
+}
+
+fn codes(trace: &[Value]) -> Vec<Option<&str>> {
+    trace.iter().map(|l| l.get("error").map(|e| e["code"].as_str().expect("the code is a string"))).collect()
+}
+
+fn without_timings(line: &Value) -> Value {
+    let mut line = line.clone();
+    let object = line.as_object_mut().expect("a trace line is an object");
+    assert!(object.remove("duration_us").expect("duration_us is present").is_u64());
+    assert!(object.remove("model_us").expect("model_us is present").is_u64());
+    line
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. Finishing
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn finish_on_step_one() {
+    let kit = Kit::new();
+    let answer = json!({ "value": 42, "unit": "m" });
+    let (outcome, trace, seen) = drive(&kit, vec![finish(answer.clone())], RunOptions::default()).await;
+
+    assert_eq!(outcome.status, RunStatus::Finished);
+    assert_eq!(outcome.answer, Some(answer.clone()));
+    assert_eq!(outcome.steps, 1);
+    assert_eq!(outcome.error, None);
+
+    assert_eq!(trace.len(), 1);
+    let line = &trace[0];
+    assert_eq!(line["step"], 1);
+    assert_eq!(line["status"], "finished");
+    assert_eq!(line["tool"], "finish");
+    assert_eq!(line["arguments"], json!({ "answer": answer }));
+    assert_eq!(line["result"], answer);
+    assert_eq!(line["offered"], "all");
+    assert!(line["duration_us"].is_u64() && line["model_us"].is_u64(), "{line}");
+    // finish is built in: no plugin; a structured call keeps no reply text; no error.
+    assert_eq!(
+        keys(line),
+        set(&["step", "tool", "arguments", "status", "result", "offered", "duration_us", "model_us"]),
+        "{line}"
+    );
+
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].conversation, vec![Message::User { content: REQUEST.into() }]);
+    assert_eq!(seen[0].tools, all_tools());
+    assert_eq!(seen[0].tool_choice, ToolChoice::Required);
+}
+
+#[tokio::test]
+async fn finish_answer_may_be_null_but_not_missing() {
+    let kit = Kit::new();
+    let (outcome, trace, seen) =
+        drive(&kit, vec![call(FINISH, json!({})), finish(Value::Null)], RunOptions::default()).await;
+    let error = assert_error_step(&trace, &seen, 1, "invalid_arguments", "rejected");
+    assert_eq!(error["details"]["tool"], "finish");
+    assert_eq!(outcome.status, RunStatus::Finished);
+    assert_eq!(outcome.answer, Some(Value::Null));
+    assert_eq!(outcome.steps, 2);
+    assert_eq!(trace[1]["result"], Value::Null);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. A tool call, then finish: the trace and what is fed back
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn tool_call_then_finish() {
+    let kit = Kit::new();
+    let first = call_with_id("toolu_01", "echo", json!({ "text": "hello" }));
+    let (outcome, trace, seen) = drive(&kit, vec![first.clone(), finish(json!("done"))], RunOptions::default()).await;
+
+    assert_eq!(outcome.status, RunStatus::Finished);
+    assert_eq!(outcome.answer, Some(json!("done")));
+    assert_eq!(outcome.steps, 2);
+    assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 1);
+
+    assert_eq!(trace.len(), 2);
+    let line = &trace[0];
+    let result = json!({ "tool": "echo", "echo": { "text": "hello" } });
+    assert_eq!(line["step"], 1);
+    assert_eq!(line["status"], "ok");
+    assert_eq!(line["tool"], "echo");
+    assert_eq!(line["arguments"], json!({ "text": "hello" }), "the arguments come back from the tool's thread");
+    assert_eq!(line["result"], result);
+    assert_eq!(line["plugin"], "textkit");
+    assert_eq!(line["plugin_version"], "1.2.3");
+    assert_eq!(line["offered"], "all");
+    let (duration, model) = (line["duration_us"].as_u64().unwrap(), line["model_us"].as_u64().unwrap());
+    assert!(model <= duration, "the model's time is part of the step's: {line}");
+    assert_eq!(
+        keys(line),
+        set(&[
+            "step",
+            "tool",
+            "arguments",
+            "status",
+            "result",
+            "plugin",
+            "plugin_version",
+            "offered",
+            "duration_us",
+            "model_us"
+        ]),
+        "{line}"
+    );
+    assert_eq!(trace[1]["step"], 2);
+    assert_eq!(trace[1]["status"], "finished");
+
+    assert_eq!(seen.len(), 2);
+    assert_eq!(
+        seen[1].conversation,
+        vec![
+            Message::User { content: REQUEST.into() },
+            Message::Assistant { reply: first },
+            Message::ToolResult {
+                call_id: Some("toolu_01".into()),
+                tool: Some("echo".into()),
+                content: result,
+                is_error: false
+            },
+        ]
+    );
+}
+
+#[tokio::test]
+async fn call_ids_come_from_the_provider_or_are_call_step() {
+    let kit = Kit::new();
+    let from_text = r#"Calling it: {"tool": "echo", "arguments": {"text": "t"}}"#;
+    let replies = vec![
+        call_with_id("abc", "echo", json!({ "text": "1" })),
+        text(from_text),
+        call("echo", json!({ "text": "3" })),
+        finish(json!(3)),
+    ];
+    let (outcome, trace, seen) = drive(&kit, replies, RunOptions::default()).await;
+    assert_eq!(outcome.status, RunStatus::Finished);
+    assert_eq!(statuses(&trace), ["ok", "ok", "ok", "finished"]);
+    assert_eq!(fed_back_ids(&seen, 1), (Some("abc".into()), Some("echo".into())));
+    assert_eq!(fed_back_ids(&seen, 2), (Some("call_2".into()), Some("echo".into())), "read from text");
+    assert_eq!(fed_back_ids(&seen, 3), (Some("call_3".into()), Some("echo".into())), "structured, no id");
+    // The text a call was read from is kept in the trace; a structured call keeps none.
+    assert!(trace[0].get("reply_text").is_none());
+    assert_eq!(trace[1]["reply_text"], from_text);
+    assert_eq!(trace[1]["arguments"], json!({ "text": "t" }));
+    assert!(trace[2].get("reply_text").is_none());
+    // The whole reply goes back verbatim, text and all.
+    assert_eq!(replayed_reply(&seen, 2), &text(from_text));
+}
+
+#[tokio::test]
+async fn structured_arguments_given_as_a_json_string_are_decoded() {
+    let kit = Kit::new();
+    let replies = vec![call("echo", json!("{\"text\": \"s\"}")), finish(json!(1))];
+    let (outcome, trace, _) = drive(&kit, replies, RunOptions::default()).await;
+    assert_eq!(outcome.status, RunStatus::Finished);
+    assert_eq!(trace[0]["status"], "ok");
+    assert_eq!(trace[0]["arguments"], json!({ "text": "s" }));
+    assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn usage_is_summed_over_the_steps() {
+    let kit = Kit::new();
+    let mut a = echo("a");
+    a.usage = Some(Usage { input_tokens: 10, output_tokens: 3 });
+    let mut b = text("nothing useful");
+    b.usage = Some(Usage { input_tokens: 20, output_tokens: 5 });
+    let c = finish(json!(0)); // reports no usage
+    let (outcome, _, _) = drive(&kit, vec![a, b, c], RunOptions::default()).await;
+    assert_eq!(outcome.status, RunStatus::Finished);
+    assert_eq!(outcome.usage, Usage { input_tokens: 30, output_tokens: 8 });
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_slow_tool_runs_off_the_async_worker_and_is_timed() {
+    let kit = Kit::new();
+    let provider = Replay::new(vec![call("sleep", json!({})), finish(json!("awake"))]);
+    let mut trace: Vec<Value> = Vec::new();
+    let options = RunOptions::default();
+    let sleeps = kit.sleeps.clone();
+    // On a single-threaded runtime, this ticker only advances while the tool sleeps if the
+    // tool does not hold the runtime's only worker.
+    let ticker = async move {
+        let mut ticks_while_running = 0u32;
+        for _ in 0..5_000 {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            if sleeps.finished.load(Ordering::SeqCst) {
+                break;
+            }
+            if sleeps.started.load(Ordering::SeqCst) {
+                ticks_while_running += 1;
+            }
+        }
+        ticks_while_running
+    };
+    let (outcome, ticks) = tokio::join!(run(&provider, &kit.registry, REQUEST, &options, &mut trace), ticker);
+    assert_eq!(outcome.status, RunStatus::Finished);
+    assert_eq!(outcome.answer, Some(json!("awake")));
+    assert_eq!(kit.sleeps.calls.load(Ordering::SeqCst), 1);
+    assert!(ticks >= 1, "the async worker was blocked while the tool slept");
+    let line = &trace[0];
+    assert_eq!(line["status"], "ok");
+    assert_eq!(line["result"], "slept");
+    assert_eq!(line["plugin"], "clock");
+    assert_eq!(line["plugin_version"], "2.0.0");
+    let duration = line["duration_us"].as_u64().unwrap();
+    let model = line["model_us"].as_u64().unwrap();
+    assert!(duration >= SLEEP.as_micros() as u64, "the step's time includes the tool's: {line}");
+    assert!(model < SLEEP.as_micros() as u64, "the model's time excludes the tool's: {line}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Every error code: traced as a step, fed back, and the run goes on
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn no_json_is_fed_back_and_the_run_goes_on() {
+    let kit = Kit::new();
+    let prose = "I think the answer is four.";
+    let (outcome, trace, seen) = drive(&kit, vec![text(prose), finish(json!(4))], RunOptions::default()).await;
+
+    let error = assert_error_step(&trace, &seen, 1, "no_json", "rejected");
+    assert_eq!(error["details"], json!({ "reply_bytes": prose.len() }));
+    assert_eq!(fed_back_ids(&seen, 1), (None, None), "there was no call to answer");
+    assert_eq!(replayed_reply(&seen, 1), &text(prose));
+    let line = &trace[0];
+    assert_eq!(line["tool"], Value::Null);
+    assert_eq!(line["arguments"], Value::Null);
+    assert_eq!(line["reply_text"], prose);
+    assert_eq!(line["offered"], "all");
+    assert_eq!(
+        keys(line),
+        set(&["step", "tool", "arguments", "status", "error", "offered", "reply_text", "duration_us", "model_us"]),
+        "{line}"
+    );
+
+    assert_eq!(outcome.status, RunStatus::Finished);
+    assert_eq!(outcome.answer, Some(json!(4)));
+    assert_eq!(outcome.steps, 2);
+}
+
+#[tokio::test]
+async fn an_empty_reply_is_no_json() {
+    let kit = Kit::new();
+    let (outcome, trace, seen) =
+        drive(&kit, vec![ModelReply::default(), finish(json!(0))], RunOptions::default()).await;
+    let error = assert_error_step(&trace, &seen, 1, "no_json", "rejected");
+    assert_eq!(error["details"], json!({ "reply_bytes": 0 }));
+    assert!(trace[0].get("reply_text").is_none(), "an empty text is not kept");
+    assert_eq!(outcome.status, RunStatus::Finished);
+}
+
+#[tokio::test]
+async fn truncated_json_text_is_invalid_json() {
+    let kit = Kit::new();
+    let truncated = r#"Here: {"tool": "echo", "arguments": {"text": "hel"#;
+    let (outcome, trace, seen) = drive(&kit, vec![text(truncated), finish(json!(1))], RunOptions::default()).await;
+
+    let error = assert_error_step(&trace, &seen, 1, "invalid_json", "rejected");
+    assert_eq!(error["details"]["offset"], 6, "{error}");
+    assert!(error["details"]["error"].as_str().unwrap().contains("EOF"), "{error}");
+    assert_eq!(fed_back_ids(&seen, 1), (None, None));
+    assert_eq!(trace[0]["tool"], Value::Null);
+    assert_eq!(trace[0]["reply_text"], truncated);
+    assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 0);
+    assert_eq!(outcome.status, RunStatus::Finished);
+    assert_eq!(outcome.steps, 2);
+}
+
+#[tokio::test]
+async fn json_text_that_is_not_a_call_is_invalid_json() {
+    let kit = Kit::new();
+    let (outcome, trace, seen) =
+        drive(&kit, vec![text(r#"{"answer": 42}"#), finish(json!(42))], RunOptions::default()).await;
+    let error = assert_error_step(&trace, &seen, 1, "invalid_json", "rejected");
+    assert_eq!(error["details"], json!({ "objects": 1 }));
+    assert_eq!(outcome.status, RunStatus::Finished);
+    assert_eq!(outcome.steps, 2);
+}
+
+#[tokio::test]
+async fn structured_arguments_that_are_broken_json_are_invalid_json() {
+    let kit = Kit::new();
+    let bad = call_with_id("c7", "echo", json!("{\"text\": "));
+    let (outcome, trace, seen) = drive(&kit, vec![bad.clone(), finish(json!(1))], RunOptions::default()).await;
+
+    let error = assert_error_step(&trace, &seen, 1, "invalid_json", "rejected");
+    assert_eq!(error["details"]["tool"], "echo");
+    assert_eq!(error["details"]["line"], 1);
+    assert!(error["details"]["column"].as_u64().unwrap() > 0, "{error}");
+    assert!(error["details"]["error"].is_string(), "{error}");
+    assert_eq!(replayed_reply(&seen, 1), &bad);
+    assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 0);
+    assert_eq!(outcome.status, RunStatus::Finished);
+    assert_eq!(outcome.steps, 2);
+}
+
+/// The call id and tool name were both in the reply; the loop drops them once the arguments
+/// fail to parse, so the `ToolResult` answers no call and the trace names no tool.
+#[tokio::test]
+async fn structured_call_with_unparsable_arguments_keeps_its_id_and_tool() {
+    let kit = Kit::new();
+    let replies = vec![
+        call_with_id("c7", "echo", json!("{\"text\": ")),
+        call_with_id("c8", "echo", json!([1, 2])),
+        finish(json!(1)),
+    ];
+    let (_, trace, seen) = drive(&kit, replies, RunOptions::default()).await;
+    assert_error_step(&trace, &seen, 1, "invalid_json", "rejected");
+    assert_error_step(&trace, &seen, 2, "invalid_arguments", "rejected");
+    assert_eq!(fed_back_ids(&seen, 1), (Some("c7".into()), Some("echo".into())));
+    assert_eq!(fed_back_ids(&seen, 2), (Some("c8".into()), Some("echo".into())));
+    assert_eq!(trace[0]["tool"], "echo");
+    assert_eq!(trace[1]["tool"], "echo");
+}
+
+#[tokio::test]
+async fn unknown_tool_lists_the_offered_tools() {
+    let kit = Kit::new();
+    let replies = vec![call_with_id("u1", "nope", json!({ "x": 1 })), finish(json!(0))];
+    let (outcome, trace, seen) = drive(&kit, replies, RunOptions::default()).await;
+
+    let error = assert_error_step(&trace, &seen, 1, "unknown_tool", "rejected");
+    assert_eq!(error["details"], json!({ "tool": "nope", "offered": ALL }));
+    // The call parsed, so its id and name are fed back with the error.
+    assert_eq!(fed_back_ids(&seen, 1), (Some("u1".into()), Some("nope".into())));
+    assert_eq!(trace[0]["tool"], "nope");
+    assert_eq!(trace[0]["arguments"], json!({ "x": 1 }));
+    assert!(trace[0].get("plugin").is_none(), "an unknown tool has no plugin: {}", trace[0]);
+    assert_eq!(outcome.status, RunStatus::Finished);
+    assert_eq!(outcome.steps, 2);
+}
+
+#[tokio::test]
+async fn unknown_tool_on_the_last_step_lists_finish_alone() {
+    let kit = Kit::new();
+    let replies = vec![echo("a"), call("nope", json!({})), finish(json!(0))];
+    let (outcome, trace, seen) = drive(&kit, replies, opts(2, 3)).await;
+    assert_eq!(trace[1]["offered"], "finish");
+    assert_eq!(trace[1]["error"]["details"], json!({ "tool": "nope", "offered": ["finish"] }));
+    assert_eq!(trace[1]["status"], "rejected");
+    assert_eq!(seen.len(), 2);
+    assert_eq!(outcome.status, RunStatus::StepBudgetExhausted);
+}
+
+#[tokio::test]
+async fn invalid_arguments_report_every_violation_with_its_pointer() {
+    let kit = Kit::new();
+    let bad = json!({ "b": -1, "c": "no", "d": "z", "e": [1, "two"], "extra": 1 });
+    let replies = vec![call("typed", bad.clone()), call("typed", json!({ "a": "ok", "b": 2 })), finish(json!(0))];
+    let (outcome, trace, seen) = drive(&kit, replies, RunOptions::default()).await;
+
+    let error = assert_error_step(&trace, &seen, 1, "invalid_arguments", "rejected");
+    assert_eq!(error["details"]["tool"], "typed");
+    let violations = error["details"]["violations"].as_array().unwrap();
+    for v in violations {
+        assert_eq!(keys(v), set(&["pointer", "message"]), "{v}");
+        assert!(!v["message"].as_str().unwrap().is_empty(), "{v}");
+    }
+    let mut pointers: Vec<&str> = violations.iter().map(|v| v["pointer"].as_str().unwrap()).collect();
+    pointers.sort_unstable();
+    // Root: "a" is missing and "extra" is not allowed; then each bad property.
+    assert_eq!(pointers, ["", "", "/b", "/c", "/d", "/e/1"], "{error}");
+    assert_eq!(trace[0]["arguments"], bad);
+    assert_eq!(fed_back_ids(&seen, 1), (Some("call_1".into()), Some("typed".into())));
+
+    assert_eq!(trace[1]["status"], "ok");
+    assert_eq!(kit.typed.calls.load(Ordering::SeqCst), 1, "the invalid call never ran");
+    assert_eq!(outcome.status, RunStatus::Finished);
+    assert_eq!(outcome.steps, 3);
+}
+
+#[tokio::test]
+async fn structured_arguments_that_are_not_an_object_are_invalid_arguments() {
+    let kit = Kit::new();
+    let (outcome, trace, seen) =
+        drive(&kit, vec![call("echo", json!([1])), finish(json!(0))], RunOptions::default()).await;
+    let error = assert_error_step(&trace, &seen, 1, "invalid_arguments", "rejected");
+    assert_eq!(
+        error["details"],
+        json!({ "tool": "echo", "violations": [{ "pointer": "", "message": "expected an object, got array" }] })
+    );
+    assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 0);
+    assert_eq!(outcome.status, RunStatus::Finished);
+}
+
+#[tokio::test]
+async fn tool_error_is_fed_back_and_the_run_goes_on() {
+    let kit = Kit::new();
+    let replies = vec![call_with_id("f1", "fail", json!({ "n": 1 })), finish(json!("gave up"))];
+    let (outcome, trace, seen) = drive(&kit, replies, RunOptions::default()).await;
+
+    let error = assert_error_step(&trace, &seen, 1, "tool_error", "error");
+    assert_eq!(error["message"], "tool_error happened");
+    assert_eq!(error["details"], json!({ "tool": "fail" }));
+    assert_eq!(fed_back_ids(&seen, 1), (Some("f1".into()), Some("fail".into())));
+    let line = &trace[0];
+    assert_eq!(line["tool"], "fail");
+    assert_eq!(line["arguments"], json!({ "n": 1 }), "the arguments come back from the tool's thread");
+    assert_eq!(line["plugin"], "faulty");
+    assert_eq!(line["plugin_version"], "0.1.0");
+    assert_eq!(kit.fail.calls.load(Ordering::SeqCst), 1);
+    assert_eq!(outcome.status, RunStatus::Finished);
+    assert_eq!(outcome.answer, Some(json!("gave up")));
+    assert_eq!(outcome.steps, 2);
+}
+
+#[tokio::test]
+async fn a_plugins_own_failure_code_is_a_tool_error_that_keeps_the_code() {
+    let kit = Kit::new();
+    let (outcome, trace, seen) =
+        drive(&kit, vec![call("odd_fail", json!({})), finish(json!(0))], RunOptions::default()).await;
+    let error = assert_error_step(&trace, &seen, 1, "tool_error", "error");
+    assert_eq!(error["message"], "rate_limited happened");
+    assert_eq!(error["details"], json!({ "tool": "odd_fail", "tool_code": "rate_limited" }));
+    assert_eq!(kit.odd_fail.calls.load(Ordering::SeqCst), 1);
+    assert_eq!(outcome.status, RunStatus::Finished);
+}
+
+#[tokio::test]
+async fn a_panicking_handler_is_tool_panicked_and_the_loop_survives() {
+    let kit = Kit::new();
+    let replies =
+        vec![call("panic", json!({})), echo("after"), call("panic", json!({ "again": true })), finish(json!(1))];
+    let (outcome, trace, seen) = drive(&kit, replies, RunOptions::default()).await;
+
+    let error = assert_error_step(&trace, &seen, 1, "tool_panicked", "error");
+    assert_eq!(error["details"], json!({ "tool": "panic" }));
+    assert_eq!(fed_back_ids(&seen, 1), (Some("call_1".into()), Some("panic".into())));
+    assert_eq!(trace[0]["arguments"], json!({}));
+    // The loop and its blocking pool still work after the panic.
+    assert_eq!(trace[1]["status"], "ok");
+    assert_eq!(trace[1]["result"], json!({ "tool": "echo", "echo": { "text": "after" } }));
+    let again = assert_error_step(&trace, &seen, 3, "tool_panicked", "error");
+    assert_eq!(again, error, "the same failure gives the same error object");
+    assert_eq!(kit.panics.calls.load(Ordering::SeqCst), 2);
+    assert_eq!(outcome.status, RunStatus::Finished);
+    assert_eq!(outcome.steps, 4);
+}
+
+#[tokio::test]
+async fn calling_another_tool_on_the_last_step_is_tool_not_offered() {
+    let kit = Kit::new();
+    let replies = vec![echo("a"), echo("b"), call_with_id("x", "echo", json!({ "text": "c" }))];
+    let (outcome, trace, seen) = drive(&kit, replies, opts(3, 3)).await;
+
+    assert_eq!(seen[2].tools, finish_only());
+    assert_eq!(seen[2].tool_choice, ToolChoice::Tool(FINISH.into()));
+    let line = &trace[2];
+    assert_eq!(line["status"], "rejected");
+    assert_eq!(line["offered"], "finish");
+    assert_eq!(line["tool"], "echo");
+    assert_eq!(line["error"]["code"], "tool_not_offered");
+    assert_eq!(line["error"]["details"], json!({ "tool": "echo", "offered": ["finish"] }));
+    assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 2, "the not-offered call never ran");
+    assert_eq!(outcome.status, RunStatus::StepBudgetExhausted);
+}
+
+#[tokio::test]
+async fn a_text_call_to_another_tool_on_the_last_step_is_tool_not_offered() {
+    let kit = Kit::new();
+    let replies = vec![text(r#"{"tool": "echo", "arguments": {"text": "x"}}"#)];
+    let (outcome, trace, seen) = drive(&kit, replies, opts(1, 3)).await;
+    assert_eq!(seen[0].tools, finish_only());
+    assert_eq!(trace[0]["error"]["code"], "tool_not_offered");
+    assert_eq!(trace[0]["status"], "rejected");
+    assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 0);
+    assert_eq!(outcome.status, RunStatus::StepBudgetExhausted);
+}
+
+#[tokio::test]
+async fn a_bare_object_on_the_last_step_is_finishs_arguments() {
+    let kit = Kit::new();
+    let (outcome, trace, _) = drive(&kit, vec![echo("a"), text(r#"So: {"answer": 7}"#)], opts(2, 3)).await;
+    assert_eq!(outcome.status, RunStatus::Finished);
+    assert_eq!(outcome.answer, Some(json!(7)));
+    assert_eq!(outcome.steps, 2);
+    assert_eq!(trace[1]["tool"], "finish");
+    assert_eq!(trace[1]["offered"], "finish");
+    assert_eq!(trace[1]["status"], "finished");
+}
+
+#[tokio::test]
+async fn the_third_identical_call_is_repeated_call_and_is_not_run() {
+    let kit = Kit::new();
+    let replies = vec![echo("x"), echo("x"), echo("x"), finish(json!("x"))];
+    let (outcome, trace, seen) = drive(&kit, replies, RunOptions::default()).await;
+
+    assert_eq!(statuses(&trace), ["ok", "ok", "rejected", "finished"]);
+    let error = assert_error_step(&trace, &seen, 3, "repeated_call", "rejected");
+    assert_eq!(error["details"], json!({ "tool": "echo", "times": 3 }));
+    assert_eq!(fed_back_ids(&seen, 3), (Some("call_3".into()), Some("echo".into())));
+    assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 2, "the repeated call never ran");
+
+    // The next step offers finish alone, though it is not the last of the budget.
+    assert_eq!(seen[3].tools, finish_only());
+    assert_eq!(seen[3].tool_choice, ToolChoice::Tool(FINISH.into()));
+    assert_eq!(trace[3]["offered"], "finish");
+    assert_eq!(outcome.status, RunStatus::Finished);
+    assert_eq!(outcome.steps, 4);
+}
+
+#[tokio::test]
+async fn after_repeated_call_finish_stays_the_only_tool() {
+    let kit = Kit::new();
+    let replies = vec![echo("x"), echo("x"), echo("x"), echo("y"), text("hmm"), finish(json!(0))];
+    let (outcome, trace, seen) = drive(&kit, replies, RunOptions::default()).await;
+    assert_eq!(codes(&trace), [None, None, Some("repeated_call"), Some("tool_not_offered"), Some("no_json"), None]);
+    for (i, s) in seen.iter().enumerate().skip(3) {
+        assert_eq!(s.tools, finish_only(), "step {}", i + 1);
+        assert_eq!(s.tool_choice, ToolChoice::Tool(FINISH.into()), "step {}", i + 1);
+        assert_eq!(trace[i]["offered"], "finish");
+    }
+    assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 2);
+    assert_eq!(outcome.status, RunStatus::Finished);
+    assert_eq!(outcome.steps, 6);
+}
+
+#[tokio::test]
+async fn the_same_call_through_text_and_structured_counts_as_a_repeat() {
+    let kit = Kit::new();
+    let replies = vec![
+        echo("x"),
+        text(r#"{"tool": "echo", "arguments": {"text": "x"}}"#),
+        call("echo", json!("{\"text\": \"x\"}")),
+        finish(json!(0)),
+    ];
+    let (_, trace, _) = drive(&kit, replies, RunOptions::default()).await;
+    assert_eq!(codes(&trace), [None, None, Some("repeated_call"), None]);
+    assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 2);
+}
+
+/// A call that keeps failing is still the same call made again and again: its result will not
+/// change either. The loop resets the repeat count after every step that is not `ok`, so a
+/// model that loops on a failing call is never stopped and spends the whole budget.
+#[tokio::test]
+async fn a_failing_call_made_three_times_in_a_row_is_repeated_call() {
+    let kit = Kit::new();
+    let replies = vec![call("fail", json!({})), call("fail", json!({})), call("fail", json!({})), finish(json!(0))];
+    let (outcome, trace, seen) = drive(&kit, replies, RunOptions::default()).await;
+    assert_eq!(codes(&trace), [Some("tool_error"), Some("tool_error"), Some("repeated_call"), None]);
+    assert_eq!(kit.fail.calls.load(Ordering::SeqCst), 2, "the third call must not run");
+    assert_eq!(seen[3].tools, finish_only());
+    assert_eq!(outcome.status, RunStatus::Finished);
+}
+
+#[tokio::test]
+async fn step_budget_exhausted() {
+    let kit = Kit::new();
+    let replies = vec![echo("a"), echo("b"), echo("c"), finish(json!("too late"))];
+    let (outcome, trace, seen) = drive(&kit, replies, opts(3, 3)).await;
+
+    assert_eq!(outcome.status, RunStatus::StepBudgetExhausted);
+    assert_eq!(outcome.steps, 3);
+    assert_eq!(outcome.answer, None);
+    let error = outcome.error.unwrap();
+    assert_eq!(error.code, ErrorCode::StepBudgetExhausted);
+    assert_eq!(error.code.as_str(), "step_budget_exhausted");
+    assert_eq!(error.details, json!({ "max_steps": 3 }));
+    assert_eq!(serde_json::to_value(&error).unwrap()["code"], "step_budget_exhausted");
+    assert_eq!(seen.len(), 3, "the provider is not asked beyond the budget");
+    assert_eq!(statuses(&trace), ["ok", "ok", "rejected"]);
+    assert_eq!(trace[2]["error"]["code"], "tool_not_offered");
+}
+
+#[tokio::test]
+async fn provider_error_fails_the_run_after_one_trace_line() {
+    let kit = Kit::new();
+    let provider = Replay::scripted(vec![Err(ProviderError::new("connection refused"))]);
+    let mut trace: Vec<Value> = Vec::new();
+    let outcome = run(&provider, &kit.registry, REQUEST, &RunOptions::default(), &mut trace).await;
+
+    assert_eq!(outcome.status, RunStatus::Failed);
+    assert_eq!(outcome.steps, 1);
+    assert_eq!(outcome.answer, None);
+    let error = outcome.error.unwrap();
+    assert_eq!(error.code, ErrorCode::ProviderError);
+    assert_eq!(error.details, json!({ "provider": "replay" }));
+    assert!(error.message.contains("connection refused"), "{}", error.message);
+    assert!(error.message.contains("replay"), "{}", error.message);
+
+    assert_eq!(trace.len(), 1);
+    let line = &trace[0];
+    assert_eq!(line["step"], 1);
+    assert_eq!(line["status"], "error");
+    assert_eq!(line["error"]["code"], "provider_error");
+    assert_eq!(line["error"], serde_json::to_value(&error).unwrap());
+    assert_eq!(line["tool"], Value::Null);
+    assert_eq!(line["offered"], "all");
+    assert!(line.get("result").is_none());
+    assert_eq!(provider.seen().len(), 1);
+}
+
+#[tokio::test]
+async fn provider_error_midway_keeps_the_steps_and_usage_so_far() {
+    let kit = Kit::new();
+    let mut first = echo("a");
+    first.usage = Some(Usage { input_tokens: 7, output_tokens: 2 });
+    let provider = Replay::scripted(vec![Ok(first), Ok(text("?")), Err(ProviderError::new("timeout"))]);
+    let mut trace: Vec<Value> = Vec::new();
+    let outcome = run(&provider, &kit.registry, REQUEST, &RunOptions::default(), &mut trace).await;
+    assert_eq!(outcome.status, RunStatus::Failed);
+    assert_eq!(outcome.steps, 3);
+    assert_eq!(outcome.usage, Usage { input_tokens: 7, output_tokens: 2 });
+    assert_eq!(statuses(&trace), ["ok", "rejected", "error"]);
+    assert_eq!(trace[2]["step"], 3);
+    assert_eq!(trace[2]["error"]["code"], "provider_error");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Trace failures stop the run
+// ---------------------------------------------------------------------------------------------
+
+/// Accepts `ok` lines, then refuses every line from the `fail_at`-th on.
+struct BrokenSink {
+    fail_at: usize,
+    lines: Vec<u32>,
+}
+
+impl TraceSink for BrokenSink {
+    fn record(&mut self, entry: &TraceEntry<'_>) -> io::Result<()> {
+        if self.lines.len() + 1 >= self.fail_at {
+            return Err(io::Error::other("disk full"));
+        }
+        self.lines.push(entry.step);
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_trace_that_cannot_be_written_stops_the_run() {
+    let kit = Kit::new();
+    let provider = Replay::new(vec![echo("a"), echo("b"), finish(json!(0))]);
+    let mut sink = BrokenSink { fail_at: 2, lines: Vec::new() };
+    let outcome = run(&provider, &kit.registry, REQUEST, &RunOptions::default(), &mut sink).await;
+    assert_eq!(outcome.status, RunStatus::Failed);
+    assert_eq!(outcome.steps, 2);
+    let error = outcome.error.unwrap();
+    assert_eq!(error.code, ErrorCode::TraceError);
+    assert_eq!(error.details, json!({ "error": "disk full" }));
+    assert_eq!(sink.lines, [1]);
+    assert_eq!(provider.seen().len(), 2, "no step runs after the trace failed");
+}
+
+#[tokio::test]
+async fn a_trace_failure_on_a_provider_error_is_reported_as_trace_error() {
+    let kit = Kit::new();
+    let provider = Replay::scripted(vec![Err(ProviderError::new("down"))]);
+    let mut sink = BrokenSink { fail_at: 1, lines: Vec::new() };
+    let outcome = run(&provider, &kit.registry, REQUEST, &RunOptions::default(), &mut sink).await;
+    assert_eq!(outcome.status, RunStatus::Failed);
+    assert_eq!(outcome.steps, 1);
+    assert_eq!(outcome.error.unwrap().code, ErrorCode::TraceError);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. The repeat check: off with 0, reset by a different call
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn max_repeats_zero_turns_the_repeat_check_off() {
+    let kit = Kit::new();
+    let mut replies: Vec<ModelReply> = (0..6).map(|_| echo("same")).collect();
+    replies.push(finish(json!(0)));
+    let (outcome, trace, _) = drive(&kit, replies, opts(8, 0)).await;
+    assert_eq!(statuses(&trace), ["ok", "ok", "ok", "ok", "ok", "ok", "finished"]);
+    assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 6);
+    assert_eq!(outcome.status, RunStatus::Finished);
+    assert_eq!(outcome.steps, 7);
+}
+
+#[tokio::test]
+async fn a_different_call_in_between_resets_the_count() {
+    let kit = Kit::new();
+    // A A B A A A: the count restarts at B, so only the third A after B trips the guard.
+    let replies = vec![echo("A"), echo("A"), echo("B"), echo("A"), echo("A"), echo("A"), finish(json!(0))];
+    let (outcome, trace, seen) = drive(&kit, replies, opts(8, 3)).await;
+    assert_eq!(codes(&trace), [None, None, None, None, None, Some("repeated_call"), None]);
+    assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 5);
+    assert_eq!(seen[6].tools, finish_only());
+    assert_eq!(outcome.status, RunStatus::Finished);
+    assert_eq!(outcome.steps, 7);
+}
+
+#[tokio::test]
+async fn same_tool_with_different_arguments_is_a_different_call() {
+    let kit = Kit::new();
+    let replies = vec![echo("1"), echo("2"), echo("3"), echo("4"), finish(json!(0))];
+    let (_, trace, _) = drive(&kit, replies, RunOptions::default()).await;
+    assert_eq!(statuses(&trace), ["ok", "ok", "ok", "ok", "finished"]);
+    assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 4);
+}
+
+#[tokio::test]
+async fn a_rejected_step_in_between_resets_the_count() {
+    let kit = Kit::new();
+    let replies = vec![echo("A"), echo("A"), text("thinking"), echo("A"), echo("A"), finish(json!(0))];
+    let (_, trace, _) = drive(&kit, replies, opts(8, 3)).await;
+    assert_eq!(codes(&trace), [None, None, Some("no_json"), None, None, None]);
+    assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 4);
+}
+
+#[tokio::test]
+async fn max_repeats_two_rejects_the_second_identical_call() {
+    let kit = Kit::new();
+    let (_, trace, _) = drive(&kit, vec![echo("A"), echo("A"), finish(json!(0))], opts(8, 2)).await;
+    assert_eq!(codes(&trace), [None, Some("repeated_call"), None]);
+    assert_eq!(trace[1]["error"]["details"], json!({ "tool": "echo", "times": 2 }));
+    assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. What each step offers
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn the_last_step_offers_finish_alone_and_earlier_steps_offer_all() {
+    let kit = Kit::new();
+    let replies = vec![echo("a"), echo("b"), echo("c"), finish(json!("end"))];
+    let (outcome, trace, seen) = drive(&kit, replies, opts(4, 3)).await;
+
+    assert_eq!(seen.len(), 4);
+    for (i, s) in seen.iter().enumerate().take(3) {
+        assert_eq!(s.tools, all_tools(), "step {}", i + 1);
+        assert_eq!(s.tool_choice, ToolChoice::Required, "step {}", i + 1);
+    }
+    assert_eq!(seen[3].tools, finish_only());
+    assert_eq!(seen[3].tool_choice, ToolChoice::Tool(FINISH.into()));
+    let offered: Vec<&str> = trace.iter().map(|l| l["offered"].as_str().unwrap()).collect();
+    assert_eq!(offered, ["all", "all", "all", "finish"]);
+    assert_eq!(outcome.status, RunStatus::Finished);
+    assert_eq!(outcome.steps, 4);
+}
+
+#[tokio::test]
+async fn a_budget_of_one_step_offers_finish_alone() {
+    let kit = Kit::new();
+    let (outcome, trace, seen) = drive(&kit, vec![finish(json!(1))], opts(1, 3)).await;
+    assert_eq!(seen[0].tools, finish_only());
+    assert_eq!(seen[0].tool_choice, ToolChoice::Tool(FINISH.into()));
+    assert_eq!(trace[0]["offered"], "finish");
+    assert_eq!(outcome.status, RunStatus::Finished);
+    assert_eq!(outcome.steps, 1);
+}
+
+#[tokio::test]
+async fn a_budget_of_zero_steps_never_asks_the_provider() {
+    let kit = Kit::new();
+    let (outcome, trace, seen) = drive(&kit, vec![finish(json!(1))], opts(0, 3)).await;
+    assert_eq!(outcome.status, RunStatus::StepBudgetExhausted);
+    assert_eq!(outcome.steps, 0);
+    assert_eq!(outcome.error.unwrap().details, json!({ "max_steps": 0 }));
+    assert!(trace.is_empty());
+    assert!(seen.is_empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6 and 7. Determinism, and the statuses of the trace
+// ---------------------------------------------------------------------------------------------
+
+/// One reply of every kind that fails a step, the last one on the finish-only step.
+fn bad_script() -> Vec<ModelReply> {
+    vec![
+        text("no JSON in here"),
+        text(r#"{"tool": "echo", "arguments": {"text": "hi"#),
+        call_with_id("s3", "echo", json!("{\"text\": ")),
+        call("nope", json!({ "q": 1 })),
+        call("typed", json!({ "b": -1, "c": "no", "d": "z", "e": [1, "two"], "extra": 1 })),
+        call("fail", json!({})),
+        call("panic", json!({})),
+        call("odd_fail", json!({})),
+        call("echo", json!({ "text": "late" })),
+    ]
+}
+
+const BAD_CODES: [&str; 9] = [
+    "no_json",
+    "invalid_json",
+    "invalid_json",
+    "unknown_tool",
+    "invalid_arguments",
+    "tool_error",
+    "tool_panicked",
+    "tool_error",
+    "tool_not_offered",
+];
+
+#[tokio::test]
+async fn the_same_bad_replies_give_byte_identical_errors_and_traces() {
+    let mut runs: Vec<(Vec<String>, Vec<Value>, String)> = Vec::new();
+    // Fresh registries each time: nothing may depend on hash seeds or on state kept between runs.
+    for _ in 0..8 {
+        let kit = Kit::new();
+        let (outcome, trace, _) = drive(&kit, bad_script(), opts(9, 3)).await;
+        assert_eq!(outcome.status, RunStatus::StepBudgetExhausted);
+        assert_eq!(trace.len(), 9);
+        let errors: Vec<String> = trace.iter().map(|l| serde_json::to_string(&l["error"]).unwrap()).collect();
+        let lines: Vec<Value> = trace.iter().map(without_timings).collect();
+        runs.push((errors, lines, serde_json::to_string(&outcome.error).unwrap()));
+    }
+    let (errors, lines, outcome_error) = &runs[0];
+    for (errs, ls, oe) in &runs[1..] {
+        for (step, (a, b)) in errors.iter().zip(errs).enumerate() {
+            assert_eq!(a, b, "the error of step {} differs between runs", step + 1);
+        }
+        assert_eq!(lines, ls);
+        assert_eq!(outcome_error, oe);
+    }
+    let seen_codes: Vec<String> = lines.iter().map(|l| l["error"]["code"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(seen_codes, BAD_CODES);
+}
+
+#[tokio::test]
+async fn trace_statuses_are_ok_rejected_error_or_finished() {
+    let kit = Kit::new();
+    let mut replies = bad_script();
+    replies.pop();
+    replies.insert(0, echo("fine"));
+    replies.push(finish(json!("at last")));
+    let (outcome, trace, seen) = drive(&kit, replies, opts(10, 3)).await;
+    assert_eq!(outcome.status, RunStatus::Finished);
+    assert_eq!(outcome.steps, 10);
+    assert_eq!(
+        statuses(&trace),
+        ["ok", "rejected", "rejected", "rejected", "rejected", "rejected", "error", "error", "error", "finished"]
+    );
+    let want: Vec<Option<&str>> =
+        std::iter::once(None).chain(BAD_CODES[..8].iter().map(|c| Some(*c))).chain(std::iter::once(None)).collect();
+    assert_eq!(codes(&trace), want);
+    for (i, line) in trace.iter().enumerate() {
+        assert_eq!(line["step"], json!(i + 1));
+        let status = line["status"].as_str().unwrap();
+        assert_eq!(line.get("error").is_some(), status == "rejected" || status == "error", "{line}");
+        assert_eq!(line.get("result").is_some(), status == "ok" || status == "finished", "{line}");
+    }
+    // Every failed step was fed back as an error; the ok one was not.
+    for step in 1..10 {
+        let Message::ToolResult { is_error, .. } = fed_back(&seen, step) else { panic!("step {step}") };
+        assert_eq!(*is_error, step != 1, "step {step}");
+    }
+    // The StepStatus values serialize to exactly these names.
+    let names: Vec<Value> = [StepStatus::Ok, StepStatus::Rejected, StepStatus::Error, StepStatus::Finished]
+        .iter()
+        .map(|s| serde_json::to_value(s).unwrap())
+        .collect();
+    assert_eq!(names, [json!("ok"), json!("rejected"), json!("error"), json!("finished")]);
+}
+
+#[tokio::test]
+async fn repeated_call_and_provider_error_statuses() {
+    let kit = Kit::new();
+    let provider = Replay::scripted(vec![Ok(echo("x")), Ok(echo("x")), Ok(echo("x")), Err(ProviderError::new("gone"))]);
+    let mut trace: Vec<Value> = Vec::new();
+    let outcome = run(&provider, &kit.registry, REQUEST, &RunOptions::default(), &mut trace).await;
+    assert_eq!(statuses(&trace), ["ok", "ok", "rejected", "error"]);
+    assert_eq!(codes(&trace), [None, None, Some("repeated_call"), Some("provider_error")]);
+    assert_eq!(outcome.status, RunStatus::Failed);
+    assert_eq!(outcome.steps, 4);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 8. Every step counts against the budget
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn error_steps_count_against_the_budget() {
+    let kit = Kit::new();
+    let replies = vec![
+        text("nope"),
+        call("nope", json!({})),
+        call("fail", json!({})),
+        call("panic", json!({})),
+        finish(json!(0)),
+    ];
+    let (outcome, trace, seen) = drive(&kit, replies, opts(4, 3)).await;
+    assert_eq!(outcome.status, RunStatus::StepBudgetExhausted);
+    assert_eq!(outcome.steps, 4);
+    assert_eq!(outcome.error.unwrap().code, ErrorCode::StepBudgetExhausted);
+    assert_eq!(seen.len(), 4, "the fifth reply is never asked for");
+    assert_eq!(codes(&trace), [Some("no_json"), Some("unknown_tool"), Some("tool_error"), Some("tool_not_offered")]);
+    assert_eq!(kit.panics.calls.load(Ordering::SeqCst), 0, "panic was not offered on the last step");
+}
+
+#[tokio::test]
+async fn a_run_of_only_errors_still_finishes_on_the_last_step() {
+    let kit = Kit::new();
+    let replies = vec![text("a"), text("{"), call("nope", json!({})), finish(json!("late but fine"))];
+    let (outcome, trace, seen) = drive(&kit, replies, opts(4, 3)).await;
+    assert_eq!(outcome.status, RunStatus::Finished);
+    assert_eq!(outcome.steps, 4);
+    assert_eq!(outcome.answer, Some(json!("late but fine")));
+    assert_eq!(codes(&trace), [Some("no_json"), Some("invalid_json"), Some("unknown_tool"), None]);
+    // Each step, errors included, adds one reply and one result to the conversation.
+    for (i, s) in seen.iter().enumerate() {
+        assert_eq!(s.conversation.len(), 1 + 2 * i, "step {}", i + 1);
+    }
+}
