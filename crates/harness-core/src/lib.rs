@@ -36,7 +36,7 @@ mod run;
 mod trace;
 
 pub use error::{ErrorCode, HarnessError};
-pub use parse::{ToolCall, parse_reply};
+pub use parse::{ToolCall, parse_call, parse_reply, parse_text};
 pub use provider::{Message, ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest, ToolChoice, Usage};
 pub use registry::{
     FINISH, RegisteredTool, RegistryError, ToolDefinition, ToolExample, ToolFailure, ToolHandler, ToolRegistry,

@@ -27,13 +27,14 @@ pub struct ToolCall {
 /// text is then taken as that tool's arguments. Only the first structured call is used.
 pub fn parse_reply(reply: &ModelReply, step: u32, forced: Option<&str>) -> Result<ToolCall, HarnessError> {
     if let Some(call) = reply.calls.first() {
-        return parse_structured(call, step);
+        return parse_call(call, step);
     }
     let text = reply.text.as_deref().unwrap_or("");
     parse_text(text, step, forced)
 }
 
-fn parse_structured(call: &ProposedCall, step: u32) -> Result<ToolCall, HarnessError> {
+/// Parses one structured call: its arguments, an object or a JSON string, become an object.
+pub fn parse_call(call: &ProposedCall, step: u32) -> Result<ToolCall, HarnessError> {
     let arguments = decode_arguments(&call.name, &call.arguments)?;
     Ok(ToolCall { id: call.id.clone().unwrap_or_else(|| format!("call_{step}")), tool: call.name.clone(), arguments })
 }
@@ -85,7 +86,8 @@ struct ScanNotes {
     objects_seen: usize,
 }
 
-fn parse_text(text: &str, step: u32, forced: Option<&str>) -> Result<ToolCall, HarnessError> {
+/// Finds a call written out as JSON in a model's text; see [`parse_reply`] for `forced`.
+pub fn parse_text(text: &str, step: u32, forced: Option<&str>) -> Result<ToolCall, HarnessError> {
     let mut notes = ScanNotes::default();
     let mut bare_arguments: Option<Value> = None;
     if let Some((tool, raw)) = scan(text, 0, text.len(), 0, &mut notes, &mut bare_arguments) {

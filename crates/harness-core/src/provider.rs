@@ -42,6 +42,10 @@ pub struct ModelReply {
     pub text: Option<String>,
     /// Tokens spent, when the provider reports them.
     pub usage: Option<Usage>,
+    /// How the provider forced the tool choice (`native`, `prompt`), for the trace.
+    pub router_mode: Option<String>,
+    /// Requests the provider retried before this reply.
+    pub retries: u32,
 }
 
 /// A tool call as the model proposed it, not yet parsed or checked.
@@ -102,12 +106,14 @@ pub struct RouterRequest<'a> {
 pub struct ProviderError {
     /// What went wrong, naming the provider, the file or URL, and the fix.
     pub message: String,
+    /// Requests retried before giving up.
+    pub retries: u32,
 }
 
 impl ProviderError {
     /// A provider error with this message.
     pub fn new(message: impl Into<String>) -> Self {
-        Self { message: message.into() }
+        Self { message: message.into(), retries: 0 }
     }
 }
 

@@ -7,8 +7,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::error::{ErrorCode, HarnessError};
-use crate::parse::{ToolCall, parse_reply};
-use crate::provider::{Message, ModelProvider, ModelReply, RouterRequest, ToolChoice, Usage};
+use crate::parse::{ToolCall, parse_call, parse_text};
+use crate::provider::{Message, ModelProvider, ModelReply, ProposedCall, RouterRequest, ToolChoice, Usage};
 use crate::registry::{FINISH, ToolFailure, ToolRegistry, ToolSource};
 use crate::trace::{StepStatus, TraceEntry, TraceSink};
 
@@ -52,6 +52,8 @@ pub struct RunOutcome {
     pub error: Option<HarnessError>,
     /// Tokens spent, as the provider reported them.
     pub usage: Usage,
+    /// Requests the provider retried (rate limits, server errors), summed over the run.
+    pub retries: u32,
 }
 
 /// Spots the same call made again and again.
@@ -104,40 +106,74 @@ pub async fn run(
 ) -> RunOutcome {
     let mut conversation = vec![Message::User { content: request.to_owned() }];
     let mut usage = Usage::default();
+    let mut retries = 0;
     let mut repeats = RepeatGuard { max: options.max_repeats, last: None, count: 0 };
     let mut finish_forced = false;
     let required = ToolChoice::Required;
     let finish_choice = ToolChoice::Tool(FINISH.to_owned());
 
+    // The reply being worked through: where it sits in the conversation, and its next call.
+    // A reply with several structured calls is executed in order, one call per step, before
+    // the provider is asked again.
+    let mut current: Option<(usize, usize)> = None;
+
     for step in 1..=options.max_steps {
         let started = Instant::now();
         let finish_only = finish_forced || step == options.max_steps;
-        let (tools, tool_choice) =
-            if finish_only { (registry.finish_only(), &finish_choice) } else { (registry.definitions(), &required) };
-        let asked = provider.complete(RouterRequest { conversation: &conversation, tools, tool_choice }).await;
-        let model_us = micros(started);
-        let reply = match asked {
-            Ok(reply) => reply,
-            Err(e) => {
-                let error = HarnessError::new(
-                    ErrorCode::ProviderError,
-                    format!("provider {:?} failed: {}", provider.name(), e.message),
-                    json!({ "provider": provider.name() }),
-                );
-                let entry = blank_entry(step, finish_only, StepStatus::Error, Some(&error), model_us, micros(started));
-                let traced = trace.record(&entry);
-                return failed(step, error, usage, traced);
+        let mut model_us = 0;
+        let mut step_usage = None;
+        let pending = current.filter(|&(at, next)| match &conversation[at] {
+            Message::Assistant { reply } => next < reply.calls.len(),
+            _ => false,
+        });
+        let (reply_at, call_index, fresh) = match pending {
+            Some((at, next)) => (at, next, false),
+            None => {
+                let (tools, tool_choice) = if finish_only {
+                    (registry.finish_only(), &finish_choice)
+                } else {
+                    (registry.definitions(), &required)
+                };
+                let asked = provider.complete(RouterRequest { conversation: &conversation, tools, tool_choice }).await;
+                model_us = micros(started);
+                let reply = match asked {
+                    Ok(reply) => reply,
+                    Err(e) => {
+                        let error = HarnessError::new(
+                            ErrorCode::ProviderError,
+                            format!("provider {:?} failed: {}", provider.name(), e.message),
+                            json!({ "provider": provider.name() }),
+                        );
+                        let entry =
+                            blank_entry(step, finish_only, StepStatus::Error, Some(&error), model_us, micros(started));
+                        let traced = trace.record(&entry);
+                        return failed(step, error, usage, retries + e.retries, traced);
+                    }
+                };
+                if let Some(u) = reply.usage {
+                    usage.add(u);
+                }
+                retries += reply.retries;
+                step_usage = reply.usage;
+                conversation.push(Message::Assistant { reply });
+                (conversation.len() - 1, 0, true)
             }
         };
-        if let Some(u) = reply.usage {
-            usage.add(u);
-        }
+        current = Some((reply_at, call_index + 1));
+        let Message::Assistant { reply } = &conversation[reply_at] else {
+            unreachable!("reply_at always points at an assistant message");
+        };
 
-        let parsed = parse_reply(&reply, step, finish_only.then_some(FINISH));
+        let forced = finish_only.then_some(FINISH);
+        let proposed = reply.calls.get(call_index);
+        let parsed = match proposed {
+            Some(call) => parse_call(call, step),
+            None => parse_text(reply.text.as_deref().unwrap_or(""), step, forced),
+        };
         let (call, outcome) = match parsed {
             // A structured call whose arguments do not parse still has an id and a tool name:
             // keep them, so the error answers that call and the trace says which tool it was.
-            Err(error) => (unparsed_call(&reply, step), StepOutcome::Failed(error, StepStatus::Rejected)),
+            Err(error) => (proposed.map(|c| unparsed_call(c, step)), StepOutcome::Failed(error, StepStatus::Rejected)),
             Ok(mut call) => {
                 let outcome = decide(registry, &mut call, finish_only, &mut repeats, &mut finish_forced).await;
                 (Some(call), outcome)
@@ -169,12 +205,15 @@ pub async fn run(
             plugin,
             plugin_version,
             offered: if finish_only { FINISH } else { "all" },
-            reply_text: reply_text(&reply),
+            call_index: (reply.calls.len() > 1).then_some(call_index),
+            reply_text: if fresh { reply_text(reply) } else { None },
+            router_mode: reply.router_mode.as_deref(),
+            usage: step_usage,
             duration_us: micros(started),
             model_us,
         };
         if let Err(e) = trace.record(&entry) {
-            return failed(step, trace_error(&e), usage, Ok(()));
+            return failed(step, trace_error(&e), usage, retries, Ok(()));
         }
 
         let (content, is_error) = match outcome {
@@ -185,6 +224,7 @@ pub async fn run(
                     steps: step,
                     error: None,
                     usage,
+                    retries,
                 };
             }
             StepOutcome::Ran(result) => (result, false),
@@ -194,7 +234,6 @@ pub async fn run(
             Some(c) => (Some(c.id), Some(c.tool)),
             None => (None, None),
         };
-        conversation.push(Message::Assistant { reply });
         conversation.push(Message::ToolResult { call_id, tool, content, is_error });
     }
 
@@ -212,16 +251,17 @@ pub async fn run(
         steps: options.max_steps,
         error: Some(error),
         usage,
+        retries,
     }
 }
 
-/// The first structured call as proposed, raw arguments included, for a reply that did not parse.
-fn unparsed_call(reply: &ModelReply, step: u32) -> Option<ToolCall> {
-    reply.calls.first().map(|c| ToolCall {
-        id: c.id.clone().unwrap_or_else(|| format!("call_{step}")),
-        tool: c.name.clone(),
-        arguments: c.arguments.clone(),
-    })
+/// A structured call as proposed, raw arguments included, for a call that did not parse.
+fn unparsed_call(call: &ProposedCall, step: u32) -> ToolCall {
+    ToolCall {
+        id: call.id.clone().unwrap_or_else(|| format!("call_{step}")),
+        tool: call.name.clone(),
+        arguments: call.arguments.clone(),
+    }
 }
 
 fn reply_text(reply: &ModelReply) -> Option<&str> {
@@ -249,7 +289,10 @@ fn blank_entry<'a>(
         plugin: None,
         plugin_version: None,
         offered: if finish_only { FINISH } else { "all" },
+        call_index: None,
         reply_text: None,
+        router_mode: None,
+        usage: None,
         duration_us,
         model_us,
     }
@@ -263,12 +306,12 @@ fn trace_error(e: &std::io::Error) -> HarnessError {
     )
 }
 
-fn failed(step: u32, error: HarnessError, usage: Usage, traced: std::io::Result<()>) -> RunOutcome {
+fn failed(step: u32, error: HarnessError, usage: Usage, retries: u32, traced: std::io::Result<()>) -> RunOutcome {
     let error = match traced {
         Ok(()) => error,
         Err(e) => trace_error(&e),
     };
-    RunOutcome { status: RunStatus::Failed, answer: None, steps: step, error: Some(error), usage }
+    RunOutcome { status: RunStatus::Failed, answer: None, steps: step, error: Some(error), usage, retries }
 }
 
 /// Checks a parsed call and, when it passes, runs it.

@@ -46,9 +46,18 @@ pub struct TraceEntry<'a> {
     pub plugin_version: Option<&'a str>,
     /// The tools offered at this step: `all`, or `finish` when only it was.
     pub offered: &'a str,
+    /// Which call of a reply with several this step ran (from 0); absent for single calls.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call_index: Option<usize>,
     /// The model's raw text, kept when the call was read from text or could not be read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reply_text: Option<&'a str>,
+    /// How the provider forced the tool choice (`native` or `prompt`), when it says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub router_mode: Option<&'a str>,
+    /// Tokens of the model call made at this step (absent for later calls of one reply).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::provider::Usage>,
     /// Wall time of the whole step, model included, in microseconds.
     pub duration_us: u64,
     /// Wall time of the model call alone, in microseconds.

@@ -1212,3 +1212,84 @@ async fn a_run_of_only_errors_still_finishes_on_the_last_step() {
         assert_eq!(s.conversation.len(), 1 + 2 * i, "step {}", i + 1);
     }
 }
+
+/// A reply carrying several structured calls.
+fn calls(list: &[(&str, &str, Value)]) -> ModelReply {
+    ModelReply {
+        calls: list
+            .iter()
+            .map(|(id, name, arguments)| ProposedCall {
+                id: Some((*id).into()),
+                name: (*name).into(),
+                arguments: arguments.clone(),
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn several_calls_in_one_reply_run_in_order_one_step_each_without_asking_again() {
+    let kit = Kit::new();
+    let reply = calls(&[
+        ("a", "echo", json!({"text": "one"})),
+        ("b", "nosuch", json!({})),
+        ("c", "echo", json!({"text": "two"})),
+    ]);
+    let (outcome, trace, seen) = drive(&kit, vec![reply, finish(json!("done"))], RunOptions::default()).await;
+    assert_eq!(outcome.status, RunStatus::Finished);
+    assert_eq!(outcome.steps, 4, "three calls, then finish: each call is a step of the budget");
+    assert_eq!(seen.len(), 2, "the provider is asked once for the three calls, once for finish");
+    assert_eq!(statuses(&trace), ["ok", "rejected", "ok", "finished"]);
+    let indexes: Vec<Value> = trace.iter().map(|l| l["call_index"].clone()).collect();
+    assert_eq!(indexes, [json!(0), json!(1), json!(2), Value::Null]);
+    assert_eq!(trace[1]["model_us"], 0, "no model call was made for the second call");
+    assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 2);
+    // The provider's second request holds the reply once, then one result per call, by id.
+    let conversation = &seen[1].conversation;
+    assert_eq!(conversation.len(), 5, "{conversation:?}");
+    assert!(matches!(&conversation[1], Message::Assistant { reply } if reply.calls.len() == 3));
+    let ids: Vec<Option<String>> = conversation[2..]
+        .iter()
+        .map(|m| match m {
+            Message::ToolResult { call_id, .. } => call_id.clone(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ids, [Some("a".into()), Some("b".into()), Some("c".into())]);
+}
+
+#[tokio::test]
+async fn a_finish_among_several_calls_ends_the_run_and_the_budget_still_binds() {
+    let kit = Kit::new();
+    let reply = calls(&[
+        ("a", "echo", json!({"text": "x"})),
+        ("b", "finish", json!({"answer": 1})),
+        ("c", "echo", json!({"text": "y"})),
+    ]);
+    let (outcome, trace, _) = drive(&kit, vec![reply], RunOptions::default()).await;
+    assert_eq!((outcome.status, outcome.steps, outcome.answer), (RunStatus::Finished, 2, Some(json!(1))));
+    assert_eq!(trace.len(), 2);
+
+    // With a budget of 2, the second of three calls falls on the last step: only finish is offered.
+    let kit = Kit::new();
+    let reply = calls(&[("a", "echo", json!({"text": "x"})), ("b", "echo", json!({"text": "y"}))]);
+    let (outcome, trace, _) = drive(&kit, vec![reply], opts(2, 3)).await;
+    assert_eq!(outcome.status, RunStatus::StepBudgetExhausted);
+    assert_eq!(codes(&trace), [None, Some("tool_not_offered")]);
+}
+
+#[tokio::test]
+async fn usage_and_router_mode_are_traced_on_the_step_that_made_the_model_call() {
+    let kit = Kit::new();
+    let mut reply = calls(&[("a", "echo", json!({"text": "x"})), ("b", "echo", json!({"text": "y"}))]);
+    reply.usage = Some(harness_core::Usage { input_tokens: 10, output_tokens: 3 });
+    reply.router_mode = Some("native".into());
+    reply.retries = 2;
+    let (outcome, trace, _) = drive(&kit, vec![reply, finish(json!(0))], RunOptions::default()).await;
+    assert_eq!(trace[0]["usage"], json!({"input_tokens": 10, "output_tokens": 3}));
+    assert!(trace[1].get("usage").is_none());
+    assert_eq!((trace[0]["router_mode"].as_str(), trace[1]["router_mode"].as_str()), (Some("native"), Some("native")));
+    assert_eq!(outcome.retries, 2);
+    assert_eq!(outcome.usage.input_tokens, 10);
+}
