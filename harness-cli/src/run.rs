@@ -173,8 +173,7 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
         RunStatus::Failed => "failed",
     };
     let printed = if args.json {
-        let mut obj =
-            json!({ "status": status, "answer": outcome.answer, "steps": outcome.steps, "usage": outcome.usage });
+        let mut obj = json!({ "status": status, "answer": outcome.answer, "steps": outcome.steps, "usage": outcome.usage, "retries": outcome.retries });
         if let Some(e) = &outcome.error {
             obj["error"] = e.to_value();
         }
