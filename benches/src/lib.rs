@@ -1,0 +1,1 @@
+//! Shared helpers of the harness benchmarks (placeholder until the benchmarks land).
