@@ -129,6 +129,7 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     let options = RunOptions {
         max_steps: args.max_steps.or(config.config.max_steps).unwrap_or(8),
         max_repeats: args.max_repeats.or(config.config.max_repeats).unwrap_or(3),
+        ..RunOptions::default()
     };
     if options.max_steps == 0 {
         return Err(CliError::Usage("--max-steps must be at least 1".to_owned()));
@@ -170,6 +171,7 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     let status = match outcome.status {
         RunStatus::Finished => "finished",
         RunStatus::StepBudgetExhausted => "step_budget_exhausted",
+        RunStatus::TimeBudgetExhausted => "time_budget_exhausted",
         RunStatus::Failed => "failed",
     };
     let printed = if args.json {
@@ -191,7 +193,7 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     printed.map_err(|e| CliError::Failure(format!("cannot write to stdout: {e}")))?;
     Ok(match outcome.status {
         RunStatus::Finished => 0,
-        RunStatus::StepBudgetExhausted => 3,
+        RunStatus::StepBudgetExhausted | RunStatus::TimeBudgetExhausted => 3,
         RunStatus::Failed => 1,
     })
 }

@@ -29,9 +29,32 @@ pub enum ErrorCode {
     ProviderError,
     /// The trace could not be written, so the run stopped.
     TraceError,
+    /// The tool's process died (crash, abort, exit) before answering.
+    ToolCrashed,
+    /// The tool did not answer within its timeout.
+    ToolTimeout,
+    /// The tool's result is over the size limit; it is not fed to the model.
+    ResultTooLarge,
+    /// The router's reply is over the size limit; it is not parsed.
+    ReplyTooLarge,
+    /// The call's arguments are over the size limit; the tool does not run.
+    ArgumentsTooLarge,
+    /// The run's wall-clock limit was reached.
+    TimeBudgetExhausted,
 }
 
 impl ErrorCode {
+    /// The code a tool failure reported by a handler maps to; unknown codes are `tool_error`.
+    pub fn of_tool_failure(code: &str) -> Self {
+        match code {
+            "tool_panicked" => Self::ToolPanicked,
+            "tool_crashed" => Self::ToolCrashed,
+            "tool_timeout" => Self::ToolTimeout,
+            "result_too_large" => Self::ResultTooLarge,
+            _ => Self::ToolError,
+        }
+    }
+
     /// The code as it appears in JSON.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -46,6 +69,12 @@ impl ErrorCode {
             Self::StepBudgetExhausted => "step_budget_exhausted",
             Self::ProviderError => "provider_error",
             Self::TraceError => "trace_error",
+            Self::ToolCrashed => "tool_crashed",
+            Self::ToolTimeout => "tool_timeout",
+            Self::ResultTooLarge => "result_too_large",
+            Self::ReplyTooLarge => "reply_too_large",
+            Self::ArgumentsTooLarge => "arguments_too_large",
+            Self::TimeBudgetExhausted => "time_budget_exhausted",
         }
     }
 }

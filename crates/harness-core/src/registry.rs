@@ -63,6 +63,12 @@ pub struct ToolFailure {
 pub trait ToolHandler: Send + Sync {
     /// Runs the tool with arguments that already passed schema validation.
     fn call(&self, tool: &str, arguments: &Value) -> Result<Value, ToolFailure>;
+
+    /// Whether the handler ends a call itself at the tool's timeout (a child process it can
+    /// kill). When not, the loop abandons the call at the timeout and does not wait for it.
+    fn enforces_timeout(&self) -> bool {
+        false
+    }
 }
 
 /// Why a tool could not be registered.
@@ -89,6 +95,7 @@ pub enum RegistryError {
 struct Compiled {
     validator: jsonschema::Validator,
     handler: Option<Arc<dyn ToolHandler>>,
+    timeout: Option<std::time::Duration>,
 }
 
 /// Every tool the router may be offered, with its compiled schema and its handler.
@@ -104,6 +111,8 @@ pub struct RegisteredTool<'a> {
     pub definition: &'a ToolDefinition,
     validator: &'a jsonschema::Validator,
     handler: Option<&'a Arc<dyn ToolHandler>>,
+    /// How long a call may take, when limited.
+    pub timeout: Option<std::time::Duration>,
 }
 
 /// Compiles a schema with remote references refused: a tool's schema must never make the
@@ -159,7 +168,7 @@ impl ToolRegistry {
             .map_err(|reason| RegistryError::InvalidSchema { name: definition.name.clone(), reason })?;
         self.index.insert(definition.name.clone(), self.definitions.len());
         self.definitions.push(definition);
-        self.compiled.push(Compiled { validator, handler });
+        self.compiled.push(Compiled { validator, handler, timeout: None });
         Ok(())
     }
 
@@ -185,7 +194,19 @@ impl ToolRegistry {
             definition: &self.definitions[i],
             validator: &self.compiled[i].validator,
             handler: self.compiled[i].handler.as_ref(),
+            timeout: self.compiled[i].timeout,
         })
+    }
+
+    /// Limits how long each call of a tool may take; false when no such tool is registered.
+    pub fn set_timeout(&mut self, name: &str, timeout: std::time::Duration) -> bool {
+        match self.index.get(name) {
+            Some(&i) => {
+                self.compiled[i].timeout = Some(timeout);
+                true
+            }
+            None => false,
+        }
     }
 }
 

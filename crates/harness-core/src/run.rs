@@ -1,7 +1,7 @@
 //! The loop itself: ask, parse, check, dispatch, trace, feed back; until `finish` or budget.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -19,11 +19,26 @@ pub struct RunOptions {
     pub max_steps: u32,
     /// The same call this many times in a row is `repeated_call`; 0 turns the check off.
     pub max_repeats: u32,
+    /// Largest router reply (its text and all its calls' arguments), in bytes: over it, `reply_too_large`.
+    pub max_reply_bytes: usize,
+    /// Largest arguments of one call, in bytes: over it, `arguments_too_large`.
+    pub max_arguments_bytes: usize,
+    /// Largest conversation, in bytes: past it, the router is offered `finish` alone.
+    pub max_conversation_bytes: usize,
+    /// Wall-clock limit of the run: past it, `time_budget_exhausted`.
+    pub max_duration: Option<Duration>,
 }
 
 impl Default for RunOptions {
     fn default() -> Self {
-        Self { max_steps: 8, max_repeats: 3 }
+        Self {
+            max_steps: 8,
+            max_repeats: 3,
+            max_reply_bytes: 1 << 20,
+            max_arguments_bytes: 256 << 10,
+            max_conversation_bytes: 16 << 20,
+            max_duration: None,
+        }
     }
 }
 
@@ -35,6 +50,8 @@ pub enum RunStatus {
     Finished,
     /// The step budget was spent without `finish`.
     StepBudgetExhausted,
+    /// The wall-clock limit was reached without `finish`.
+    TimeBudgetExhausted,
     /// The run could not go on (provider or trace failure).
     Failed,
 }
@@ -92,6 +109,30 @@ enum StepOutcome {
     Failed(HarnessError, StepStatus),
 }
 
+/// Counts bytes without keeping them: the size of a value as JSON, with no allocation.
+struct ByteCount(usize);
+
+impl std::io::Write for ByteCount {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The size of a value as JSON text; a string of JSON (as APIs send arguments) is its length.
+fn json_size(v: &Value) -> usize {
+    if let Value::String(s) = v {
+        return s.len();
+    }
+    let mut count = ByteCount(0);
+    // Writing to a counter cannot fail.
+    let _ = serde_json::to_writer(&mut count, v);
+    count.0
+}
+
 fn micros(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
 }
@@ -117,8 +158,14 @@ pub async fn run(
     // the provider is asked again.
     let mut current: Option<(usize, usize)> = None;
 
+    let deadline = options.max_duration.map(|d| Instant::now() + d);
+    let mut conversation_bytes = request.len();
+
     for step in 1..=options.max_steps {
         let started = Instant::now();
+        if deadline.is_some_and(|d| started >= d) {
+            return time_budget_exhausted(step - 1, options, usage, retries);
+        }
         let finish_only = finish_forced || step == options.max_steps;
         let mut model_us = 0;
         let mut step_usage = None;
@@ -134,7 +181,14 @@ pub async fn run(
                 } else {
                     (registry.definitions(), &required)
                 };
-                let asked = provider.complete(RouterRequest { conversation: &conversation, tools, tool_choice }).await;
+                let request = RouterRequest { conversation: &conversation, tools, tool_choice };
+                let asked = match deadline {
+                    None => provider.complete(request).await,
+                    Some(d) => match tokio::time::timeout_at(d.into(), provider.complete(request)).await {
+                        Ok(asked) => asked,
+                        Err(_) => return time_budget_exhausted(step - 1, options, usage, retries),
+                    },
+                };
                 model_us = micros(started);
                 let reply = match asked {
                     Ok(reply) => reply,
@@ -155,6 +209,31 @@ pub async fn run(
                 }
                 retries += reply.retries;
                 step_usage = reply.usage;
+                let arguments_bytes: usize = reply.calls.iter().map(|c| json_size(&c.arguments)).sum();
+                let reply_bytes = reply.text.as_ref().map_or(0, String::len) + arguments_bytes;
+                conversation_bytes += reply_bytes;
+                if reply_bytes > options.max_reply_bytes {
+                    // Not parsed, not kept: the reply is replaced by what the model is told.
+                    let error = HarnessError::new(
+                        ErrorCode::ReplyTooLarge,
+                        format!(
+                            "the reply is {reply_bytes} bytes, over the limit of {}; answer with one short tool call",
+                            options.max_reply_bytes
+                        ),
+                        json!({ "bytes": reply_bytes, "limit": options.max_reply_bytes }),
+                    );
+                    let mut entry =
+                        blank_entry(step, finish_only, StepStatus::Rejected, Some(&error), model_us, micros(started));
+                    entry.usage = step_usage;
+                    if let Err(e) = trace.record(&entry) {
+                        return failed(step, trace_error(&e), usage, retries, Ok(()));
+                    }
+                    let omitted = format!("(a reply of {reply_bytes} bytes, omitted: over the size limit)");
+                    conversation.push(Message::Assistant { reply: ModelReply { text: Some(omitted), ..Default::default() } });
+                    conversation.push(Message::ToolResult { call_id: None, tool: None, content: error.to_value(), is_error: true });
+                    current = None;
+                    continue;
+                }
                 conversation.push(Message::Assistant { reply });
                 (conversation.len() - 1, 0, true)
             }
@@ -174,8 +253,24 @@ pub async fn run(
             // A structured call whose arguments do not parse still has an id and a tool name:
             // keep them, so the error answers that call and the trace says which tool it was.
             Err(error) => (proposed.map(|c| unparsed_call(c, step)), StepOutcome::Failed(error, StepStatus::Rejected)),
+            Ok(call) if json_size(&call.arguments) > options.max_arguments_bytes => {
+                let bytes = json_size(&call.arguments);
+                let error = HarnessError::new(
+                    ErrorCode::ArgumentsTooLarge,
+                    format!(
+                        "the arguments of the call to {:?} are {bytes} bytes, over the limit of {}",
+                        call.tool, options.max_arguments_bytes
+                    ),
+                    json!({ "tool": call.tool, "bytes": bytes, "limit": options.max_arguments_bytes }),
+                );
+                // The oversized arguments are not kept in the trace either.
+                let call = ToolCall { arguments: json!({ "omitted_bytes": bytes }), ..call };
+                (Some(call), StepOutcome::Failed(error, StepStatus::Rejected))
+            }
             Ok(mut call) => {
-                let outcome = decide(registry, &mut call, finish_only, &mut repeats, &mut finish_forced).await;
+                let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+                let outcome =
+                    decide(registry, &mut call, finish_only, &mut repeats, &mut finish_forced, remaining).await;
                 (Some(call), outcome)
             }
         };
@@ -234,6 +329,10 @@ pub async fn run(
             Some(c) => (Some(c.id), Some(c.tool)),
             None => (None, None),
         };
+        conversation_bytes += json_size(&content);
+        if conversation_bytes > options.max_conversation_bytes {
+            finish_forced = true;
+        }
         conversation.push(Message::ToolResult { call_id, tool, content, is_error });
     }
 
@@ -262,6 +361,16 @@ fn unparsed_call(call: &ProposedCall, step: u32) -> ToolCall {
         tool: call.name.clone(),
         arguments: call.arguments.clone(),
     }
+}
+
+fn time_budget_exhausted(steps: u32, options: &RunOptions, usage: Usage, retries: u32) -> RunOutcome {
+    let limit_ms = options.max_duration.map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    let error = HarnessError::new(
+        ErrorCode::TimeBudgetExhausted,
+        format!("the run reached its wall-clock limit of {limit_ms} ms after {steps} steps without calling finish"),
+        json!({ "limit_ms": limit_ms, "steps": steps }),
+    );
+    RunOutcome { status: RunStatus::TimeBudgetExhausted, answer: None, steps, error: Some(error), usage, retries }
 }
 
 fn reply_text(reply: &ModelReply) -> Option<&str> {
@@ -321,6 +430,7 @@ async fn decide(
     finish_only: bool,
     repeats: &mut RepeatGuard,
     finish_forced: &mut bool,
+    remaining: Option<Duration>,
 ) -> StepOutcome {
     let rejected = |e| StepOutcome::Failed(e, StepStatus::Rejected);
     let Some(tool) = registry.get(&call.tool) else {
@@ -363,20 +473,58 @@ async fn decide(
             json!({ "tool": call.tool }),
         ));
     };
-    execute(handler, call).await
+    let timeout = match (tool.timeout, remaining) {
+        (Some(t), Some(r)) => Some(t.min(r)),
+        (t, r) => t.or(r),
+    };
+    execute(handler, call, timeout).await
 }
+
+/// How long past its timeout a handler that enforces timeouts itself may take to report it.
+const ENFORCEMENT_GRACE: Duration = Duration::from_secs(1);
 
 /// Runs the handler on a blocking thread so that a slow tool never stalls the async workers.
 /// The arguments travel to the thread and back, so they are never copied.
-async fn execute(handler: Arc<dyn crate::registry::ToolHandler>, call: &mut ToolCall) -> StepOutcome {
+async fn execute(
+    handler: Arc<dyn crate::registry::ToolHandler>,
+    call: &mut ToolCall,
+    timeout: Option<Duration>,
+) -> StepOutcome {
     let tool = Arc::<str>::from(call.tool.as_str());
+    let enforces = handler.enforces_timeout();
+    // An abandoned call keeps its arguments; keep a copy for the trace only when that can happen.
+    let kept = (timeout.is_some() && !enforces).then(|| call.arguments.clone());
     let arguments = std::mem::take(&mut call.arguments);
     let t = tool.clone();
-    let joined = tokio::task::spawn_blocking(move || {
+    let task = tokio::task::spawn_blocking(move || {
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler.call(&t, &arguments)));
         (arguments, result)
-    })
-    .await;
+    });
+    let joined = match timeout {
+        None => task.await,
+        Some(limit) => {
+            let wait = if enforces { limit + ENFORCEMENT_GRACE } else { limit };
+            match tokio::time::timeout(wait, task).await {
+                Ok(joined) => joined,
+                Err(_) => {
+                    if let Some(arguments) = kept {
+                        call.arguments = arguments;
+                    }
+                    let ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
+                    return StepOutcome::Failed(
+                        HarnessError::new(
+                            ErrorCode::ToolTimeout,
+                            format!(
+                                "{tool:?} did not answer within {ms} ms; the call was abandoned and its result will be ignored"
+                            ),
+                            json!({ "tool": &*tool, "timeout_ms": ms }),
+                        ),
+                        StepStatus::Error,
+                    );
+                }
+            }
+        }
+    };
     let failure = match joined {
         Ok((arguments, result)) => {
             call.arguments = arguments;
@@ -391,12 +539,11 @@ async fn execute(handler: Arc<dyn crate::registry::ToolHandler>, call: &mut Tool
         }
         Err(e) => ToolFailure { code: "tool_panicked".to_owned(), message: format!("the tool's thread failed: {e}") },
     };
-    let (code, details) = if failure.code == "tool_panicked" {
-        (ErrorCode::ToolPanicked, json!({ "tool": &*tool }))
-    } else if failure.code == "tool_error" {
-        (ErrorCode::ToolError, json!({ "tool": &*tool }))
+    let code = ErrorCode::of_tool_failure(&failure.code);
+    let details = if code.as_str() == failure.code {
+        json!({ "tool": &*tool })
     } else {
-        (ErrorCode::ToolError, json!({ "tool": &*tool, "tool_code": failure.code }))
+        json!({ "tool": &*tool, "tool_code": failure.code })
     };
     StepOutcome::Failed(HarnessError::new(code, failure.message, details), StepStatus::Error)
 }

@@ -238,7 +238,7 @@ fn echo(t: &str) -> ModelReply {
 }
 
 fn opts(max_steps: u32, max_repeats: u32) -> RunOptions {
-    RunOptions { max_steps, max_repeats }
+    RunOptions { max_steps, max_repeats, ..RunOptions::default() }
 }
 
 /// Runs the loop on a script; returns the outcome, the trace lines and the requests seen.
@@ -1292,4 +1292,72 @@ async fn usage_and_router_mode_are_traced_on_the_step_that_made_the_model_call()
     assert_eq!((trace[0]["router_mode"].as_str(), trace[1]["router_mode"].as_str()), (Some("native"), Some("native")));
     assert_eq!(outcome.retries, 2);
     assert_eq!(outcome.usage.input_tokens, 10);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Limits: sizes, timeouts, wall clock
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_reply_over_the_size_limit_is_rejected_unparsed() {
+    let kit = Kit::new();
+    let options = RunOptions { max_reply_bytes: 100, ..RunOptions::default() };
+    let big = text(&format!("{{\"tool\": \"echo\", \"arguments\": {{\"text\": \"{}\"}}}}", "x".repeat(200)));
+    let (outcome, trace, seen) = drive(&kit, vec![big, finish(json!(1))], options).await;
+    assert_eq!(outcome.status, RunStatus::Finished);
+    assert_eq!(codes(&trace), [Some("reply_too_large"), None]);
+    assert_eq!(trace[0]["status"], "rejected");
+    assert_eq!(trace[0]["error"]["details"]["limit"], 100);
+    assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 0);
+    // What the model sees next holds no copy of the oversized reply.
+    let seen_text = format!("{:?}", seen[1].conversation);
+    assert!(!seen_text.contains(&"x".repeat(200)), "{seen_text}");
+}
+
+#[tokio::test]
+async fn arguments_over_the_size_limit_are_rejected_and_not_traced() {
+    let kit = Kit::new();
+    let options = RunOptions { max_arguments_bytes: 50, ..RunOptions::default() };
+    let (outcome, trace, _) = drive(&kit, vec![echo(&"y".repeat(80)), finish(json!(1))], options).await;
+    assert_eq!(outcome.status, RunStatus::Finished);
+    assert_eq!(codes(&trace), [Some("arguments_too_large"), None]);
+    assert!(trace[0]["arguments"].get("omitted_bytes").is_some(), "{}", trace[0]);
+    assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn a_tool_past_its_timeout_is_abandoned_as_tool_timeout() {
+    let mut kit = Kit::new();
+    assert!(kit.registry.set_timeout("sleep", std::time::Duration::from_millis(5)));
+    let (outcome, trace, _) =
+        drive(&kit, vec![call("sleep", json!({})), finish(json!(1))], RunOptions::default()).await;
+    assert_eq!(outcome.status, RunStatus::Finished);
+    assert_eq!(codes(&trace), [Some("tool_timeout"), None]);
+    assert_eq!(trace[0]["status"], "error");
+    assert_eq!(trace[0]["error"]["details"]["timeout_ms"], 5);
+    assert_eq!(trace[0]["arguments"], json!({}), "an abandoned call keeps its arguments in the trace");
+}
+
+#[tokio::test]
+async fn the_wall_clock_limit_ends_the_run() {
+    let kit = Kit::new();
+    let options = RunOptions { max_duration: Some(std::time::Duration::from_millis(10)), ..RunOptions::default() };
+    let replies = vec![call("sleep", json!({})), call("sleep", json!({"n": 2})), finish(json!(1))];
+    let (outcome, trace, _) = drive(&kit, replies, options).await;
+    assert_eq!(outcome.status, RunStatus::TimeBudgetExhausted);
+    assert_eq!(outcome.error.as_ref().map(|e| e.code.as_str()), Some("time_budget_exhausted"));
+    // The sleeping tool was cut at the run's deadline, and no later step ran.
+    assert_eq!(codes(&trace), [Some("tool_timeout")]);
+    assert_eq!(outcome.steps, 1);
+}
+
+#[tokio::test]
+async fn past_the_conversation_limit_only_finish_is_offered() {
+    let kit = Kit::new();
+    let options = RunOptions { max_conversation_bytes: 200, ..RunOptions::default() };
+    let replies = vec![echo(&"z".repeat(150)), echo("small"), finish(json!(1))];
+    let (outcome, trace, seen) = drive(&kit, replies, options).await;
+    assert_eq!(outcome.status, RunStatus::Finished);
+    assert_eq!(seen[1].tools, finish_only());
+    assert_eq!(codes(&trace), [None, Some("tool_not_offered"), None]);
 }
