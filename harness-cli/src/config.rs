@@ -15,15 +15,69 @@ pub(crate) struct Config {
     pub(crate) provider: Option<String>,
     /// Default model id.
     pub(crate) model: Option<String>,
+    /// Base URL of the model API (`--base-url`).
+    pub(crate) base_url: Option<String>,
+    /// Environment variable that holds the API key (`--api-key-env`).
+    pub(crate) api_key_env: Option<String>,
+    /// Never accepted: a key in a file is a key in a repository sooner or later.
+    pub(crate) api_key: Option<toml::Value>,
+    /// Tool choice override (`--tool-choice`): required, auto, none, or a tool's name.
+    pub(crate) tool_choice: Option<String>,
+    /// How the tool choice is forced (`--router-mode`): auto, native, prompt.
+    pub(crate) router_mode: Option<String>,
+    /// Whole-request timeout of a model request, in seconds (`--timeout`).
+    pub(crate) timeout: Option<f64>,
+    /// Connect timeout of a model request, in seconds (`--connect-timeout`).
+    pub(crate) connect_timeout: Option<f64>,
+    /// Retries of a model request (`--retries`).
+    pub(crate) retries: Option<u32>,
+    /// The most tokens a reply may take (Anthropic needs one; 4096 when unset).
+    pub(crate) max_tokens: Option<u32>,
+    /// `[openrouter]`: the app attribution headers.
+    #[serde(default)]
+    pub(crate) openrouter: OpenRouterConfig,
     /// Default script for the scripted provider.
     pub(crate) script: Option<PathBuf>,
     /// Default step budget.
     pub(crate) max_steps: Option<u32>,
     /// Default repeat limit.
     pub(crate) max_repeats: Option<u32>,
+    /// Wall-clock limit of a run, in seconds.
+    pub(crate) max_seconds: Option<f64>,
+    /// Where plugin tools run by default: `in-process` or `process`.
+    pub(crate) isolation: Option<String>,
+    /// Every tool's timeout, in seconds, unless its plugin section says otherwise.
+    pub(crate) tool_timeout: Option<f64>,
+    /// `[limits]`: sizes.
+    #[serde(default)]
+    pub(crate) limits: LimitsConfig,
     /// `[plugins]`: directories, selection, and per-plugin sections.
     #[serde(default)]
     pub(crate) plugins: PluginsConfig,
+}
+
+/// The `[limits]` table: sizes in bytes.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LimitsConfig {
+    /// Largest router reply.
+    pub(crate) reply_bytes: Option<usize>,
+    /// Largest arguments of one call.
+    pub(crate) arguments_bytes: Option<usize>,
+    /// Largest tool result.
+    pub(crate) result_bytes: Option<usize>,
+    /// Largest conversation.
+    pub(crate) conversation_bytes: Option<usize>,
+}
+
+/// The `[openrouter]` table: OpenRouter's optional app attribution headers.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct OpenRouterConfig {
+    /// Sent as `HTTP-Referer`: the app's URL.
+    pub(crate) http_referer: Option<String>,
+    /// Sent as `X-Title`: the app's name.
+    pub(crate) x_title: Option<String>,
 }
 
 /// The `[plugins]` table.
@@ -66,6 +120,12 @@ impl LoadedConfig {
         let mut config: Config = toml::from_str(&text).map_err(|e| {
             CliError::Usage(format!("invalid config file {}: {}", path.display(), e.to_string().trim_end()))
         })?;
+        if config.api_key.is_some() {
+            return Err(CliError::Usage(format!(
+                "config file {} sets api_key: API keys are read from the environment only. Remove it, export the key, and name its variable with api_key_env (for example api_key_env = \"OPENROUTER_API_KEY\")",
+                path.display()
+            )));
+        }
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let resolve = |p: &mut PathBuf| {
             if p.is_relative() {
@@ -93,6 +153,32 @@ mod tests {
         assert_eq!(c.max_steps, Some(4));
         assert_eq!(c.plugins.enable, vec!["calc"]);
         assert_eq!(c.plugins.sections["files"]["root"].as_str(), Some("/srv"));
+    }
+
+    #[test]
+    fn model_api_settings() {
+        let c: Config = toml::from_str(
+            "provider = \"openrouter\"\nmodel = \"m\"\nbase_url = \"http://h/v1\"\napi_key_env = \"K\"\ntool_choice = \"auto\"\nrouter_mode = \"prompt\"\ntimeout = 30\nconnect_timeout = 2.5\nretries = 1\nmax_tokens = 512\n[openrouter]\nhttp_referer = \"https://x\"\nx_title = \"X\"\n",
+        )
+        .unwrap();
+        assert_eq!((c.base_url.as_deref(), c.api_key_env.as_deref()), (Some("http://h/v1"), Some("K")));
+        assert_eq!(
+            (c.timeout, c.connect_timeout, c.retries, c.max_tokens),
+            (Some(30.0), Some(2.5), Some(1), Some(512))
+        );
+        assert_eq!(c.openrouter.x_title.as_deref(), Some("X"));
+        assert!(toml::from_str::<Config>("[openrouter]\napi_key = \"k\"").is_err());
+    }
+
+    #[test]
+    fn an_api_key_in_the_file_is_refused_without_repeating_it() {
+        let dir = std::env::temp_dir().join(format!("harness-config-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("harness.toml");
+        std::fs::write(&path, "api_key = \"sk-in-a-file\"\n").unwrap();
+        let e = LoadedConfig::load(Some(&path)).err().unwrap().to_string();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(e.contains("read from the environment only") && !e.contains("sk-in-a-file"), "{e}");
     }
 
     #[test]

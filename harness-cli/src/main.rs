@@ -27,7 +27,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the agent loop on one request.
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// Inspect the plugins the harness finds.
     Plugins {
         #[command(subcommand)]
@@ -35,10 +35,17 @@ enum Command {
     },
 }
 
+/// The hidden first argument that turns this process into a plugin host (`process` isolation).
+pub(crate) const PLUGIN_HOST_MODE: &str = "__plugin-host";
+
 fn main() -> ExitCode {
+    // A plugin-host child skips argument parsing: it is the harness talking to itself.
+    if std::env::args_os().nth(1).is_some_and(|a| a == PLUGIN_HOST_MODE) {
+        return plugin_host();
+    }
     let cli = Cli::parse();
     let outcome = match cli.command {
-        Command::Run(args) => run::run(args),
+        Command::Run(args) => run::run(*args),
         Command::Plugins { command } => plugins::plugins(command),
     };
     match outcome {
@@ -48,6 +55,17 @@ fn main() -> ExitCode {
             ExitCode::from(e.exit_code())
         }
     }
+}
+
+#[cfg(unix)]
+fn plugin_host() -> ExitCode {
+    ExitCode::from(u8::try_from(harness_loader::isolation::serve_plugin_host()).unwrap_or(1))
+}
+
+#[cfg(not(unix))]
+fn plugin_host() -> ExitCode {
+    eprintln!("harness: process isolation is only available on Unix");
+    ExitCode::from(2)
 }
 
 /// Keeps `CliError` reachable from submodules without a path.

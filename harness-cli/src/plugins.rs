@@ -34,6 +34,25 @@ pub(crate) enum PluginsCommand {
     },
 }
 
+/// Appends a line to the output gathered for one write (see [`emit`]).
+macro_rules! say {
+    ($out:expr, $($arg:tt)*) => {{
+        use std::fmt::Write as _;
+        // Writing to a String cannot fail.
+        let _ = writeln!($out, $($arg)*);
+    }};
+}
+
+/// Writes the gathered output; a closed pipe (`| head`) ends quietly instead of failing.
+fn emit(out: &str) -> Result<u8> {
+    use std::io::Write as _;
+    match std::io::stdout().lock().write_all(out.as_bytes()) {
+        Ok(()) => Ok(0),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
+        Err(e) => Err(CliError::Failure(format!("cannot write to stdout: {e}"))),
+    }
+}
+
 fn state_json(state: &ToolState) -> Value {
     serde_json::to_value(state).unwrap_or(Value::Null)
 }
@@ -67,23 +86,24 @@ fn plugin_json(p: &LoadedPlugin, full: bool) -> Value {
     })
 }
 
-fn list(found: &Discovery, as_json: bool) -> Result<u8> {
+fn list(out: &mut String, found: &Discovery, as_json: bool) {
     if as_json {
         let obj = json!({
             "plugins": found.plugins.iter().map(|p| plugin_json(p, false)).collect::<Vec<_>>(),
             "skipped": found.skipped,
             "warnings": found.warnings,
         });
-        println!("{obj}");
-        return Ok(0);
+        say!(out, "{obj}");
+        return;
     }
     if found.plugins.is_empty() {
-        println!("no plugins found");
+        say!(out, "no plugins found");
     }
     for p in &found.plugins {
         let m = p.library.manifest();
         let test_only = if m.test_only { " (test only)" } else { "" };
-        println!(
+        say!(
+            out,
             "{} {} (ABI {}){test_only}  {}",
             m.name,
             m.version,
@@ -91,16 +111,18 @@ fn list(found: &Discovery, as_json: bool) -> Result<u8> {
             p.library.path().display()
         );
         for (t, s) in &p.tools {
-            println!("    {:<20} {:<8} {}", t.name, t.effects.as_str(), state_text(s));
+            say!(out, "    {:<20} {:<8} {}", t.name, t.effects.as_str(), state_text(s));
         }
     }
     for s in &found.skipped {
-        println!("skipped {}: {}", s.path.display(), s.reason);
+        say!(out, "skipped {}: {}", s.path.display(), s.reason);
     }
-    Ok(0)
+    for w in &found.warnings {
+        say!(out, "warning: {w}");
+    }
 }
 
-fn print_library(library: &PluginLibrary, tools: Option<&LoadedPlugin>, as_json: bool) {
+fn print_library(out: &mut String, library: &PluginLibrary, tools: Option<&LoadedPlugin>, as_json: bool) {
     let m = library.manifest();
     if as_json {
         let mut v = json!({ "name": m.name, "version": m.version, "description": m.description,
@@ -108,24 +130,25 @@ fn print_library(library: &PluginLibrary, tools: Option<&LoadedPlugin>, as_json:
         if let Some(p) = tools {
             v = plugin_json(p, true);
         }
-        println!("{v}");
+        say!(out, "{v}");
         return;
     }
-    println!("{} {}: {}", m.name, m.version, m.description);
-    println!("  path: {}", library.path().display());
-    println!("  ABI:  {}{}", library.abi_version(), if m.test_only { "  (test only)" } else { "" });
+    say!(out, "{} {}: {}", m.name, m.version, m.description);
+    say!(out, "  path: {}", library.path().display());
+    say!(out, "  ABI:  {}{}", library.abi_version(), if m.test_only { "  (test only)" } else { "" });
     for t in &m.tools {
         let state = tools
             .and_then(|p| p.tools.iter().find(|(x, _)| x.name == t.name))
             .map(|(_, s)| format!("  [{}]", state_text(s)))
             .unwrap_or_default();
-        println!("\n  {} ({}){state}\n    {}", t.name, t.effects.as_str(), t.description);
-        println!(
+        say!(out, "\n  {} ({}){state}\n    {}", t.name, t.effects.as_str(), t.description);
+        say!(
+            out,
             "    parameters: {}",
             serde_json::to_string_pretty(&t.parameters).unwrap_or_default().replace('\n', "\n    ")
         );
         if let Some(o) = &t.output {
-            println!("    output: {}", serde_json::to_string_pretty(o).unwrap_or_default().replace('\n', "\n    "));
+            say!(out, "    output: {}", serde_json::to_string_pretty(o).unwrap_or_default().replace('\n', "\n    "));
         }
         for e in &t.examples {
             let expect = match (&e.result, &e.error_code) {
@@ -133,7 +156,7 @@ fn print_library(library: &PluginLibrary, tools: Option<&LoadedPlugin>, as_json:
                 (None, Some(c)) => format!("error {c}"),
                 _ => "?".to_owned(),
             };
-            println!("    example: {} -> {expect}", e.arguments);
+            say!(out, "    example: {} -> {expect}", e.arguments);
         }
     }
 }
@@ -144,7 +167,9 @@ pub(crate) fn plugins(command: PluginsCommand) -> Result<u8> {
         PluginsCommand::List { json, plugins } => {
             let config = LoadedConfig::load(plugins.config.as_deref())?;
             let found = load_plugins(&plugins, &config, false)?;
-            list(&found, json)
+            let mut out = String::new();
+            list(&mut out, &found, json);
+            emit(&out)
         }
         PluginsCommand::Inspect { target, json, plugins } => {
             let path = Path::new(&target);
@@ -154,20 +179,26 @@ pub(crate) fn plugins(command: PluginsCommand) -> Result<u8> {
                     .map_err(|e| CliError::Usage(format!("cannot read plugin file {target}: {e}")))?;
                 let library = PluginLibrary::load(&canonical)
                     .map_err(|e| CliError::Failure(format!("{}: {e}", canonical.display())))?;
-                print_library(&library, None, json);
-                return Ok(0);
+                let mut out = String::new();
+                print_library(&mut out, &library, None, json);
+                return emit(&out);
             }
             let config = LoadedConfig::load(plugins.config.as_deref())?;
             let found = load_plugins(&plugins, &config, false)?;
             let Some(p) = found.plugins.iter().find(|p| p.library.manifest().name == target) else {
                 let names: Vec<&str> = found.plugins.iter().map(|p| p.library.manifest().name.as_str()).collect();
+                let skipped: Vec<String> =
+                    found.skipped.iter().map(|s| format!("{}: {}", s.path.display(), s.reason)).collect();
+                let skipped =
+                    if skipped.is_empty() { String::new() } else { format!("; skipped files: {}", skipped.join("; ")) };
                 return Err(CliError::Failure(format!(
-                    "no plugin named {target:?} was found; found: {}",
+                    "no plugin named {target:?} was found; found: {}{skipped}",
                     if names.is_empty() { "none".to_owned() } else { names.join(", ") }
                 )));
             };
-            print_library(&p.library, Some(p), json);
-            Ok(0)
+            let mut out = String::new();
+            print_library(&mut out, &p.library, Some(p), json);
+            emit(&out)
         }
     }
 }

@@ -5,7 +5,10 @@ use std::path::PathBuf;
 
 use clap::Args;
 use harness_abi::manifest::Effects;
-use harness_loader::{Discovery, DiscoveryOptions, discover};
+use std::time::Duration;
+
+use harness_loader::isolation::{HostCommand, Isolation};
+use harness_loader::{Discovery, DiscoveryOptions, PluginSettings, discover};
 
 use crate::Result;
 use crate::config::LoadedConfig;
@@ -32,6 +35,15 @@ pub(crate) struct PluginArgs {
     /// Do not search the directory that holds the harness executable.
     #[arg(long)]
     pub(crate) no_default_plugins: bool,
+    /// Where plugin tools run: in-process (fastest) or process (a crash or hang costs one call).
+    #[arg(long, value_name = "MODE")]
+    pub(crate) isolation: Option<String>,
+    /// Every tool's timeout in seconds, unless its plugin section sets its own.
+    #[arg(long, value_name = "SECS")]
+    pub(crate) tool_timeout: Option<f64>,
+    /// Load plugin files even when they or their directories are writable by others (warns).
+    #[arg(long)]
+    pub(crate) allow_insecure_plugins: bool,
 }
 
 fn effects(names: &[String], source: &str) -> Result<Vec<Effects>> {
@@ -73,18 +85,45 @@ pub(crate) fn discovery_options(args: &PluginArgs, config: &LoadedConfig) -> Res
     let mut deny = effects(&args.deny_effects, "--deny-effects")?;
     deny.extend(effects(&plugins.deny_effects, &format!("{config_name}: plugins.deny_effects"))?);
     let mut configs = BTreeMap::new();
+    let mut settings = BTreeMap::new();
     for (name, table) in &plugins.sections {
         let value = serde_json::to_value(table).map_err(|e| {
             CliError::Usage(format!("{config_name}: [plugins.{name}] cannot be passed to the plugin: {e}"))
         })?;
+        let (plugin_settings, value) =
+            PluginSettings::from_section(name, &value).map_err(|e| CliError::Usage(format!("{config_name}: {e}")))?;
         configs.insert(name.clone(), value);
+        settings.insert(name.clone(), plugin_settings);
     }
+    let isolation = match args.isolation.as_deref().or(config.config.isolation.as_deref()) {
+        None => Isolation::InProcess,
+        Some(name) => Isolation::parse(name)
+            .ok_or_else(|| CliError::Usage(format!("isolation {name:?} is not a mode; use in-process or process")))?,
+    };
+    let tool_timeout = match args.tool_timeout.or(config.config.tool_timeout) {
+        None => None,
+        Some(secs) if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 => Some(Duration::from_secs_f64(secs)),
+        Some(secs) => {
+            return Err(CliError::Usage(format!(
+                "--tool-timeout {secs}: give a number of seconds between 0 and 86400"
+            )));
+        }
+    };
+    let defaults = DiscoveryOptions::default();
     Ok(DiscoveryOptions {
         dirs: plugin_dirs(args, config)?,
         enable: args.enable.iter().chain(&plugins.enable).cloned().collect(),
         disable: args.disable.iter().chain(&plugins.disable).cloned().collect(),
         deny_effects: deny,
         configs,
+        settings,
+        isolation,
+        tool_timeout,
+        max_result_bytes: config.config.limits.result_bytes.unwrap_or(defaults.max_result_bytes),
+        host_command: std::env::current_exe()
+            .ok()
+            .map(|program| HostCommand { program, args: vec![crate::PLUGIN_HOST_MODE.into()] }),
+        allow_insecure: args.allow_insecure_plugins,
     })
 }
 

@@ -175,7 +175,7 @@ fn enable_disable_and_deny_effects_from_flags_and_config() {
     );
     let from_config = with(&["--config", "h.toml"]);
     assert!(from_config.iter().all(|t| t.starts_with("fault.")), "{from_config:?}");
-    assert_eq!(from_config.len(), 5);
+    assert_eq!(from_config.len(), 7);
 
     let l = list(&s, &[&base[..], &["--disable", "nosuch"]].concat());
     assert!(l["warnings"].to_string().contains("nosuch"), "{l}");

@@ -8,5 +8,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod discovery;
+mod isolation;
+mod providers;
 mod run;
 mod support;

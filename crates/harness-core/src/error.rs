@@ -51,6 +51,8 @@ impl ErrorCode {
             "tool_crashed" => Self::ToolCrashed,
             "tool_timeout" => Self::ToolTimeout,
             "result_too_large" => Self::ResultTooLarge,
+            // The SDK's own check, when arguments pass the schema but not the author's type.
+            "invalid_arguments" => Self::InvalidArguments,
             _ => Self::ToolError,
         }
     }

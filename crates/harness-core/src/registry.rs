@@ -26,7 +26,7 @@ pub enum ToolSource {
     },
 }
 
-/// A declared example call; the offline router reads them to match requests to tools.
+/// A declared example call, shown to operators and held against the tool by plugin checks.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolExample {
     /// The arguments object.

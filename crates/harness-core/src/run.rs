@@ -229,8 +229,14 @@ pub async fn run(
                         return failed(step, trace_error(&e), usage, retries, Ok(()));
                     }
                     let omitted = format!("(a reply of {reply_bytes} bytes, omitted: over the size limit)");
-                    conversation.push(Message::Assistant { reply: ModelReply { text: Some(omitted), ..Default::default() } });
-                    conversation.push(Message::ToolResult { call_id: None, tool: None, content: error.to_value(), is_error: true });
+                    conversation
+                        .push(Message::Assistant { reply: ModelReply { text: Some(omitted), ..Default::default() } });
+                    conversation.push(Message::ToolResult {
+                        call_id: None,
+                        tool: None,
+                        content: error.to_value(),
+                        is_error: true,
+                    });
                     current = None;
                     continue;
                 }

@@ -125,19 +125,15 @@ pub fn frame_length(prefix: [u8; LENGTH_BYTES], limit: usize) -> Result<usize, F
     Ok(len)
 }
 
-/// Splits one frame off the front of `buf`: its kind and payload, and the bytes it used.
-/// `Ok(None)` when `buf` does not yet hold a whole frame.
-fn split(buf: &[u8], limit: usize) -> Result<Option<(u8, &[u8], usize)>, FrameError> {
+/// Where the first frame in `buf` ends; `Ok(None)` when `buf` does not yet hold a whole frame.
+fn frame_end(buf: &[u8], limit: usize) -> Result<Option<usize>, FrameError> {
     let Some(prefix) = buf.get(..LENGTH_BYTES) else {
         return Ok(None);
     };
     let mut p = [0u8; LENGTH_BYTES];
     p.copy_from_slice(prefix);
     let len = frame_length(p, limit)?;
-    let Some(body) = buf.get(LENGTH_BYTES..LENGTH_BYTES + len) else {
-        return Ok(None);
-    };
-    Ok(Some((body[0], &body[1..], LENGTH_BYTES + len)))
+    Ok((buf.len() >= LENGTH_BYTES + len).then_some(LENGTH_BYTES + len))
 }
 
 /// Decodes a request body (kind byte and payload, without the length prefix).
@@ -146,7 +142,8 @@ pub fn decode_request_body(body: &[u8]) -> Result<Request<'_>, FrameError> {
     match kind {
         REQ_INIT => Ok(Request::Init { json: payload }),
         REQ_CALL => {
-            let (len, rest) = payload.split_first_chunk::<4>().ok_or(FrameError::Malformed("call without a tool length"))?;
+            let (len, rest) =
+                payload.split_first_chunk::<4>().ok_or(FrameError::Malformed("call without a tool length"))?;
             let len = u32::from_le_bytes(*len) as usize;
             if len > rest.len() {
                 return Err(FrameError::Malformed("tool name longer than the frame"));
@@ -165,26 +162,26 @@ pub fn decode_response_body(body: &[u8]) -> Result<Response<'_>, FrameError> {
     match kind {
         RESP_OK => Ok(Response::Ok(payload)),
         RESP_TOOL_ERROR => Ok(Response::ToolError(payload)),
-        RESP_FATAL => {
-            Ok(Response::Fatal(std::str::from_utf8(payload).map_err(|_| FrameError::Malformed("message is not UTF-8"))?))
-        }
+        RESP_FATAL => Ok(Response::Fatal(
+            std::str::from_utf8(payload).map_err(|_| FrameError::Malformed("message is not UTF-8"))?,
+        )),
         other => Err(FrameError::UnknownKind(other)),
     }
 }
 
 /// Decodes the first request in `buf`, with the bytes it used; `Ok(None)` when incomplete.
 pub fn decode_request(buf: &[u8], limit: usize) -> Result<Option<(Request<'_>, usize)>, FrameError> {
-    match split(buf, limit)? {
+    match frame_end(buf, limit)? {
         None => Ok(None),
-        Some((_, _, used)) => Ok(Some((decode_request_body(&buf[LENGTH_BYTES..used])?, used))),
+        Some(used) => Ok(Some((decode_request_body(&buf[LENGTH_BYTES..used])?, used))),
     }
 }
 
 /// Decodes the first response in `buf`, with the bytes it used; `Ok(None)` when incomplete.
 pub fn decode_response(buf: &[u8], limit: usize) -> Result<Option<(Response<'_>, usize)>, FrameError> {
-    match split(buf, limit)? {
+    match frame_end(buf, limit)? {
         None => Ok(None),
-        Some((_, _, used)) => Ok(Some((decode_response_body(&buf[LENGTH_BYTES..used])?, used))),
+        Some(used) => Ok(Some((decode_response_body(&buf[LENGTH_BYTES..used])?, used))),
     }
 }
 

@@ -3,6 +3,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use harness_abi::manifest::{Effects, ToolManifest};
 use harness_core::{ToolDefinition, ToolExample, ToolRegistry, ToolSource};
@@ -10,10 +11,12 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::handler::PluginHandler;
+use crate::isolation::{HostCommand, Isolation};
 use crate::library::{LoadError, PluginLibrary};
+use crate::settings::{PluginSettings, Timeouts};
 
 /// What the operator chose: directories in order, and which plugins and tools to offer.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct DiscoveryOptions {
     /// Directories to search, in priority order; the first plugin of a name wins.
     pub dirs: Vec<PathBuf>,
@@ -25,6 +28,50 @@ pub struct DiscoveryOptions {
     pub deny_effects: Vec<Effects>,
     /// Each plugin's configuration section, passed to its `init` (`{}` when absent).
     pub configs: BTreeMap<String, Value>,
+    /// Each plugin's harness-side settings (isolation, timeouts).
+    pub settings: BTreeMap<String, PluginSettings>,
+    /// Where tools run unless a plugin's settings say otherwise.
+    pub isolation: Isolation,
+    /// Every tool's timeout unless its plugin's settings say otherwise.
+    pub tool_timeout: Option<Duration>,
+    /// Largest tool result, in bytes: over it, `result_too_large`.
+    pub max_result_bytes: usize,
+    /// How to start a plugin-host child, for `process` isolation.
+    pub host_command: Option<HostCommand>,
+    /// Load files that fail the ownership and permission check, with a warning.
+    pub allow_insecure: bool,
+}
+
+impl Default for DiscoveryOptions {
+    fn default() -> Self {
+        Self {
+            dirs: Vec::new(),
+            enable: Vec::new(),
+            disable: Vec::new(),
+            deny_effects: Vec::new(),
+            configs: BTreeMap::new(),
+            settings: BTreeMap::new(),
+            isolation: Isolation::InProcess,
+            tool_timeout: None,
+            max_result_bytes: 4 << 20,
+            host_command: None,
+            allow_insecure: false,
+        }
+    }
+}
+
+impl DiscoveryOptions {
+    /// Where `plugin`'s tools run.
+    pub fn isolation_of(&self, plugin: &str) -> Isolation {
+        self.settings.get(plugin).and_then(|s| s.isolation).unwrap_or(self.isolation)
+    }
+
+    /// `plugin`'s timeouts, the global default filled in.
+    pub fn timeouts_of(&self, plugin: &str) -> Timeouts {
+        let mut t = self.settings.get(plugin).map(|s| s.timeouts.clone()).unwrap_or_default();
+        t.default = t.default.or(self.tool_timeout);
+        t
+    }
 }
 
 /// A file that was not loaded, and why.
@@ -68,11 +115,15 @@ pub struct LoadedPlugin {
     pub initialised: bool,
     /// Each tool's state, in manifest order.
     pub tools: Vec<(ToolManifest, ToolState)>,
+    /// Where its tools run.
+    pub isolation: Isolation,
 }
 
 /// Everything discovery found.
 #[derive(Debug, Default)]
 pub struct Discovery {
+    /// The options it ran with, for registering the tools.
+    pub options: DiscoveryOptions,
     /// Plugins that loaded, in directory order.
     pub plugins: Vec<LoadedPlugin>,
     /// Files that were refused.
@@ -145,7 +196,7 @@ impl DiscoveryOptions {
 ///
 /// Nothing here fails as a whole: each bad file is one `Skipped` entry and the rest load.
 pub fn discover(options: &DiscoveryOptions) -> Discovery {
-    let mut found = Discovery::default();
+    let mut found = Discovery { options: options.clone(), ..Discovery::default() };
     let mut seen_files: HashSet<(u64, u64)> = HashSet::new();
     let mut seen_paths: HashSet<PathBuf> = HashSet::new();
     let mut names: HashMap<String, PathBuf> = HashMap::new();
@@ -170,6 +221,13 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
             };
             if !seen_paths.insert(path.clone()) || file_id(&path).is_some_and(|id| !seen_files.insert(id)) {
                 continue;
+            }
+            if let Err(why) = crate::permissions::check(&path) {
+                if !options.allow_insecure {
+                    found.skipped.push(Skipped { path, reason: format!("insecure: {why}"), detail: None });
+                    continue;
+                }
+                found.warnings.push(format!("loading {} although it is insecure: {why}", path.display()));
             }
             let library = match PluginLibrary::load(&path) {
                 Ok(library) => library,
@@ -209,7 +267,10 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
                 tools.push((tool.clone(), state));
             }
             let mut initialised = false;
-            if tools.iter().any(|(_, s)| *s == ToolState::Offered) {
+            let isolation = options.isolation_of(&name);
+            // In process isolation, init runs in the child, on first use: none of the
+            // plugin's code but its manifest runs in the harness.
+            if isolation == Isolation::InProcess && tools.iter().any(|(_, s)| *s == ToolState::Offered) {
                 let config = options.configs.get(&name).cloned().unwrap_or_else(|| Value::Object(Default::default()));
                 if let Err(e) = library.init(&config) {
                     for (t, _) in &tools {
@@ -221,7 +282,7 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
                 }
                 initialised = true;
             }
-            found.plugins.push(LoadedPlugin { library: Arc::new(library), initialised, tools });
+            found.plugins.push(LoadedPlugin { library: Arc::new(library), initialised, tools, isolation });
         }
     }
     for rule in options.enable.iter().chain(&options.disable) {
@@ -237,6 +298,36 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
     found
 }
 
+impl Discovery {
+    #[cfg(unix)]
+    fn process_handler(
+        &self,
+        plugin: &LoadedPlugin,
+        timeouts: &Timeouts,
+    ) -> Result<Arc<dyn harness_core::ToolHandler>, String> {
+        let command = self
+            .options
+            .host_command
+            .clone()
+            .ok_or("process isolation needs a plugin-host command, and none was configured")?;
+        let name = &plugin.library.manifest().name;
+        let config = self.options.configs.get(name).cloned().unwrap_or_else(|| Value::Object(Default::default()));
+        Ok(Arc::new(crate::isolation::ProcessHandler::new(
+            name,
+            plugin.library.path().to_path_buf(),
+            config,
+            command,
+            self.options.max_result_bytes,
+            timeouts.clone(),
+        )))
+    }
+
+    #[cfg(not(unix))]
+    fn process_handler(&self, _: &LoadedPlugin, _: &Timeouts) -> Result<Arc<dyn harness_core::ToolHandler>, String> {
+        Err("process isolation is only available on Unix".to_owned())
+    }
+}
+
 fn skip(path: PathBuf, e: &LoadError) -> Skipped {
     Skipped { path, reason: e.to_string(), detail: e.detail().map(str::to_owned) }
 }
@@ -247,7 +338,18 @@ impl Discovery {
         let mut problems = Vec::new();
         for plugin in &self.plugins {
             let manifest = plugin.library.manifest();
-            let handler = Arc::new(PluginHandler::new(plugin.library.clone()));
+            let options = &self.options;
+            let timeouts = options.timeouts_of(&manifest.name);
+            let handler: Arc<dyn harness_core::ToolHandler> = match plugin.isolation {
+                Isolation::InProcess => Arc::new(PluginHandler::new(plugin.library.clone(), options.max_result_bytes)),
+                Isolation::Process => match self.process_handler(plugin, &timeouts) {
+                    Ok(h) => h,
+                    Err(e) => {
+                        problems.push(format!("plugin {}: {e}", manifest.name));
+                        continue;
+                    }
+                },
+            };
             for (tool, state) in &plugin.tools {
                 if *state != ToolState::Offered {
                     continue;
@@ -265,6 +367,10 @@ impl Discovery {
                 };
                 if let Err(e) = registry.register(definition, handler.clone()) {
                     problems.push(format!("plugin {}: {e}", manifest.name));
+                    continue;
+                }
+                if let Some(limit) = timeouts.of(&tool.name) {
+                    registry.set_timeout(&tool.name, limit);
                 }
             }
         }

@@ -7,16 +7,34 @@ use serde_json::Value;
 
 use crate::library::PluginLibrary;
 
-/// Dispatches the core's calls for every tool of one plugin into its library.
+/// Dispatches the core's calls for every tool of one plugin into its library, in-process.
 pub struct PluginHandler {
     library: Arc<PluginLibrary>,
+    max_result_bytes: usize,
 }
 
 impl PluginHandler {
-    /// A handler for the tools of `library`.
-    pub fn new(library: Arc<PluginLibrary>) -> Self {
-        Self { library }
+    /// A handler for the tools of `library`; results over `max_result_bytes` are refused.
+    pub fn new(library: Arc<PluginLibrary>, max_result_bytes: usize) -> Self {
+        Self { library, max_result_bytes }
     }
+}
+
+/// Checks a result's size before parsing it, so an oversized result is never held as a value.
+pub(crate) fn parse_result(plugin: &str, json: &[u8], limit: usize) -> Result<Value, ToolFailure> {
+    if json.len() > limit {
+        return Err(ToolFailure {
+            code: "result_too_large".to_owned(),
+            message: format!(
+                "the result is {} bytes, over the limit of {limit}; it was dropped, not shown to the model. Ask for less (a smaller range, a limit argument)",
+                json.len()
+            ),
+        });
+    }
+    serde_json::from_slice(json).map_err(|e| ToolFailure {
+        code: "tool_error".to_owned(),
+        message: format!("plugin {plugin} returned a result that is not JSON: {e}"),
+    })
 }
 
 impl ToolHandler for PluginHandler {
@@ -25,9 +43,6 @@ impl ToolHandler for PluginHandler {
             .library
             .call(tool, &arguments.to_string())
             .map_err(|e| ToolFailure { code: e.code, message: e.message })?;
-        serde_json::from_str(&json).map_err(|e| ToolFailure {
-            code: "tool_error".to_owned(),
-            message: format!("plugin {} returned a result that is not JSON: {e}", self.library.manifest().name),
-        })
+        parse_result(&self.library.manifest().name, json.as_bytes(), self.max_result_bytes)
     }
 }

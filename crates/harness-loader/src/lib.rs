@@ -20,9 +20,13 @@
 
 mod discover;
 mod handler;
+pub mod isolation;
 mod library;
+mod permissions;
 mod preflight;
+mod settings;
 
 pub use discover::{Discovery, DiscoveryOptions, LoadedPlugin, Skipped, ToolState, discover, library_extension};
 pub use handler::PluginHandler;
 pub use library::{LoadError, PluginLibrary, parse_manifest};
+pub use settings::{PluginSettings, RESERVED_KEYS, Timeouts};

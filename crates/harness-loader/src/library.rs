@@ -197,6 +197,9 @@ pub fn parse_manifest(json: &str) -> Result<Manifest, LoadError> {
         if !is_valid_tool_name(&t.name) {
             return Err(bad(format!("{at}: tool names must match ^[a-zA-Z0-9_-]{{1,64}}$")));
         }
+        if t.name == harness_core::FINISH {
+            return Err(bad(format!("{at}: the name \"finish\" is reserved for the harness's own terminal tool")));
+        }
         if !seen.insert(t.name.as_str()) {
             return Err(bad(format!("{at}: the tool is declared twice")));
         }
@@ -235,6 +238,7 @@ mod tests {
             (manifest(T).replace("1.0.0", "one"), "not semver"),
             (manifest(""), "offers no tools"),
             (manifest(&format!("{T},{T}")), "declared twice"),
+            (manifest(&T.replace("\"t\"", "\"finish\"")), "reserved"),
             (manifest(&T.replace("\"t\"", "\"a.b\"")), "tool names must match"),
             (manifest(&T.replace("\"description\":\"d\"", "\"description\":\" \"")), "no description"),
             (manifest(&T.replace("{\"type\":\"object\"}", "{\"type\":\"string\"}")), "\"type\": \"object\""),

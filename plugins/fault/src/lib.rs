@@ -54,6 +54,15 @@ pub struct BigArgs {
     pub bytes: u64,
 }
 
+/// Arguments of `fault_exit`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(crate = "harness_sdk::serde", deny_unknown_fields)]
+#[schemars(crate = "harness_sdk::schemars")]
+pub struct ExitArgs {
+    /// The exit status.
+    pub code: i32,
+}
+
 /// The `fault` plugin; it holds no state.
 pub struct Fault;
 
@@ -86,6 +95,23 @@ impl Plugin for Fault {
                 "Abort the process (kills an in-process host).",
                 Effects::Pure,
                 |_: &Fault, _: NoArgs| -> Result<Value, ToolError> { std::process::abort() },
+            ),
+            Tool::new(
+                "fault_segfault",
+                "Dereference a null pointer (kills an in-process host with SIGSEGV).",
+                Effects::Pure,
+                |_: &Fault, _: NoArgs| -> Result<Value, ToolError> {
+                    // SAFETY: none: this tool exists to crash with SIGSEGV, as a buggy native
+                    // tool would. A volatile read keeps the compiler from removing it.
+                    let byte = unsafe { std::ptr::read_volatile(std::ptr::null::<u8>()) };
+                    Ok(json!(byte))
+                },
+            ),
+            Tool::new(
+                "fault_exit",
+                "Exit the process with the status.",
+                Effects::Pure,
+                |_: &Fault, a: ExitArgs| -> Result<Value, ToolError> { std::process::exit(a.code) },
             ),
             Tool::new(
                 "fault_sleep",

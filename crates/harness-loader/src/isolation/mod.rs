@@ -1,0 +1,79 @@
+//! `process` isolation: a plugin runs inside a child process, so that a crash, an abort or
+//! a hang in a tool costs one call and never the run.
+//!
+//! The child is the `harness` executable itself in a hidden mode (the CLI passes the command
+//! line in [`HostCommand`]); it loads one library and answers frames of `harness-frames` on
+//! its stdin and stdout. It starts on the first call and is kept warm; after a crash or a
+//! timeout the next call starts a fresh one.
+
+#[cfg(unix)]
+mod child;
+#[cfg(unix)]
+mod host;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+#[cfg(unix)]
+pub use child::serve_plugin_host;
+#[cfg(unix)]
+pub use host::ProcessHandler;
+
+/// Where a plugin's tools run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Isolation {
+    /// In the harness process: fastest; a crash in a tool ends the process.
+    #[default]
+    InProcess,
+    /// In a child process: a crash or hang costs one call.
+    Process,
+}
+
+impl Isolation {
+    /// Parses `in-process` or `process`.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "in-process" => Some(Self::InProcess),
+            "process" => Some(Self::Process),
+            _ => None,
+        }
+    }
+
+    /// The name used in configuration.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InProcess => "in-process",
+            Self::Process => "process",
+        }
+    }
+}
+
+/// The command that starts a plugin-host child: the harness executable and its hidden mode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostCommand {
+    /// The program.
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+}
+
+/// The largest frame either side accepts; a result over the result limit is refused earlier.
+pub const FRAME_LIMIT: usize = 1 << 30;
+
+/// Names a signal for people: `SIGSEGV (11)`.
+#[cfg(unix)]
+pub(crate) fn signal_name(signal: i32) -> String {
+    let name = match signal {
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGILL => "SIGILL",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGTRAP => "SIGTRAP",
+        _ => "signal",
+    };
+    format!("{name} ({signal})")
+}

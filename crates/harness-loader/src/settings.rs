@@ -1,0 +1,106 @@
+//! Harness-side settings of one plugin, read from its `[plugins.<name>]` section.
+//!
+//! Three keys of a plugin's section belong to the harness, not to the plugin, and are taken
+//! out before the section reaches `init`: `isolation`, `timeout` (seconds, every tool) and
+//! `timeouts` (a table of seconds per tool).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::isolation::Isolation;
+
+/// The keys of a plugin's section that the harness reads itself.
+pub const RESERVED_KEYS: [&str; 3] = ["isolation", "timeout", "timeouts"];
+
+/// How long each tool of a plugin may take.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Every tool's limit, unless it has its own.
+    pub default: Option<Duration>,
+    /// Limits of single tools.
+    pub per_tool: HashMap<String, Duration>,
+}
+
+impl Timeouts {
+    /// The limit of `tool`.
+    pub fn of(&self, tool: &str) -> Option<Duration> {
+        self.per_tool.get(tool).copied().or(self.default)
+    }
+}
+
+/// The harness's settings for one plugin.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PluginSettings {
+    /// Where its tools run; `None` takes the default.
+    pub isolation: Option<Isolation>,
+    /// Its timeouts; `default` unset takes the global default.
+    pub timeouts: Timeouts,
+}
+
+fn seconds(v: &Value, at: &str) -> Result<Duration, String> {
+    v.as_f64()
+        .filter(|s| s.is_finite() && *s > 0.0 && *s <= 86_400.0)
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| format!("{at} must be a number of seconds between 0 and 86400, not {v}"))
+}
+
+impl PluginSettings {
+    /// Splits a plugin's section into the harness's settings and what the plugin's `init` gets.
+    pub fn from_section(plugin: &str, section: &Value) -> Result<(Self, Value), String> {
+        let mut config = section.clone();
+        let mut settings = Self::default();
+        let Some(table) = config.as_object_mut() else {
+            return Err(format!("[plugins.{plugin}] must be a table"));
+        };
+        if let Some(v) = table.remove("isolation") {
+            let name = v.as_str().unwrap_or("");
+            settings.isolation = Some(Isolation::parse(name).ok_or_else(|| {
+                format!("[plugins.{plugin}] isolation must be \"in-process\" or \"process\", not {v}")
+            })?);
+        }
+        if let Some(v) = table.remove("timeout") {
+            settings.timeouts.default = Some(seconds(&v, &format!("[plugins.{plugin}] timeout"))?);
+        }
+        if let Some(v) = table.remove("timeouts") {
+            let Value::Object(per_tool) = v else {
+                return Err(format!("[plugins.{plugin}.timeouts] must be a table of tool = seconds"));
+            };
+            for (tool, secs) in per_tool {
+                let limit = seconds(&secs, &format!("[plugins.{plugin}.timeouts] {tool}"))?;
+                settings.timeouts.per_tool.insert(tool, limit);
+            }
+        }
+        Ok((settings, config))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn reserved_keys_are_taken_out() {
+        let section = json!({"root": "/srv", "isolation": "process", "timeout": 2, "timeouts": {"read_file": 0.5}});
+        let (settings, config) = PluginSettings::from_section("files", &section).unwrap();
+        assert_eq!(config, json!({"root": "/srv"}));
+        assert_eq!(settings.isolation, Some(Isolation::Process));
+        assert_eq!(settings.timeouts.of("read_file"), Some(Duration::from_millis(500)));
+        assert_eq!(settings.timeouts.of("list_dir"), Some(Duration::from_secs(2)));
+    }
+
+    #[test]
+    fn bad_values_name_the_key() {
+        for (section, needle) in [
+            (json!({"isolation": "sandbox"}), "isolation"),
+            (json!({"timeout": -1}), "timeout"),
+            (json!({"timeouts": 3}), "timeouts"),
+            (json!({"timeouts": {"t": "soon"}}), "timeouts] t"),
+        ] {
+            let e = PluginSettings::from_section("p", &section).unwrap_err();
+            assert!(e.contains(needle), "{e}");
+        }
+    }
+}

@@ -1,0 +1,182 @@
+//! Fault isolation and limits through the binary, with the `fault` plugin.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::{Scratch, plugin, ran};
+
+fn call(tool: &str, arguments: Value) -> Value {
+    json!({ "tool": tool, "arguments": arguments })
+}
+
+fn finish() -> Value {
+    call("finish", json!({"answer": "reached finish"}))
+}
+
+#[test]
+fn crashes_in_process_isolation_cost_one_call_and_the_run_finishes() {
+    let s = Scratch::new();
+    let script = s.script(&[
+        call("fault_abort", json!({})),
+        call("fault_segfault", json!({})),
+        call("fault_exit", json!({"code": 7})),
+        call("fault_panic", json!({"message": "kaboom"})),
+        call("fault_echo", json!({"value": "still here"})),
+        finish(),
+    ]);
+    let r = ran(s
+        .harness()
+        .args(["run", "x", "--json", "--enable", "fault", "--isolation", "process", "--trace", "t.jsonl", "--script"])
+        .arg(&script));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.json()["answer"], "reached finish");
+    let t = s.trace("t.jsonl");
+    let codes: Vec<&str> = t.iter().map(|l| l["error"]["code"].as_str().unwrap_or("-")).collect();
+    assert_eq!(codes, ["tool_crashed", "tool_crashed", "tool_crashed", "tool_panicked", "-", "-"]);
+    let messages: Vec<&str> = t.iter().take(3).map(|l| l["error"]["message"].as_str().unwrap()).collect();
+    assert!(messages[0].contains("SIGABRT"), "{}", messages[0]);
+    assert!(messages[1].contains("SIGSEGV"), "{}", messages[1]);
+    assert!(messages[2].contains("exited with status 7"), "{}", messages[2]);
+    assert_eq!(t[4]["result"], "still here");
+}
+
+#[test]
+fn the_same_isolation_from_the_plugin_section_of_the_config() {
+    let s = Scratch::new();
+    s.write("harness.toml", "[plugins.fault]\nisolation = \"process\"\n");
+    let script = s.script(&[call("fault_abort", json!({})), finish()]);
+    let r = ran(s.harness().args(["run", "x", "--enable", "fault", "--trace", "t.jsonl", "--script"]).arg(&script));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(s.trace("t.jsonl")[0]["error"]["code"], "tool_crashed");
+}
+
+#[test]
+fn a_hang_past_the_timeout_is_tool_timeout_in_both_modes_within_a_second_of_it() {
+    for mode in ["process", "in-process"] {
+        let s = Scratch::new();
+        let script =
+            s.script(&[call("fault_sleep", json!({"ms": 20_000})), call("fault_echo", json!({"value": 1})), finish()]);
+        let started = Instant::now();
+        let r = ran(s
+            .harness()
+            .args(["run", "x", "--enable", "fault", "--isolation", mode, "--tool-timeout", "1", "--trace", "t.jsonl"])
+            .arg("--script")
+            .arg(&script));
+        let took = started.elapsed();
+        assert_eq!(r.code, 0, "{mode}: {}", r.stderr);
+        let t = s.trace("t.jsonl");
+        assert_eq!(t[0]["error"]["code"], "tool_timeout", "{mode}");
+        assert_eq!(t[1]["result"], 1, "{mode}: the next call works");
+        // The whole run, with its process start, ends well before the 20 s sleep would.
+        assert!(took < Duration::from_secs(5), "{mode}: took {took:?}");
+    }
+}
+
+#[test]
+fn a_result_over_the_limit_is_result_too_large_and_not_fed_back() {
+    for mode in ["process", "in-process"] {
+        let s = Scratch::new();
+        s.write("harness.toml", "[limits]\nresult_bytes = 1000\n");
+        let script =
+            s.script(&[call("fault_big", json!({"bytes": 5000})), call("fault_big", json!({"bytes": 10})), finish()]);
+        let r = ran(s
+            .harness()
+            .args(["run", "x", "--enable", "fault", "--isolation", mode, "--trace", "t.jsonl", "--script"])
+            .arg(&script));
+        assert_eq!(r.code, 0, "{mode}: {}", r.stderr);
+        let t = s.trace("t.jsonl");
+        assert_eq!(t[0]["error"]["code"], "result_too_large", "{mode}");
+        assert!(t[0].get("result").is_none());
+        assert_eq!(t[1]["result"], "x".repeat(10));
+    }
+}
+
+#[test]
+fn the_wall_clock_limit_ends_a_run_with_exit_3() {
+    let s = Scratch::new();
+    let script =
+        s.script(&[call("fault_sleep", json!({"ms": 400})), call("fault_sleep", json!({"ms": 400})), finish()]);
+    let r = ran(s
+        .harness()
+        .args(["run", "x", "--json", "--enable", "fault", "--max-seconds", "0.2", "--max-repeats", "0", "--script"])
+        .arg(&script));
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert_eq!(r.json()["status"], "time_budget_exhausted");
+}
+
+#[test]
+fn a_run_killed_midway_leaves_a_trace_whose_every_line_is_complete() {
+    let s = Scratch::new();
+    let mut lines: Vec<Value> = (0..400).map(|i| call("fault_sleep", json!({"ms": 5 + i % 2}))).collect();
+    lines.push(finish());
+    let script = s.script(&lines);
+    let mut child = s
+        .harness()
+        .args([
+            "run",
+            "x",
+            "-q",
+            "--enable",
+            "fault",
+            "--max-steps",
+            "1000",
+            "--max-repeats",
+            "0",
+            "--trace",
+            "t.jsonl",
+        ])
+        .arg("--script")
+        .arg(&script)
+        .spawn()
+        .unwrap();
+    // Wait for some steps to be traced, then kill without warning.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::fs::read_to_string(s.path("t.jsonl")).map_or(0, |t| t.lines().count()) < 20 && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let text = std::fs::read_to_string(s.path("t.jsonl")).unwrap();
+    assert!(text.lines().count() >= 20, "the run traced too little before the kill: {text}");
+    assert!(text.ends_with('\n'), "the last line is complete");
+    for (i, line) in text.lines().enumerate() {
+        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("line {}: {e}: {line}", i + 1));
+        assert_eq!(v["step"], i + 1);
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn group_writable_plugin_directories_are_refused_unless_allowed() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = Scratch::new();
+    let dir = s.path("shared");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(plugin("calc"), dir.join("libcalc.so")).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o775)).unwrap();
+    let list = |extra: &[&str]| {
+        let r = ran(s
+            .harness()
+            .args(["plugins", "list", "--json", "--no-default-plugins", "--plugins-dir"])
+            .arg(&dir)
+            .args(extra));
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        r.json()
+    };
+    let l = list(&[]);
+    assert!(l["plugins"].as_array().unwrap().is_empty(), "{l}");
+    let reason = l["skipped"][0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("insecure") && reason.contains("writable by its group") && reason.contains("chmod go-w"),
+        "{reason}"
+    );
+    let l = list(&["--allow-insecure-plugins"]);
+    assert_eq!(l["plugins"][0]["name"], "calc");
+    assert!(l["warnings"][0].as_str().unwrap().contains("insecure"), "{l}");
+    // A world-writable plugin file is refused as well.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(dir.join("libcalc.so"), std::fs::Permissions::from_mode(0o777)).unwrap();
+    assert!(list(&[])["skipped"][0]["reason"].as_str().unwrap().contains("writable by everyone"));
+}
