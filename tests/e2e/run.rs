@@ -276,3 +276,35 @@ fn files_plugin_reads_under_its_configured_root_and_refuses_escapes() {
 fn calc_library_is_where_the_binary_looks() {
     assert!(plugin("calc").is_file());
 }
+
+#[test]
+fn offline_router_validates_smiles_with_the_chem_plugin() {
+    let s = Scratch::new();
+    let r = ran(s.harness().args(["run", "validate the SMILES c1ccccc1", "--json", "-q"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let answer = &r.json()["answer"];
+    assert_eq!(answer["valid"], true, "{answer}");
+    assert_eq!(answer["formula"], "C6H6");
+    assert_eq!(answer["atom_count"], 6);
+}
+
+#[test]
+fn chem_tools_run_through_the_scripted_provider() {
+    let s = Scratch::new();
+    let script = s.script(&[
+        call("validate_smiles", json!({"smiles": "C1CC"})),
+        call("molecular_weight", json!({"smiles": "CC(=O)Oc1ccccc1C(=O)O"})),
+        call("molecular_weight", json!({"smiles": "C(C"})),
+        call("finish", json!({"answer": "aspirin"})),
+    ]);
+    let r = ran(s.harness().args(["run", "x", "--trace", "t.jsonl", "--script"]).arg(&script));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let t = s.trace("t.jsonl");
+    assert_eq!(t[0]["status"], "ok", "an invalid SMILES is a result, not an error");
+    assert_eq!(t[0]["result"]["valid"], false);
+    assert!(t[0]["result"]["error"].as_str().unwrap().contains("position"), "{}", t[0]);
+    assert_eq!(t[0]["plugin"], "chem");
+    assert_eq!(t[1]["result"]["formula"], "C9H8O4");
+    assert!((t[1]["result"]["molecular_weight"].as_f64().unwrap() - 180.159).abs() < 0.01);
+    assert_eq!(t[2]["error"]["code"], "tool_error");
+}

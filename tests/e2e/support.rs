@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 /// The workspace plugins every test may use, and the fixtures built beside them.
-const PLUGINS: &[&str] = &["calc", "files", "fault"];
+const PLUGINS: &[&str] = &["calc", "chem", "files", "fault"];
 const FIXTURES: &[&str] = &["abi-future", "clash"];
 
 /// The directory that holds the `harness` binary and, once built, the workspace's plugins.

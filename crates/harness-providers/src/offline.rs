@@ -51,7 +51,12 @@ fn score(tool: &ToolDefinition, request: &[String]) -> (u32, Vec<bool>) {
             if name.iter().any(|n| same_word(n, w)) {
                 total += 3;
                 true
-            } else if w.len() >= 4 && description.iter().any(|d| same_word(d, w)) {
+            } else if w.len() >= 4
+                && w.chars().all(char::is_alphabetic)
+                && description.iter().any(|d| same_word(d, w))
+            {
+                // Only plain words name a tool by its description: "c1ccccc1" in a
+                // description is an example value, and in a request it is the argument.
                 total += 1;
                 true
             } else {
@@ -196,7 +201,7 @@ mod tests {
     fn tools() -> Vec<ToolDefinition> {
         vec![
             tool("calculate", "Calculate the value of an arithmetic expression.", "expression", "string"),
-            tool("validate_smiles", "Check a SMILES string and give its formula.", "smiles", "string"),
+            tool("validate_smiles", "Check a SMILES string (benzene c1ccccc1 is C6H6).", "smiles", "string"),
             tool("list_dir", "List the entries of a directory.", "path", "string"),
         ]
     }
