@@ -1,0 +1,106 @@
+//! Properties of the parser and the validator over generated input: no input makes either
+//! panic, and prose around a fenced call never changes what is parsed.
+
+use harness_core::{ModelReply, ProposedCall, ToolDefinition, ToolRegistry, ToolSource, parse_reply};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+fn text(t: String) -> ModelReply {
+    ModelReply { text: Some(t), ..Default::default() }
+}
+
+/// Arbitrary JSON values, a few levels deep.
+fn any_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        any::<f64>().prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
+        ".{0,12}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 32, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::btree_map("[a-z]{0,6}", inner, 0..6).prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+/// Prose that cannot itself hold a brace or a fence, so the call stays the only JSON.
+fn prose() -> impl Strategy<Value = String> {
+    "[a-zA-Z0-9 ,.!?:;'\"\\n-]{0,200}"
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_parser_never_panics_on_any_text(t in ".{0,400}") {
+        let _ = parse_reply(&text(t), 1, None);
+    }
+
+    #[test]
+    fn the_parser_never_panics_on_brace_heavy_text(t in "[{}\\[\\]\",:\\\\a-z0-9 ]{0,400}") {
+        let _ = parse_reply(&text(t.clone()), 1, None);
+        let _ = parse_reply(&text(t), 1, Some("finish"));
+    }
+
+    #[test]
+    fn the_parser_never_panics_on_any_structured_arguments(args in any_json(), s in ".{0,200}") {
+        for arguments in [args, Value::String(s)] {
+            let call = ProposedCall { id: None, name: "t".into(), arguments };
+            let _ = parse_reply(&ModelReply { calls: vec![call], ..Default::default() }, 1, None);
+        }
+    }
+
+    #[test]
+    fn prose_around_a_fenced_call_does_not_change_the_call(
+        before in prose(),
+        after in prose(),
+        arguments in prop::collection::btree_map("[a-z]{1,6}", any_json(), 0..5),
+    ) {
+        let arguments = Value::Object(arguments.into_iter().collect());
+        let call = json!({ "tool": "calculate", "arguments": arguments });
+        let bare = parse_reply(&text(call.to_string()), 1, None).expect("a bare call parses");
+        let fenced = format!("{before}\n```json\n{call}\n```\n{after}");
+        let parsed = parse_reply(&text(fenced), 1, None).expect("a fenced call parses");
+        prop_assert_eq!(parsed, bare);
+    }
+
+    #[test]
+    fn the_validator_never_panics_and_is_deterministic(instance in any_json()) {
+        let mut registry = ToolRegistry::new();
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "a": {"type": "string", "minLength": 1, "maxLength": 5, "pattern": "^[a-z]+$"},
+                "b": {"type": "integer", "minimum": 0, "maximum": 10},
+                "c": {"type": "array", "items": {"type": "number"}, "maxItems": 3},
+                "d": {"enum": ["x", "y", null]},
+                "e": {"anyOf": [{"type": "boolean"}, {"type": "object", "required": ["k"]}]}
+            },
+            "required": ["a"],
+            "additionalProperties": false
+        });
+        let definition = ToolDefinition {
+            name: "t".into(),
+            description: "d".into(),
+            parameters: schema,
+            examples: vec![],
+            source: ToolSource::Builtin,
+        };
+        registry.register(definition, std::sync::Arc::new(Nothing)).expect("the schema compiles");
+        let tool = registry.get("t").expect("registered");
+        let first = tool.validate(&instance).err().map(|e| serde_json::to_string(&e).expect("serialises"));
+        let second = tool.validate(&instance).err().map(|e| serde_json::to_string(&e).expect("serialises"));
+        prop_assert_eq!(first, second);
+    }
+}
+
+struct Nothing;
+
+impl harness_core::ToolHandler for Nothing {
+    fn call(&self, _: &str, _: &Value) -> Result<Value, harness_core::ToolFailure> {
+        Ok(Value::Null)
+    }
+}
