@@ -138,7 +138,7 @@ fn a_401_fails_the_run_with_exit_1_and_a_clear_message_that_never_shows_the_key(
     let r = ran(harness(&s, &api, "what is 6*7").args(["--trace", "t.jsonl"]));
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stderr.contains("answered 401 Unauthorized: Incorrect API key provided: [redacted]"), "{}", r.stderr);
-    assert!(r.stderr.contains("check the API key in OPENAI_API_KEY"), "{}", r.stderr);
+    assert!(r.stderr.contains("Check the API key in OPENAI_API_KEY"), "{}", r.stderr);
     let trace = std::fs::read_to_string(s.path("t.jsonl")).unwrap();
     assert!(trace.contains("provider_error"), "{trace}");
     no_key("stdout", &r.stdout);

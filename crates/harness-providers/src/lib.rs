@@ -4,16 +4,40 @@
 //!   for tests and demos.
 //! - [`OfflineRouter`] is a small deterministic router, not a model: it lets the harness run
 //!   with no key and no server by matching the request to a tool's name and description.
+//! - [`HttpProvider`] asks a real model over HTTP: the OpenAI-compatible chat completions API
+//!   (OpenAI, OpenRouter, Ollama, llama.cpp, vLLM, LM Studio) or Anthropic's Messages API,
+//!   picked by a [`Preset`]. It forces the tool choice natively or, for servers with no tool
+//!   calling, through the prompt ([`RouterMode`]); it retries rate limits and server errors
+//!   with backoff ([`HttpSettings`]); and its errors name the URL, what the server said and
+//!   what to check, never the API key.
 //!
 //! ```
 //! use harness_providers::ScriptedProvider;
 //! let script = ScriptedProvider::from_jsonl("demo", r#"{"tool": "finish", "arguments": {"answer": 1}}"#).unwrap();
 //! assert_eq!(script.len(), 1);
 //! ```
+//!
+//! ```
+//! use harness_providers::{HttpProvider, HttpProviderConfig, Preset};
+//! let mut config = HttpProviderConfig::new(Preset::Ollama);
+//! config.model = Some("qwen2.5:7b".into());
+//! let provider = HttpProvider::new(config).unwrap(); // no request is made until the loop asks
+//! assert_eq!(provider.endpoint(), "http://localhost:11434/v1/chat/completions");
+//! ```
 #![deny(missing_docs)]
 
+mod anthropic;
+mod conversation;
+mod http;
+mod http_provider;
 mod offline;
+mod openai;
+mod preset;
+mod prompt;
 mod scripted;
 
+pub use http::{HttpSettings, Notice, Notify};
+pub use http_provider::{HttpProvider, RouterMode, UnknownRouterMode, parse_tool_choice};
 pub use offline::OfflineRouter;
+pub use preset::{ConfigError, HttpProviderConfig, Preset};
 pub use scripted::{ScriptError, ScriptedProvider};

@@ -51,9 +51,7 @@ fn score(tool: &ToolDefinition, request: &[String]) -> (u32, Vec<bool>) {
             if name.iter().any(|n| same_word(n, w)) {
                 total += 3;
                 true
-            } else if w.len() >= 4
-                && w.chars().all(char::is_alphabetic)
-                && description.iter().any(|d| same_word(d, w))
+            } else if w.len() >= 4 && w.chars().all(char::is_alphabetic) && description.iter().any(|d| same_word(d, w))
             {
                 // Only plain words name a tool by its description: "c1ccccc1" in a
                 // description is an example value, and in a request it is the argument.

@@ -1,0 +1,224 @@
+//! The loop's conversation regrouped into the turns a chat API takes.
+//!
+//! The loop records one `Assistant` message per reply and then one `ToolResult` per call, in
+//! order. A chat API wants each result tied to a call of the reply just before it: results
+//! that answer no such call (a reply with no usable call, or a call read from text) go back
+//! as text in a user turn instead, and a call left unanswered is answered with a note, so
+//! that no API refuses the history.
+
+use harness_core::{Message, ModelReply, ProposedCall};
+use serde_json::{Value, json};
+
+use crate::prompt;
+
+/// A structured call, with the id the API knows it by.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CallOut<'a> {
+    pub(crate) id: String,
+    pub(crate) call: &'a ProposedCall,
+}
+
+/// A result that answers one call of the previous assistant turn.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ResultOut {
+    pub(crate) call_id: String,
+    /// The result as text: a string as it is, anything else as JSON.
+    pub(crate) content: String,
+    pub(crate) is_error: bool,
+}
+
+/// One turn of the conversation, as the APIs group them.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Turn<'a> {
+    /// Text from the user's side.
+    User(String),
+    /// A model reply: its text and its structured calls.
+    Assistant { text: Option<String>, calls: Vec<CallOut<'a>> },
+    /// The results of the previous assistant turn's calls, in order, then any notes that
+    /// answer no call.
+    Results { results: Vec<ResultOut>, notes: Vec<String> },
+}
+
+/// The conversation for an API that takes structured tool calls and results.
+pub(crate) fn native(conversation: &[Message]) -> Vec<Turn<'_>> {
+    let mut turns = Vec::new();
+    // Calls of the last assistant turn not yet answered: (id, whether the model gave the id).
+    let mut pending: Vec<(String, bool)> = Vec::new();
+    for (at, message) in conversation.iter().enumerate() {
+        match message {
+            Message::User { content } => push_note(&mut turns, content.clone()),
+            Message::Assistant { reply } => {
+                answer_leftovers(&mut turns, &mut pending);
+                let calls: Vec<CallOut<'_>> = reply
+                    .calls
+                    .iter()
+                    .enumerate()
+                    .map(|(i, call)| CallOut { id: call.id.clone().unwrap_or_else(|| format!("call_{at}_{i}")), call })
+                    .collect();
+                pending = reply.calls.iter().zip(&calls).map(|(c, out)| (out.id.clone(), c.id.is_some())).collect();
+                turns.push(Turn::Assistant { text: reply.text.clone().filter(|t| !t.is_empty()), calls });
+            }
+            Message::ToolResult { call_id, tool, content, is_error } => {
+                let matched = match call_id {
+                    Some(id) => pending.iter().position(|(p, _)| p == id),
+                    None => None,
+                }
+                // A call the model gave no id to is answered in order.
+                .or_else(|| pending.first().filter(|(_, given)| !given).map(|_| 0));
+                match matched {
+                    Some(i) => {
+                        let (id, _) = pending.remove(i);
+                        let result = ResultOut { call_id: id, content: as_text(content), is_error: *is_error };
+                        results_turn(&mut turns).0.push(result);
+                    }
+                    None => push_note(&mut turns, prompt::result_note(tool.as_deref(), content, *is_error)),
+                }
+            }
+        }
+    }
+    answer_leftovers(&mut turns, &mut pending);
+    turns
+}
+
+/// The conversation as plain text, for prompt mode: calls written out as JSON, results as
+/// user text, consecutive user texts joined so that the roles alternate.
+pub(crate) fn text_only(conversation: &[Message]) -> Vec<Turn<'_>> {
+    let mut turns = Vec::new();
+    for message in conversation {
+        match message {
+            Message::User { content } => push_note(&mut turns, content.clone()),
+            Message::Assistant { reply } => turns.push(assistant_as_text(reply)),
+            Message::ToolResult { tool, content, is_error, .. } => {
+                push_note(&mut turns, prompt::result_note(tool.as_deref(), content, *is_error))
+            }
+        }
+    }
+    turns
+}
+
+/// A reply as text: its own text, then each structured call written out as JSON.
+fn assistant_as_text(reply: &ModelReply) -> Turn<'static> {
+    let mut parts: Vec<String> = reply.text.iter().filter(|t| !t.is_empty()).cloned().collect();
+    for call in &reply.calls {
+        // Written by hand so that the keys come in the order the prompt shows.
+        parts.push(format!("{{\"tool\": {}, \"arguments\": {}}}", Value::from(call.name.as_str()), call.arguments));
+    }
+    Turn::Assistant { text: Some(parts.join("\n")).filter(|t| !t.is_empty()), calls: Vec::new() }
+}
+
+/// Answers every call still pending with a note saying it did not run.
+fn answer_leftovers(turns: &mut Vec<Turn<'_>>, pending: &mut Vec<(String, bool)>) {
+    for (id, _) in pending.drain(..) {
+        let content = json!({ "code": "not_run", "message": "this call did not run" }).to_string();
+        results_turn(turns).0.push(ResultOut { call_id: id, content, is_error: true });
+    }
+}
+
+/// The results turn right after the last assistant turn, made when needed.
+fn results_turn<'t>(turns: &'t mut Vec<Turn<'_>>) -> (&'t mut Vec<ResultOut>, &'t mut Vec<String>) {
+    if !matches!(turns.last(), Some(Turn::Results { .. })) {
+        turns.push(Turn::Results { results: Vec::new(), notes: Vec::new() });
+    }
+    match turns.last_mut() {
+        Some(Turn::Results { results, notes }) => (results, notes),
+        _ => unreachable!("a results turn was just pushed"),
+    }
+}
+
+/// Adds user text: to the notes of a results turn, to the user turn before it, or as a new turn.
+fn push_note(turns: &mut Vec<Turn<'_>>, text: String) {
+    match turns.last_mut() {
+        Some(Turn::Results { notes, .. }) => notes.push(text),
+        Some(Turn::User(prev)) => {
+            prev.push_str("\n\n");
+            prev.push_str(&text);
+        }
+        _ => turns.push(Turn::User(text)),
+    }
+}
+
+/// A result as the text APIs carry: a string as it is, anything else as compact JSON.
+pub(crate) fn as_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(calls: &[(Option<&str>, &str)], text: Option<&str>) -> Message {
+        let calls = calls
+            .iter()
+            .map(|(id, name)| ProposedCall {
+                id: id.map(str::to_owned),
+                name: (*name).to_owned(),
+                arguments: json!({}),
+            })
+            .collect();
+        Message::Assistant { reply: ModelReply { calls, text: text.map(str::to_owned), ..Default::default() } }
+    }
+
+    fn result(call_id: Option<&str>, tool: Option<&str>, content: Value, is_error: bool) -> Message {
+        Message::ToolResult { call_id: call_id.map(str::to_owned), tool: tool.map(str::to_owned), content, is_error }
+    }
+
+    #[test]
+    fn results_answer_their_calls_and_everything_else_is_user_text() {
+        let conversation = vec![
+            Message::User { content: "go".into() },
+            reply(&[(Some("a"), "t"), (None, "u")], Some("thinking")),
+            result(Some("a"), Some("t"), json!(1), false),
+            result(Some("call_2"), Some("u"), json!("two"), false),
+            reply(&[], Some("prose")),
+            result(None, None, json!({"code": "no_json"}), true),
+            reply(&[(Some("b"), "t")], None),
+        ];
+        let turns = native(&conversation);
+        let ids = |t: &Turn<'_>| match t {
+            Turn::Assistant { calls, .. } => calls.iter().map(|c| c.id.clone()).collect::<Vec<_>>(),
+            _ => vec![],
+        };
+        assert_eq!(turns[0], Turn::User("go".into()));
+        assert_eq!(ids(&turns[1]), ["a", "call_1_1"]);
+        assert_eq!(
+            turns[2],
+            Turn::Results {
+                results: vec![
+                    ResultOut { call_id: "a".into(), content: "1".into(), is_error: false },
+                    // The call the model gave no id to is answered in order.
+                    ResultOut { call_id: "call_1_1".into(), content: "two".into(), is_error: false },
+                ],
+                notes: vec![],
+            }
+        );
+        assert_eq!(turns[3], Turn::Assistant { text: Some("prose".into()), calls: vec![] });
+        assert_eq!(turns[4], Turn::User("Your reply could not be used: {\"code\":\"no_json\"}".into()));
+        // The run ended before the last call was answered: it is answered, so the history stays valid.
+        let Turn::Results { results, .. } = &turns[6] else { panic!("{:?}", turns[6]) };
+        assert_eq!((results[0].call_id.as_str(), results[0].is_error), ("b", true));
+        assert_eq!(turns.len(), 7);
+    }
+
+    #[test]
+    fn text_only_writes_calls_as_json_and_joins_user_texts() {
+        let conversation = vec![
+            Message::User { content: "go".into() },
+            reply(&[(Some("a"), "t")], None),
+            result(Some("a"), Some("t"), json!(1), false),
+            result(Some("b"), Some("t"), json!({"code": "tool_error"}), true),
+        ];
+        let turns = text_only(&conversation);
+        assert_eq!(turns.len(), 3);
+        assert_eq!(
+            turns[1],
+            Turn::Assistant { text: Some("{\"tool\": \"t\", \"arguments\": {}}".into()), calls: vec![] }
+        );
+        assert_eq!(
+            turns[2],
+            Turn::User("Result of t: 1\n\nError from the call to t: {\"code\":\"tool_error\"}".into())
+        );
+    }
+}

@@ -1,0 +1,727 @@
+//! The HTTP transport shared by the model APIs: one client, timeouts, retries with backoff,
+//! and errors that say what the server said and what to check.
+//!
+//! Nothing here knows a model API's body shape; it posts JSON and hands back JSON.
+
+use std::error::Error as _;
+use std::fmt;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+use reqwest::{StatusCode, Url};
+use serde_json::Value;
+
+/// Statuses worth another try: rate limits, transient server errors, and Anthropic's 529
+/// "overloaded".
+const RETRYABLE: &[u16] = &[429, 500, 502, 503, 504, 529];
+
+/// The largest answer read; a model's reply is a small fraction of this.
+const MAX_BODY_BYTES: usize = 16 << 20;
+
+/// How much of a server's message or body an error quotes.
+const QUOTE_CHARS: usize = 400;
+
+/// Timeouts and retries of the HTTP providers.
+#[derive(Clone)]
+pub struct HttpSettings {
+    /// The whole request, from connecting to the last byte of the answer.
+    pub timeout: Duration,
+    /// Establishing the connection (TCP and TLS).
+    pub connect_timeout: Duration,
+    /// Retries after the first attempt, for retryable statuses and connection errors.
+    pub retries: u32,
+    /// The wait before the first retry; each later one doubles it, with jitter.
+    pub backoff: Duration,
+    /// The longest single wait; a `Retry-After` asking for more ends the request instead.
+    pub max_wait: Duration,
+    /// Where retries and router-mode fallbacks are reported.
+    pub notify: Notify,
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(120),
+            connect_timeout: Duration::from_secs(10),
+            retries: 3,
+            backoff: Duration::from_millis(500),
+            max_wait: Duration::from_secs(60),
+            notify: Notify::stderr(),
+        }
+    }
+}
+
+impl fmt::Debug for HttpSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpSettings")
+            .field("timeout", &self.timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("retries", &self.retries)
+            .field("backoff", &self.backoff)
+            .field("max_wait", &self.max_wait)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Something an operator should know while a run goes on: a retry, or a change of router mode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// A request failed in a way worth another try, which follows after `wait`.
+    Retry {
+        /// Which retry this is, from 1.
+        attempt: u32,
+        /// The retries allowed.
+        of: u32,
+        /// The wait before it.
+        wait: Duration,
+        /// Whether the wait is the server's `Retry-After`.
+        server_asked: bool,
+        /// What went wrong, naming the URL.
+        reason: String,
+    },
+    /// `--router-mode auto` switched to prompt mode for the rest of the run.
+    PromptFallback {
+        /// Why: the server's refusal, or a reply that ignored the tools.
+        reason: String,
+    },
+}
+
+impl fmt::Display for Notice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Retry { attempt, of, wait, server_asked, reason } => {
+                let why = if *server_asked { " (the server's Retry-After)" } else { "" };
+                write!(f, "retry {attempt}/{of} in {} ms{why}: {reason}", wait.as_millis())
+            }
+            Self::PromptFallback { reason } => write!(
+                f,
+                "switching to prompt mode for the rest of the run: {reason}. Pass --router-mode prompt to start there"
+            ),
+        }
+    }
+}
+
+/// Receives [`Notice`]s; by default each is one `harness: ` line on stderr.
+#[derive(Clone)]
+pub struct Notify(Arc<dyn Fn(&Notice) + Send + Sync>);
+
+impl Notify {
+    /// Prints each notice on stderr as `harness: <notice>`.
+    pub fn stderr() -> Self {
+        Self::new(|n| eprintln!("harness: {n}"))
+    }
+
+    /// Calls `f` with each notice.
+    pub fn new(f: impl Fn(&Notice) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+
+    pub(crate) fn send(&self, notice: &Notice) {
+        (self.0)(notice);
+    }
+}
+
+impl fmt::Debug for Notify {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Notify")
+    }
+}
+
+/// An API key: sent in one header, shown nowhere, and cut out of anything a server echoes.
+#[derive(Clone)]
+pub(crate) struct Secret(String);
+
+impl Secret {
+    pub(crate) fn new(key: String) -> Self {
+        Self(key)
+    }
+
+    /// Replaces every occurrence of the key in `text`. Keys too short to be told apart from
+    /// ordinary text are left to the server's discretion.
+    pub(crate) fn redact(&self, text: &str) -> String {
+        if self.0.len() < 4 { text.to_owned() } else { text.replace(&self.0, "[redacted]") }
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret([redacted])")
+    }
+}
+
+/// What the error messages may suggest: which variable holds the key, which model was asked.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Hints {
+    /// The environment variable the key comes from, when there is one.
+    pub(crate) key_env: Option<String>,
+    /// Whether a key was sent.
+    pub(crate) key_sent: bool,
+    /// The model asked for.
+    pub(crate) model: String,
+}
+
+/// Why one request failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub(crate) enum HttpError {
+    /// No connection within the connect timeout.
+    #[error(
+        "could not connect to {url} within {} (connect timeout); check that the server is running and that --base-url is right",
+        secs(*after)
+    )]
+    ConnectTimeout {
+        /// The URL.
+        url: String,
+        /// The connect timeout.
+        after: Duration,
+    },
+    /// The whole request took longer than the timeout.
+    #[error(
+        "{url} did not answer within {} (--timeout); the model may be slow or still loading: raise --timeout",
+        secs(*after)
+    )]
+    Timeout {
+        /// The URL.
+        url: String,
+        /// The whole-request timeout.
+        after: Duration,
+    },
+    /// The connection failed or broke.
+    #[error("cannot reach {url}: {reason}; check that the server is running and that --base-url is right")]
+    Connection {
+        /// The URL.
+        url: String,
+        /// The cause, as the OS or the TLS layer put it.
+        reason: String,
+    },
+    /// The server answered with an error status.
+    #[error("{url} answered {status}: {said}{hint}")]
+    Status {
+        /// The URL.
+        url: String,
+        /// The status line.
+        status: StatusCode,
+        /// The server's message, or the start of its body.
+        said: String,
+        /// What to check, with a leading separator, or empty.
+        hint: String,
+        /// Whether the server says it does not support tools or `tool_choice`.
+        rejects_tools: bool,
+        /// The server's `Retry-After`, when it sent one.
+        retry_after: Option<Duration>,
+    },
+    /// A retryable status whose `Retry-After` asks for a longer wait than the harness allows.
+    #[error("{url} answered {status} and asked to retry after {}, longer than the {} the harness waits", secs(*wait), secs(*max))]
+    WaitTooLong {
+        /// The URL.
+        url: String,
+        /// The status line.
+        status: StatusCode,
+        /// The wait the server asked for.
+        wait: Duration,
+        /// The longest wait allowed.
+        max: Duration,
+    },
+    /// A success status with a body that is not JSON.
+    #[error(
+        "{url} answered {status} with a body that is not JSON ({problem}), starting {excerpt:?}; check that --base-url points at the API itself (OpenAI-compatible servers usually end in /v1)"
+    )]
+    NotJson {
+        /// The URL.
+        url: String,
+        /// The status line.
+        status: StatusCode,
+        /// The parser's complaint.
+        problem: String,
+        /// The start of the body.
+        excerpt: String,
+    },
+    /// An answer larger than any model reply should be.
+    #[error("{url} answered with more than {limit} bytes, which no model reply needs; check --base-url")]
+    TooLarge {
+        /// The URL.
+        url: String,
+        /// The limit.
+        limit: usize,
+    },
+    /// A JSON answer of the wrong shape.
+    #[error("{url} answered with JSON this provider cannot read: {problem}")]
+    Shape {
+        /// The URL.
+        url: String,
+        /// What is missing or wrong.
+        problem: String,
+    },
+}
+
+impl HttpError {
+    /// Whether another attempt could go differently.
+    fn retryable(&self) -> bool {
+        match self {
+            Self::ConnectTimeout { .. } | Self::Connection { .. } => true,
+            Self::Status { status, rejects_tools, .. } => !rejects_tools && RETRYABLE.contains(&status.as_u16()),
+            Self::Timeout { .. }
+            | Self::WaitTooLong { .. }
+            | Self::NotJson { .. }
+            | Self::TooLarge { .. }
+            | Self::Shape { .. } => false,
+        }
+    }
+
+    /// The server's refusal of tools or `tool_choice`, when that is what this is.
+    pub(crate) fn tool_refusal(&self) -> Option<&str> {
+        match self {
+            Self::Status { said, rejects_tools: true, .. } => Some(said),
+            _ => None,
+        }
+    }
+}
+
+fn secs(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 { format!("{s:.0} s") } else { format!("{s:.3} s") }
+}
+
+/// A request that failed, after `retries` retries.
+#[derive(Debug, Clone)]
+pub(crate) struct Failure {
+    pub(crate) error: HttpError,
+    pub(crate) retries: u32,
+}
+
+/// A JSON answer, after `retries` retries.
+#[derive(Debug, Clone)]
+pub(crate) struct Answer {
+    pub(crate) body: Value,
+    pub(crate) retries: u32,
+}
+
+/// Posts JSON to one endpoint with the provider's headers, timeouts and retries.
+#[derive(Debug)]
+pub(crate) struct Transport {
+    client: reqwest::Client,
+    url: Url,
+    /// The URL as it is shown: never with a password in it.
+    shown_url: String,
+    /// The request as errors name it: `POST <shown_url>`.
+    shown: String,
+    headers: HeaderMap,
+    settings: HttpSettings,
+    secret: Option<Secret>,
+    hints: Hints,
+}
+
+/// Why a transport cannot be built.
+#[derive(Debug)]
+pub(crate) enum HeaderProblem {
+    /// The key cannot be sent in its header.
+    Auth,
+    /// This configured header cannot be sent.
+    Header(String),
+    /// The HTTP client could not start.
+    Client(String),
+}
+
+impl Transport {
+    /// A transport for `url`. `auth` is the header that carries the key and its value; it is
+    /// marked sensitive so that no debug output shows it.
+    pub(crate) fn new(
+        url: Url,
+        headers: &[(String, String)],
+        auth: Option<(&str, String, Secret)>,
+        settings: HttpSettings,
+        hints: Hints,
+    ) -> Result<Self, HeaderProblem> {
+        let mut map = HeaderMap::new();
+        map.insert(reqwest::header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        for (name, value) in headers {
+            let n = HeaderName::from_bytes(name.as_bytes()).map_err(|_| HeaderProblem::Header(name.clone()))?;
+            let v = HeaderValue::from_str(value).map_err(|_| HeaderProblem::Header(name.clone()))?;
+            map.insert(n, v);
+        }
+        let mut secret = None;
+        if let Some((name, value, key)) = auth {
+            let n = HeaderName::from_bytes(name.as_bytes()).map_err(|_| HeaderProblem::Auth)?;
+            let mut v = HeaderValue::from_str(&value).map_err(|_| HeaderProblem::Auth)?;
+            v.set_sensitive(true);
+            map.insert(n, v);
+            secret = Some(key);
+        }
+        let client = reqwest::Client::builder()
+            .connect_timeout(settings.connect_timeout)
+            .timeout(settings.timeout)
+            .user_agent(concat!("harness/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| HeaderProblem::Client(causes(&e)))?;
+        let mut shown_url = url.clone();
+        if shown_url.password().is_some() {
+            let _ = shown_url.set_password(Some("***"));
+        }
+        let shown_url = shown_url.to_string();
+        Ok(Self { client, shown: format!("POST {shown_url}"), shown_url, url, headers: map, settings, secret, hints })
+    }
+
+    /// The endpoint's URL, with any password in it masked.
+    pub(crate) fn url(&self) -> &str {
+        &self.shown_url
+    }
+
+    /// The request as errors name it: `POST <url>`.
+    pub(crate) fn endpoint(&self) -> &str {
+        &self.shown
+    }
+
+    /// Cuts the key out of `text`.
+    pub(crate) fn redact(&self, text: &str) -> String {
+        match &self.secret {
+            Some(s) => s.redact(text),
+            None => text.to_owned(),
+        }
+    }
+
+    /// Sends a notice, with the key cut out of it.
+    pub(crate) fn notify(&self, notice: Notice) {
+        let notice = match notice {
+            Notice::Retry { attempt, of, wait, server_asked, reason } => {
+                Notice::Retry { attempt, of, wait, server_asked, reason: self.redact(&reason) }
+            }
+            Notice::PromptFallback { reason } => Notice::PromptFallback { reason: self.redact(&reason) },
+        };
+        self.settings.notify.send(&notice);
+    }
+
+    /// Posts `body`, retrying what is worth retrying, and returns the JSON answer.
+    pub(crate) async fn post(&self, body: &Value) -> Result<Answer, Failure> {
+        let bytes = body.to_string().into_bytes();
+        let mut retries = 0;
+        loop {
+            let error = match self.attempt(&bytes).await {
+                Ok(body) => return Ok(Answer { body, retries }),
+                Err(e) => e,
+            };
+            if !error.retryable() || retries >= self.settings.retries {
+                return Err(Failure { error, retries });
+            }
+            let asked = match &error {
+                HttpError::Status { retry_after, .. } => *retry_after,
+                _ => None,
+            };
+            let wait = match asked {
+                Some(wait) if wait > self.settings.max_wait => {
+                    let HttpError::Status { url, status, .. } = error else {
+                        unreachable!("only a status carries Retry-After")
+                    };
+                    let error = HttpError::WaitTooLong { url, status, wait, max: self.settings.max_wait };
+                    return Err(Failure { error, retries });
+                }
+                Some(wait) => wait,
+                None => backoff(self.settings.backoff, self.settings.max_wait, retries),
+            };
+            retries += 1;
+            self.notify(Notice::Retry {
+                attempt: retries,
+                of: self.settings.retries,
+                wait,
+                server_asked: asked.is_some(),
+                reason: error.to_string(),
+            });
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    async fn attempt(&self, bytes: &[u8]) -> Result<Value, HttpError> {
+        let sent = self.client.post(self.url.clone()).headers(self.headers.clone()).body(bytes.to_vec()).send().await;
+        let mut response = sent.map_err(|e| self.transport_error(&e))?;
+        let status = response.status();
+        let retry_after = response.headers().get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| self.transport_error(&e))? {
+            if body.len() + chunk.len() > MAX_BODY_BYTES {
+                return Err(HttpError::TooLarge { url: self.shown.clone(), limit: MAX_BODY_BYTES });
+            }
+            body.extend_from_slice(&chunk);
+        }
+        if !status.is_success() {
+            return Err(self.status_error(status, &body, retry_after));
+        }
+        match serde_json::from_slice::<Value>(&body) {
+            Ok(value) => match error_in_body(&value) {
+                // OpenRouter reports some upstream failures as a 200 whose body is an error.
+                Some((code, said)) => {
+                    let status = code.and_then(|c| StatusCode::from_u16(c).ok()).unwrap_or(StatusCode::BAD_GATEWAY);
+                    let said = format!("{} (in the body of a 200 answer)", self.redact(&said));
+                    Err(self.status_error_from(status, said, retry_after))
+                }
+                None => Ok(value),
+            },
+            Err(e) => Err(HttpError::NotJson {
+                url: self.shown.clone(),
+                status,
+                problem: e.to_string(),
+                excerpt: self.redact(&excerpt(&String::from_utf8_lossy(&body), 120)),
+            }),
+        }
+    }
+
+    fn transport_error(&self, e: &reqwest::Error) -> HttpError {
+        let url = self.shown.clone();
+        if e.is_connect() && e.is_timeout() {
+            HttpError::ConnectTimeout { url, after: self.settings.connect_timeout }
+        } else if e.is_timeout() {
+            HttpError::Timeout { url, after: self.settings.timeout }
+        } else {
+            HttpError::Connection { url, reason: self.redact(&causes(e)) }
+        }
+    }
+
+    fn status_error(&self, status: StatusCode, body: &[u8], retry_after: Option<Duration>) -> HttpError {
+        let text = String::from_utf8_lossy(body);
+        let said = match serde_json::from_str::<Value>(&text).ok().as_ref().and_then(server_message) {
+            Some(message) => message,
+            None if text.trim().is_empty() => "(an empty body)".to_owned(),
+            None => excerpt(text.trim(), QUOTE_CHARS),
+        };
+        self.status_error_from(status, self.redact(&said), retry_after)
+    }
+
+    fn status_error_from(&self, status: StatusCode, said: String, retry_after: Option<Duration>) -> HttpError {
+        // The hint follows as a sentence of its own.
+        let said = said.trim_end().trim_end_matches('.').to_owned();
+        let rejects_tools = rejects_tools(&said);
+        let hint = hint(status, &said, rejects_tools, &self.hints);
+        HttpError::Status { url: self.shown.clone(), status, said, hint, rejects_tools, retry_after }
+    }
+}
+
+/// The wait before retry `n` (from 0): doubling from `base`, capped, with up to half of it
+/// taken off at random so that many clients do not retry in step.
+fn backoff(base: Duration, cap: Duration, n: u32) -> Duration {
+    let full = base.saturating_mul(2u32.saturating_pow(n.min(20))).min(cap);
+    let jitter = std::collections::hash_map::RandomState::new().build_hasher().finish() % 1000;
+    full.mul_f64(0.5 + jitter as f64 / 2000.0)
+}
+
+/// Reads `Retry-After`: delta-seconds, or an HTTP date (IMF-fixdate, as RFC 9110 asks).
+fn parse_retry_after(value: &str) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    if let Ok(secs) = value.parse::<f64>() {
+        return Duration::try_from_secs_f64(secs).ok();
+    }
+    let at = parse_http_date(value)?;
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).ok()?.as_secs();
+    Some(Duration::from_secs(at.saturating_sub(now)))
+}
+
+/// Seconds since the Unix epoch of an IMF-fixdate such as `Sun, 06 Nov 1994 08:49:37 GMT`.
+fn parse_http_date(value: &str) -> Option<u64> {
+    let rest = value.split_once(", ")?.1;
+    let parts: Vec<&str> = rest.split(' ').collect();
+    let [day, month, year, time, "GMT"] = parts.as_slice() else { return None };
+    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let month = MONTHS.iter().position(|m| m == month)? as i64 + 1;
+    let day: i64 = day.parse().ok()?;
+    let year: i64 = year.parse().ok()?;
+    let hms: Vec<i64> = time.split(':').map(str::parse).collect::<Result<_, _>>().ok()?;
+    let [h, m, s] = hms.as_slice() else { return None };
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    u64::try_from(days * 86_400 + h * 3600 + m * 60 + s).ok()
+}
+
+/// The message in an error body, in the shapes the APIs use: OpenAI's and llama.cpp's
+/// `{"error": {"message"}}`, Anthropic's `{"type": "error", "error": {"message"}}`, Ollama's
+/// `{"error": "..."}`, vLLM's `{"message"}`, and `{"detail"}`.
+fn server_message(body: &Value) -> Option<String> {
+    let error = body.get("error");
+    let message = error
+        .and_then(|e| e.get("message"))
+        .or_else(|| error.filter(|e| e.is_string()))
+        .or_else(|| body.get("message"))
+        .or_else(|| body.get("detail"))?;
+    let text = match message {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    // OpenRouter puts the upstream provider's own words in `metadata.raw`.
+    let raw = error.and_then(|e| e.get("metadata")).and_then(|m| m.get("raw")).and_then(Value::as_str);
+    let text = match raw {
+        Some(raw) if !raw.is_empty() && !text.contains(raw) => format!("{text} ({})", excerpt(raw, 200)),
+        _ => text,
+    };
+    Some(excerpt(&text, QUOTE_CHARS))
+}
+
+/// An error reported inside a JSON body that should have held an answer, with its code.
+fn error_in_body(body: &Value) -> Option<(Option<u16>, String)> {
+    let error = body.get("error").filter(|e| !e.is_null())?;
+    if body.get("choices").is_some() || body.get("content").is_some() {
+        return None;
+    }
+    let code = error.get("code").and_then(Value::as_u64).and_then(|c| u16::try_from(c).ok());
+    Some((code, server_message(body).unwrap_or_else(|| error.to_string())))
+}
+
+/// Whether a server's message says it does not take tools or `tool_choice`: Ollama's "does
+/// not support tools", llama.cpp's "tools param requires --jinja flag" and "Unsupported
+/// param: tool_choice", vLLM's "tool choice requires --enable-auto-tool-choice", OpenRouter's
+/// "No endpoints found that support tool use" (or, with `require_parameters`, "... that can
+/// handle the requested parameters").
+pub(crate) fn rejects_tools(message: &str) -> bool {
+    let m = message.to_lowercase();
+    if m.contains("requested parameters") && m.contains("no endpoints") {
+        return true;
+    }
+    let about_tools = m.contains("tool") || m.contains("function call");
+    about_tools
+        && [
+            "support",
+            "require",
+            "jinja",
+            "not allowed",
+            "no endpoints",
+            "unrecognized",
+            "not enabled",
+            "unknown param",
+        ]
+        .iter()
+        .any(|w| m.contains(w))
+}
+
+fn hint(status: StatusCode, said: &str, rejects_tools: bool, hints: &Hints) -> String {
+    if rejects_tools {
+        return ". The server or this model does not support tools or tool_choice: try --router-mode prompt (the tools go in the prompt), or --tool-choice auto".to_owned();
+    }
+    let key = hints.key_env.as_deref().unwrap_or("the API key variable");
+    let model = &hints.model;
+    let hint = match status.as_u16() {
+        401 if !hints.key_sent => {
+            format!("No API key was sent: set {key}, or name another variable with --api-key-env")
+        }
+        401 => format!("Check the API key in {key}: is it current, and is it a key for this server?"),
+        403 => format!(
+            "The key in {key} is not allowed to do this: check its permissions, its credit, and whether it may use the model {model:?}"
+        ),
+        404 => {
+            let m = said.to_lowercase();
+            if m.contains("model") {
+                format!("Check the model name {model:?} (--model): the server does not know it")
+            } else {
+                format!(
+                    "Check --base-url (OpenAI-compatible servers usually end in /v1) and the model name {model:?} (--model)"
+                )
+            }
+        }
+        400 | 422 => format!(
+            "Check the model name {model:?} (--model) and what the server says it refused; if it is about tools or tool_choice, try --router-mode prompt or --tool-choice auto"
+        ),
+        413 => "The conversation is too long for this server: lower --max-steps".to_owned(),
+        429 => "Rate limited: wait, raise --retries, or check the account's limits and credit".to_owned(),
+        500..=599 => "The server failed: try again later, or raise --retries".to_owned(),
+        _ => return String::new(),
+    };
+    format!(". {hint}")
+}
+
+/// The first `max` characters of `text`, marked when cut.
+pub(crate) fn excerpt(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+/// The innermost cause of an error, which says what actually failed ("Connection refused",
+/// "invalid peer certificate: UnknownIssuer") without the layers' wrappers around it.
+fn causes(e: &reqwest::Error) -> String {
+    let mut innermost = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        innermost = s.to_string();
+        source = s.source();
+    }
+    innermost
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_is_seconds_or_a_date() {
+        assert_eq!(parse_retry_after("3"), Some(Duration::from_secs(3)));
+        assert_eq!(parse_retry_after(" 0 "), Some(Duration::ZERO));
+        assert_eq!(parse_retry_after("1.5"), Some(Duration::from_millis(1500)));
+        assert_eq!(parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT"), Some(784_111_777));
+        assert_eq!(parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT"), Some(Duration::ZERO));
+        assert_eq!(parse_retry_after("soon"), None);
+        assert_eq!(parse_retry_after("-1"), None);
+    }
+
+    #[test]
+    fn backoff_doubles_within_its_jitter_and_cap() {
+        let base = Duration::from_millis(100);
+        let cap = Duration::from_secs(1);
+        for n in 0..6 {
+            let full = (base * 2u32.pow(n)).min(cap);
+            let wait = backoff(base, cap, n);
+            assert!(wait >= full / 2 && wait <= full, "retry {n}: {wait:?} not within half of {full:?}");
+        }
+        assert!(backoff(base, cap, u32::MAX) <= cap);
+    }
+
+    #[test]
+    fn server_messages_in_every_shape() {
+        let cases = [
+            (serde_json::json!({"error": {"message": "bad key", "type": "invalid_request_error"}}), "bad key"),
+            (serde_json::json!({"type": "error", "error": {"type": "x", "message": "overloaded"}}), "overloaded"),
+            (serde_json::json!({"error": "model not found"}), "model not found"),
+            (serde_json::json!({"object": "error", "message": "vllm says"}), "vllm says"),
+            (serde_json::json!({"detail": "nope"}), "nope"),
+        ];
+        for (body, want) in cases {
+            assert_eq!(server_message(&body).as_deref(), Some(want));
+        }
+        let routed = serde_json::json!({"error": {"message": "Provider returned error", "code": 400, "metadata": {"raw": "tools unsupported"}}});
+        assert_eq!(server_message(&routed).as_deref(), Some("Provider returned error (tools unsupported)"));
+    }
+
+    #[test]
+    fn tool_refusals_are_recognised_and_other_errors_are_not() {
+        for m in [
+            "registry.ollama.ai/library/gemma:2b does not support tools",
+            "tools param requires --jinja flag",
+            "Unsupported param: tool_choice",
+            "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set",
+            "No endpoints found that support tool use",
+            "No endpoints found that can handle the requested parameters.",
+        ] {
+            assert!(rejects_tools(m), "{m}");
+        }
+        for m in [
+            "Incorrect API key provided",
+            "model not found",
+            "context length exceeded",
+            "Invalid schema for function 'x'",
+        ] {
+            assert!(!rejects_tools(m), "{m}");
+        }
+    }
+
+    #[test]
+    fn secrets_are_cut_out() {
+        let s = Secret::new("sk-abcdef".into());
+        assert_eq!(s.redact("bad key sk-abcdef!"), "bad key [redacted]!");
+        assert_eq!(format!("{s:?}"), "Secret([redacted])");
+        assert_eq!(excerpt("héllo", 2), "hé...");
+    }
+}
