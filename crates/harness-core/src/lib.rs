@@ -42,5 +42,5 @@ pub use registry::{
     FINISH, RegisteredTool, RegistryError, ToolDefinition, ToolExample, ToolFailure, ToolHandler, ToolRegistry,
     ToolSource, compile_schema,
 };
-pub use run::{RunOptions, RunOutcome, RunStatus, run};
+pub use run::{RunOptions, RunOutcome, RunStatus, call_tool, run};
 pub use trace::{NoTrace, StepStatus, TraceEntry, TraceSink, TraceWriter};

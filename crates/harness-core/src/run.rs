@@ -553,3 +553,29 @@ async fn execute(
     };
     StepOutcome::Failed(HarnessError::new(code, failure.message, details), StepStatus::Error)
 }
+
+/// Validates and runs one call outside a run, exactly as a step would (unknown tool, schema,
+/// timeout, error mapping), for callers that are not a router: an MCP server, plugin checks.
+///
+/// `finish` is not a tool to call here and is `unknown_tool`.
+pub async fn call_tool(registry: &ToolRegistry, tool: &str, arguments: Value) -> Result<Value, HarnessError> {
+    let known = registry.get(tool).filter(|t| t.handler().is_some());
+    let Some(found) = known else {
+        let offered: Vec<&str> =
+            registry.definitions().iter().map(|d| d.name.as_str()).filter(|n| *n != FINISH).collect();
+        return Err(HarnessError::new(
+            ErrorCode::UnknownTool,
+            format!("there is no tool named {tool:?}; call one of: {}", offered.join(", ")),
+            json!({ "tool": tool, "offered": offered }),
+        ));
+    };
+    found.validate(&arguments)?;
+    let Some(handler) = found.handler().cloned() else {
+        unreachable!("filtered on having a handler above");
+    };
+    let mut call = ToolCall { id: String::new(), tool: tool.to_owned(), arguments };
+    match execute(handler, &mut call, found.timeout).await {
+        StepOutcome::Ran(result) | StepOutcome::Finished(result) => Ok(result),
+        StepOutcome::Failed(error, _) => Err(error),
+    }
+}

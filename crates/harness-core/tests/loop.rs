@@ -1361,3 +1361,17 @@ async fn past_the_conversation_limit_only_finish_is_offered() {
     assert_eq!(seen[1].tools, finish_only());
     assert_eq!(codes(&trace), [None, Some("tool_not_offered"), None]);
 }
+
+#[tokio::test]
+async fn call_tool_validates_and_runs_like_a_step() {
+    let kit = Kit::new();
+    let ok = harness_core::call_tool(&kit.registry, "echo", json!({"text": "hi"})).await;
+    assert_eq!(ok.unwrap(), json!({"tool": "echo", "echo": {"text": "hi"}}));
+    let bad = harness_core::call_tool(&kit.registry, "echo", json!({"text": 1})).await.unwrap_err();
+    assert_eq!(bad.code.as_str(), "invalid_arguments");
+    let unknown = harness_core::call_tool(&kit.registry, "finish", json!({"answer": 1})).await.unwrap_err();
+    assert_eq!(unknown.code.as_str(), "unknown_tool");
+    let failed = harness_core::call_tool(&kit.registry, "panic", json!({})).await.unwrap_err();
+    assert_eq!(failed.code.as_str(), "tool_panicked");
+    assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 1);
+}
