@@ -1,9 +1,15 @@
-//! `harness plugins list` and `harness plugins inspect`.
+//! `harness plugins list`, `inspect`, `check` and `new`.
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
-use clap::Subcommand;
+use clap::{Args, Subcommand};
+#[cfg(unix)]
+use harness_loader::isolation::HostCommand;
+use harness_loader::isolation::Isolation;
 use harness_loader::{Discovery, LoadedPlugin, PluginLibrary, ToolState};
+use harness_testkit::scaffold::{self, Dependency, Scaffold, ScaffoldError};
+use harness_testkit::{CheckOptions, Executor};
 use serde_json::{Value, json};
 
 use crate::Result;
@@ -32,6 +38,57 @@ pub(crate) enum PluginsCommand {
         #[command(flatten)]
         plugins: PluginArgs,
     },
+    /// Check one plugin library file as a plugin's CI would: exit 0 when all pass, 1 when one fails.
+    ///
+    /// The checks: loads, manifest, schemas, examples, accepts-valid (generated arguments
+    /// are accepted, and no call panics, crashes or hangs), rejects-invalid and
+    /// deterministic. Exit 2 when the file cannot be read at all.
+    Check(Box<CheckArgs>),
+    /// Create a plugin crate of its own that builds and passes `plugins check` as it is.
+    ///
+    /// A cdylib on harness-sdk with one example tool, a declared example, and a test that
+    /// runs the checks of `plugins check` on the built library.
+    New {
+        /// The plugin's name, which is also its crate's: ^[a-z][a-z0-9_-]{0,63}$.
+        name: String,
+        /// The crate's directory (default ./NAME); it must not exist or be empty.
+        #[arg(long, value_name = "DIR")]
+        path: Option<PathBuf>,
+        /// Depend on the harness-sdk crate in this directory (default: the one this harness was built from, when it is still there).
+        #[arg(long, value_name = "PATH", conflicts_with = "sdk_version")]
+        sdk_path: Option<PathBuf>,
+        /// Depend on this version of harness-sdk from a registry instead.
+        #[arg(long, value_name = "VER")]
+        sdk_version: Option<String>,
+    },
+}
+
+/// `harness plugins check FILE ...`
+#[derive(Debug, Args)]
+pub(crate) struct CheckArgs {
+    /// The plugin library file; it alone is loaded.
+    file: PathBuf,
+    /// One JSON object with every check instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Also write the results as JUnit XML to FILE (one testcase per check and tool).
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// Argument objects generated per tool.
+    #[arg(long, value_name = "N", default_value_t = harness_testkit::DEFAULT_CASES)]
+    cases: usize,
+    /// The generator's seed: the same seed gives the same cases.
+    #[arg(long, value_name = "S", default_value_t = harness_testkit::DEFAULT_SEED)]
+    seed: u64,
+    /// Configuration file (TOML) whose [plugins.<name>] section configures the plugin; ./harness.toml is read when present.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Every call's time limit in seconds, unless the plugin's section sets its own.
+    #[arg(long, value_name = "SECS", default_value_t = harness_testkit::DEFAULT_TOOL_TIMEOUT.as_secs_f64())]
+    tool_timeout: f64,
+    /// Where calls run: process (a crash or a hang fails one call) or in-process.
+    #[arg(long, value_name = "MODE", default_value = "process")]
+    isolation: String,
 }
 
 /// Appends a line to the output gathered for one write (see [`emit`]).
@@ -169,8 +226,11 @@ pub(crate) fn plugins(command: PluginsCommand) -> Result<u8> {
             let found = load_plugins(&plugins, &config, false)?;
             let mut out = String::new();
             list(&mut out, &found, json);
+            list_mcp_servers(&mut out, &plugins, &config, &found, json)?;
             emit(&out)
         }
+        PluginsCommand::Check(args) => check(*args),
+        PluginsCommand::New { name, path, sdk_path, sdk_version } => new_plugin(&name, path, sdk_path, sdk_version),
         PluginsCommand::Inspect { target, json, plugins } => {
             let path = Path::new(&target);
             if target.contains(std::path::MAIN_SEPARATOR) || target.contains('/') || path.is_file() {
@@ -201,4 +261,154 @@ pub(crate) fn plugins(command: PluginsCommand) -> Result<u8> {
             emit(&out)
         }
     }
+}
+
+/// The configured MCP servers, as a source of their own after the plugins: each is started and
+/// its tools named as in a run. In JSON, an `mcp_servers` key of the one object.
+fn list_mcp_servers(
+    out: &mut String,
+    args: &PluginArgs,
+    config: &LoadedConfig,
+    found: &Discovery,
+    as_json: bool,
+) -> Result<()> {
+    let mut registry = harness_core::ToolRegistry::new();
+    // Plugin tools first, so that MCP tools get the names a run would give them.
+    let _ = found.register_tools(&mut registry);
+    let sources = crate::mcp::add_mcp_tools(args, config, &mut registry, false)?;
+    if as_json {
+        let servers = crate::mcp::servers_json(&sources);
+        match serde_json::from_str::<Value>(out.trim()) {
+            Ok(mut listed) if listed.is_object() => {
+                listed["mcp_servers"] = servers;
+                out.clear();
+                say!(out, "{listed}");
+            }
+            _ => say!(out, "{}", json!({ "mcp_servers": servers })),
+        }
+    } else {
+        crate::mcp::servers_text(out, &sources);
+    }
+    sources.shutdown();
+    Ok(())
+}
+
+/// Runs the test kit on one file and prints its report; the exit code is the verdict.
+fn check(args: CheckArgs) -> Result<u8> {
+    let config = LoadedConfig::load(args.config.as_deref())?;
+    let config_name = config.path.as_ref().map_or_else(|| "config".to_owned(), |p| p.display().to_string());
+    let mut sections = BTreeMap::new();
+    for (name, table) in &config.config.plugins.sections {
+        let value = serde_json::to_value(table).map_err(|e| {
+            CliError::Usage(format!("{config_name}: [plugins.{name}] cannot be passed to the plugin: {e}"))
+        })?;
+        sections.insert(name.clone(), value);
+    }
+    let secs = args.tool_timeout;
+    if !(secs.is_finite() && secs > 0.0 && secs <= 86_400.0) {
+        return Err(CliError::Usage(format!("--tool-timeout {secs}: give a number of seconds between 0 and 86400")));
+    }
+    let executor = match Isolation::parse(&args.isolation) {
+        Some(Isolation::InProcess) => Executor::InProcess,
+        Some(Isolation::Process) => process_executor(),
+        None => {
+            return Err(CliError::Usage(format!(
+                "--isolation {:?} is not a mode; use process or in-process",
+                args.isolation
+            )));
+        }
+    };
+    let options = CheckOptions {
+        cases: args.cases,
+        seed: args.seed,
+        tool_timeout: std::time::Duration::from_secs_f64(secs),
+        sections,
+        executor,
+        never_call: Vec::new(),
+        max_result_bytes: config.config.limits.result_bytes.unwrap_or(CheckOptions::default().max_result_bytes),
+    };
+    let report = harness_testkit::check(&args.file, &options).map_err(|e| CliError::Usage(e.to_string()))?;
+    if let Some(junit) = &args.junit {
+        std::fs::write(junit, report.junit())
+            .map_err(|e| CliError::Failure(format!("cannot write the JUnit report {}: {e}", junit.display())))?;
+    }
+    let mut out = String::new();
+    if args.json {
+        say!(out, "{}", report.to_json());
+    } else {
+        out.push_str(&report.table());
+    }
+    emit(&out)?;
+    Ok(if report.passed() { 0 } else { 1 })
+}
+
+/// Calls in a plugin-host child: this very executable in its hidden mode.
+#[cfg(unix)]
+fn process_executor() -> Executor {
+    match std::env::current_exe() {
+        Ok(program) => Executor::Process(HostCommand { program, args: vec![crate::PLUGIN_HOST_MODE.into()] }),
+        Err(_) => Executor::InProcess,
+    }
+}
+
+#[cfg(not(unix))]
+fn process_executor() -> Executor {
+    Executor::InProcess
+}
+
+/// The SDK of the checkout this binary was built from, when it is still there.
+fn built_from_sdk() -> Option<PathBuf> {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/harness-sdk").canonicalize().ok()
+}
+
+/// Writes a new plugin crate and says what to do next.
+fn new_plugin(name: &str, path: Option<PathBuf>, sdk_path: Option<PathBuf>, sdk_version: Option<String>) -> Result<u8> {
+    scaffold::check_name(name).map_err(|e| CliError::Usage(e.to_string()))?;
+    let own_version = || Dependency::Version(env!("CARGO_PKG_VERSION").to_owned());
+    let (sdk, testkit) = match (sdk_path, sdk_version) {
+        (Some(dir), _) => {
+            let dir = dir.canonicalize().map_err(|e| CliError::Usage(format!("--sdk-path {}: {e}", dir.display())))?;
+            if !dir.join("Cargo.toml").is_file() {
+                return Err(CliError::Usage(format!(
+                    "--sdk-path {}: no Cargo.toml there; give the crates/harness-sdk directory of a harness checkout",
+                    dir.display()
+                )));
+            }
+            let testkit =
+                dir.join("../harness-testkit").canonicalize().map_or_else(|_| own_version(), Dependency::Path);
+            (Dependency::Path(dir), testkit)
+        }
+        (None, Some(version)) => (Dependency::Version(version.clone()), Dependency::Version(version)),
+        (None, None) => match built_from_sdk() {
+            Some(dir) => {
+                let testkit =
+                    dir.join("../harness-testkit").canonicalize().map_or_else(|_| own_version(), Dependency::Path);
+                (Dependency::Path(dir), testkit)
+            }
+            None => (own_version(), own_version()),
+        },
+    };
+    let dir = path.unwrap_or_else(|| PathBuf::from(name));
+    let spec = Scaffold { name: name.to_owned(), dir: dir.clone(), sdk: sdk.clone(), testkit };
+    let written = scaffold::scaffold(&spec).map_err(|e| match e {
+        ScaffoldError::Io { .. } => CliError::Failure(e.to_string()),
+        _ => CliError::Usage(e.to_string()),
+    })?;
+    let shown = dir.canonicalize().unwrap_or(dir);
+    let mut out = String::new();
+    say!(out, "created plugin crate {name} in {}:", shown.display());
+    for file in &written {
+        say!(out, "    {}", file.display());
+    }
+    match &sdk {
+        Dependency::Path(p) => say!(out, "harness-sdk from {}", p.display()),
+        Dependency::Version(v) => say!(out, "harness-sdk {v} from a registry"),
+    }
+    let library = format!("{}{}{}", std::env::consts::DLL_PREFIX, name.replace('-', "_"), std::env::consts::DLL_SUFFIX);
+    say!(out, "next:");
+    say!(out, "    cd {}", shown.display());
+    say!(out, "    cargo build");
+    say!(out, "    harness plugins check target/debug/{library}");
+    say!(out, "    cargo test");
+    emit(&out)
 }

@@ -21,11 +21,11 @@ pub(crate) fn perfect_matching(n: usize, edges: &[(usize, usize)]) -> Result<Vec
     let mut search = Search::new(adjacency);
     // A greedy start leaves few vertices for the (slower) augmenting-path search.
     for v in 0..n {
-        if search.mate[v] == NONE {
-            if let Some(&w) = search.adjacency[v].iter().find(|&&w| search.mate[w] == NONE) {
-                search.mate[v] = w;
-                search.mate[w] = v;
-            }
+        if search.mate[v] == NONE
+            && let Some(&w) = search.adjacency[v].iter().find(|&&w| search.mate[w] == NONE)
+        {
+            search.mate[v] = w;
+            search.mate[w] = v;
         }
     }
     for v in 0..n {
