@@ -54,6 +54,18 @@ pub(crate) struct Config {
     /// `[plugins]`: directories, selection, and per-plugin sections.
     #[serde(default)]
     pub(crate) plugins: PluginsConfig,
+    /// `[mcp]`: MCP servers started as sources of tools.
+    #[serde(default)]
+    pub(crate) mcp: McpConfig,
+}
+
+/// The `[mcp]` table.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct McpConfig {
+    /// `[[mcp.servers]]`: name, command, args, env; each started as a child process at startup.
+    #[serde(default)]
+    pub(crate) servers: Vec<harness_mcp::McpServerConfig>,
 }
 
 /// The `[limits]` table: sizes in bytes.
@@ -179,6 +191,18 @@ mod tests {
         let e = LoadedConfig::load(Some(&path)).err().unwrap().to_string();
         let _ = std::fs::remove_dir_all(&dir);
         assert!(e.contains("read from the environment only") && !e.contains("sk-in-a-file"), "{e}");
+    }
+
+    #[test]
+    fn mcp_servers() {
+        let c: Config = toml::from_str(
+            "[[mcp.servers]]\nname = \"py\"\ncommand = \"python3\"\nargs = [\"server.py\"]\nenv = { TOKEN = \"t\" }\n",
+        )
+        .unwrap();
+        assert_eq!(c.mcp.servers[0].args, vec!["server.py"]);
+        assert_eq!(c.mcp.servers[0].env["TOKEN"], "t");
+        assert!(toml::from_str::<Config>("[[mcp.servers]]\nname = \"py\"\ncommand = \"x\"\ncwd = \"/\"\n").is_err());
+        assert!(toml::from_str::<Config>("[mcp]\nserver = []\n").is_err());
     }
 
     #[test]

@@ -4,11 +4,15 @@
 //! This binary only parses arguments, builds the configuration and wires a provider to the
 //! plugins that load; the loop, the loader and the providers live in their own crates.
 
+mod batch;
 mod config;
 mod error;
+mod mcp;
 mod plugins;
 mod run;
 mod setup;
+mod trace_cmd;
+mod wiring;
 
 use std::process::ExitCode;
 
@@ -33,6 +37,18 @@ enum Command {
         #[command(subcommand)]
         command: plugins::PluginsCommand,
     },
+    /// Speak the Model Context Protocol: serve the plugins' tools to an MCP client (see docs/mcp.md).
+    Mcp {
+        #[command(subcommand)]
+        command: mcp::McpCommand,
+    },
+    /// Run many requests from a JSON Lines file, several at once, resumably (see docs/batch.md).
+    Batch(Box<batch::BatchArgs>),
+    /// Read a run's trace: a table of its steps, or a self-contained HTML report (see docs/traces.md).
+    Trace {
+        #[command(subcommand)]
+        command: trace_cmd::TraceCommand,
+    },
 }
 
 /// The hidden first argument that turns this process into a plugin host (`process` isolation).
@@ -47,6 +63,9 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Run(args) => run::run(*args),
         Command::Plugins { command } => plugins::plugins(command),
+        Command::Mcp { command } => mcp::mcp(command),
+        Command::Batch(args) => batch::batch(*args),
+        Command::Trace { command } => trace_cmd::trace(command),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

@@ -70,10 +70,10 @@ pub(crate) fn plugin_dirs(args: &PluginArgs, config: &LoadedConfig) -> Result<Ve
         dirs.extend(std::env::split_paths(&path).filter(|p| !p.as_os_str().is_empty()));
     }
     dirs.extend(config.config.plugins.dirs.iter().cloned());
-    if !args.no_default_plugins {
-        if let Some(dir) = std::env::current_exe().ok().and_then(|exe| exe.parent().map(PathBuf::from)) {
-            dirs.push(dir);
-        }
+    if !args.no_default_plugins
+        && let Some(dir) = std::env::current_exe().ok().and_then(|exe| exe.parent().map(PathBuf::from))
+    {
+        dirs.push(dir);
     }
     Ok(dirs)
 }

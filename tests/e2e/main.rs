@@ -7,8 +7,12 @@
 // Test code: a failed unwrap is a failed test, with its location.
 #![allow(clippy::unwrap_used)]
 
+mod batch;
+mod check;
 mod discovery;
 mod isolation;
+mod mcp;
 mod providers;
 mod run;
 mod support;
+mod trace;

@@ -8,7 +8,15 @@ use serde_json::Value;
 
 /// The workspace plugins every test may use, and the fixtures built beside them.
 const PLUGINS: &[&str] = &["calc", "chem", "files", "fault"];
-const FIXTURES: &[&str] = &["abi-future", "clash"];
+const FIXTURES: &[&str] = &[
+    "abi-future",
+    "clash",
+    "check-bad-schema",
+    "check-wrong-example",
+    "check-panics",
+    "check-hangs",
+    "check-duplicate",
+];
 
 /// The directory that holds the `harness` binary and, once built, the workspace's plugins.
 pub(crate) fn bin_dir() -> PathBuf {

@@ -157,10 +157,10 @@ fn scan(
                 if notes.first_parse_error.is_none() {
                     notes.first_parse_error = Some((e.to_string(), i));
                 }
-                if depth < 2 {
-                    if let Some(call) = scan(text, i + 1, region_end, depth + 1, notes, bare) {
-                        return Some(call);
-                    }
+                if depth < 2
+                    && let Some(call) = scan(text, i + 1, region_end, depth + 1, notes, bare)
+                {
+                    return Some(call);
                 }
             }
         }
@@ -219,10 +219,10 @@ fn as_call(value: &Value) -> Option<(String, Value)> {
         return Some((name.to_owned(), arguments));
     }
     for key in ["function", "tool_call", "call"] {
-        if let Some(inner) = obj.get(key) {
-            if let Some(call) = as_call(inner) {
-                return Some(call);
-            }
+        if let Some(inner) = obj.get(key)
+            && let Some(call) = as_call(inner)
+        {
+            return Some(call);
         }
     }
     obj.get("tool_calls").and_then(Value::as_array).and_then(|calls| calls.first()).and_then(as_call)

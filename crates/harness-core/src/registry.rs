@@ -24,6 +24,11 @@ pub enum ToolSource {
         /// The plugin's version.
         version: String,
     },
+    /// Offered by an MCP server that the harness started as a tool source.
+    Mcp {
+        /// The server's name in the configuration.
+        server: String,
+    },
 }
 
 /// A declared example call, shown to operators and held against the tool by plugin checks.
@@ -161,6 +166,7 @@ impl ToolRegistry {
             let existing = match &self.definitions[i].source {
                 ToolSource::Builtin => "the harness itself".to_owned(),
                 ToolSource::Plugin { name, .. } => format!("plugin {name:?}"),
+                ToolSource::Mcp { server } => format!("MCP server {server:?}"),
             };
             return Err(RegistryError::Duplicate { name: definition.name, existing });
         }

@@ -176,10 +176,10 @@ fn describe_open_error(e: &libloading::Error) -> String {
 /// Parses and checks a manifest: names, versions, descriptions, schemas that compile.
 pub fn parse_manifest(json: &str) -> Result<Manifest, LoadError> {
     let bad = LoadError::Manifest;
-    if let Ok(Value::Object(o)) = serde_json::from_str::<Value>(json) {
-        if let Some(Value::String(e)) = o.get("error") {
-            return Err(bad(format!("the plugin could not build its manifest: {e}")));
-        }
+    if let Ok(Value::Object(o)) = serde_json::from_str::<Value>(json)
+        && let Some(Value::String(e)) = o.get("error")
+    {
+        return Err(bad(format!("the plugin could not build its manifest: {e}")));
     }
     let m: Manifest = serde_json::from_str(json).map_err(|e| bad(e.to_string()))?;
     if !is_valid_plugin_name(&m.name) {

@@ -144,14 +144,14 @@ impl HttpProvider {
             (ToolChoice::Required, Some(over)) => over.clone(),
             (asked, _) => asked.clone(),
         };
-        if let ToolChoice::Tool(name) = &choice {
-            if !request.tools.iter().any(|t| &t.name == name) {
-                let offered: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
-                return Err(ProviderError::new(format!(
-                    "--tool-choice {name:?} names no tool offered at this step (offered: {}); use required, auto, none or one of those names",
-                    offered.join(", ")
-                )));
-            }
+        if let ToolChoice::Tool(name) = &choice
+            && !request.tools.iter().any(|t| &t.name == name)
+        {
+            let offered: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+            return Err(ProviderError::new(format!(
+                "--tool-choice {name:?} names no tool offered at this step (offered: {}); use required, auto, none or one of those names",
+                offered.join(", ")
+            )));
         }
         Ok(choice)
     }

@@ -97,14 +97,14 @@ impl Wire for ChatCompletions {
             }
         }
         // The shape of the API before tools, which some servers still answer in.
-        if let Some(function) = message.get("function_call").filter(|f| f.is_object()) {
-            if calls.is_empty() {
-                calls.push(ProposedCall {
-                    id: None,
-                    name: function.get("name").and_then(Value::as_str).unwrap_or_default().to_owned(),
-                    arguments: function.get("arguments").cloned().unwrap_or(Value::Null),
-                });
-            }
+        if let Some(function) = message.get("function_call").filter(|f| f.is_object())
+            && calls.is_empty()
+        {
+            calls.push(ProposedCall {
+                id: None,
+                name: function.get("name").and_then(Value::as_str).unwrap_or_default().to_owned(),
+                arguments: function.get("arguments").cloned().unwrap_or(Value::Null),
+            });
         }
         let text = match message.get("content") {
             Some(Value::String(s)) => Some(s.clone()),

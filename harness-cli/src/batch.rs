@@ -1,0 +1,366 @@
+//! `harness batch`: many requests from a JSON Lines file, at most `--concurrency` at once, one
+//! result line each, appended as each run ends; rerun with the same `--out` to resume.
+
+mod input;
+mod names;
+mod pace;
+mod progress;
+mod results;
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use harness_core::{
+    ErrorCode, HarnessError, ModelProvider, NoTrace, RunOptions, RunOutcome, RunStatus, ToolRegistry, TraceSink,
+    TraceWriter, Usage,
+};
+use harness_providers::ScriptedProvider;
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use crate::Result;
+use crate::config::LoadedConfig;
+use crate::error::CliError;
+use crate::setup::{PluginArgs, load_plugins};
+use crate::wiring::{
+    LoopArgs, ProviderArgs, build_provider, check_tool_choice, note_ignored_settings, provider_name, run_options,
+    runtime, script_path, status_name,
+};
+use input::{Request, Scripts, Shard};
+use pace::{Pace, Paced};
+use progress::{Progress, Tally, human_ms, human_secs};
+use results::{ResultLine, ResultsFile};
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  the batch ran to its end, whatever each run's status (see --out and the summary); bad input lines are
+     reported and skipped
+  1  the batch stopped: the results file or a trace could not be written, plugins failed to load
+  2  usage or configuration error: a bad flag, an unreadable requests file, a results file another batch
+     is writing, an invalid config, a missing API key or model name";
+
+/// Arguments of `harness batch`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = EXIT_CODES,
+    mut_arg("max_steps", |a| a.help("Steps each run may take, unless its line sets max_steps; the last offers only finish. [default: 8]")),
+    mut_arg("max_seconds", |a| a.help("Wall-clock limit of each run in seconds: past it, time_budget_exhausted")),
+    mut_arg("script", |a| a.help("JSON Lines file of router replies, replayed from its start for every request that has no \"script\" of its own (implies --provider scripted)")),
+)]
+pub(crate) struct BatchArgs {
+    /// JSON Lines file of requests: one {"id": ..., "request": "...", "max_steps": N} object a line.
+    requests: PathBuf,
+    /// Results file (JSON Lines), one line per request as each run ends. Requests whose id already has a line
+    /// in it are skipped: rerun with the same --out to resume.
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+    /// Runs in flight at once.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
+    concurrency: u16,
+    /// Run only every N-th line, starting at line I+1 (I from 0): N workers given 0/N .. N-1/N cover the file.
+    #[arg(long, value_name = "I/N")]
+    shard: Option<Shard>,
+    /// Write each run's trace to DIR/ID.jsonl (the id percent-encoded for a file name).
+    #[arg(long, value_name = "DIR")]
+    traces: Option<PathBuf>,
+    /// At most N model requests a minute over the whole batch, spaced evenly (a hosted API's rate limit).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    rpm: Option<u32>,
+    /// Seconds between progress lines when stderr is not a terminal.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    progress_every: f64,
+    /// No progress or notes on stderr; bad lines, warnings and the summary still print.
+    #[arg(long, short)]
+    quiet: bool,
+    #[command(flatten)]
+    provider: ProviderArgs,
+    #[command(flatten)]
+    limits: LoopArgs,
+    #[command(flatten)]
+    plugins: PluginArgs,
+}
+
+/// Who answers each run.
+enum Router {
+    /// One provider (and its HTTP client) for every run.
+    Shared(Box<dyn ModelProvider>),
+    /// The scripted provider: each run replays its own line's script, or this one, from its start.
+    Scripted(Option<(String, String)>),
+}
+
+/// What every run shares.
+struct Shared {
+    router: Router,
+    registry: ToolRegistry,
+    options: RunOptions,
+    traces: Option<PathBuf>,
+    pace: Option<Pace>,
+}
+
+/// A run that ended.
+struct Done {
+    request: Request,
+    outcome: RunOutcome,
+    duration: Duration,
+    trace: Option<PathBuf>,
+}
+
+/// Runs `harness batch` and returns the exit code.
+pub(crate) fn batch(args: BatchArgs) -> Result<u8> {
+    if !(args.progress_every.is_finite() && args.progress_every > 0.0 && args.progress_every <= 86_400.0) {
+        return Err(CliError::Usage(format!(
+            "--progress-every {}: give a number of seconds above 0, at most 86400",
+            args.progress_every
+        )));
+    }
+    let config = LoadedConfig::load(args.plugins.config.as_deref())?;
+    let options = run_options(&args.limits, &config)?;
+    let name = provider_name(&args.provider, &config);
+    let (router, scripts) = if name == "scripted" {
+        note_ignored_settings(&args.provider, &config, &name, args.quiet);
+        match script_path(&args.provider, &config) {
+            Some(path) => (Router::Scripted(Some(read_script(&path)?)), Scripts::Optional),
+            None => (Router::Scripted(None), Scripts::Required),
+        }
+    } else {
+        (Router::Shared(build_provider(&args.provider, &config, args.quiet)?), Scripts::Ignored)
+    };
+
+    let shard = args.shard.unwrap_or(Shard::ALL);
+    let input = input::read(&args.requests, shard, scripts)?;
+    let file = args.requests.display();
+    for bad in &input.bad {
+        eprintln!("harness: batch: {file}:{}: {}; skipped", bad.line, bad.problem);
+    }
+    if input.ignored_scripts > 0 && !args.quiet {
+        eprintln!(
+            "harness: note: the \"script\" of {} requests is ignored: the {name} provider does not replay scripts",
+            input.ignored_scripts
+        );
+    }
+
+    let (mut out, earlier) = ResultsFile::open(&args.out)?;
+    let out_name = args.out.display();
+    for (line, text) in &earlier.foreign {
+        eprintln!("harness: warning: {out_name}:{line}: not a result line, left as it is: {text}");
+    }
+    if earlier.torn {
+        eprintln!(
+            "harness: batch: {out_name}: cut off a torn last line (a batch was killed while writing it); its request runs again"
+        );
+    }
+    let selected = input.requests.len();
+    let todo: VecDeque<Request> = input.requests.into_iter().filter(|r| !earlier.done.contains(&r.key)).collect();
+    let skipped = selected - todo.len();
+    if let Some(dir) = &args.traces {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| CliError::Usage(format!("cannot create the traces directory {}: {e}", dir.display())))?;
+    }
+
+    let found = load_plugins(&args.plugins, &config, !args.quiet)?;
+    let mut registry = ToolRegistry::new();
+    for problem in found.register_tools(&mut registry) {
+        eprintln!("harness: warning: {problem}");
+    }
+    check_tool_choice(&args.provider, &config, &registry, &name)?;
+
+    let shard_text = if shard.count > 1 { format!(" (shard {}/{})", shard.index, shard.count) } else { String::new() };
+    if !args.quiet {
+        eprintln!(
+            "harness: batch: {selected} requests{shard_text}, {skipped} already in {out_name}, {} to run, {} at a time",
+            todo.len(),
+            args.concurrency
+        );
+    }
+    let shared = Arc::new(Shared {
+        router,
+        registry,
+        options,
+        traces: args.traces.clone(),
+        pace: args.rpm.map(Pace::per_minute),
+    });
+    let concurrency = usize::from(args.concurrency).min(todo.len());
+    let mut progress = Progress::new(todo.len(), Duration::from_secs_f64(args.progress_every), args.quiet);
+    let mut tally = Tally::default();
+    let threads = std::thread::available_parallelism().map_or(1, usize::from).min(concurrency).max(1);
+    let rt = runtime(threads)?;
+    let ran = rt.block_on(drive(shared, todo, concurrency, &mut out, &mut progress, &mut tally));
+    // An abandoned in-process call may still be running; the process must not wait for it.
+    rt.shutdown_background();
+    progress.finish();
+    ran?;
+
+    println!("{}", summary(&tally, progress.elapsed(), selected, skipped, input.bad.len(), &shard_text, &args.out));
+    Ok(0)
+}
+
+/// The text of a `--script` file, checked once, replayed by every run that has no script of its own.
+fn read_script(path: &Path) -> Result<(String, String)> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| CliError::Usage(format!("cannot read script {name}: {e}")))?;
+    ScriptedProvider::from_jsonl(&name, &text).map_err(|e| CliError::Usage(e.to_string()))?;
+    Ok((name, text))
+}
+
+/// Runs the queue with `concurrency` workers, writing each result as it arrives.
+async fn drive(
+    shared: Arc<Shared>,
+    todo: VecDeque<Request>,
+    concurrency: usize,
+    out: &mut ResultsFile,
+    progress: &mut Progress,
+    tally: &mut Tally,
+) -> Result<()> {
+    let queue = Arc::new(Mutex::new(todo));
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    for _ in 0..concurrency {
+        let (shared, queue, tx) = (shared.clone(), queue.clone(), tx.clone());
+        tokio::spawn(async move {
+            loop {
+                let next = queue.lock().unwrap_or_else(PoisonError::into_inner).pop_front();
+                let Some(request) = next else { break };
+                if tx.send(run_one(&shared, request).await).is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    drop(tx);
+    let mut ticks = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tokio::select! {
+            done = rx.recv() => {
+                let Some(done) = done else { return Ok(()) };
+                record(&done, out, tally)?;
+                progress.update(tally);
+            }
+            _ = ticks.tick() => progress.tick(tally),
+        }
+    }
+}
+
+/// Appends a run's result line and counts it.
+fn record(done: &Done, out: &mut ResultsFile, tally: &mut Tally) -> Result<()> {
+    let duration_ms = (done.duration.as_secs_f64() * 1e6).round() / 1e3;
+    let o = &done.outcome;
+    out.append(&ResultLine {
+        id: &done.request.id,
+        status: status_name(o.status),
+        answer: o.answer.as_ref(),
+        steps: o.steps,
+        usage: o.usage,
+        error: o.error.as_ref(),
+        duration_ms,
+        retries: o.retries,
+        trace: done.trace.as_deref(),
+    })?;
+    tally.add(o.status, duration_ms, o.usage, o.retries);
+    Ok(())
+}
+
+/// One request through the loop.
+async fn run_one(shared: &Shared, request: Request) -> Done {
+    let started = Instant::now();
+    let options = RunOptions { max_steps: request.max_steps.unwrap_or(shared.options.max_steps), ..shared.options };
+    let trace_path = shared.traces.as_ref().map(|dir| dir.join(names::trace_file_name(&request.key)));
+    let mut sink: Box<dyn TraceSink> = match &trace_path {
+        None => Box::new(NoTrace),
+        Some(path) => match File::create(path) {
+            Ok(file) => Box::new(TraceWriter::new(BufWriter::new(file))),
+            Err(e) => {
+                let error = HarnessError::new(
+                    ErrorCode::TraceError,
+                    format!("cannot create the trace file {}: {e}", path.display()),
+                    json!({ "path": path.display().to_string() }),
+                );
+                return Done { request, outcome: failed(error), duration: started.elapsed(), trace: None };
+            }
+        },
+    };
+    let own_script;
+    let provider: &dyn ModelProvider = match &shared.router {
+        Router::Shared(p) => p.as_ref(),
+        Router::Scripted(default) => {
+            let script = match (&request.script, default) {
+                (Some(text), _) => ScriptedProvider::from_jsonl(&format!("line {}", request.line), text),
+                (None, Some((name, text))) => ScriptedProvider::from_jsonl(name, text),
+                // Lines without a script were refused when the file was read.
+                (None, None) => ScriptedProvider::from_jsonl("(none)", ""),
+            };
+            match script {
+                Ok(s) => {
+                    own_script = s;
+                    &own_script
+                }
+                Err(e) => {
+                    let error = HarnessError::new(ErrorCode::ProviderError, e.to_string(), json!({}));
+                    return Done { request, outcome: failed(error), duration: started.elapsed(), trace: trace_path };
+                }
+            }
+        }
+    };
+    let paced;
+    let provider = match &shared.pace {
+        Some(pace) => {
+            paced = Paced { inner: provider, pace };
+            &paced as &dyn ModelProvider
+        }
+        None => provider,
+    };
+    let outcome = harness_core::run(provider, &shared.registry, &request.request, &options, sink.as_mut()).await;
+    Done { request, outcome, duration: started.elapsed(), trace: trace_path }
+}
+
+fn failed(error: HarnessError) -> RunOutcome {
+    RunOutcome {
+        status: RunStatus::Failed,
+        answer: None,
+        steps: 0,
+        error: Some(error),
+        usage: Usage::default(),
+        retries: 0,
+    }
+}
+
+/// The closing report: what ran, how it ended, how long it took, what it cost.
+fn summary(
+    tally: &Tally,
+    elapsed: Duration,
+    selected: usize,
+    skipped: usize,
+    bad: usize,
+    shard: &str,
+    out: &Path,
+) -> String {
+    let ran = tally.done();
+    let secs = elapsed.as_secs_f64();
+    let mut lines = vec![format!(
+        "batch: {selected} requests{shard}: {ran} ran, {skipped} already done, {bad} bad lines skipped; results in {}",
+        out.display()
+    )];
+    if ran > 0 {
+        let rate = if secs > 0.0 { ran as f64 / secs } else { 0.0 };
+        lines.push(format!(
+            "status: finished {}, step_budget_exhausted {}, time_budget_exhausted {}, failed {}",
+            tally.finished, tally.step_budget, tally.time_budget, tally.failed
+        ));
+        let p = |q| tally.percentile(q).map_or_else(|| "-".to_owned(), human_ms);
+        lines.push(format!(
+            "duration: p50 {}, p95 {}, max {}; wall {} ({rate:.1} runs/s)",
+            p(50.0),
+            p(95.0),
+            p(100.0),
+            human_secs(secs)
+        ));
+        lines.push(format!(
+            "tokens: {} in, {} out; {} retries",
+            tally.usage.input_tokens, tally.usage.output_tokens, tally.retries
+        ));
+    }
+    lines.join("\n")
+}

@@ -1,0 +1,187 @@
+//! `harness mcp serve`, and the `[[mcp.servers]]` of the configuration as a source of tools
+//! for `harness run` and `harness plugins list`. The protocol lives in `harness-mcp`.
+
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use harness_core::{RunOptions, ToolRegistry, TraceSink, TraceWriter};
+use harness_mcp::{McpSources, McpToolState, ServeOptions, SourceOptions, ToolServer};
+use serde_json::{Value, json};
+
+use crate::Result;
+use crate::config::LoadedConfig;
+use crate::error::CliError;
+use crate::setup::{PluginArgs, load_plugins};
+
+/// `harness mcp ...`
+#[derive(Debug, Subcommand)]
+pub(crate) enum McpCommand {
+    /// Serve the loaded plugins' tools to an MCP client over stdio (see docs/mcp.md).
+    ///
+    /// Every call is validated against the tool's schema and run as a step would be; stdout
+    /// carries the protocol alone, diagnostics go to stderr. Ends when the client closes stdin.
+    Serve(ServeArgs),
+}
+
+/// Arguments of `harness mcp serve`.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Write one JSON object per call to FILE, as a run's trace does per step.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
+    #[command(flatten)]
+    plugins: PluginArgs,
+}
+
+/// Runs `harness mcp ...` and returns the exit code.
+pub(crate) fn mcp(command: McpCommand) -> Result<u8> {
+    match command {
+        McpCommand::Serve(args) => serve(args),
+    }
+}
+
+fn serve(args: ServeArgs) -> Result<u8> {
+    let config = LoadedConfig::load(args.plugins.config.as_deref())?;
+    let found = load_plugins(&args.plugins, &config, true)?;
+    let mut registry = ToolRegistry::new();
+    for problem in found.register_tools(&mut registry) {
+        eprintln!("harness: warning: {problem}");
+    }
+    let trace: Option<Box<dyn TraceSink>> = match &args.trace {
+        Some(path) => {
+            let file = File::create(path)
+                .map_err(|e| CliError::Usage(format!("cannot create trace file {}: {e}", path.display())))?;
+            Some(Box::new(TraceWriter::new(BufWriter::new(file))))
+        }
+        None => None,
+    };
+    let options = ServeOptions {
+        max_arguments_bytes: config.config.limits.arguments_bytes.unwrap_or(RunOptions::default().max_arguments_bytes),
+        trace,
+    };
+    eprintln!(
+        "harness: serving {} tools over MCP on stdio (diagnostics on stderr; close stdin to stop)",
+        registry.definitions().len().saturating_sub(1)
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Failure(format!("cannot start the async runtime: {e}")))?;
+    let served = runtime.block_on(ToolServer::new(registry, options).serve_stdio());
+    // A blocked read of stdin, or an abandoned in-process call, must not keep the process alive.
+    runtime.shutdown_background();
+    served.map(|()| 0).map_err(|e| CliError::Failure(e.to_string()))
+}
+
+/// Starts the configured MCP servers and registers their tools after whatever `registry` holds
+/// (the plugins'). A server that does not start is not an error: with `report`, it is a warning
+/// on stderr, and servers' own stderr is forwarded. Call `shutdown` on the result when done.
+pub(crate) fn add_mcp_tools(
+    args: &PluginArgs,
+    config: &LoadedConfig,
+    registry: &mut ToolRegistry,
+    report: bool,
+) -> Result<McpSources> {
+    let file = &config.config;
+    let config_name = config.path.as_ref().map_or_else(|| "config".to_owned(), |p| p.display().to_string());
+    // Commands given as relative paths are relative to the configuration file, like plugins.dirs.
+    let base = config.path.as_deref().and_then(Path::parent).unwrap_or(Path::new(""));
+    let servers: Vec<_> = file
+        .mcp
+        .servers
+        .iter()
+        .cloned()
+        .map(|mut server| {
+            if server.command.contains('/') && Path::new(&server.command).is_relative() {
+                server.command = base.join(&server.command).to_string_lossy().into_owned();
+            }
+            server
+        })
+        .collect();
+    let defaults = SourceOptions::default();
+    let options = SourceOptions {
+        // Already checked by the plugin setup, which runs first.
+        call_timeout: args
+            .tool_timeout
+            .or(file.tool_timeout)
+            .and_then(|s| Duration::try_from_secs_f64(s).ok())
+            .filter(|d| !d.is_zero()),
+        max_result_bytes: file.limits.result_bytes.unwrap_or(defaults.max_result_bytes),
+        forward_stderr: report,
+        ..defaults
+    };
+    let mut sources = McpSources::start(&servers, options).map_err(|e| match e {
+        harness_mcp::McpError::InvalidServer { .. } => CliError::Usage(format!("{config_name}: {e}")),
+        other => CliError::Failure(other.to_string()),
+    })?;
+    for server in sources.servers().iter().filter(|_| report) {
+        if let Some(why) = server.failure() {
+            eprintln!(
+                "harness: warning: MCP server {:?} did not start: {why}; its tools are not offered",
+                server.config().name
+            );
+        }
+    }
+    for problem in sources.register_tools(registry).into_iter().filter(|_| report) {
+        eprintln!("harness: warning: {problem}");
+    }
+    Ok(sources)
+}
+
+fn state_text(state: &McpToolState) -> String {
+    match state {
+        McpToolState::Listed => "listed".to_owned(),
+        McpToolState::Offered { name } => format!("offered as {name}"),
+        McpToolState::Refused { why } => format!("not offered: {why}"),
+    }
+}
+
+/// The servers for `harness plugins list`, after the plugins.
+pub(crate) fn servers_text(out: &mut String, sources: &McpSources) {
+    for server in sources.servers() {
+        let config = server.config();
+        let info = server.server_info().map(|(n, v)| format!(" ({n} {v})")).unwrap_or_default();
+        // Writing to a String cannot fail.
+        let _ = writeln!(out, "mcp server {}{info}  {}", config.name, config.command_line());
+        if let Some(why) = server.failure() {
+            let _ = writeln!(out, "    not started: {why}");
+        }
+        for tool in server.tools() {
+            let state = match &tool.state {
+                McpToolState::Offered { name } if *name == tool.name => "offered".to_owned(),
+                other => state_text(other),
+            };
+            // Effects are the server's business: MCP does not declare them.
+            let _ = writeln!(out, "    {:<20} {:<8} {state}", tool.name, "-");
+        }
+    }
+}
+
+/// The servers for `harness plugins list --json`.
+pub(crate) fn servers_json(sources: &McpSources) -> Value {
+    let servers: Vec<Value> = sources
+        .servers()
+        .iter()
+        .map(|server| {
+            let config = server.config();
+            let tools: Vec<Value> = server
+                .tools()
+                .iter()
+                .map(|t| json!({ "name": t.name, "description": t.description, "state": t.state }))
+                .collect();
+            json!({
+                "name": config.name,
+                "command": config.command,
+                "args": config.args,
+                "server_info": server.server_info().map(|(name, version)| json!({ "name": name, "version": version })),
+                "failure": server.failure(),
+                "tools": tools,
+            })
+        })
+        .collect();
+    Value::Array(servers)
+}

@@ -1,0 +1,70 @@
+//! `harness trace`: read a run's trace (the JSON Lines of `run --trace` or `batch --traces`).
+
+mod html;
+mod read;
+mod table;
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::Subcommand;
+
+use crate::Result;
+use crate::error::CliError;
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  every line of the trace is a step
+  1  some lines are not steps: each is reported on stderr with its number and left out of the output
+  2  the trace cannot be read, or the output cannot be written";
+
+/// What to do with a trace.
+#[derive(Debug, Subcommand)]
+pub(crate) enum TraceCommand {
+    /// Print the steps as a table: step, tool, status, time, error code, arguments → result.
+    #[command(after_help = EXIT_CODES)]
+    Show {
+        /// The trace file (JSON Lines); - reads standard input.
+        file: PathBuf,
+        /// Print the lines that are valid steps as they are, one JSON object a line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a self-contained HTML report: a timeline of the steps, each expandable, and the run's summary.
+    #[command(after_help = EXIT_CODES)]
+    Html {
+        /// The trace file (JSON Lines); - reads standard input.
+        file: PathBuf,
+        /// The HTML file to write.
+        #[arg(long, short, value_name = "REPORT.html")]
+        output: PathBuf,
+    },
+}
+
+/// Runs `harness trace ...` and returns the exit code.
+pub(crate) fn trace(command: TraceCommand) -> Result<u8> {
+    let file = match &command {
+        TraceCommand::Show { file, .. } | TraceCommand::Html { file, .. } => file.clone(),
+    };
+    let trace = read::read(&file)?;
+    let name = file.display().to_string();
+    for (line, why) in &trace.bad {
+        eprintln!("harness: trace: {name}:{line}: {why}; left out");
+    }
+    match command {
+        TraceCommand::Show { json, .. } => {
+            let text =
+                if json { trace.lines.iter().map(|l| format!("{}\n", l.text)).collect() } else { table::table(&trace) };
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes())
+                .and_then(|()| out.flush())
+                .map_err(|e| CliError::Usage(format!("cannot write to stdout: {e}")))?;
+        }
+        TraceCommand::Html { output, .. } => {
+            let title = file.file_name().map_or_else(|| name.clone(), |f| f.to_string_lossy().into_owned());
+            std::fs::write(&output, html::report(&trace, &title))
+                .map_err(|e| CliError::Usage(format!("cannot write the report {}: {e}", output.display())))?;
+        }
+    }
+    Ok(if trace.bad.is_empty() { 0 } else { 1 })
+}

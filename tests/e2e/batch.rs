@@ -1,0 +1,438 @@
+//! `harness batch` through the binary: many runs at once, resuming after a kill, shards,
+//! bad input lines, trace files, pacing, and one shared HTTP client.
+
+use std::collections::{BTreeSet, HashMap};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::{Scratch, ran};
+
+fn call(tool: &str, arguments: Value) -> Value {
+    json!({ "tool": tool, "arguments": arguments })
+}
+
+/// Writes a requests file, one JSON value (or raw text) a line.
+fn requests(s: &Scratch, lines: &[String]) -> PathBuf {
+    s.write("requests.jsonl", &(lines.join("\n") + "\n"))
+}
+
+fn lines_of(values: &[Value]) -> Vec<String> {
+    values.iter().map(Value::to_string).collect()
+}
+
+/// The result lines of a results file, each parsed.
+fn results(s: &Scratch, name: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(s.path(name)).unwrap_or_default();
+    text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{name}: {e}: {l}"))).collect()
+}
+
+fn ids(results: &[Value]) -> Vec<String> {
+    results.iter().map(|r| r["id"].as_str().map_or_else(|| r["id"].to_string(), str::to_owned)).collect()
+}
+
+#[test]
+fn two_hundred_scripted_requests_at_concurrency_8_give_200_lines_each_from_its_own_script() {
+    let s = Scratch::new();
+    let lines: Vec<Value> = (0..200)
+        .map(|i| {
+            json!({
+                "id": format!("r{i}"),
+                "request": format!("add {i} to itself"),
+                "script": [call("calculate", json!({"expression": format!("{i}+{i}")})), call("finish", json!({"answer": i}))],
+            })
+        })
+        .collect();
+    let input = requests(&s, &lines_of(&lines));
+    let started = Instant::now();
+    let r = ran(s.harness().arg("batch").arg(&input).args([
+        "--out",
+        "out.jsonl",
+        "--concurrency",
+        "8",
+        "--traces",
+        "traces",
+        "--provider",
+        "scripted",
+    ]));
+    let took = started.elapsed();
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let out = results(&s, "out.jsonl");
+    assert_eq!(out.len(), 200);
+    let unique: BTreeSet<String> = ids(&out).into_iter().collect();
+    assert_eq!(unique.len(), 200);
+    for line in &out {
+        let i: u64 = line["id"].as_str().unwrap()[1..].parse().unwrap();
+        assert_eq!(line["status"], "finished", "{line}");
+        assert_eq!(line["answer"], i, "run {i} replayed another request's script: {line}");
+        assert_eq!(line["steps"], 2);
+        assert_eq!(line["error"], Value::Null);
+        assert_eq!(line["usage"], json!({"input_tokens": 0, "output_tokens": 0}));
+        assert!(line["duration_ms"].as_f64().is_some_and(|d| d > 0.0), "{line}");
+        let trace = s.trace(line["trace"].as_str().unwrap());
+        assert_eq!(trace[0]["result"], 2 * i, "the calculate of run {i}");
+    }
+    assert!(r.stdout.contains("batch: 200 requests: 200 ran, 0 already done, 0 bad lines skipped"), "{}", r.stdout);
+    assert!(r.stdout.contains("status: finished 200, step_budget_exhausted 0"), "{}", r.stdout);
+    assert!(r.stdout.contains("duration: p50 "), "{}", r.stdout);
+    assert!(r.stdout.contains("tokens: 0 in, 0 out"), "{}", r.stdout);
+    eprintln!("200 scripted runs at concurrency 8: {took:?} through the binary");
+}
+
+#[test]
+fn a_batch_killed_midway_resumes_and_every_id_is_done_exactly_once() {
+    let s = Scratch::new();
+    let script = s.script(&[call("fault_sleep", json!({"ms": 25})), call("finish", json!({"answer": "done"}))]);
+    let lines: Vec<Value> = (0..200).map(|i| json!({"id": i, "request": "sleep a little"})).collect();
+    let input = requests(&s, &lines_of(&lines));
+    let batch = || {
+        let mut cmd = s.harness();
+        cmd.arg("batch").arg(&input).args(["--out", "out.jsonl", "--concurrency", "4", "--enable", "fault"]);
+        cmd.args(["--traces", "traces", "--progress-every", "0.2", "--script"]).arg(&script);
+        cmd
+    };
+    let mut child = batch().stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let count = || std::fs::read_to_string(s.path("out.jsonl")).map_or(0, |t| t.lines().count());
+    while count() < 40 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap(); // SIGKILL: no chance to tidy up
+    child.wait().unwrap();
+    let before = std::fs::read_to_string(s.path("out.jsonl")).unwrap();
+    let complete = before.lines().filter(|l| serde_json::from_str::<Value>(l).is_ok()).count();
+    assert!((40..200).contains(&complete), "killed after {complete} results: not midway");
+
+    let r = ran(&mut batch());
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let out = results(&s, "out.jsonl");
+    assert_eq!(out.len(), 200, "one line per request");
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for id in ids(&out) {
+        *seen.entry(id).or_default() += 1;
+    }
+    assert_eq!(seen.len(), 200);
+    assert!(seen.values().all(|&n| n == 1), "some id ran twice");
+    assert!(out.iter().all(|l| l["status"] == "finished" && l["answer"] == "done"));
+    assert!(out[..complete].iter().zip(before.lines()).all(|(a, b)| a == &serde_json::from_str::<Value>(b).unwrap()));
+    assert!(
+        r.stdout.contains(&format!("{} ran, {complete} already done", 200 - complete)),
+        "{}\n{}",
+        r.stdout,
+        r.stderr
+    );
+    assert!(r.stderr.contains(" done") && r.stderr.contains("runs/s"), "plain progress lines: {}", r.stderr);
+    assert_eq!(std::fs::read_dir(s.path("traces")).unwrap().count(), 200);
+
+    // A third time there is nothing left to do.
+    let r = ran(&mut batch());
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("0 ran, 200 already done"), "{}", r.stdout);
+    assert_eq!(results(&s, "out.jsonl").len(), 200);
+}
+
+#[test]
+fn a_torn_last_line_is_cut_and_its_request_runs_again() {
+    let s = Scratch::new();
+    let script = s.script(&[call("finish", json!({"answer": "new"}))]);
+    let lines: Vec<Value> = (0..5).map(|i| json!({"id": format!("r{i}"), "request": "x"})).collect();
+    let input = requests(&s, &lines_of(&lines));
+    let earlier: String =
+        (0..3).map(|i| format!("{{\"id\":\"r{i}\",\"status\":\"finished\",\"answer\":\"old\"}}\n")).collect();
+    s.write("out.jsonl", &format!("{earlier}{{\"id\":\"r3\",\"status\":\"fini"));
+    let r = ran(s.harness().arg("batch").arg(&input).args(["--out", "out.jsonl", "--script"]).arg(&script));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("cut off a torn last line"), "{}", r.stderr);
+    let out = results(&s, "out.jsonl");
+    assert_eq!(out.len(), 5);
+    assert_eq!(ids(&out[..3]), vec!["r0", "r1", "r2"]);
+    let answers: Vec<&str> = out.iter().map(|l| l["answer"].as_str().unwrap()).collect();
+    assert_eq!(answers, vec!["old", "old", "old", "new", "new"]);
+    let rest: BTreeSet<String> = ids(&out[3..]).into_iter().collect();
+    assert_eq!(rest, BTreeSet::from(["r3".to_owned(), "r4".to_owned()]));
+}
+
+#[test]
+fn two_shards_cover_the_file_exactly_and_split_it_by_line_number() {
+    let s = Scratch::new();
+    let script = s.script(&[call("finish", json!({"answer": 1}))]);
+    let mut lines: Vec<String> = (1..=21).map(|n| json!({"id": format!("l{n}"), "request": "x"}).to_string()).collect();
+    lines[6] = "{not json".to_owned(); // line 7, shard 0's
+    lines[9] = String::new(); // line 10, blank
+    let input = requests(&s, &lines);
+    let mut shards = Vec::new();
+    for i in 0..2 {
+        let out = format!("out{i}.jsonl");
+        let r = ran(s
+            .harness()
+            .arg("batch")
+            .arg(&input)
+            .args(["--out", &out, "--shard", &format!("{i}/2"), "--script"])
+            .arg(&script));
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        shards.push((ids(&results(&s, &out)).into_iter().collect::<BTreeSet<_>>(), r));
+    }
+    let want: BTreeSet<String> = (1..=21).filter(|n| ![7, 10].contains(n)).map(|n| format!("l{n}")).collect();
+    let (zero, one) = (&shards[0].0, &shards[1].0);
+    assert!(zero.is_disjoint(one), "a request ran in both shards");
+    assert_eq!(zero.union(one).cloned().collect::<BTreeSet<_>>(), want);
+    assert!(zero.iter().all(|id| id[1..].parse::<usize>().unwrap() % 2 == 1), "shard 0 takes lines 1, 3, 5, ...");
+    assert!(shards[0].1.stderr.contains("requests.jsonl:7: not JSON"), "{}", shards[0].1.stderr);
+    assert!(!shards[1].1.stderr.contains("requests.jsonl:7"), "only the shard that owns a bad line reports it");
+    assert!(shards[1].1.stdout.contains("(shard 1/2)"), "{}", shards[1].1.stdout);
+}
+
+#[test]
+fn malformed_lines_are_reported_with_their_numbers_and_skipped() {
+    let s = Scratch::new();
+    let script = s.script(&[call("finish", json!({"answer": "ok"}))]);
+    let input = requests(
+        &s,
+        &[
+            r#"{"id": "a", "request": "x"}"#.to_owned(),
+            "this is not json".to_owned(),
+            r#"{"request": "no id"}"#.to_owned(),
+            r#"{"id": "a", "request": "again"}"#.to_owned(),
+            r#"{"id": "b", "request": 5}"#.to_owned(),
+            r#"{"id": "c", "request": "x", "max_steps": 0}"#.to_owned(),
+            "[1, 2]".to_owned(),
+            r#"{"id": {"k": 1}, "request": "x"}"#.to_owned(),
+            r#"{"id": "d", "request": "x", "tags": ["extra keys are fine"]}"#.to_owned(),
+        ],
+    );
+    let r = ran(s.harness().arg("batch").arg(&input).args(["--out", "out.jsonl", "--script"]).arg(&script));
+    assert_eq!(r.code, 0, "bad lines never stop the batch: {}", r.stderr);
+    for (line, what) in [
+        (2, "not JSON"),
+        (3, "no \"id\""),
+        (4, "duplicate id \"a\", first on line 1"),
+        (5, "the \"request\" must be a string, not a number"),
+        (6, "\"max_steps\" 0"),
+        (7, "not a JSON object"),
+        (8, "the \"id\" {\"k\":1} is not a non-empty string or an integer"),
+    ] {
+        let want = format!("harness: batch: {}:{line}: {what}", input.display());
+        assert!(r.stderr.contains(&want), "missing {want:?} in:\n{}", r.stderr);
+    }
+    assert_eq!(
+        ids(&results(&s, "out.jsonl")).into_iter().collect::<BTreeSet<_>>(),
+        BTreeSet::from(["a".into(), "d".into()])
+    );
+    assert!(r.stdout.contains("2 ran, 0 already done, 7 bad lines skipped"), "{}", r.stdout);
+}
+
+#[test]
+fn a_line_may_set_its_own_step_budget() {
+    let s = Scratch::new();
+    let script = s.script(&[call("calculate", json!({"expression": "1+1"})), call("finish", json!({"answer": 2}))]);
+    let input = requests(
+        &s,
+        &lines_of(&[json!({"id": "short", "request": "x", "max_steps": 1}), json!({"id": "long", "request": "x"})]),
+    );
+    let r = ran(s
+        .harness()
+        .arg("batch")
+        .arg(&input)
+        .args(["--out", "out.jsonl", "--max-steps", "4", "--script"])
+        .arg(&script));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let out: HashMap<String, Value> =
+        results(&s, "out.jsonl").into_iter().map(|l| (l["id"].as_str().unwrap().to_owned(), l)).collect();
+    assert_eq!(out["short"]["status"], "step_budget_exhausted");
+    assert_eq!(out["short"]["error"]["code"], "step_budget_exhausted");
+    assert_eq!((out["long"]["status"].clone(), out["long"]["steps"].clone()), (json!("finished"), json!(2)));
+    assert!(r.stdout.contains("finished 1, step_budget_exhausted 1"), "{}", r.stdout);
+}
+
+#[test]
+fn trace_files_are_named_safely_and_never_shared() {
+    let s = Scratch::new();
+    let script = s.script(&[call("finish", json!({"answer": 1}))]);
+    let ids = [json!("a/b"), json!("a_b"), json!("a%2Fb"), json!("../escape"), json!(42), json!("ü")];
+    let lines: Vec<Value> = ids.iter().map(|id| json!({"id": id, "request": "x"})).collect();
+    let input = requests(&s, &lines_of(&lines));
+    let r = ran(s
+        .harness()
+        .arg("batch")
+        .arg(&input)
+        .args(["--out", "out.jsonl", "--traces", "traces", "--script"])
+        .arg(&script));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let mut names: Vec<String> =
+        std::fs::read_dir(s.path("traces")).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        vec!["%C3%BC.jsonl", "..%2Fescape.jsonl", "42.jsonl", "a%252Fb.jsonl", "a%2Fb.jsonl", "a_b.jsonl"]
+    );
+    assert!(!s.path("escape.jsonl").exists());
+    for line in results(&s, "out.jsonl") {
+        let trace = PathBuf::from(line["trace"].as_str().unwrap());
+        assert!(trace.starts_with("traces"), "{line}");
+        assert_eq!(s.trace(trace.to_str().unwrap())[0]["tool"], "finish");
+    }
+}
+
+#[test]
+fn rpm_spaces_model_requests_over_the_whole_batch() {
+    let s = Scratch::new();
+    let script = s.script(&[call("finish", json!({"answer": 1}))]);
+    let lines: Vec<Value> = (0..3).map(|i| json!({"id": i, "request": "x"})).collect();
+    let input = requests(&s, &lines_of(&lines));
+    // 120 a minute: one every 0.5 s, so the third of three runs started together waits 1 s.
+    let r =
+        ran(s.harness().arg("batch").arg(&input).args(["--out", "out.jsonl", "--rpm", "120", "--script"]).arg(&script));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let mut took: Vec<f64> = results(&s, "out.jsonl").iter().map(|l| l["duration_ms"].as_f64().unwrap()).collect();
+    took.sort_by(f64::total_cmp);
+    assert!(took[0] < 400.0 && took[2] >= 950.0, "{took:?}");
+}
+
+#[test]
+fn the_offline_router_serves_a_batch() {
+    let s = Scratch::new();
+    let input = requests(
+        &s,
+        &lines_of(&[json!({"id": 1, "request": "calculate 6*7"}), json!({"id": 2, "request": "compose a sonnet"})]),
+    );
+    let r = ran(s.harness().arg("batch").arg(&input).args(["--out", "out.jsonl", "-q"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stderr, "", "quiet");
+    let out: HashMap<String, Value> = results(&s, "out.jsonl").into_iter().map(|l| (l["id"].to_string(), l)).collect();
+    assert_eq!(out["1"]["answer"], 42);
+    assert!(out["2"]["answer"].as_str().unwrap().contains("found no tool"));
+}
+
+#[test]
+fn usage_mistakes_exit_2_before_anything_runs() {
+    let s = Scratch::new();
+    let input = requests(&s, &lines_of(&[json!({"id": 1, "request": "x"})]));
+    for (args, want) in [
+        (vec!["--shard", "2/2"], "worker index"),
+        (vec!["--shard", "one/two"], "is not I/N"),
+        (vec!["--concurrency", "0"], "--concurrency"),
+        (vec!["--rpm", "0"], "--rpm"),
+        (vec!["--progress-every", "0"], "--progress-every"),
+        (vec!["--max-steps", "0"], "--max-steps must be at least 1"),
+    ] {
+        let r = ran(s.harness().arg("batch").arg(&input).args(["--out", "out.jsonl"]).args(&args));
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains(want), "{args:?}: {}", r.stderr);
+    }
+    let r = ran(s.harness().args(["batch", "missing.jsonl", "--out", "out.jsonl"]));
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("cannot read the requests file missing.jsonl"), "{}", r.stderr);
+    assert!(!s.path("out.jsonl").exists() || results(&s, "out.jsonl").is_empty());
+}
+
+#[test]
+fn scripted_without_a_script_needs_one_in_every_line() {
+    let s = Scratch::new();
+    let input = requests(
+        &s,
+        &lines_of(&[
+            json!({"id": 1, "request": "x", "script": [call("finish", json!({"answer": "own"}))]}),
+            json!({"id": 2, "request": "x"}),
+        ]),
+    );
+    let r = ran(s.harness().arg("batch").arg(&input).args(["--out", "out.jsonl", "--provider", "scripted"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains(":2: no \"script\""), "{}", r.stderr);
+    let out = results(&s, "out.jsonl");
+    assert_eq!((out.len(), out[0]["answer"].clone()), (1, json!("own")));
+}
+
+/// An OpenAI-compatible stand-in on 127.0.0.1 that keeps connections open and answers every
+/// request with a finish call; it counts connections and requests.
+struct KeepAliveApi {
+    base_url: String,
+    connections: Arc<AtomicUsize>,
+    requests: Arc<AtomicUsize>,
+}
+
+impl KeepAliveApi {
+    fn serve() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let (connections, requests) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (conns, reqs) = (connections.clone(), requests.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                conns.fetch_add(1, Ordering::SeqCst);
+                let reqs = reqs.clone();
+                std::thread::spawn(move || {
+                    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+                    let mut reader = BufReader::new(stream);
+                    loop {
+                        let mut length = 0;
+                        let mut got_any = false;
+                        loop {
+                            let mut line = String::new();
+                            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                                return;
+                            }
+                            if line == "\r\n" && got_any {
+                                break;
+                            }
+                            got_any = true;
+                            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                                length = v.trim().parse().unwrap_or(0);
+                            }
+                        }
+                        let mut body = vec![0; length];
+                        if reader.read_exact(&mut body).is_err() {
+                            return;
+                        }
+                        reqs.fetch_add(1, Ordering::SeqCst);
+                        let reply = json!({
+                            "id": "c", "object": "chat.completion", "created": 1, "model": "m",
+                            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
+                                "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "finish", "arguments": "{\"answer\": 42}"}}]}}],
+                            "usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}
+                        })
+                        .to_string();
+                        let response = format!(
+                            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: keep-alive\r\n\r\n{reply}",
+                            reply.len()
+                        );
+                        if reader.get_mut().write_all(response.as_bytes()).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        Self { base_url, connections, requests }
+    }
+}
+
+#[test]
+fn runs_share_one_http_client_and_its_connections() {
+    let s = Scratch::new();
+    let api = KeepAliveApi::serve();
+    let lines: Vec<Value> = (0..24).map(|i| json!({"id": i, "request": "what is 6*7"})).collect();
+    let input = requests(&s, &lines_of(&lines));
+    let r = ran(s
+        .harness()
+        .arg("batch")
+        .arg(&input)
+        .args(["--out", "out.jsonl", "--concurrency", "3", "--provider", "openai", "--model", "m"])
+        .args(["--base-url", &api.base_url, "--api-key-env", "E2E_BATCH_KEY"])
+        .env("E2E_BATCH_KEY", "sk-e2e"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let out = results(&s, "out.jsonl");
+    assert_eq!(out.len(), 24);
+    assert!(out.iter().all(|l| l["answer"] == 42 && l["usage"] == json!({"input_tokens": 10, "output_tokens": 3})));
+    assert_eq!(api.requests.load(Ordering::SeqCst), 24);
+    let connections = api.connections.load(Ordering::SeqCst);
+    // A client per run would open 24. A shared one opens about one per worker: a connection
+    // goes back to the pool a moment after its response, so a worker may open one more.
+    assert!(connections <= 6, "24 requests over {connections} connections: the client is not shared");
+    assert!(r.stdout.contains("tokens: 240 in, 72 out"), "{}", r.stdout);
+}

@@ -1,0 +1,336 @@
+//! MCP interop through the binary, against peers not written here: the official Python MCP
+//! SDK's client drives `harness mcp serve`, and a server written with that SDK is a tool source
+//! of `harness run`.
+//!
+//! The SDK lives in a virtual environment: `HARNESS_MCP_PYTHON` when set, else
+//! `target/mcp-venv`, made on first use from tests/mcp/requirements.txt (as `.ci/run` does).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::{Scratch, bin_dir, ran};
+
+/// A file of tests/mcp.
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp").join(name)
+}
+
+const HOW_TO: &str = "make it by hand with `python3 -m venv target/mcp-venv && \
+    target/mcp-venv/bin/python -m pip install -r tests/mcp/requirements.txt && \
+    cp tests/mcp/requirements.txt target/mcp-venv/`, or set HARNESS_MCP_PYTHON to a python that has them";
+
+/// Runs one setup command, saying which and why when it fails.
+fn setup(cmd: &mut Command) -> Result<(), String> {
+    let out = cmd.output().map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(format!("{cmd:?} failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim()))
+}
+
+/// Makes the virtual environment beside `venv` and moves it there, so that test processes
+/// racing to make it (nextest) never see half of one.
+fn make_venv(venv: &Path, requirements: &Path) -> Result<(), String> {
+    let building = venv.with_extension(format!("building-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&building);
+    setup(Command::new("python3").args(["-m", "venv"]).arg(&building))?;
+    setup(
+        Command::new(building.join("bin/python"))
+            .args(["-m", "pip", "install", "-q", "--disable-pip-version-check", "-r"])
+            .arg(requirements),
+    )?;
+    std::fs::copy(requirements, building.join("requirements.txt")).map_err(|e| e.to_string())?;
+    let _ = std::fs::remove_dir_all(venv);
+    if std::fs::rename(&building, venv).is_err() {
+        // Another process got there first; theirs is as good.
+        let _ = std::fs::remove_dir_all(&building);
+    }
+    Ok(())
+}
+
+/// The Python that has the official MCP SDK.
+fn python() -> PathBuf {
+    static PYTHON: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let found = PYTHON.get_or_init(|| {
+        if let Some(python) = std::env::var_os("HARNESS_MCP_PYTHON") {
+            return Ok(PathBuf::from(python));
+        }
+        let requirements = fixture("requirements.txt");
+        let wanted = std::fs::read(&requirements).map_err(|e| format!("{}: {e}", requirements.display()))?;
+        let venv = bin_dir().parent().expect("the target directory").join("mcp-venv");
+        let ready = |venv: &Path| {
+            venv.join("bin/python").is_file()
+                && std::fs::read(venv.join("requirements.txt")).ok() == Some(wanted.clone())
+        };
+        if !ready(&venv) {
+            make_venv(&venv, &requirements)?;
+        }
+        if ready(&venv) { Ok(venv.join("bin/python")) } else { Err(format!("{} is incomplete", venv.display())) }
+    });
+    match found {
+        Ok(python) => python.clone(),
+        Err(e) => panic!(
+            "the MCP tests need Python 3 with the official MCP SDK (the `mcp` package from PyPI) in a virtual environment; making one failed: {e}\n{HOW_TO}"
+        ),
+    }
+}
+
+/// What the Python SDK's client saw of `harness ARGS`, made to serve MCP.
+fn drive(s: &Scratch, mode: &str, calls: &Value, harness_args: &[&str]) -> Value {
+    let r = ran(Command::new(python())
+        .current_dir(s.dir.path())
+        .arg(fixture("client.py"))
+        .args(["--mode", mode])
+        .arg(calls.to_string())
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_harness"))
+        .args(harness_args));
+    assert_eq!(r.code, 0, "the Python client failed:\n{}", r.stderr);
+    r.json()
+}
+
+fn call(name: &str, arguments: Value) -> Value {
+    json!({ "name": name, "arguments": arguments })
+}
+
+/// The error object a failed call carried as its content.
+fn error_object(call: &Value) -> Value {
+    assert_eq!(call["is_error"], true, "{call}");
+    let from_text: Value = serde_json::from_str(call["text"].as_str().unwrap()).unwrap();
+    assert_eq!(from_text, call["structured"], "the text and the structured content differ");
+    from_text
+}
+
+#[test]
+fn the_python_sdk_client_lists_and_calls_plugin_tools_in_both_lifecycles() {
+    for mode in ["auto", "legacy"] {
+        let s = Scratch::new();
+        let calls = json!([
+            call("calculate", json!({"expression": "6*7"})),
+            call("calculate", json!({"expr": 6, "extra": true})),
+            call("no_such_tool", json!({})),
+        ]);
+        let seen = drive(&s, mode, &calls, &["mcp", "serve", "--enable", "calc", "--trace", "t.jsonl"]);
+        assert_eq!(seen["server_info"]["name"], "harness", "{mode}: {seen}");
+        if mode == "legacy" {
+            assert!(seen["protocol_version"].as_str().unwrap().starts_with("202"), "{seen}");
+        }
+        let tools = seen["tools"].as_array().unwrap();
+        let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["calculate"], "{mode}");
+        assert_eq!(tools[0]["inputSchema"]["required"], json!(["expression"]));
+        assert!(tools[0]["description"].as_str().unwrap().contains("arithmetic"));
+
+        let [ok, invalid, unknown] = seen["calls"].as_array().unwrap().as_slice() else { panic!("{seen}") };
+        assert_eq!((&ok["is_error"], &ok["text"]), (&json!(false), &json!("42")), "{mode}: {ok}");
+        let error = error_object(invalid);
+        assert_eq!(error["code"], "invalid_arguments", "{mode}: {error}");
+        assert!(error["details"]["violations"].as_array().unwrap().len() >= 2, "{error}");
+        assert_eq!(unknown["protocol_error"]["code"], -32602, "{mode}: {unknown}");
+        assert_eq!(unknown["protocol_error"]["data"]["code"], "unknown_tool");
+
+        let trace = s.trace("t.jsonl");
+        let statuses: Vec<&str> = trace.iter().map(|l| l["status"].as_str().unwrap()).collect();
+        assert_eq!(statuses, ["ok", "rejected", "rejected"], "{mode}");
+        assert_eq!(
+            (&trace[0]["step"], &trace[0]["plugin"], &trace[0]["result"]),
+            (&json!(1), &json!("calc"), &json!(42))
+        );
+        assert_eq!(trace[1]["error"]["code"], "invalid_arguments");
+    }
+}
+
+#[test]
+fn fault_tools_are_errors_and_the_server_survives_a_crash_in_process_isolation() {
+    let s = Scratch::new();
+    let calls = json!([
+        call("fault_panic", json!({"message": "kaboom"})),
+        call("fault_abort", json!({})),
+        call("fault_echo", json!({"value": "still here"})),
+        call("calculate", json!({"expression": "2+2"})),
+    ]);
+    let args = ["mcp", "serve", "--enable", "fault", "--enable", "calc", "--isolation", "process"];
+    let seen = drive(&s, "auto", &calls, &args);
+    let calls = seen["calls"].as_array().unwrap();
+    assert_eq!(error_object(&calls[0])["code"], "tool_panicked", "{}", calls[0]);
+    let crashed = error_object(&calls[1]);
+    assert_eq!(crashed["code"], "tool_crashed", "{crashed}");
+    assert!(crashed["message"].as_str().unwrap().contains("SIGABRT"), "{crashed}");
+    assert_eq!(calls[2]["text"], "\"still here\"", "{}", calls[2]);
+    assert_eq!(calls[3]["text"], "4", "{}", calls[3]);
+}
+
+#[test]
+fn a_panic_in_process_is_an_error_and_the_server_goes_on() {
+    let s = Scratch::new();
+    let calls = json!([call("fault_panic", json!({"message": "kaboom"})), call("fault_echo", json!({"value": 7}))]);
+    let seen = drive(&s, "auto", &calls, &["mcp", "serve", "--enable", "fault"]);
+    let calls = seen["calls"].as_array().unwrap();
+    assert_eq!(error_object(&calls[0])["code"], "tool_panicked", "{}", calls[0]);
+    assert_eq!(calls[1]["text"], "7");
+}
+
+/// A config with the Python tool server as `py`, and more entries after it.
+fn config(s: &Scratch, more: &str) -> PathBuf {
+    let text = format!(
+        "[[mcp.servers]]\nname = \"py\"\ncommand = {:?}\nargs = [{:?}]\nenv = {{ GREETING = \"hello from the config\" }}\n{more}",
+        python().display().to_string(),
+        fixture("tool_server.py").display().to_string(),
+    );
+    s.write("harness.toml", &text)
+}
+
+fn step(tool: &str, arguments: Value) -> Value {
+    json!({ "tool": tool, "arguments": arguments })
+}
+
+#[test]
+fn a_python_mcp_server_is_a_tool_source_for_a_scripted_run() {
+    let s = Scratch::new();
+    config(&s, "");
+    let script = s.script(&[
+        step("greet", json!({"name": "Ada"})),
+        step("add", json!({"a": 2, "b": "three"})),
+        step("add", json!({"a": 2, "b": 3})),
+        step("py__calculate", json!({"expression": "1+1"})),
+        step("calculate", json!({"expression": "6*7"})),
+        step("env", json!({"name": "GREETING"})),
+        step("env", json!({"name": "HARNESS_TEST_SECRET"})),
+        step("fail", json!({"message": "on purpose"})),
+        step("finish", json!({"answer": "done"})),
+    ]);
+    let r = ran(s
+        .harness()
+        .env("HARNESS_TEST_SECRET", "not for servers")
+        .args(["run", "x", "--json", "--max-steps", "12", "--trace", "t.jsonl", "--script"])
+        .arg(&script));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.json()["answer"], "done");
+    let t = s.trace("t.jsonl");
+    assert_eq!(t[0]["result"], "Hello, Ada!");
+    // Validated by the harness against the server's schema: it never reached the server.
+    assert_eq!((&t[1]["status"], &t[1]["error"]["code"]), (&json!("rejected"), &json!("invalid_arguments")));
+    assert_eq!(t[1]["error"]["details"]["violations"][0]["pointer"], "/b");
+    assert_eq!(t[2]["result"], json!({"result": 5}));
+    // The calc plugin keeps `calculate`; the server's is offered under a qualified name.
+    assert_eq!(t[3]["result"], "python was asked for 1+1");
+    assert_eq!((&t[4]["result"], &t[4]["plugin"]), (&json!(42), &json!("calc")));
+    assert_eq!(t[5]["result"], "hello from the config");
+    assert_eq!(t[6]["result"], "(unset)", "a server sees only its own env and a few basics");
+    assert_eq!((&t[7]["status"], &t[7]["error"]["code"]), (&json!("error"), &json!("tool_error")));
+    assert!(r.stderr.contains("\"weather.today\" is not a tool name that model APIs accept"), "{}", r.stderr);
+}
+
+#[test]
+fn a_server_that_exits_at_once_is_reported_and_the_run_goes_on() {
+    let s = Scratch::new();
+    let broken = format!(
+        "[[mcp.servers]]\nname = \"broken\"\ncommand = {:?}\nargs = [{:?}]\n",
+        python().display().to_string(),
+        fixture("exit_at_once.py").display().to_string()
+    );
+    config(&s, &broken);
+    let script = s.script(&[
+        step("greet", json!({"name": "Bob"})),
+        step("calculate", json!({"expression": "1+2"})),
+        step("finish", json!({"answer": "ok"})),
+    ]);
+    let r = ran(s.harness().args(["run", "x", "--json", "--trace", "t.jsonl", "--script"]).arg(&script));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("MCP server \"broken\" did not start: it exited with status 3 during the MCP handshake; its stderr ended with: \"exit_at_once.py: no configuration found, giving up\"; its tools are not offered"),
+        "{}",
+        r.stderr
+    );
+    let t = s.trace("t.jsonl");
+    assert_eq!((&t[0]["result"], &t[1]["result"]), (&json!("Hello, Bob!"), &json!(3)));
+}
+
+#[test]
+fn a_server_that_hangs_or_dies_mid_run_costs_calls_not_the_run() {
+    let s = Scratch::new();
+    config(&s, "");
+    let script = s.script(&[
+        step("sleep", json!({"seconds": 30})),
+        step("greet", json!({"name": "after the timeout"})),
+        step("die", json!({"code": 5})),
+        step("greet", json!({"name": "after the death"})),
+        step("calculate", json!({"expression": "2*3"})),
+        step("finish", json!({"answer": "survived"})),
+    ]);
+    let started = Instant::now();
+    let r = ran(s
+        .harness()
+        .args(["run", "x", "--json", "--tool-timeout", "1", "--trace", "t.jsonl", "--script"])
+        .arg(&script));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+    let t = s.trace("t.jsonl");
+    assert_eq!(t[0]["error"]["code"], "tool_timeout", "{}", t[0]);
+    assert_eq!(t[1]["result"], "Hello, after the timeout!");
+    assert_eq!(t[2]["error"]["code"], "tool_crashed", "{}", t[2]);
+    let gone = t[3]["error"]["message"].as_str().unwrap();
+    assert!(gone.contains("MCP server \"py\" exited with status 5"), "{gone}");
+    assert_eq!(t[4]["result"], 6);
+    assert_eq!(r.json()["answer"], "survived");
+}
+
+#[test]
+fn plugins_list_shows_mcp_servers_as_their_own_source() {
+    let s = Scratch::new();
+    config(&s, "[[mcp.servers]]\nname = \"nothing\"\ncommand = \"/no/such/server\"\n");
+    let r = ran(s.harness().args(["plugins", "list"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("mcp server py (py-tools 1.0.0)"), "{}", r.stdout);
+    assert!(r.stdout.contains("offered as py__calculate"), "{}", r.stdout);
+    assert!(r.stdout.contains("not started: cannot run \"/no/such/server\""), "{}", r.stdout);
+
+    let listed = ran(s.harness().args(["plugins", "list", "--json"])).json();
+    let servers = listed["mcp_servers"].as_array().unwrap();
+    assert_eq!(servers[0]["server_info"]["version"], "1.0.0");
+    let greet = servers[0]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "greet").unwrap();
+    assert_eq!(greet["state"], json!({"kind": "offered", "name": "greet"}));
+    assert!(servers[1]["failure"].as_str().unwrap().contains("/no/such/server"));
+    assert!(listed["plugins"].is_array(), "the plugins are still there: {listed}");
+}
+
+#[test]
+fn harness_mcp_serve_is_a_tool_source_of_another_harness() {
+    let s = Scratch::new();
+    let harness = env!("CARGO_BIN_EXE_harness");
+    s.write(
+        "harness.toml",
+        &format!("[[mcp.servers]]\nname = \"inner\"\ncommand = {harness:?}\nargs = [\"mcp\", \"serve\", \"--enable\", \"chem\"]\n"),
+    );
+    let script = s.script(&[
+        step("validate_smiles", json!({"smiles": "c1ccccc1"})),
+        step("molecular_weight", json!({"smiles": 42})),
+        step("finish", json!({"answer": "checked"})),
+    ]);
+    let r = ran(s
+        .harness()
+        .args(["run", "x", "--json", "--enable", "calc", "--trace", "t.jsonl", "--script"])
+        .arg(&script));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let t = s.trace("t.jsonl");
+    assert_eq!(t[0]["result"]["formula"], "C6H6", "{}", t[0]);
+    assert_eq!(t[1]["error"]["code"], "invalid_arguments");
+}
+
+#[test]
+fn a_bad_server_entry_is_a_configuration_error() {
+    let s = Scratch::new();
+    s.write("harness.toml", "[[mcp.servers]]\nname = \"my.server\"\ncommand = \"x\"\n");
+    let script = s.script(&[step("finish", json!({"answer": 1}))]);
+    let r = ran(s.harness().args(["run", "x", "--script"]).arg(&script));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("[[mcp.servers]] entry 1 (\"my.server\")"), "{}", r.stderr);
+    s.write("harness.toml", "[[mcp.servers]]\nname = \"a\"\ncommand = \"x\"\nworkdir = \"/\"\n");
+    let r = ran(s.harness().args(["plugins", "list"]));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("workdir"), "{}", r.stderr);
+}
