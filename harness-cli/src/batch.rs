@@ -167,6 +167,7 @@ pub(crate) fn batch(args: BatchArgs) -> Result<u8> {
     for problem in found.register_tools(&mut registry) {
         eprintln!("harness: warning: {problem}");
     }
+    let mcp_servers = crate::mcp::add_mcp_tools(&args.plugins, &config, &mut registry, !args.quiet)?;
     check_tool_choice(&args.provider, &config, &registry, &name)?;
 
     let shard_text = if shard.count > 1 { format!(" (shard {}/{})", shard.index, shard.count) } else { String::new() };
@@ -192,6 +193,7 @@ pub(crate) fn batch(args: BatchArgs) -> Result<u8> {
     let ran = rt.block_on(drive(shared, todo, concurrency, &mut out, &mut progress, &mut tally));
     // An abandoned in-process call may still be running; the process must not wait for it.
     rt.shutdown_background();
+    mcp_servers.shutdown();
     progress.finish();
     ran?;
 

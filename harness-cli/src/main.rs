@@ -32,7 +32,7 @@ struct Cli {
 enum Command {
     /// Run the agent loop on one request.
     Run(Box<run::RunArgs>),
-    /// Inspect the plugins the harness finds.
+    /// List, inspect, check and scaffold plugins.
     Plugins {
         #[command(subcommand)]
         command: plugins::PluginsCommand,

@@ -212,6 +212,9 @@ fn a_python_mcp_server_is_a_tool_source_for_a_scripted_run() {
     assert_eq!(r.json()["answer"], "done");
     let t = s.trace("t.jsonl");
     assert_eq!(t[0]["result"], "Hello, Ada!");
+    assert_eq!(t[0]["mcp_server"], "py", "the trace names the MCP server: {}", t[0]);
+    assert_eq!(t[4]["plugin"], "calc");
+    assert!(t[4].get("mcp_server").is_none());
     // Validated by the harness against the server's schema: it never reached the server.
     assert_eq!((&t[1]["status"], &t[1]["error"]["code"]), (&json!("rejected"), &json!("invalid_arguments")));
     assert_eq!(t[1]["error"]["details"]["violations"][0]["pointer"], "/b");

@@ -287,9 +287,10 @@ pub async fn run(
         }
 
         let source = call.as_ref().and_then(|c| registry.get(&c.tool)).map(|t| &t.definition.source);
-        let (plugin, plugin_version) = match source {
-            Some(ToolSource::Plugin { name, version }) => (Some(name.as_str()), Some(version.as_str())),
-            _ => (None, None),
+        let (plugin, plugin_version, mcp_server) = match source {
+            Some(ToolSource::Plugin { name, version }) => (Some(name.as_str()), Some(version.as_str()), None),
+            Some(ToolSource::Mcp { server }) => (None, None, Some(server.as_str())),
+            _ => (None, None, None),
         };
         let (status, result, error) = match &outcome {
             StepOutcome::Ran(v) => (StepStatus::Ok, Some(v), None),
@@ -305,6 +306,7 @@ pub async fn run(
             error,
             plugin,
             plugin_version,
+            mcp_server,
             offered: if finish_only { FINISH } else { "all" },
             call_index: (reply.calls.len() > 1).then_some(call_index),
             reply_text: if fresh { reply_text(reply) } else { None },
@@ -403,6 +405,7 @@ fn blank_entry<'a>(
         error,
         plugin: None,
         plugin_version: None,
+        mcp_server: None,
         offered: if finish_only { FINISH } else { "all" },
         call_index: None,
         reply_text: None,

@@ -44,6 +44,9 @@ pub struct TraceEntry<'a> {
     /// That plugin's version.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plugin_version: Option<&'a str>,
+    /// The MCP server that offered the tool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mcp_server: Option<&'a str>,
     /// The tools offered at this step: `all`, or `finish` when only it was.
     pub offered: &'a str,
     /// Which call of a reply with several this step ran (from 0); absent for single calls.

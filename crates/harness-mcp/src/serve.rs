@@ -155,6 +155,7 @@ impl ToolServer {
             error: outcome.as_ref().err(),
             plugin,
             plugin_version,
+            mcp_server: None,
             offered: "all",
             call_index: None,
             reply_text: None,
