@@ -84,7 +84,10 @@ impl TraceSink for Progress<'_> {
 pub(crate) fn run(args: RunArgs) -> Result<u8> {
     let config = LoadedConfig::load(args.plugins.config.as_deref())?;
     let provider = build_provider(&args.provider, &config, args.quiet)?;
-    let options = run_options(&args.limits, &config)?;
+    let mut options = run_options(&args.limits, &config)?;
+    // One loop on a current-thread runtime: nothing else waits while an in-process plugin
+    // call runs, so the thread handoff (most of a step's cost) is skipped.
+    options.inline_calls = true;
     let mut trace_file = match &args.trace {
         Some(path) => Some(TraceWriter::new(BufWriter::new(
             File::create(path)

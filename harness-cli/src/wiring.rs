@@ -222,6 +222,8 @@ pub(crate) fn run_options(args: &LoopArgs, config: &LoadedConfig) -> Result<RunO
             Some(s) if s.is_finite() && s > 0.0 && s <= 1e9 => Some(Duration::from_secs_f64(s)),
             Some(s) => return Err(CliError::Usage(format!("--max-seconds {s}: give a positive number of seconds"))),
         },
+        // Batch runs share a runtime: calls go to blocking threads. `harness run` turns it on.
+        inline_calls: false,
     };
     if options.max_steps == 0 {
         return Err(CliError::Usage("--max-steps must be at least 1".to_owned()));

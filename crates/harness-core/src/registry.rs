@@ -74,6 +74,13 @@ pub trait ToolHandler: Send + Sync {
     fn enforces_timeout(&self) -> bool {
         false
     }
+
+    /// Whether a call may run on the loop's own thread when the run allows it
+    /// ([`crate::RunOptions::inline_calls`]): true for short calls that never wait on the async
+    /// runtime themselves. False by default.
+    fn may_run_inline(&self) -> bool {
+        false
+    }
 }
 
 /// Why a tool could not be registered.

@@ -1375,3 +1375,57 @@ async fn call_tool_validates_and_runs_like_a_step() {
     assert_eq!(failed.code.as_str(), "tool_panicked");
     assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 1);
 }
+
+/// Records the thread each call ran on; allows inline calls.
+#[derive(Default)]
+struct WhereRan {
+    threads: Mutex<Vec<std::thread::ThreadId>>,
+    panic: bool,
+}
+
+impl ToolHandler for WhereRan {
+    fn call(&self, _: &str, _: &Value) -> Result<Value, ToolFailure> {
+        self.threads.lock().expect("not poisoned").push(std::thread::current().id());
+        assert!(!self.panic, "inline boom");
+        Ok(json!("ran"))
+    }
+
+    fn may_run_inline(&self) -> bool {
+        true
+    }
+}
+
+async fn where_ran(
+    options: RunOptions,
+    timeout: Option<Duration>,
+    panic: bool,
+) -> (Vec<std::thread::ThreadId>, Vec<Value>) {
+    let handler = Arc::new(WhereRan { panic, ..WhereRan::default() });
+    let mut registry = ToolRegistry::new();
+    registry
+        .register(definition("here", json!({"type": "object"}), plugin("p", "1.0.0")), handler.clone())
+        .expect("registers");
+    if let Some(t) = timeout {
+        registry.set_timeout("here", t);
+    }
+    let provider = Replay::new(vec![call("here", json!({})), finish(json!(1))]);
+    let mut trace: Vec<Value> = Vec::new();
+    let outcome = run(&provider, &registry, REQUEST, &options, &mut trace).await;
+    assert_eq!(outcome.status, RunStatus::Finished);
+    let threads = handler.threads.lock().expect("not poisoned").clone();
+    (threads, trace)
+}
+
+#[tokio::test]
+async fn inline_calls_run_on_the_loops_thread_only_when_allowed_and_untimed() {
+    let me = std::thread::current().id();
+    let inline = RunOptions { inline_calls: true, ..RunOptions::default() };
+    let (threads, _) = where_ran(inline, None, false).await;
+    assert_eq!(threads, [me], "inline: the call ran on the loop's thread");
+    let (threads, _) = where_ran(RunOptions::default(), None, false).await;
+    assert_ne!(threads, [me], "by default calls go to a blocking thread");
+    let (threads, _) = where_ran(inline, Some(Duration::from_secs(5)), false).await;
+    assert_ne!(threads, [me], "a call with a timeout it does not enforce is never inline: it could not be abandoned");
+    let (_, trace) = where_ran(inline, None, true).await;
+    assert_eq!(trace[0]["error"]["code"], "tool_panicked", "an inline panic is caught too");
+}

@@ -45,4 +45,9 @@ impl ToolHandler for PluginHandler {
             .map_err(|e| ToolFailure { code: e.code, message: e.message })?;
         parse_result(&self.library.manifest().name, json.as_bytes(), self.max_result_bytes)
     }
+
+    // A call into the library never touches the async runtime.
+    fn may_run_inline(&self) -> bool {
+        true
+    }
 }

@@ -2,6 +2,7 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use async_trait::async_trait;
 use harness_core::{ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest};
@@ -36,7 +37,10 @@ pub enum ScriptError {
 #[derive(Debug)]
 pub struct ScriptedProvider {
     source_name: String,
-    replies: Vec<ModelReply>,
+    /// Each reply is handed out once, moved rather than copied (a copy per step was a quarter
+    /// of a long scripted run's heap).
+    replies: Mutex<Vec<Option<ModelReply>>>,
+    len: usize,
     next: AtomicUsize,
 }
 
@@ -88,17 +92,23 @@ impl ScriptedProvider {
             let value: Value = serde_json::from_str(line).map_err(|e| problem(format!("not JSON: {e}")))?;
             replies.push(reply_from_line(value).map_err(problem)?);
         }
-        Ok(Self { source_name: source_name.to_owned(), replies, next: AtomicUsize::new(0) })
+        let len = replies.len();
+        Ok(Self {
+            source_name: source_name.to_owned(),
+            replies: Mutex::new(replies.into_iter().map(Some).collect()),
+            len,
+            next: AtomicUsize::new(0),
+        })
     }
 
     /// How many replies the script holds.
     pub fn len(&self) -> usize {
-        self.replies.len()
+        self.len
     }
 
     /// Whether the script holds no reply.
     pub fn is_empty(&self) -> bool {
-        self.replies.is_empty()
+        self.len == 0
     }
 }
 
@@ -110,11 +120,12 @@ impl ModelProvider for ScriptedProvider {
 
     async fn complete(&self, _request: RouterRequest<'_>) -> Result<ModelReply, ProviderError> {
         let i = self.next.fetch_add(1, Ordering::Relaxed);
-        self.replies.get(i).cloned().ok_or_else(|| {
+        let taken = self.replies.lock().unwrap_or_else(PoisonError::into_inner).get_mut(i).and_then(Option::take);
+        taken.ok_or_else(|| {
             ProviderError::new(format!(
                 "script {} has {} replies and all were used; the run asked for reply {}. Add lines to the script or lower --max-steps",
                 self.source_name,
-                self.replies.len(),
+                self.len,
                 i + 1
             ))
         })
@@ -134,9 +145,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(s.len(), 3);
-        assert_eq!(s.replies[0].calls[0].name, "calculate");
-        assert_eq!(s.replies[1].text.as_deref(), Some("hello"));
-        assert_eq!(s.replies[2].calls[0].id.as_deref(), Some("x"));
+        let replies = s.replies.lock().unwrap();
+        assert_eq!(replies[0].as_ref().unwrap().calls[0].name, "calculate");
+        assert_eq!(replies[1].as_ref().unwrap().text.as_deref(), Some("hello"));
+        assert_eq!(replies[2].as_ref().unwrap().calls[0].id.as_deref(), Some("x"));
     }
 
     #[test]

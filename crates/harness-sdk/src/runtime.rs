@@ -144,11 +144,6 @@ impl<P: Plugin> Runtime<P> {
             code: "unknown_tool".to_owned(),
             message: format!("plugin {} has no tool named {tool:?}", P::NAME),
         })?;
-        let arguments = serde_json::from_str(arguments).map_err(|e| ToolError {
-            code: "invalid_json".to_owned(),
-            message: format!("arguments are not JSON: {e}"),
-        })?;
-        let value = entry.call(plugin, arguments)?;
-        serde_json::to_string(&value).map_err(|e| ToolError::tool_error(format!("the tool's result is not JSON: {e}")))
+        entry.call_json(plugin, arguments)
     }
 }

@@ -195,6 +195,11 @@ impl ToolHandler for ProcessHandler {
     fn enforces_timeout(&self) -> bool {
         true
     }
+
+    // It waits on its child's pipe with poll(2), never on the async runtime.
+    fn may_run_inline(&self) -> bool {
+        true
+    }
 }
 
 impl ProcessHandler {
