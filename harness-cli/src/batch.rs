@@ -4,7 +4,7 @@
 mod input;
 mod names;
 mod pace;
-mod progress;
+pub(crate) mod progress;
 mod results;
 
 use std::collections::VecDeque;

@@ -233,14 +233,7 @@ impl Trace {
 
 /// "0.03 ms", "12.3 ms", "1.20 s".
 pub(crate) fn human_us(us: u64) -> String {
-    let ms = us as f64 / 1000.0;
-    if ms < 10.0 {
-        format!("{ms:.2} ms")
-    } else if ms < 1000.0 {
-        format!("{ms:.1} ms")
-    } else {
-        format!("{:.2} s", ms / 1000.0)
-    }
+    crate::batch::progress::human_ms(us as f64 / 1000.0)
 }
 
 /// Text from a trace made safe to print on a terminal: control and bidirectional-override
