@@ -12,6 +12,7 @@ use crate::Result;
 use crate::config::LoadedConfig;
 use crate::error::CliError;
 use crate::setup::{PluginArgs, load_plugins};
+use crate::trace_cmd::read::{cut, printable};
 use crate::wiring::{
     LoopArgs, ProviderArgs, build_provider, check_tool_choice, provider_name, run_options, runtime, status_name,
 };
@@ -53,28 +54,22 @@ struct Progress<'a> {
     quiet: bool,
 }
 
-fn short(v: &Value, max: usize) -> String {
-    let s = v.to_string();
-    if s.len() <= max {
-        return s;
-    }
-    let cut = (0..=max).rev().find(|&i| s.is_char_boundary(i)).unwrap_or(0);
-    format!("{}...", &s[..cut])
-}
-
 impl TraceSink for Progress<'_> {
     fn record(&mut self, entry: &TraceEntry<'_>) -> io::Result<()> {
         self.inner.record(entry)?;
         if !self.quiet {
             let tool = entry.tool.unwrap_or("-");
-            let args = entry.arguments.map(|a| short(a, 80)).unwrap_or_default();
+            let args = entry.arguments.map(|a| cut(&a.to_string(), 80)).unwrap_or_default();
             let what = match (entry.status, entry.error, entry.result) {
                 (_, Some(e), _) => format!("{} {}", e.code.as_str(), e.message),
                 (StepStatus::Finished, _, _) => "finished".to_owned(),
-                (_, _, Some(r)) => format!("ok {}", short(r, 80)),
+                (_, _, Some(r)) => format!("ok {}", cut(&r.to_string(), 80)),
                 _ => String::new(),
             };
-            eprintln!("harness: step {} {tool} {args} -> {what}", entry.step);
+            // The line carries model and tool output: printed as `trace show` prints it, with
+            // control characters escaped, so that it cannot drive the terminal.
+            let line = format!("step {} {tool} {args} -> {what}", entry.step);
+            eprintln!("harness: {}", printable(&line));
         }
         Ok(())
     }

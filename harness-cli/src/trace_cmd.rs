@@ -1,7 +1,7 @@
 //! `harness trace`: read a run's trace (the JSON Lines of `run --trace` or `batch --traces`).
 
 mod html;
-mod read;
+pub(crate) mod read;
 mod table;
 
 use std::io::Write;

@@ -268,34 +268,35 @@ pub async fn run(
             // A structured call whose arguments do not parse still has an id and a tool name:
             // keep them, so the error answers that call and the trace says which tool it was.
             Err(error) => (proposed.map(|c| unparsed_call(c, step)), StepOutcome::Failed(error, StepStatus::Rejected)),
-            Ok(call) if json_size(&call.arguments) > options.max_arguments_bytes => {
-                let bytes = json_size(&call.arguments);
-                let error = HarnessError::new(
-                    ErrorCode::ArgumentsTooLarge,
-                    format!(
-                        "the arguments of the call to {:?} are {bytes} bytes, over the limit of {}",
-                        call.tool, options.max_arguments_bytes
-                    ),
-                    json!({ "tool": call.tool, "bytes": bytes, "limit": options.max_arguments_bytes }),
-                );
-                // The oversized arguments are not kept in the trace either.
-                let call = ToolCall { arguments: json!({ "omitted_bytes": bytes }), ..call };
-                (Some(call), StepOutcome::Failed(error, StepStatus::Rejected))
-            }
-            Ok(mut call) => {
-                let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-                let outcome = decide(
-                    registry,
-                    &mut call,
-                    finish_only,
-                    &mut repeats,
-                    &mut finish_forced,
-                    remaining,
-                    options.inline_calls,
-                )
-                .await;
-                (Some(call), outcome)
-            }
+            Ok(mut call) => match json_size(&call.arguments) {
+                bytes if bytes > options.max_arguments_bytes => {
+                    let error = HarnessError::new(
+                        ErrorCode::ArgumentsTooLarge,
+                        format!(
+                            "the arguments of the call to {:?} are {bytes} bytes, over the limit of {}",
+                            call.tool, options.max_arguments_bytes
+                        ),
+                        json!({ "tool": call.tool, "bytes": bytes, "limit": options.max_arguments_bytes }),
+                    );
+                    // The oversized arguments are not kept in the trace either.
+                    let call = ToolCall { arguments: json!({ "omitted_bytes": bytes }), ..call };
+                    (Some(call), StepOutcome::Failed(error, StepStatus::Rejected))
+                }
+                _ => {
+                    let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+                    let outcome = decide(
+                        registry,
+                        &mut call,
+                        finish_only,
+                        &mut repeats,
+                        &mut finish_forced,
+                        remaining,
+                        options.inline_calls,
+                    )
+                    .await;
+                    (Some(call), outcome)
+                }
+            },
         };
         // A call that never ran breaks a row of repeats; one that ran and failed is part of it,
         // since failing again is the likeliest outcome of the same call.
