@@ -38,8 +38,19 @@ pub enum Message {
 pub struct ModelReply {
     /// Tool calls from the API's structured field, in order.
     pub calls: Vec<ProposedCall>,
-    /// Free text, which may hold a call written out as JSON.
+    /// Free text, which may hold a call written out as JSON or in a model family's own format.
     pub text: Option<String>,
+    /// Reasoning the server split out of the reply (`reasoning_content`, thinking blocks):
+    /// kept for the trace, never read for calls.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
+    /// Why the model stopped, as the API said it (`stop`, `tool_calls`, `length`, `max_tokens`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+    /// The reply was cut at the token limit (`finish_reason: "length"`, `stop_reason:
+    /// "max_tokens"`): its last call may be incomplete and is never run.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
     /// Tokens spent, when the provider reports them.
     pub usage: Option<Usage>,
     /// How the provider forced the tool choice (`native`, `prompt`), for the trace.

@@ -1,0 +1,141 @@
+//! The project's chores, as `cargo xtask ...` (the alias is in `.cargo/config.toml`).
+//!
+//! `cargo xtask test` is the README's test command: it installs or builds every prerequisite
+//! the test suite uses (each in `prereq/`), then runs `cargo test --workspace --no-fail-fast`
+//! with the environment variables that point the tests at them. A prerequisite that cannot be
+//! provided stops the command with the exact command that provides it: never a silent skip.
+//!
+//! ```text
+//! cargo xtask test [-- ARGS...]     prerequisites, then cargo test --workspace --no-fail-fast ARGS
+//! cargo xtask setup [NAME...]       prerequisites only (all, or the named ones)
+//! cargo xtask env [NAME...]         prerequisites, then print their variables as `export` lines
+//! cargo xtask list                  the prerequisites and what each is for
+//! ```
+
+mod prereq;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+/// What a chore needs to know about where it runs.
+pub(crate) struct Context {
+    /// The workspace root (the clone).
+    pub(crate) root: PathBuf,
+    /// Slow builds shared across clones: `$HARNESS_CACHE_DIR`, else `$XDG_CACHE_HOME/harness`,
+    /// else `~/.cache/harness`. CI runs in a fresh clone each time; this outlives it.
+    pub(crate) cache: PathBuf,
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let context = match Context::new() {
+        Ok(c) => c,
+        Err(e) => return fail(&e),
+    };
+    let (command, rest) = match args.split_first() {
+        Some((c, rest)) => (c.as_str(), rest),
+        None => return usage(),
+    };
+    let result = match command {
+        "test" => test(&context, rest),
+        "setup" => prereq::ensure(&context, rest).map(|_| ()),
+        "env" => print_env(&context, rest),
+        "list" => {
+            prereq::list();
+            Ok(())
+        }
+        _ => return usage(),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&e),
+    }
+}
+
+fn usage() -> ExitCode {
+    eprintln!("usage: cargo xtask test [-- CARGO_TEST_ARGS...] | setup [NAME...] | env [NAME...] | list");
+    ExitCode::from(2)
+}
+
+fn fail(message: &str) -> ExitCode {
+    eprintln!("xtask: {message}");
+    ExitCode::FAILURE
+}
+
+impl Context {
+    fn new() -> Result<Self, String> {
+        // This crate sits in xtask/ of the workspace it serves.
+        let root = match Path::new(env!("CARGO_MANIFEST_DIR")).parent() {
+            Some(root) => root.to_path_buf(),
+            None => std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?,
+        };
+        let cache = if let Some(dir) = std::env::var_os("HARNESS_CACHE_DIR") {
+            PathBuf::from(dir)
+        } else if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
+            PathBuf::from(dir).join("harness")
+        } else if let Some(home) = std::env::var_os("HOME") {
+            PathBuf::from(home).join(".cache/harness")
+        } else {
+            return Err("no cache directory: set HARNESS_CACHE_DIR (or HOME) to a writable directory".into());
+        };
+        Ok(Self { root, cache })
+    }
+}
+
+fn test(context: &Context, rest: &[String]) -> Result<(), String> {
+    let vars = prereq::ensure(context, &[])?;
+    let extra = match rest.split_first() {
+        Some((dashes, args)) if dashes == "--" => args,
+        _ => rest,
+    };
+    eprintln!("== cargo test --workspace --no-fail-fast {}", extra.join(" "));
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .current_dir(&context.root)
+        .args(["test", "--workspace", "--no-fail-fast"])
+        .args(extra)
+        .envs(vars)
+        .status()
+        .map_err(|e| format!("cannot run cargo test: {e}"))?;
+    if status.success() { Ok(()) } else { Err(format!("cargo test failed ({status})")) }
+}
+
+fn print_env(context: &Context, names: &[String]) -> Result<(), String> {
+    for (key, value) in prereq::ensure(context, names)? {
+        println!("export {key}='{}'", value.replace('\'', "'\\''"));
+    }
+    Ok(())
+}
+
+/// Runs a command to completion; the error names it and how it ended.
+pub(crate) fn run(command: &mut Command) -> Result<(), String> {
+    let shown = format!("{command:?}");
+    let status = command.status().map_err(|e| format!("cannot start {shown}: {e}"))?;
+    if status.success() { Ok(()) } else { Err(format!("{shown} failed ({status})")) }
+}
+
+/// Whether a program is on PATH.
+pub(crate) fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
+}
+
+/// Whether this process runs as root (so that it may install Debian packages).
+pub(crate) fn is_root() -> bool {
+    Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// Installs Debian packages when root; otherwise the error is the command to run.
+pub(crate) fn apt_install(packages: &[&str], why: &str) -> Result<(), String> {
+    let command = format!("apt-get update && apt-get install -y {}", packages.join(" "));
+    if !is_root() || !on_path("apt-get") {
+        return Err(format!("{why} needs Debian packages that are missing; run as root: {command}"));
+    }
+    eprintln!("== installing {} ({why})", packages.join(" "));
+    run(Command::new("apt-get").args(["update", "-qq"]))?;
+    run(Command::new("apt-get")
+        .args(["install", "-y", "-qq"])
+        .args(packages)
+        .env("DEBIAN_FRONTEND", "noninteractive"))
+    .map_err(|e| format!("{e}; run as root: {command}"))
+}
