@@ -32,12 +32,14 @@ mod error;
 mod parse;
 mod provider;
 mod registry;
+mod reply;
 mod run;
 mod trace;
 
 pub use error::{ErrorCode, HarnessError};
 pub use parse::{ToolCall, parse_call, parse_reply, parse_text};
 pub use provider::{Message, ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest, ToolChoice, Usage};
+pub use reply::{ReadOptions, ReadReply, ReplyFormat, TextCall, read_reply};
 pub use registry::{
     FINISH, RegisteredTool, RegistryError, ToolDefinition, ToolExample, ToolFailure, ToolHandler, ToolRegistry,
     ToolSource, compile_schema,
