@@ -73,9 +73,8 @@ fn trust(path: &Path) -> Result<u8> {
 }
 
 fn untrust(path: &Path) -> Result<u8> {
-    let canonical = path
-        .canonicalize()
-        .map_err(|e| CliError::Usage(format!("cannot resolve {}: {e}", path.display())))?;
+    let canonical =
+        path.canonicalize().map_err(|e| CliError::Usage(format!("cannot resolve {}: {e}", path.display())))?;
     if store()?.forget(&canonical).map_err(|e| CliError::Failure(e.to_string()))? {
         println!("no longer trusted: {}", canonical.display());
     } else {
@@ -92,12 +91,8 @@ struct Setting {
 }
 
 /// Defaults of the top-level settings a file may leave out.
-const DEFAULTS: &[(&str, &str)] = &[
-    ("provider", "\"offline\""),
-    ("max_steps", "8"),
-    ("max_repeats", "3"),
-    ("isolation", "\"in-process\""),
-];
+const DEFAULTS: &[(&str, &str)] =
+    &[("provider", "\"offline\""), ("max_steps", "8"), ("max_repeats", "3"), ("isolation", "\"in-process\"")];
 
 fn show(explicit: Option<&Path>, as_json: bool) -> Result<u8> {
     let loaded = LoadedConfig::load(explicit)?;

@@ -15,5 +15,5 @@ mod mcp;
 mod providers;
 mod run;
 mod support;
-mod trust;
 mod trace;
+mod trust;

@@ -242,7 +242,10 @@ fn a_server_that_exits_at_once_is_reported_and_the_run_goes_on() {
         step("calculate", json!({"expression": "1+2"})),
         step("finish", json!({"answer": "ok"})),
     ]);
-    let r = ran(s.harness().args(["run", "x", "--config", "harness.toml", "--json", "--trace", "t.jsonl", "--script"]).arg(&script));
+    let r = ran(s
+        .harness()
+        .args(["run", "x", "--config", "harness.toml", "--json", "--trace", "t.jsonl", "--script"])
+        .arg(&script));
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
         r.stderr.contains("MCP server \"broken\" did not start: it exited with status 3 during the MCP handshake; its stderr ended with: \"exit_at_once.py: no configuration found, giving up\"; its tools are not offered"),
@@ -268,7 +271,18 @@ fn a_server_that_hangs_or_dies_mid_run_costs_calls_not_the_run() {
     let started = Instant::now();
     let r = ran(s
         .harness()
-        .args(["run", "x", "--config", "harness.toml", "--json", "--tool-timeout", "1", "--trace", "t.jsonl", "--script"])
+        .args([
+            "run",
+            "x",
+            "--config",
+            "harness.toml",
+            "--json",
+            "--tool-timeout",
+            "1",
+            "--trace",
+            "t.jsonl",
+            "--script",
+        ])
         .arg(&script));
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());

@@ -19,7 +19,8 @@ fn recording_listener() -> (u16, Arc<Mutex<Vec<String>>>) {
             let mut buf = [0u8; 8192];
             let n = stream.read(&mut buf).unwrap_or(0);
             record.lock().unwrap().push(String::from_utf8_lossy(&buf[..n]).into_owned());
-            let _ = stream.write_all(b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+            let _ = stream
+                .write_all(b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
         }
     });
     (port, seen)
@@ -61,7 +62,10 @@ fn an_untrusted_repository_config_starts_nothing_and_sends_nothing_until_trusted
     let r = ran(s.harness().args(["config", "trust"]));
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains("trusted ") && r.stdout.contains("starts MCP server evil: /bin/sh"), "{}", r.stdout);
-    assert!(r.stdout.contains(&format!("sends requests to http://127.0.0.1:{port}/v1 with the key in $HARNESS_TEST_SECRET")));
+    assert!(
+        r.stdout
+            .contains(&format!("sends requests to http://127.0.0.1:{port}/v1 with the key in $HARNESS_TEST_SECRET"))
+    );
     let r = ran(s.harness().env("HARNESS_TEST_SECRET", "s3cret").args(["run", "x", "--max-steps", "1"]));
     assert_eq!(r.code, 1, "the listener answers 500: {}", r.stderr);
     assert!(!r.stderr.contains("ignoring"), "{}", r.stderr);
@@ -86,7 +90,11 @@ fn a_changed_file_needs_trusting_again_and_show_says_where_values_come_from() {
 
     s.write("harness.toml", "max_steps = 50\n");
     let r = ran(s.harness().args(["config", "show", "--json"]));
-    assert!(r.stderr.contains("it changed since it was trusted") && r.stderr.contains("harness config trust"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("it changed since it was trusted") && r.stderr.contains("harness config trust"),
+        "{}",
+        r.stderr
+    );
     let shown = r.json();
     assert_eq!(shown["file"], serde_json::Value::Null);
     let steps = shown["settings"].as_array().unwrap().iter().find(|v| v["key"] == "max_steps").unwrap();

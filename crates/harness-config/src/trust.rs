@@ -103,12 +103,10 @@ impl TrustStore {
         let text = serde_json::to_string_pretty(entries).map_err(|e| self.error(e.to_string()))?;
         let tmp = self.path.with_extension(format!("json.{}.tmp", std::process::id()));
         let written = private_file(&tmp).and_then(|mut f| f.write_all(text.as_bytes()).and_then(|()| f.sync_all()));
-        written
-            .and_then(|()| std::fs::rename(&tmp, &self.path))
-            .map_err(|e| {
-                let _ = std::fs::remove_file(&tmp);
-                self.error(format!("cannot be written: {e}"))
-            })
+        written.and_then(|()| std::fs::rename(&tmp, &self.path)).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            self.error(format!("cannot be written: {e}"))
+        })
     }
 }
 
