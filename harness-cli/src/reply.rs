@@ -103,7 +103,11 @@ fn load_tools(path: &Path) -> Result<Vec<ToolDefinition>> {
             "--tools file {shown} must hold a JSON array of tools: [{{\"type\": \"function\", \"function\": {{\"name\": ..., \"parameters\": {{...}}}}}}]"
         )));
     };
-    items.iter().enumerate().map(|(i, item)| tool(item).map_err(|why| CliError::Usage(format!("--tools file {shown}, tool {i}: {why}")))).collect()
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| tool(item).map_err(|why| CliError::Usage(format!("--tools file {shown}, tool {i}: {why}"))))
+        .collect()
 }
 
 /// One tool in OpenAI's function format (a bare `{"name", "parameters"}` is taken too).

@@ -54,7 +54,10 @@ fn a_pinned_reply_format_from_the_flag_or_the_config() {
         .arg(&script));
     assert_eq!(r.code, 0, "{}", r.stderr);
     let trace = s.trace("t.jsonl");
-    assert_eq!((trace[0]["error"]["code"].as_str(), trace[0]["reply_format"].as_str()), (Some("no_json"), Some("mistral")));
+    assert_eq!(
+        (trace[0]["error"]["code"].as_str(), trace[0]["reply_format"].as_str()),
+        (Some("no_json"), Some("mistral"))
+    );
 
     s.write("h.toml", "reply_format = \"glm45\"\n");
     let r = ran(s
@@ -119,7 +122,8 @@ fn reply_read_from_stdin_types_values_by_the_offered_tools() {
 #[test]
 fn reply_read_says_why_a_reply_does_not_parse() {
     let s = Scratch::new();
-    let cut = s.write("cut.txt", "[TOOL_CALLS]calculate[ARGS]{\"expression\": \"1\"}[TOOL_CALLS]calculate[ARGS]{\"expr");
+    let cut =
+        s.write("cut.txt", "[TOOL_CALLS]calculate[ARGS]{\"expression\": \"1\"}[TOOL_CALLS]calculate[ARGS]{\"expr");
     let r = ran(s.harness().args(["reply", "read", "--finish-reason", "length"]).arg(&cut));
     assert_eq!(r.code, 0, "{}", r.stderr);
     let read = r.json();

@@ -39,10 +39,10 @@ mod trace;
 pub use error::{ErrorCode, HarnessError};
 pub use parse::{ToolCall, parse_call, parse_reply, parse_text};
 pub use provider::{Message, ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest, ToolChoice, Usage};
-pub use reply::{ReadOptions, ReadReply, ReplyFormat, TextCall, read_reply};
 pub use registry::{
     FINISH, RegisteredTool, RegistryError, ToolDefinition, ToolExample, ToolFailure, ToolHandler, ToolRegistry,
     ToolSource, compile_schema,
 };
+pub use reply::{ReadOptions, ReadReply, ReplyFormat, TextCall, read_reply};
 pub use run::{RunOptions, RunOutcome, RunStatus, call_tool, run};
 pub use trace::{NoTrace, StepStatus, TraceEntry, TraceSink, TraceWriter};

@@ -547,7 +547,18 @@ async fn no_json_is_fed_back_and_the_run_goes_on() {
     assert_eq!(line["offered"], "all");
     assert_eq!(
         keys(line),
-        set(&["step", "tool", "arguments", "status", "error", "offered", "reply_text", "reply_format", "duration_us", "model_us"]),
+        set(&[
+            "step",
+            "tool",
+            "arguments",
+            "status",
+            "error",
+            "offered",
+            "reply_text",
+            "reply_format",
+            "duration_us",
+            "model_us"
+        ]),
         "{line}"
     );
 
@@ -1437,7 +1448,8 @@ async fn inline_calls_run_on_the_loops_thread_only_when_allowed_and_untimed() {
 #[tokio::test]
 async fn a_call_written_in_the_reasoning_never_runs() {
     let kit = Kit::new();
-    let thought = r#"<think>I must not call {"tool": "echo", "arguments": {"text": "666"}} here.</think>The answer is 42."#;
+    let thought =
+        r#"<think>I must not call {"tool": "echo", "arguments": {"text": "666"}} here.</think>The answer is 42."#;
     let (outcome, trace, _) = drive(&kit, vec![text(thought), finish(json!(42))], RunOptions::default()).await;
     assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 0, "nothing ran");
     assert_eq!(codes(&trace), [Some("no_json"), None]);
@@ -1461,7 +1473,10 @@ async fn every_call_of_a_text_reply_runs_in_order_one_step_each() {
     assert_eq!(trace[1]["arguments"], json!({"a": "x", "b": 7}));
     let indexes: Vec<Value> = trace.iter().map(|l| l["call_index"].clone()).collect();
     assert_eq!(indexes, [json!(0), json!(1), Value::Null]);
-    assert_eq!((trace[0]["reply_format"].as_str(), trace[1]["reply_format"].as_str()), (Some("qwen3_coder"), Some("qwen3_coder")));
+    assert_eq!(
+        (trace[0]["reply_format"].as_str(), trace[1]["reply_format"].as_str()),
+        (Some("qwen3_coder"), Some("qwen3_coder"))
+    );
     assert!(trace[0].get("reply_text").is_some() && trace[1].get("reply_text").is_none());
     let Message::ToolResult { call_id, .. } = &seen[1].conversation[2] else { panic!("a tool result") };
     assert_eq!(call_id.as_deref(), Some("call_1"));
@@ -1481,7 +1496,10 @@ async fn a_cut_text_reply_runs_its_complete_call_and_never_the_cut_one() {
     assert_eq!(codes(&trace), [None, Some("reply_truncated"), None]);
     let error = &trace[1]["error"];
     assert_eq!(error["message"], "your reply was cut at the token limit; answer with one shorter call");
-    assert_eq!((error["details"]["format"].as_str(), error["details"]["tool"].as_str()), (Some("mistral"), Some("echo")));
+    assert_eq!(
+        (error["details"]["format"].as_str(), error["details"]["tool"].as_str()),
+        (Some("mistral"), Some("echo"))
+    );
     let Message::ToolResult { is_error, tool, .. } = &seen[1].conversation[3] else { panic!("a tool result") };
     assert!(*is_error && tool.is_none(), "the cut call is fed back as an error answering no call");
 }

@@ -53,7 +53,8 @@ fn read_v3_call(text: &str, begin: usize, r: &mut Reading<'_>) -> Option<usize> 
         return None;
     }
     let after_sep = sep + SEP.len();
-    let (name, arguments, after) = if head == "function" { fenced(text, begin, after_sep, r)? } else { bare(text, begin, head, after_sep, r)? };
+    let (name, arguments, after) =
+        if head == "function" { fenced(text, begin, after_sep, r)? } else { bare(text, begin, head, after_sep, r)? };
     let close = skip_ws(text, after);
     if close >= text.len() {
         r.cut(begin, Some(name));
@@ -68,7 +69,13 @@ fn read_v3_call(text: &str, begin: usize, r: &mut Reading<'_>) -> Option<usize> 
 }
 
 /// V3.1: the JSON arguments right after the separator.
-fn bare<'t>(text: &'t str, begin: usize, name: &'t str, at: usize, r: &mut Reading<'_>) -> Option<(&'t str, Value, usize)> {
+fn bare<'t>(
+    text: &'t str,
+    begin: usize,
+    name: &'t str,
+    at: usize,
+    r: &mut Reading<'_>,
+) -> Option<(&'t str, Value, usize)> {
     if name.is_empty() {
         r.malformed(begin + CALL_BEGIN.len(), "the call has no name before <｜tool▁sep｜>");
         return None;
@@ -165,7 +172,12 @@ pub(super) fn read_dsml(text: &str, r: &mut Reading<'_>) {
 }
 
 /// `key="value"` attributes from `p` up to `>`: the pairs and where the tag ends.
-fn attributes<'t>(text: &'t str, mut p: usize, opened: usize, r: &mut Reading<'_>) -> Option<(Vec<(&'t str, &'t str)>, usize)> {
+fn attributes<'t>(
+    text: &'t str,
+    mut p: usize,
+    opened: usize,
+    r: &mut Reading<'_>,
+) -> Option<(Vec<(&'t str, &'t str)>, usize)> {
     let mut pairs = Vec::new();
     loop {
         p = skip_ws(text, p);

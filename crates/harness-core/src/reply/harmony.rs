@@ -48,7 +48,11 @@ pub(super) fn read(text: &str, r: &mut Reading<'_>) {
         r.content(&text[pos..head]);
         let Some(message) = messages.next_at(text, head) else {
             let h = header(&text[head..]);
-            return if h.recipient.is_some() || r.truncated { r.cut(head, h.recipient) } else { r.content(&text[head..]) };
+            return if h.recipient.is_some() || r.truncated {
+                r.cut(head, h.recipient)
+            } else {
+                r.content(&text[head..])
+            };
         };
         // A header with no message before the next one (an empty `<|start|>assistant`) is skipped.
         if let Some(next) = starts_at.next_at(text, head + 1).filter(|n| *n < message) {
@@ -88,7 +92,14 @@ fn read_text(text: &str, body: usize, analysis: bool, r: &mut Reading<'_>, ends:
     Some(after)
 }
 
-fn read_call(text: &str, head: usize, body: usize, to: &str, r: &mut Reading<'_>, ends: &mut [Seeker]) -> Option<usize> {
+fn read_call(
+    text: &str,
+    head: usize,
+    body: usize,
+    to: &str,
+    r: &mut Reading<'_>,
+    ends: &mut [Seeker],
+) -> Option<usize> {
     let name = to.strip_prefix("functions.").unwrap_or(to);
     let start = skip_ws(text, body);
     let (value, after_json) = r.json_at(text, start, head, Some(name))?;

@@ -3,7 +3,7 @@
 //! Qwen3-Coder writes `<function=NAME>` ([`super::qwen_xml`]), GLM 4.5+ writes the bare name
 //! and `<arg_key>` pairs ([`super::glm`]). Several blocks in a row are several calls.
 
-use super::{ReplyFormat, Reading, find_from, glm, qwen_xml, skip_ws, starts};
+use super::{Reading, ReplyFormat, find_from, glm, qwen_xml, skip_ws, starts};
 
 const OPEN: &str = "<tool_call>";
 const CLOSE: &str = "</tool_call>";

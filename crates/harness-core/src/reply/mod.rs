@@ -345,7 +345,10 @@ impl<'a> Reading<'a> {
             Value::String(s) => match serde_json::from_str::<Value>(&s) {
                 Ok(v @ Value::Object(_)) => Some(v),
                 _ => {
-                    self.malformed(offset, &format!("the arguments of {:?} are a string, not a JSON object", tool.trim()));
+                    self.malformed(
+                        offset,
+                        &format!("the arguments of {:?} are a string, not a JSON object", tool.trim()),
+                    );
                     None
                 }
             },

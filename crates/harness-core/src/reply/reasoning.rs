@@ -64,7 +64,8 @@ impl Split {
 
 /// Splits the reasoning off `text`. Linear: each marker's search only moves forward.
 pub(super) fn split(text: &str) -> Split {
-    let mut out = Split { content: String::new(), offsets: Vec::new(), reasoning: String::new(), cut_in_reasoning: false };
+    let mut out =
+        Split { content: String::new(), offsets: Vec::new(), reasoning: String::new(), cut_in_reasoning: false };
     let mut pos = prefilled(text, &mut out);
     let mut opens: Vec<Seeker> = BLOCKS.iter().map(|b| Seeker::new(b.open)).collect();
     let mut closes: Vec<Vec<Seeker>> =

@@ -57,7 +57,9 @@ fn as_type(raw: &str, kind: &str) -> Option<Value> {
             .or_else(|_| raw.parse::<u64>().map(Value::from))
             .ok()
             // `3.0` is an integer in JSON Schema.
-            .or_else(|| raw.parse::<f64>().ok().filter(|f| f.fract() == 0.0 && f.abs() < 9e15).map(|f| Value::from(f as i64))),
+            .or_else(|| {
+                raw.parse::<f64>().ok().filter(|f| f.fract() == 0.0 && f.abs() < 9e15).map(|f| Value::from(f as i64))
+            }),
         "number" => raw
             .parse::<i64>()
             .map(Value::from)

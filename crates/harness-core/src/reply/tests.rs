@@ -67,7 +67,9 @@ fn a_call_inside_think_is_reasoning_and_never_runs() {
 
 #[test]
 fn think_with_its_opening_tag_in_the_prompt() {
-    let r = read("I should check the weather.\n</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>");
+    let r = read(
+        "I should check the weather.\n</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
+    );
     assert_eq!(r.reasoning.as_deref(), Some("I should check the weather."));
     assert_eq!(names(&r), ["get_weather"]);
     assert_eq!(r.format, ReplyFormat::Hermes);
@@ -102,7 +104,9 @@ fn an_unclosed_think_is_all_reasoning_and_a_cut_one_is_reply_truncated() {
 
 #[test]
 fn reasoning_around_and_between_calls() {
-    let r = read("<think>a</think><tool_call>{\"name\":\"calculate\",\"arguments\":{\"expression\":\"1\"}}</tool_call><think>b</think>done");
+    let r = read(
+        "<think>a</think><tool_call>{\"name\":\"calculate\",\"arguments\":{\"expression\":\"1\"}}</tool_call><think>b</think>done",
+    );
     assert_eq!(r.reasoning.as_deref(), Some("a\nb"));
     assert_eq!(r.content, "done");
     assert_eq!(names(&r), ["calculate"]);
@@ -213,10 +217,14 @@ fn qwen3_coder_cut_and_malformed() {
 
 #[test]
 fn glm_with_and_without_newlines() {
-    let r = read("<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>北京</arg_value>\n<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n</tool_call>");
+    let r = read(
+        "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>北京</arg_value>\n<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n</tool_call>",
+    );
     assert_eq!(r.format, ReplyFormat::Glm45);
     assert_eq!(r.calls[0].arguments, json!({"city": "北京", "days": 3}));
-    let r = read("<tool_call>search<arg_key>query</arg_key><arg_value>{\"q\": 1}</arg_value><arg_key>filters</arg_key><arg_value>{\"a\": [1]}</arg_value></tool_call><tool_call>calculate<arg_key>expression</arg_key><arg_value>2*3</arg_value></tool_call>");
+    let r = read(
+        "<tool_call>search<arg_key>query</arg_key><arg_value>{\"q\": 1}</arg_value><arg_key>filters</arg_key><arg_value>{\"a\": [1]}</arg_value></tool_call><tool_call>calculate<arg_key>expression</arg_key><arg_value>2*3</arg_value></tool_call>",
+    );
     assert_eq!(names(&r), ["search", "calculate"]);
     assert_eq!(r.calls[0].arguments, json!({"query": "{\"q\": 1}", "filters": {"a": [1]}}));
 }
@@ -235,7 +243,9 @@ fn glm_call_without_arguments_cut_and_malformed() {
 
 #[test]
 fn mistral_named_parallel_and_call_id() {
-    let r = read("[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}[TOOL_CALLS]calculate[CALL_ID]a1b2c3d4e[ARGS]{\"expression\": \"[1]\"}");
+    let r = read(
+        "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}[TOOL_CALLS]calculate[CALL_ID]a1b2c3d4e[ARGS]{\"expression\": \"[1]\"}",
+    );
     assert_eq!(r.format, ReplyFormat::Mistral);
     assert_eq!(names(&r), ["get_weather", "calculate"]);
     assert_eq!(r.calls[1].arguments, json!({"expression": "[1]"}));
@@ -243,7 +253,9 @@ fn mistral_named_parallel_and_call_id() {
 
 #[test]
 fn mistral_older_list_and_magistral_think() {
-    let r = read("[THINK]should I? [TOOL_CALLS]calculate[ARGS]{}[/THINK][TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Lyon\"}, \"id\": \"abcdefghi\"}, {\"name\": \"calculate\", \"arguments\": {\"expression\": \"1\"}}]");
+    let r = read(
+        "[THINK]should I? [TOOL_CALLS]calculate[ARGS]{}[/THINK][TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Lyon\"}, \"id\": \"abcdefghi\"}, {\"name\": \"calculate\", \"arguments\": {\"expression\": \"1\"}}]",
+    );
     assert_eq!(names(&r), ["get_weather", "calculate"]);
     assert!(r.reasoning.unwrap().contains("[TOOL_CALLS]calculate"));
 }
@@ -263,7 +275,9 @@ fn mistral_cut_and_malformed() {
 
 #[test]
 fn llama_python_tag_parameters_and_semicolons() {
-    let r = read("<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}; {\"name\": \"calculate\", \"parameters\": {\"expression\": \"1\"}}<|eom_id|>");
+    let r = read(
+        "<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}; {\"name\": \"calculate\", \"parameters\": {\"expression\": \"1\"}}<|eom_id|>",
+    );
     assert_eq!(r.format, ReplyFormat::Llama3);
     assert_eq!(names(&r), ["get_weather", "calculate"]);
     assert_eq!(r.content, "");
@@ -292,7 +306,9 @@ fn harmony_recipient_in_the_channel_with_analysis() {
 
 #[test]
 fn harmony_recipient_in_the_role_header_and_no_call_token() {
-    let r = read("<|start|>assistant to=functions.calculate<|channel|>commentary json<|message|>{\"expression\": \"2*21\"}");
+    let r = read(
+        "<|start|>assistant to=functions.calculate<|channel|>commentary json<|message|>{\"expression\": \"2*21\"}",
+    );
     assert_eq!(names(&r), ["calculate"]);
     assert_eq!(r.calls[0].arguments["expression"], "2*21");
 }
@@ -302,7 +318,11 @@ fn harmony_final_is_content_and_cut_call_is_truncated() {
     let r = read("<|channel|>final<|message|>It is sunny.<|return|>");
     assert_eq!(r.content, "It is sunny.");
     assert_eq!(code(&r), Some(ErrorCode::NoJson));
-    let r = read_as("<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Sa", ReplyFormat::Auto, true);
+    let r = read_as(
+        "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Sa",
+        ReplyFormat::Auto,
+        true,
+    );
     assert_eq!(code(&r), Some(ErrorCode::ReplyTruncated));
     assert_eq!(r.error.unwrap().details["tool"], "get_weather");
 }
@@ -331,9 +351,15 @@ fn deepseek_v31_bare_json_with_thinking() {
 
 #[test]
 fn deepseek_v3_cut_and_malformed() {
-    let r = read_as("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\":", ReplyFormat::Auto, true);
+    let r = read_as(
+        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\":",
+        ReplyFormat::Auto,
+        true,
+    );
     assert_eq!(code(&r), Some(ErrorCode::ReplyTruncated));
-    let e = read("<｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"x\"} trailing<｜tool▁call▁end｜>").error.unwrap();
+    let e = read("<｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"x\"} trailing<｜tool▁call▁end｜>")
+        .error
+        .unwrap();
     assert_eq!((e.code, e.details["format"].as_str()), (ErrorCode::MalformedCall, Some("deepseek_v3")));
 }
 
@@ -349,9 +375,15 @@ fn deepseek_v32_dsml_parameters_and_json() {
 
 #[test]
 fn deepseek_v32_plain_tags_and_cut() {
-    let r = read("<function_calls><invoke name=\"get_weather\"><parameter name=\"city\" string=\"true\">Oslo</parameter></invoke></function_calls>");
+    let r = read(
+        "<function_calls><invoke name=\"get_weather\"><parameter name=\"city\" string=\"true\">Oslo</parameter></invoke></function_calls>",
+    );
     assert_eq!(r.calls[0].arguments, json!({"city": "Oslo"}));
-    let r = read_as("<｜DSML｜function_calls><｜DSML｜invoke name=\"get_weather\"><｜DSML｜parameter name=\"city\" string=\"true\">Os", ReplyFormat::Auto, true);
+    let r = read_as(
+        "<｜DSML｜function_calls><｜DSML｜invoke name=\"get_weather\"><｜DSML｜parameter name=\"city\" string=\"true\">Os",
+        ReplyFormat::Auto,
+        true,
+    );
     assert_eq!(code(&r), Some(ErrorCode::ReplyTruncated));
 }
 
@@ -369,9 +401,16 @@ fn kimi_k2_parallel_with_indexes() {
 
 #[test]
 fn kimi_k2_cut_and_malformed() {
-    let r = read_as("<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"ci", ReplyFormat::Auto, true);
+    let r = read_as(
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"ci",
+        ReplyFormat::Auto,
+        true,
+    );
     assert_eq!(code(&r), Some(ErrorCode::ReplyTruncated));
-    let e = read("<|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"city\": x}<|tool_call_end|>").error.unwrap();
+    let e =
+        read("<|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"city\": x}<|tool_call_end|>")
+            .error
+            .unwrap();
     assert_eq!((e.code, e.details["tool"].as_str()), (ErrorCode::InvalidJson, Some("get_weather")));
 }
 
@@ -392,7 +431,9 @@ fn gemma4_typed_values_nested_and_parallel() {
 
 #[test]
 fn gemma4_thought_channel_cut_and_malformed() {
-    let r = read("<|channel>thought\nmaybe <|tool_call>call:calculate{expression:<|\"|>1<|\"|>}<tool_call|><channel|>Fine.");
+    let r = read(
+        "<|channel>thought\nmaybe <|tool_call>call:calculate{expression:<|\"|>1<|\"|>}<tool_call|><channel|>Fine.",
+    );
     assert!(r.calls.is_empty());
     let r = read_as("<|tool_call>call:get_weather{city:<|\"|>Ber", ReplyFormat::Auto, true);
     assert_eq!(code(&r), Some(ErrorCode::ReplyTruncated));
@@ -406,7 +447,9 @@ fn gemma4_thought_channel_cut_and_malformed() {
 
 #[test]
 fn json_every_call_in_order_with_content() {
-    let r = read("First {\"tool\": \"calculate\", \"arguments\": {\"expression\": \"1\"}} then {\"tool\": \"get_weather\", \"arguments\": {\"city\": \"{x}\"}} end");
+    let r = read(
+        "First {\"tool\": \"calculate\", \"arguments\": {\"expression\": \"1\"}} then {\"tool\": \"get_weather\", \"arguments\": {\"city\": \"{x}\"}} end",
+    );
     assert_eq!(r.format, ReplyFormat::Json);
     assert_eq!(names(&r), ["calculate", "get_weather"]);
     assert_eq!(r.content, "First  then  end");
@@ -414,7 +457,9 @@ fn json_every_call_in_order_with_content() {
 
 #[test]
 fn json_tool_calls_list_gives_every_call() {
-    let r = read(r#"{"tool_calls": [{"function": {"name": "a", "arguments": "{}"}}, {"function": {"name": "b", "arguments": {}}}]}"#);
+    let r = read(
+        r#"{"tool_calls": [{"function": {"name": "a", "arguments": "{}"}}, {"function": {"name": "b", "arguments": {}}}]}"#,
+    );
     assert_eq!(names(&r), ["a", "b"]);
 }
 

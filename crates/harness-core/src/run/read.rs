@@ -48,7 +48,12 @@ impl ReplyCalls {
 }
 
 /// Reads a reply that just arrived. `tools` type the values of XML-style formats.
-pub(super) fn read_reply_calls(reply: &ModelReply, tools: &[ToolDefinition], format: ReplyFormat, step: &Step) -> ReplyCalls {
+pub(super) fn read_reply_calls(
+    reply: &ModelReply,
+    tools: &[ToolDefinition],
+    format: ReplyFormat,
+    step: &Step,
+) -> ReplyCalls {
     if !reply.calls.is_empty() {
         return ReplyCalls::Structured { count: reply.calls.len(), truncated: reply.truncated };
     }
@@ -90,9 +95,11 @@ pub(super) fn read_call(reply: &ModelReply, calls: &ReplyCalls, index: usize, st
             None => Err(Unreadable { call: None, error: no_call_left(index) }),
         },
         ReplyCalls::Text { items, .. } => match items.get(index) {
-            Some(Ok(c)) => {
-                Ok(ToolCall { id: format!("call_{}", step.number), tool: c.name.clone(), arguments: c.arguments.clone() })
-            }
+            Some(Ok(c)) => Ok(ToolCall {
+                id: format!("call_{}", step.number),
+                tool: c.name.clone(),
+                arguments: c.arguments.clone(),
+            }),
             Some(Err(error)) => Err(Unreadable { call: None, error: error.clone() }),
             None => Err(Unreadable { call: None, error: no_call_left(index) }),
         },
