@@ -186,7 +186,12 @@ impl Batch {
                     }
                     Err(e) => {
                         let error = HarnessError::new(ErrorCode::ProviderError, e.to_string(), json!({}));
-                        return Done { request, outcome: failed(error), duration: started.elapsed(), trace: trace_path };
+                        return Done {
+                            request,
+                            outcome: failed(error),
+                            duration: started.elapsed(),
+                            trace: trace_path,
+                        };
                     }
                 }
             }

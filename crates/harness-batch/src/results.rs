@@ -94,8 +94,8 @@ impl ResultsFile {
 
     /// Appends one line and hands it to the OS, so a kill right after loses nothing.
     pub fn append(&mut self, line: &ResultLine<'_>) -> Result<()> {
-        let mut text = serde_json::to_vec(line)
-            .map_err(|source| BatchError::EncodeResult { id: line.id.to_string(), source })?;
+        let mut text =
+            serde_json::to_vec(line).map_err(|source| BatchError::EncodeResult { id: line.id.to_string(), source })?;
         text.push(b'\n');
         self.file
             .write_all(&text)
