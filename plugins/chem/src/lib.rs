@@ -37,6 +37,7 @@
 
 mod elements;
 mod kekule;
+mod reader;
 mod sanitize;
 pub mod smiles;
 
