@@ -194,7 +194,10 @@ impl Reader<'_> {
                 }
                 ')' if after_atom => {
                     let Some((atom, _)) = self.branches.pop() else {
-                        return Err(err(p, format!("unbalanced parentheses at position {p}: ')' closes no open branch")));
+                        return Err(err(
+                            p,
+                            format!("unbalanced parentheses at position {p}: ')' closes no open branch"),
+                        ));
                     };
                     self.prev = Some(atom);
                     last = Last::Close;
@@ -222,10 +225,9 @@ impl Reader<'_> {
                 Err(err(n, format!("unexpected end of SMILES at position {n}: an atom must follow '{c}'")))
             }
             Last::Atom | Last::Ring | Last::Close => match self.branches.last() {
-                Some(&(_, open)) => Err(err(
-                    open,
-                    format!("unbalanced parentheses at position {open}: this branch is never closed"),
-                )),
+                Some(&(_, open)) => {
+                    Err(err(open, format!("unbalanced parentheses at position {open}: this branch is never closed")))
+                }
                 None => Ok(()),
             },
         }
@@ -348,7 +350,10 @@ impl Reader<'_> {
         let isotope_at = self.i;
         let isotope = self.number()?;
         if isotope == Some(0) && self.peek(0).is_some_and(|c| c.is_ascii_digit()) {
-            return Err(err(isotope_at, format!("invalid isotope at position {isotope_at}: a mass number cannot start with 0")));
+            return Err(err(
+                isotope_at,
+                format!("invalid isotope at position {isotope_at}: a mass number cannot start with 0"),
+            ));
         }
         let (z, aromatic) = self.bracket_symbol(open)?;
         let mut atom = ReadAtom {
@@ -363,7 +368,10 @@ impl Reader<'_> {
         };
         if self.peek(0) == Some('@') {
             if z == 1 {
-                return Err(err(open, format!("invalid stereo at position {open}: a hydrogen atom cannot be a stereocentre")));
+                return Err(err(
+                    open,
+                    format!("invalid stereo at position {open}: a hydrogen atom cannot be a stereocentre"),
+                ));
             }
             atom.chirality = self.chirality()?;
         }

@@ -26,6 +26,8 @@ use crate::kekule;
 use crate::reader::Chirality;
 use crate::smiles::{Atom, SmilesError};
 
+mod stereo;
+
 /// An atom as written in the SMILES.
 pub(crate) struct WrittenAtom {
     /// Atomic number; 0 for `*`.
@@ -146,6 +148,24 @@ impl Mol {
         }
     }
 
+    /// The adjacency RDKit's ring perception sees: dative bonds are left out.
+    fn ring_adjacency(&self) -> Vec<Vec<(usize, usize)>> {
+        self.adjacency
+            .iter()
+            .map(|list| {
+                list.iter().copied().filter(|&(_, b)| !matches!(self.bonds[b].order, Order::Dative { .. })).collect()
+            })
+            .collect()
+    }
+
+    /// Sets `in_ring` on every bond from the current bonds.
+    fn mark_rings(&mut self) {
+        let ring = ring_bonds(&self.ring_adjacency(), self.bonds.len());
+        for (bond, in_ring) in self.bonds.iter_mut().zip(ring) {
+            bond.in_ring = in_ring;
+        }
+    }
+
     fn degree(&self, i: usize) -> usize {
         self.adjacency[i].len()
     }
@@ -262,6 +282,11 @@ fn valences(z: u8) -> &'static [i8] {
     }
 }
 
+/// RDKit's `GetNOuterElecs`; 0 for `*`.
+fn outer_electrons(z: u8) -> u8 {
+    z.checked_sub(1).and_then(|i| ELEMENTS.get(usize::from(i))).map_or(0, |e| e.outer_electrons)
+}
+
 fn last(list: &[i8]) -> i64 {
     i64::from(list.last().copied().unwrap_or(-1))
 }
@@ -355,9 +380,8 @@ pub(crate) fn sanitize(
 
     // 1. Ring bonds; an unwritten bond between an aromatic atom and `*` off any ring is single.
     // (Between two aromatic atoms it stays aromatic until kekulization, as in RDKit.)
-    let ring = ring_bonds(&mol.adjacency, mol.bonds.len());
+    mol.mark_rings();
     for (i, bond) in mol.bonds.iter_mut().enumerate() {
-        bond.in_ring = ring[i];
         if implicit_aromatic[i] && !bond.in_ring && (mol.atoms[bond.a].z == 0 || mol.atoms[bond.b].z == 0) {
             bond.order = Order::Single;
         }
@@ -366,6 +390,7 @@ pub(crate) fn sanitize(
     fold_hydrogens(&mut mol);
     clean_up(&mut mol);
     clean_up_organometallics(&mut mol);
+    mol.mark_rings();
 
     // 5. Valences and implicit hydrogens.
     let n = mol.atoms.len();
@@ -392,7 +417,8 @@ pub(crate) fn sanitize(
     }
 
     let orders = kekulize(&mol, &valence, &implicit)?;
-    let implicit = kekule_hydrogens(&mol, &orders, &implicit)?;
+    let mut implicit = kekule_hydrogens(&mol, &orders, &implicit)?;
+    stereo::drop_stereo_hydrogens(&mut mol, &orders, &mut implicit);
 
     Ok(mol
         .atoms
@@ -508,8 +534,16 @@ fn clean_up_organometallics(mol: &mut Mol) {
         let Some(max) = u8::try_from(effective).ok().filter(|&e| e > 0).map(|e| last(valences(e))) else {
             continue;
         };
-        let valence = i64::from(mol.explicit_valence(i, mol.is_aromatic_atom(i)));
-        if max <= 0 || valence <= max {
+        let aromatic = mol.is_aromatic_atom(i);
+        let v = mol.explicit_valence(i, aromatic);
+        let valence = i64::from(v);
+        // RDKit's special case for an aromatic carbon bonded to a metal (cyclopentadienyl):
+        // at its maximum valence with four neighbours and hydrogens, it is hypervalent too.
+        let total_degree = mol.degree(i) as u64
+            + u64::from(atom.explicit_h)
+            + u64::from(mol.implicit_hydrogens(i, v, aromatic).unwrap_or(0));
+        let crowded_aromatic = atom.aromatic && valence == max && total_degree == 4;
+        if max <= 0 || (valence <= max && !crowded_aromatic) {
             continue;
         }
         let to_metal = mol.adjacency[i]
@@ -545,7 +579,7 @@ fn kekulize(mol: &Mol, valence: &[u32], implicit: &[u32]) -> Result<Vec<Order>, 
     }
     let mut orders: Vec<Order> = mol.bonds.iter().map(|b| b.order).collect();
     let aromatic_atom = |i: usize| mol.atoms[i].aromatic || mol.is_aromatic_atom(i);
-    for system in ring_systems(&mol.adjacency, mol.atoms.len()) {
+    for system in ring_systems(&mol.ring_adjacency(), mol.atoms.len()) {
         if !system.iter().any(|&i| aromatic_atom(i) || mol.atoms[i].z == 0) {
             continue;
         }
@@ -663,7 +697,12 @@ fn kekule_hydrogens(mol: &Mol, orders: &[Order], implicit: &[u32]) -> Result<Vec
         let atom = &mol.atoms[i];
         let aromatic = mol.adjacency[i].iter().any(|&(_, b)| orders[b] == Order::Aromatic);
         let v = mol.explicit_valence_with(i, aromatic, orders);
-        if let Err(max) = mol.check_valence(i, v) {
+        // A triple bond written inside an aromatic ring (`c#1ccccc1`) survives: RDKit perceives
+        // the ring as aromatic again and counts the other bonds as 1.5.
+        let triple_in_ring = mol.adjacency[i]
+            .iter()
+            .any(|&(_, b)| mol.bonds[b].in_ring && matches!(orders[b], Order::Triple | Order::Quadruple));
+        if let (Err(max), false) = (mol.check_valence(i, v), triple_in_ring && atom.aromatic) {
             let p = atom.position;
             return Err(err(
                 p,

@@ -219,9 +219,7 @@ fn read_molecule(chars: &[char], start: usize, end: usize) -> Result<Molecule, S
                         ),
                     ));
                 }
-                // A dative ring bond, written at either end, donates from the closing atom.
-                let symbol = first_symbol.or(closure.symbol);
-                bonds.push(WrittenBond { a: atom, b: first, written: written(symbol) });
+                bonds.push(ring_bond(first, first_symbol, atom, closure.symbol));
             }
         }
     }
@@ -248,6 +246,25 @@ fn read_molecule(chars: &[char], start: usize, end: usize) -> Result<Molecule, S
         })
         .collect();
     Ok(Molecule { atoms: sanitize::sanitize(atoms, bonds)? })
+}
+
+/// The bond a ring closure makes between `first` (where the number opened) and `last`.
+///
+/// As in RDKit, the opening end's symbol wins, unless it is `/` or `\` (which leave the order
+/// open); `~` on a ring closure reads as no symbol (RDKit keeps `~` only on chain bonds); a
+/// dative arrow donates from the atom it is written at (`->`) or toward it (`<-`).
+fn ring_bond(first: usize, first_symbol: Option<Symbol>, last: usize, last_symbol: Option<Symbol>) -> WrittenBond {
+    let (symbol, at_first) = match first_symbol {
+        None | Some(Symbol::Directional) if last_symbol.is_some() => (last_symbol, false),
+        _ => (first_symbol, true),
+    };
+    let (written_at, other) = if at_first { (first, last) } else { (last, first) };
+    match symbol {
+        Some(Symbol::Any) => WrittenBond { a: first, b: last, written: Written::Implicit },
+        Some(Symbol::DativeRight) => WrittenBond { a: written_at, b: other, written: Written::Dative },
+        Some(Symbol::DativeLeft) => WrittenBond { a: other, b: written_at, written: Written::Dative },
+        _ => WrittenBond { a: first, b: last, written: written(symbol) },
+    }
 }
 
 /// `1` or `%10`, as a ring-closure number is written.
