@@ -2,24 +2,35 @@
 //! counts and validity match it (the steps and rules follow RDKit's `SmilesToMol`, `RemoveHs`,
 //! `cleanUp`, `cleanUpOrganometallics`, valence code and `Kekulize`):
 //!
-//! 1. a bond written without a symbol (or with `/`, `\`) between two aromatic atoms, or an
-//!    aromatic atom and `*`, is aromatic if it lies on a ring and single otherwise (biphenyl's
-//!    link); `:` is always aromatic, even between upper-case atoms;
+//! 1. a bond written without a symbol (or with `/`, `\`) between two aromatic atoms is
+//!    aromatic, on a ring or not (biphenyl's link becomes single only in step 6); between an
+//!    aromatic atom and `*` it is aromatic on a ring and single otherwise; `:` is always
+//!    aromatic, even between upper-case atoms; `~` counts nothing toward valences;
 //! 2. `RemoveHs`, which runs *before* sanitization: a plain `[H]` bonded to one ordinary atom
 //!    is deleted and counted as an explicit hydrogen of that atom, whatever the bond order or
 //!    the hydrogen's charge (RDKit drops the charge of a bonded `[H+]`);
 //! 3. `cleanUp`: five-valent N with `=O` or `#N`, five-valent P with `=O` and `=C`/`=N`, and
 //!    Cl, Br, I bonded only to O with valence 3, 5 or 7 are made charge-separated (nitro groups
 //!    written `N(=O)=O`, perchloric acid written `OCl(=O)(=O)=O`); the net charge is unchanged;
-//! 4. `cleanUpOrganometallics`: one single bond from an over-bonded non-metal to a metal
-//!    becomes dative and stops counting toward the non-metal's valence (`[NH3][Pt]`);
+//! 4. `cleanUpOrganometallics`: one single bond from an over-bonded non-metal (or an aromatic
+//!    carbon with four neighbours) to a metal becomes dative and stops counting toward the
+//!    non-metal's valence (`[NH3][Pt]`); ring perception leaves dative bonds out;
 //! 5. valences are checked and implicit hydrogens assigned with RDKit's model: an aromatic
 //!    bond counts 1.5, a charged atom is judged by the element with as many electrons (`[N+]`
 //!    like C, `[O-]` like F; negative P, S, As, Se keep their own hypervalent valences); a
 //!    lower-case atom without aromatic bonds is treated like its upper-case form;
-//! 6. `Kekulize`: lower-case atoms must lie on a ring, and aromatic atoms with a free valence
-//!    must each get one double bond along the aromatic ring bonds (a perfect matching, where
-//!    RDKit backtracks; a `*` may or may not take one).
+//! 6. `Kekulize`, ring system by ring system: lower-case atoms must lie on a ring; the
+//!    aromatic bonds of aromatic atoms become single, and the atoms with a free valence each
+//!    get one double bond along the system's aromatic bonds (a perfect matching, where RDKit
+//!    backtracks; a `*` may or may not take one);
+//! 7. the valence check again on the Kekulé structure (`Cn=1ccnc1` fails it: N valence 4),
+//!    and new hydrogen counts for upper-case atoms whose aromatic bonds changed
+//!    (`c1ccccc1:C` is toluene);
+//! 8. `assignStereochemistry`'s clean-up: a tetrahedral mark that marks no stereocentre is
+//!    dropped with the one hydrogen written for it (`C[Cu@@H](C)C` is C3H9Cu).
+//!
+//! RDKit then perceives aromaticity again (`setAromaticity`, `adjustHs`); the plugin does not,
+//! which changes RDKit's answer on a few unusual rings (the plugin's README lists them).
 
 use crate::elements::ELEMENTS;
 use crate::kekule;
@@ -556,8 +567,8 @@ fn clean_up_organometallics(mol: &mut Mol) {
     }
 }
 
-/// 6. RDKit's `Kekulize`: gives the aromatic atoms Kekulé double bonds, ring system by ring
-/// system (rings that share a bond), and returns every bond's order afterwards.
+/// Step 6, RDKit's `Kekulize`: gives the aromatic atoms Kekulé double bonds, ring system by
+/// ring system (rings that share a bond), and returns every bond's order afterwards.
 ///
 /// In a ring system with an aromatic atom, every aromatic bond of its aromatic atoms becomes
 /// single (the link of biphenyl, a `:` to a chain atom), then each atom with a free valence
@@ -681,8 +692,8 @@ fn takes_double_bond(mol: &Mol, i: usize, valence: u32, implicit: u32) -> bool {
     default == sum + 1 || (atom.bracket && default == sum + 2)
 }
 
-/// 7. The valence check RDKit repeats after kekulization, and the hydrogens it then gives an
-/// upper-case atom that had an aromatic bond (`c1ccccc1:C` is toluene, C7H8).
+/// Step 7: the valence check RDKit repeats after kekulization, and the hydrogens it then gives
+/// an upper-case atom that had an aromatic bond (`c1ccccc1:C` is toluene, C7H8).
 ///
 /// A lower-case atom keeps the hydrogens found in step 5: RDKit perceives its ring as
 /// aromatic again and keeps them. The check catches what the 1.5-per-bond count let through,

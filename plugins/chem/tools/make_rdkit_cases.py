@@ -20,6 +20,9 @@ and average weight (Descriptors.MolWt, 5 decimals). Lines starting with `#` are 
     python3 -m venv /tmp/rdkit-venv && /tmp/rdkit-venv/bin/pip install rdkit==2026.9.1
     /tmp/rdkit-venv/bin/python plugins/chem/tools/make_rdkit_cases.py /tmp/rdkit-src \
         > plugins/chem/tests/fixtures/rdkit_cases.tsv
+
+A seed and a count after the source directory (`... /tmp/rdkit-src 7 20000`) make another set,
+e.g. to measure the plugin on mutations it was not tuned on.
 """
 
 import gzip
@@ -494,7 +497,11 @@ def mutations(molecules):
 
 
 def main():
+    global SEED, MUTATIONS
     root = Path(sys.argv[1])
+    # Optional: another seed and count, to measure on cases the plugin was not tuned on.
+    if len(sys.argv) > 2:
+        SEED, MUTATIONS = int(sys.argv[2]), int(sys.argv[3])
     molecules = list(real_molecules(root))
     print(f"# RDKit {rdBase.rdkitVersion}'s verdict on real and mutated SMILES; made by")
     print("# plugins/chem/tools/make_rdkit_cases.py (see its docstring for the command); do not edit.")
