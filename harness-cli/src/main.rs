@@ -6,6 +6,7 @@
 
 mod batch;
 mod config;
+mod config_cmd;
 mod error;
 mod mcp;
 mod plugins;
@@ -44,6 +45,11 @@ enum Command {
     },
     /// Run many requests from a JSON Lines file, several at once, resumably (see docs/batch.md).
     Batch(Box<batch::BatchArgs>),
+    /// Trust a configuration file, or show the effective configuration and where each value came from.
+    Config {
+        #[command(subcommand)]
+        command: config_cmd::ConfigCommand,
+    },
     /// Read a run's trace: a table of its steps, or a self-contained HTML report (see docs/traces.md).
     Trace {
         #[command(subcommand)]
@@ -66,6 +72,7 @@ fn main() -> ExitCode {
         Command::Mcp { command } => mcp::mcp(command),
         Command::Batch(args) => batch::batch(*args),
         Command::Trace { command } => trace_cmd::trace(command),
+        Command::Config { command } => config_cmd::config(command),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

@@ -16,3 +16,4 @@ mod providers;
 mod run;
 mod support;
 mod trace;
+mod trust;
