@@ -159,6 +159,8 @@ impl ToolServer {
             offered: "all",
             call_index: None,
             reply_text: None,
+            reply_format: None,
+            reasoning: None,
             router_mode: None,
             usage: None,
             duration_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
