@@ -355,6 +355,7 @@ mod step {
             reply_text: None,
             router_mode: None,
             usage: None,
+            reply: None,
             duration_us: started.elapsed().as_micros() as u64,
             model_us,
         };

@@ -43,4 +43,7 @@ pub use registry::{
     ToolSource, compile_schema,
 };
 pub use run::{RunOptions, RunOutcome, RunStatus, call_tool, run};
-pub use trace::{NoTrace, StepStatus, TraceEntry, TraceSink, TraceWriter};
+pub use trace::{
+    Limits, NoTrace, OfferedTool, RunAbout, RunEnd, RunStart, StepStatus, TRACE_FORMAT, TraceEntry, TraceSink,
+    TraceWriter, definition_hash, rfc3339, run_traced, sha256_hex,
+};

@@ -40,6 +40,7 @@ pub(super) fn step_entry<'a>(
         reply_text: if step.fresh { reply_text(reply) } else { None },
         router_mode: reply.router_mode.as_deref(),
         usage: step.usage,
+        reply: step.fresh.then_some(reply),
         ..blank_entry(step, status, error, micros(step.started))
     }
 }
@@ -71,6 +72,7 @@ pub(super) fn blank_entry<'a>(
         reply_text: None,
         router_mode: None,
         usage: None,
+        reply: None,
         duration_us,
         model_us: step.model_us,
     }
