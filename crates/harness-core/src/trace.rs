@@ -110,7 +110,14 @@ pub async fn run_traced(
     let started = Instant::now();
     let start = RunStart::new(about, provider.name(), request, registry, options);
     if let Err(e) = trace.begin(&start) {
-        let none = RunOutcome { status: RunStatus::Failed, answer: None, steps: 0, error: None, usage: Usage::default(), retries: 0 };
+        let none = RunOutcome {
+            status: RunStatus::Failed,
+            answer: None,
+            steps: 0,
+            error: None,
+            usage: Usage::default(),
+            retries: 0,
+        };
         return with_line_error(none, "first", &e);
     }
     let outcome = crate::run::run(provider, registry, request, options, trace).await;

@@ -250,7 +250,8 @@ mod tests {
     }
 
     const START: &str = r#"{"kind":"start","format":2,"harness_version":"0.1.0","request":"r","provider":"scripted","tools":[],"limits":{"max_steps":8,"max_repeats":3,"max_reply_bytes":1,"max_arguments_bytes":1,"max_conversation_bytes":1},"started_at":"t"}"#;
-    const STEP: &str = r#"{"step":1,"tool":"finish","arguments":{"answer":1},"status":"finished","result":1,"duration_us":3}"#;
+    const STEP: &str =
+        r#"{"step":1,"tool":"finish","arguments":{"answer":1},"status":"finished","result":1,"duration_us":3}"#;
 
     #[test]
     fn a_first_line_without_a_last_one_was_killed() {
