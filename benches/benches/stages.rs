@@ -353,6 +353,8 @@ mod step {
             offered: "all",
             call_index: None,
             reply_text: None,
+            reply_format: None,
+            reasoning: None,
             router_mode: None,
             usage: None,
             reply: None,

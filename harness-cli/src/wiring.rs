@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use harness_core::{ModelProvider, RunAbout, RunOptions, RunStatus, ToolRegistry};
+use harness_core::{ModelProvider, ReplyFormat, RunAbout, RunOptions, RunStatus, ToolRegistry};
 use harness_providers::{
     HttpProvider, HttpProviderConfig, HttpSettings, OfflineRouter, Preset, RouterMode, ScriptedProvider,
     parse_tool_choice,
@@ -65,6 +65,11 @@ pub(crate) struct LoopArgs {
     /// Wall-clock limit of the run in seconds: past it, time_budget_exhausted (exit 3).
     #[arg(long, value_name = "SECS")]
     pub(crate) max_seconds: Option<f64>,
+    /// How a reply's text is read: auto (detect the model family's call format from its
+    /// markers), or one family: json, hermes, qwen3_coder, mistral, llama3, harmony,
+    /// deepseek_v3, deepseek_v32, kimi_k2, glm45, gemma4. [default: auto]
+    #[arg(long, value_name = "FORMAT")]
+    pub(crate) reply_format: Option<String>,
 }
 
 /// The provider's name from the flags, `--script`, or the config; `offline` when none says.
@@ -224,6 +229,10 @@ pub(crate) fn run_options(args: &LoopArgs, config: &LoadedConfig) -> Result<RunO
         },
         // Batch runs share a runtime: calls go to blocking threads. `harness run` turns it on.
         inline_calls: false,
+        reply_format: match args.reply_format.as_ref().or(config.config.reply_format.as_ref()) {
+            None => ReplyFormat::Auto,
+            Some(name) => name.parse().map_err(|e| CliError::Usage(format!("--reply-format: {e}")))?,
+        },
     };
     if options.max_steps == 0 {
         return Err(CliError::Usage("--max-steps must be at least 1".to_owned()));

@@ -99,7 +99,10 @@ impl Scratch {
     /// The `harness` command, run in this directory.
     pub(crate) fn harness(&self) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_harness"));
-        cmd.current_dir(self.dir.path()).env_remove("HARNESS_PLUGIN_PATH");
+        // The trust store is the scratch directory's own: no test reads or changes the user's.
+        cmd.current_dir(self.dir.path())
+            .env_remove("HARNESS_PLUGIN_PATH")
+            .env("XDG_CONFIG_HOME", self.path("xdg-config"));
         cmd
     }
 

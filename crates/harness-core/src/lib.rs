@@ -32,6 +32,7 @@ mod error;
 mod parse;
 mod provider;
 mod registry;
+mod reply;
 mod run;
 mod trace;
 
@@ -42,6 +43,7 @@ pub use registry::{
     FINISH, RegisteredTool, RegistryError, ToolDefinition, ToolExample, ToolFailure, ToolHandler, ToolRegistry,
     ToolSource, compile_schema,
 };
+pub use reply::{ReadOptions, ReadReply, ReplyFormat, TextCall, read_reply};
 pub use run::{RunOptions, RunOutcome, RunStatus, call_tool, run};
 pub use trace::{
     Limits, NoTrace, OfferedTool, RunAbout, RunEnd, RunStart, StepStatus, TRACE_FORMAT, TraceEntry, TraceSink,

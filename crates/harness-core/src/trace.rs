@@ -66,6 +66,12 @@ pub struct TraceEntry<'a> {
     /// The model's raw text, kept when the call was read from text or could not be read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reply_text: Option<&'a str>,
+    /// The call format the reply's text was read as (`json`, `hermes`, ...), for calls read from text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reply_format: Option<&'a str>,
+    /// The model's reasoning, split off its text or out of the API's reply; never read for calls.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<&'a str>,
     /// How the provider forced the tool choice (`native` or `prompt`), when it says.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub router_mode: Option<&'a str>,

@@ -159,6 +159,8 @@ impl ToolServer {
             offered: "all",
             call_index: None,
             reply_text: None,
+            reply_format: None,
+            reasoning: None,
             router_mode: None,
             usage: None,
             reply: None,

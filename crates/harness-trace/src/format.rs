@@ -125,6 +125,12 @@ pub struct Step {
     pub call_index: Option<u64>,
     /// The model's raw text.
     pub reply_text: Option<String>,
+    /// The call format the reply's text was read as (`json`, `hermes`, ...).
+    #[serde(default)]
+    pub reply_format: Option<String>,
+    /// The model's reasoning, split off its text or out of the API's reply.
+    #[serde(default)]
+    pub reasoning: Option<String>,
     /// `native` or `prompt`.
     pub router_mode: Option<String>,
     /// Tokens of the model call made at this step.
@@ -142,7 +148,8 @@ pub struct Step {
 impl Step {
     /// The reasoning of the reply this step asked for, when the model gave any.
     pub fn reasoning(&self) -> Option<&str> {
-        self.reply.as_ref().and_then(|r| r.reasoning.as_deref()).filter(|r| !r.is_empty())
+        let from_reply = || self.reply.as_ref().and_then(|r| r.reasoning.as_deref());
+        self.reasoning.as_deref().or_else(from_reply).filter(|r| !r.is_empty())
     }
 }
 
