@@ -46,6 +46,8 @@ pub(crate) struct Config {
     pub(crate) max_repeats: Option<u32>,
     /// Wall-clock limit of a run, in seconds.
     pub(crate) max_seconds: Option<f64>,
+    /// How a reply's text is read (`--reply-format`): auto, or a model family's call format.
+    pub(crate) reply_format: Option<String>,
     /// Where plugin tools run by default: `in-process` or `process`.
     pub(crate) isolation: Option<String>,
     /// Every tool's timeout, in seconds, unless its plugin section says otherwise.

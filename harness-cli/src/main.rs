@@ -10,6 +10,7 @@ mod config_cmd;
 mod error;
 mod mcp;
 mod plugins;
+mod reply;
 mod run;
 mod setup;
 mod trace_cmd;
@@ -50,6 +51,11 @@ enum Command {
         #[command(subcommand)]
         command: config_cmd::ConfigCommand,
     },
+    /// Read one raw model reply exactly as the loop would: its calls, reasoning and format (see docs/providers.md).
+    Reply {
+        #[command(subcommand)]
+        command: reply::ReplyCommand,
+    },
     /// Read a run's trace: a table of its steps, or a self-contained HTML report (see docs/traces.md).
     Trace {
         #[command(subcommand)]
@@ -72,6 +78,7 @@ fn main() -> ExitCode {
         Command::Mcp { command } => mcp::mcp(command),
         Command::Batch(args) => batch::batch(*args),
         Command::Trace { command } => trace_cmd::trace(command),
+        Command::Reply { command } => reply::reply(command),
         Command::Config { command } => config_cmd::config(command),
     };
     match outcome {

@@ -19,6 +19,7 @@ use crate::error::{ErrorCode, HarnessError};
 use crate::parse::ToolCall;
 use crate::provider::{Message, ModelProvider, ModelReply, Usage};
 use crate::registry::ToolRegistry;
+use crate::reply::ReplyFormat;
 use crate::trace::{StepStatus, TraceSink};
 
 pub use execute::call_tool;
@@ -46,6 +47,9 @@ pub struct RunOptions {
     ///
     /// [`ToolHandler::may_run_inline`]: crate::ToolHandler::may_run_inline
     pub inline_calls: bool,
+    /// How to read a reply's text: `Auto` detects the model family's call format from its
+    /// markers; a family reads that format only.
+    pub reply_format: ReplyFormat,
 }
 
 impl Default for RunOptions {
@@ -58,6 +62,7 @@ impl Default for RunOptions {
             max_conversation_bytes: 16 << 20,
             max_duration: None,
             inline_calls: false,
+            reply_format: ReplyFormat::Auto,
         }
     }
 }
@@ -112,7 +117,7 @@ pub async fn run(
                 Ok(reply) => reply,
                 Err(outcome) => return outcome,
             };
-            if let Err(error) = run.take_reply(reply) {
+            if let Err(error) = run.take_reply(reply, registry, &step) {
                 if let Err(e) = trace.record(&record::refused_reply(&step, &error)) {
                     return run.failed(number, record::trace_error(&e));
                 }
@@ -121,8 +126,8 @@ pub async fn run(
             }
             step.fresh = true;
         }
-        let (reply, index) = run.next_call();
-        let read = read::read_call(reply, index, &step);
+        let (reply, calls, index) = run.next_call();
+        let read = read::read_call(reply, calls, index, &step);
         let (call, outcome) = match read.call {
             Ok(mut call) => {
                 let outcome = check_and_execute(registry, &mut run, &step, &mut call).await;
@@ -135,7 +140,8 @@ pub async fn run(
         if matches!(outcome, StepOutcome::Failed(_, StepStatus::Rejected)) {
             run.repeats.reset();
         }
-        let entry = record::step_entry(&step, run.reply_of_step(), read.index, registry, call.as_ref(), &outcome);
+        let (reply, calls) = run.reply_of_step();
+        let entry = record::step_entry(&step, reply, calls, read.index, registry, call.as_ref(), &outcome);
         if let Err(e) = trace.record(&entry) {
             return run.failed(number, record::trace_error(&e));
         }
@@ -214,10 +220,16 @@ struct Run<'o> {
     /// Only `finish` is offered from now on (a repeated call, a conversation grown too large).
     finish_forced: bool,
     deadline: Option<Instant>,
-    /// The reply being worked through: where it sits in the conversation, and its next call.
-    /// A reply with several calls is executed in order, one call per step, before the
-    /// provider is asked again.
-    current: Option<(usize, usize)>,
+    /// The reply being worked through. A reply with several calls is executed in order, one
+    /// call per step, before the provider is asked again.
+    current: Option<CurrentReply>,
+}
+
+/// The reply being worked through: where it sits in the conversation, its calls, the next one.
+struct CurrentReply {
+    at: usize,
+    calls: read::ReplyCalls,
+    next: usize,
 }
 
 impl<'o> Run<'o> {
@@ -250,21 +262,20 @@ impl<'o> Run<'o> {
 
     /// Whether the current reply still has a call to run.
     fn has_pending_call(&self) -> bool {
-        self.current.is_some_and(|(at, next)| match &self.conversation[at] {
-            Message::Assistant { reply } => next < reply.calls.len(),
-            _ => false,
-        })
+        self.current.as_ref().is_some_and(|c| c.next < c.calls.len())
     }
 
-    /// Takes a new reply into the conversation, or refuses it whole when it is over the size
-    /// limit: then it is neither read nor kept, and is replaced by a note of its size.
-    fn take_reply(&mut self, reply: ModelReply) -> Result<(), HarnessError> {
+    /// Takes a new reply into the conversation and reads its calls, or refuses it whole when it
+    /// is over the size limit: then it is neither read nor kept, and is replaced by a note of
+    /// its size.
+    fn take_reply(&mut self, reply: ModelReply, registry: &ToolRegistry, step: &Step) -> Result<(), HarnessError> {
         let arguments_bytes: usize = reply.calls.iter().map(|c| json_size(&c.arguments)).sum();
         let reply_bytes = reply.text.as_ref().map_or(0, String::len) + arguments_bytes;
         self.conversation_bytes += reply_bytes;
         if reply_bytes <= self.options.max_reply_bytes {
+            let calls = read::read_reply_calls(&reply, registry.definitions(), self.options.reply_format, step);
             self.conversation.push(Message::Assistant { reply });
-            self.current = Some((self.conversation.len() - 1, 0));
+            self.current = Some(CurrentReply { at: self.conversation.len() - 1, calls, next: 0 });
             return Ok(());
         }
         let limit = self.options.max_reply_bytes;
@@ -278,22 +289,20 @@ impl<'o> Run<'o> {
         ))
     }
 
-    /// The reply this step takes its call from, and that call's index; moves past it.
-    fn next_call(&mut self) -> (&ModelReply, usize) {
-        let (at, index) = self.current.unwrap_or((self.conversation.len() - 1, 0));
-        self.current = Some((at, index + 1));
-        (self.assistant_reply(at), index)
+    /// The reply this step takes its call from, its calls, and the call's index; moves past it.
+    fn next_call(&mut self) -> (&ModelReply, &read::ReplyCalls, usize) {
+        let current = self.current.as_mut().expect("a step runs only once a reply was taken");
+        let index = current.next;
+        current.next += 1;
+        let (reply, calls) = self.reply_of_step();
+        (reply, calls, index)
     }
 
-    /// The reply the current step took its call from.
-    fn reply_of_step(&self) -> &ModelReply {
-        let at = self.current.map_or(self.conversation.len() - 1, |(at, _)| at);
-        self.assistant_reply(at)
-    }
-
-    fn assistant_reply(&self, at: usize) -> &ModelReply {
-        match &self.conversation[at] {
-            Message::Assistant { reply } => reply,
+    /// The reply the current step took its call from, and its calls.
+    fn reply_of_step(&self) -> (&ModelReply, &read::ReplyCalls) {
+        let current = self.current.as_ref().expect("a step runs only once a reply was taken");
+        match &self.conversation[current.at] {
+            Message::Assistant { reply } => (reply, &current.calls),
             _ => unreachable!("the current reply always points at an assistant message"),
         }
     }

@@ -6,7 +6,7 @@ use serde_json::json;
 use super::{Run, RunOutcome, Step, micros, record};
 use crate::error::{ErrorCode, HarnessError};
 use crate::provider::{ModelProvider, ModelReply, RouterRequest, ToolChoice};
-use crate::registry::{FINISH, ToolRegistry};
+use crate::registry::ToolRegistry;
 use crate::trace::{StepStatus, TraceSink};
 
 /// Asks the router for its next reply, counting its usage and retries into the run.
@@ -18,12 +18,10 @@ pub(super) async fn ask_router(
     step: &mut Step,
     trace: &mut dyn TraceSink,
 ) -> Result<ModelReply, RunOutcome> {
-    let (tools, tool_choice) = if step.finish_only {
-        (registry.finish_only(), ToolChoice::Tool(FINISH.to_owned()))
-    } else {
-        (registry.definitions(), ToolChoice::Required)
-    };
-    let request = RouterRequest { conversation: &run.conversation, tools, tool_choice: &tool_choice };
+    // With `finish` the only tool offered, "required" forces it as surely as naming it, and
+    // every server honours "required" (llama.cpp treats a named choice as "auto").
+    let tools = if step.finish_only { registry.finish_only() } else { registry.definitions() };
+    let request = RouterRequest { conversation: &run.conversation, tools, tool_choice: &ToolChoice::Required };
     let asked = match run.deadline {
         None => provider.complete(request).await,
         Some(d) => match tokio::time::timeout_at(d.into(), provider.complete(request)).await {

@@ -1,5 +1,6 @@
 //! Record the step: one trace line, built from what the step asked, read, checked and ran.
 
+use super::read::ReplyCalls;
 use super::{Step, StepOutcome, micros};
 use crate::error::{ErrorCode, HarnessError};
 use crate::parse::ToolCall;
@@ -13,6 +14,7 @@ use serde_json::json;
 pub(super) fn step_entry<'a>(
     step: &Step,
     reply: &'a ModelReply,
+    calls: &'a ReplyCalls,
     index: usize,
     registry: &'a ToolRegistry,
     call: Option<&'a ToolCall>,
@@ -36,10 +38,14 @@ pub(super) fn step_entry<'a>(
         plugin,
         plugin_version,
         mcp_server,
-        call_index: (reply.calls.len() > 1).then_some(index),
+        call_index: (calls.len() > 1).then_some(index),
         reply_text: if step.fresh { reply_text(reply) } else { None },
+        reply_format: calls.format().map(|f| f.as_str()),
+        // Reasoning the reader split off the text, or that the server split out itself.
+        reasoning: if step.fresh { calls.reasoning().or(reply.reasoning.as_deref()) } else { None },
         router_mode: reply.router_mode.as_deref(),
         usage: step.usage,
+        reply: step.fresh.then_some(reply),
         ..blank_entry(step, status, error, micros(step.started))
     }
 }
@@ -69,8 +75,11 @@ pub(super) fn blank_entry<'a>(
         offered: if step.finish_only { FINISH } else { "all" },
         call_index: None,
         reply_text: None,
+        reply_format: None,
+        reasoning: None,
         router_mode: None,
         usage: None,
+        reply: None,
         duration_us,
         model_us: step.model_us,
     }
