@@ -166,10 +166,7 @@ fn enable_disable_and_deny_effects_from_flags_and_config() {
 
     let with = |extra: &[&str]| offered(&list(&s, &[&base[..], extra].concat()));
     assert_eq!(with(&["--disable", "files"]), ["calc.calculate"]);
-    assert_eq!(
-        with(&["--disable", "files.read_file"]),
-        ["calc.calculate", "files.list_dir", "files.write_file"]
-    );
+    assert_eq!(with(&["--disable", "files.read_file"]), ["calc.calculate", "files.list_dir", "files.write_file"]);
     assert_eq!(with(&["--enable", "calc"]), ["calc.calculate"]);
     assert_eq!(with(&["--enable", "fault.fault_echo", "--enable", "calc"]), ["calc.calculate", "fault.fault_echo"]);
     assert_eq!(with(&["--deny-effects", "reads"]), ["calc.calculate", "files.write_file"]);
