@@ -109,7 +109,6 @@ fn model_reply(r: &ReplyRecord) -> ModelReply {
         usage: r.usage.map(|u| Usage { input_tokens: u.input_tokens, output_tokens: u.output_tokens }),
         router_mode: r.router_mode.clone(),
         retries: r.retries,
-        ..ModelReply::default()
     }
 }
 
