@@ -46,4 +46,7 @@ pub use registry::{
 };
 pub use reply::{ReadOptions, ReadReply, ReplyFormat, TextCall, read_reply};
 pub use run::{RunOptions, RunOutcome, RunStatus, call_tool, run};
-pub use trace::{NoTrace, StepStatus, TraceEntry, TraceSink, TraceWriter};
+pub use trace::{
+    Limits, NoTrace, OfferedTool, RunAbout, RunEnd, RunStart, StepStatus, TRACE_FORMAT, TraceEntry, TraceSink,
+    TraceWriter, definition_hash, rfc3339, run_traced, sha256_hex,
+};
