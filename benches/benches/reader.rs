@@ -34,7 +34,9 @@ fn one_call(format: ReplyFormat, i: usize) -> String {
             "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>{city}</arg_value>\n<arg_key>days</arg_key>\n<arg_value>{i}</arg_value>\n</tool_call>\n"
         ),
         ReplyFormat::Mistral => format!("[TOOL_CALLS]get_weather[ARGS]{{\"city\": \"{city}\", \"days\": {i}}}"),
-        ReplyFormat::Llama3 => format!("{{\"name\": \"get_weather\", \"parameters\": {{\"city\": \"{city}\", \"days\": {i}}}}}; "),
+        ReplyFormat::Llama3 => {
+            format!("{{\"name\": \"get_weather\", \"parameters\": {{\"city\": \"{city}\", \"days\": {i}}}}}; ")
+        }
         ReplyFormat::Harmony => format!(
             "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{{\"city\": \"{city}\", \"days\": {i}}}<|call|>"
         ),
@@ -63,7 +65,8 @@ fn reply(format: ReplyFormat, kb: usize) -> String {
         ReplyFormat::KimiK2 => ("<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"),
         _ => ("", ""),
     };
-    let mut text = format!("<think>The user wants the weather in several cities; one call each.</think>Checking.{open}");
+    let mut text =
+        format!("<think>The user wants the weather in several cities; one call each.</think>Checking.{open}");
     let mut i = 0;
     while text.len() + close.len() < kb * 1024 {
         text.push_str(&one_call(format, i));
@@ -129,6 +132,8 @@ fn many_think_blocks(bencher: Bencher, kb: usize) {
 #[divan::bench(args = SIZES_KB)]
 fn one_long_value(bencher: Bencher, kb: usize) {
     let value = "x<y ".repeat(kb * 256);
-    let text = format!("<tool_call>\n<function=get_weather>\n<parameter=city>\n{value}\n</parameter>\n</function>\n</tool_call>");
+    let text = format!(
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\n{value}\n</parameter>\n</function>\n</tool_call>"
+    );
     bench_read(bencher, ReplyFormat::Qwen3Coder, text);
 }
