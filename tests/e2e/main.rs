@@ -13,6 +13,8 @@ mod discovery;
 mod isolation;
 mod mcp;
 mod providers;
+mod reply;
 mod run;
 mod support;
 mod trace;
+mod trust;

@@ -54,7 +54,10 @@ fn calculate_answers_what_a_user_expects_through_the_real_plugin() {
     let t = s.trace("t.jsonl");
     let results: Vec<Value> = t[..5].iter().map(|l| l["result"].clone()).collect();
     // Past 64 bits an exact integer is a string of digits, which no JSON reader rounds.
-    assert_eq!(results, [json!(397.8), json!(2.5), json!(1024), json!(1.4142135623730951), json!("99999999980000000001")]);
+    assert_eq!(
+        results,
+        [json!(397.8), json!(2.5), json!(1024), json!(1.4142135623730951), json!("99999999980000000001")]
+    );
     assert_eq!((&t[5]["status"], &t[5]["error"]["code"]), (&json!("error"), &json!("tool_error")));
     let message = t[5]["error"]["message"].as_str().unwrap();
     assert!(message.contains("sqrt(x) needs x ≥ 0") && message.contains("column 1"), "{message}");
@@ -280,7 +283,8 @@ fn files_plugin_reads_under_its_configured_root_and_refuses_escapes() {
         call("finish", json!({"answer": "done"})),
     ]);
     // The root in harness.toml is relative to the working directory of the plugin's init.
-    let r = ran(s.harness().args(["run", "x", "--trace", "t.jsonl", "--script"]).arg(&script));
+    let r =
+        ran(s.harness().args(["run", "x", "--config", "harness.toml", "--trace", "t.jsonl", "--script"]).arg(&script));
     assert_eq!(r.code, 0, "{}", r.stderr);
     let t = s.trace("t.jsonl");
     assert_eq!(t[0]["result"]["content"], "hello from a");

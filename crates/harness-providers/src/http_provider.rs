@@ -140,8 +140,10 @@ impl HttpProvider {
 
     /// The tool choice to send: the override replaces `Required`; a forced tool stays forced.
     fn choice(&self, request: &RouterRequest<'_>) -> Result<ToolChoice, ProviderError> {
+        // `finish` offered alone is the loop forcing it: the override never loosens that.
+        let finish_forced = matches!(request.tools, [only] if only.name == harness_core::FINISH);
         let choice = match (request.tool_choice, &self.tool_choice) {
-            (ToolChoice::Required, Some(over)) => over.clone(),
+            (ToolChoice::Required, Some(over)) if !finish_forced => over.clone(),
             (asked, _) => asked.clone(),
         };
         if let ToolChoice::Tool(name) = &choice

@@ -28,7 +28,13 @@ tool call; the harness runs it and tells you the result.\n\nTools:\n",
         "\nAnswer every turn with exactly one JSON object and nothing else:\n{\"tool\": \"<tool name>\", \"arguments\": {...}}\n\
 When the request is done, call finish: {\"tool\": \"finish\", \"arguments\": {\"answer\": <the answer>}}",
     );
-    if let ToolChoice::Tool(name) = choice {
+    // A named choice, or "required" with one tool offered (how the loop forces `finish`).
+    let only = match (choice, tools) {
+        (ToolChoice::Tool(name), _) => Some(name.as_str()),
+        (ToolChoice::Required, [tool]) => Some(tool.name.as_str()),
+        _ => None,
+    };
+    if let Some(name) = only {
         let _ = write!(s, "\nAt this turn you must call {name}.");
     }
     s

@@ -116,6 +116,8 @@ pub enum ErrorKind {
     #[error("{0}")]
     Domain(String),
     /// `round(x, d)` with `d` not a whole number or too large.
-    #[error("round's digits must be a whole number from -{MAX_ROUND_DIGITS} to {MAX_ROUND_DIGITS}, as in round(3.14159, 2)")]
+    #[error(
+        "round's digits must be a whole number from -{MAX_ROUND_DIGITS} to {MAX_ROUND_DIGITS}, as in round(3.14159, 2)"
+    )]
     RoundDigits,
 }

@@ -30,7 +30,12 @@ impl Function {
     }
 }
 
-const fn f(name: &'static str, usage: &'static str, arity: (usize, usize), eval: fn(&[Num], usize) -> Result<Num, CalcError>) -> Function {
+const fn f(
+    name: &'static str,
+    usage: &'static str,
+    arity: (usize, usize),
+    eval: fn(&[Num], usize) -> Result<Num, CalcError>,
+) -> Function {
     Function { name, usage, min: arity.0, max: arity.1, eval }
 }
 
@@ -217,7 +222,10 @@ fn log(x: &Num, base: &Num, at: usize) -> Result<Num, CalcError> {
 /// Logarithms are defined for x > 0 only.
 fn positive(x: &Num, at: usize) -> Result<(), CalcError> {
     if x.is_negative() || x.is_zero() {
-        return Err(domain(at, "logarithms need x > 0: ln(0) is -infinity and the log of a negative number is not real"));
+        return Err(domain(
+            at,
+            "logarithms need x > 0: ln(0) is -infinity and the log of a negative number is not real",
+        ));
     }
     Ok(())
 }

@@ -74,9 +74,7 @@ pub fn evaluate(expression: &str) -> Result<Num, CalcError> {
 /// Evaluates `expression` to the tool's answer; failures are `tool_error`s whose message
 /// names the column.
 pub fn calculate(expression: &str) -> Result<Answer, ToolError> {
-    evaluate(expression)
-        .and_then(|n| answer(n, expression))
-        .map_err(|e| ToolError::tool_error(e.describe(expression)))
+    evaluate(expression).and_then(|n| answer(n, expression)).map_err(|e| ToolError::tool_error(e.describe(expression)))
 }
 
 /// How a value is shown: whole numbers as integers, other values as floats.

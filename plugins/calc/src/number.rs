@@ -167,7 +167,8 @@ pub(crate) fn pow(base: Num, exponent: Num, at: usize) -> Result<Num, CalcError>
         return Err(CalcError::new(
             at,
             ErrorKind::Domain(
-                "a negative number to a fractional power has no real value (for a real cube root write cbrt(-8))".into(),
+                "a negative number to a fractional power has no real value (for a real cube root write cbrt(-8))"
+                    .into(),
             ),
         ));
     }

@@ -147,7 +147,9 @@ impl<'a> Parser<'_, 'a> {
             None => Err(CalcError::new(at, ErrorKind::UnknownName(name.to_owned(), unknown_hint(name)))),
             Some(Named::Constant(_)) if called => Err(CalcError::new(at, ErrorKind::NotAFunction(name.to_owned()))),
             Some(Named::Constant(v)) => Ok(Num::Float(v)),
-            Some(Named::Function(f)) if !called => Err(CalcError::new(at, ErrorKind::NotAValue(name.to_owned(), f.usage))),
+            Some(Named::Function(f)) if !called => {
+                Err(CalcError::new(at, ErrorKind::NotAValue(name.to_owned(), f.usage)))
+            }
             Some(Named::Function(f)) => {
                 let open = self.advance().at;
                 let args = self.nested(open, |p| p.arguments(open))?;

@@ -140,7 +140,10 @@ fn every_mistake_names_its_column_and_the_fix() {
     let mut wrong = Vec::new();
     for (expression, column, words) in rows {
         let message = shown(expression);
-        if !(message.starts_with("error: ") && message.contains(words) && message.contains(&format!("(column {column} of"))) {
+        if !(message.starts_with("error: ")
+            && message.contains(words)
+            && message.contains(&format!("(column {column} of")))
+        {
             wrong.push(format!("{expression}: want column {column} and {words:?}, got {message}"));
         }
     }

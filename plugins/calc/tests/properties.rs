@@ -323,7 +323,11 @@ fn mixed_ast() -> impl Strategy<Value = Ast> {
 }
 
 fn style() -> impl Strategy<Value = Style> {
-    (any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(all_parens, stars, spaced)| Style { all_parens, stars, spaced })
+    (any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(all_parens, stars, spaced)| Style {
+        all_parens,
+        stars,
+        spaced,
+    })
 }
 
 /// How far apart two floats are, in units in the last place.
@@ -406,9 +410,43 @@ proptest! {
 
 /// Pieces of expressions, valid and not, for [`no_soup_of_tokens_makes_calc_panic_or_hang`].
 const SOUP: &[&str] = &[
-    "0", "1", "9", "2.5", "1e3", "1e-400", "9e9999", "99999999999999999999", ".", "_", ",", "1,000", " ", "^", "**",
-    "*", "/", "%", "+", "-", "(", ")", "sqrt", "cbrt", "log", "ln", "round", "min", "max", "atan2", "pi", "e", "tau",
-    "math::", "x", "é", "=",
+    "0",
+    "1",
+    "9",
+    "2.5",
+    "1e3",
+    "1e-400",
+    "9e9999",
+    "99999999999999999999",
+    ".",
+    "_",
+    ",",
+    "1,000",
+    " ",
+    "^",
+    "**",
+    "*",
+    "/",
+    "%",
+    "+",
+    "-",
+    "(",
+    ")",
+    "sqrt",
+    "cbrt",
+    "log",
+    "ln",
+    "round",
+    "min",
+    "max",
+    "atan2",
+    "pi",
+    "e",
+    "tau",
+    "math::",
+    "x",
+    "é",
+    "=",
 ];
 
 /// `a / 2^s` written as a decimal, exactly.
@@ -425,7 +463,8 @@ fn exact_decimal(a: i64, s: u32) -> String {
 
 #[test]
 fn huge_powers_are_refused_at_once() {
-    for text in ["9^9^9^9", "9**9**9**9**9", "2^2^2^2^2^2", "(10^3000)^(10^3000)", "(1/3)^99999999999", "1.0000001^1e9"] {
+    for text in ["9^9^9^9", "9**9**9**9**9", "2^2^2^2^2^2", "(10^3000)^(10^3000)", "(1/3)^99999999999", "1.0000001^1e9"]
+    {
         let _ = calculate(text);
     }
     assert_eq!(calculate("2^2^2^2").ok(), Some(Answer::Number(65536.into())));

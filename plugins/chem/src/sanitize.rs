@@ -2,28 +2,42 @@
 //! counts and validity match it (the steps and rules follow RDKit's `SmilesToMol`, `RemoveHs`,
 //! `cleanUp`, `cleanUpOrganometallics`, valence code and `Kekulize`):
 //!
-//! 1. a bond written without a symbol (or with `/`, `\`) between two aromatic atoms, or an
-//!    aromatic atom and `*`, is aromatic if it lies on a ring and single otherwise (biphenyl's
-//!    link); `:` is always aromatic, even between upper-case atoms;
+//! 1. a bond written without a symbol (or with `/`, `\`) between two aromatic atoms is
+//!    aromatic, on a ring or not (biphenyl's link becomes single only in step 6); between an
+//!    aromatic atom and `*` it is aromatic on a ring and single otherwise; `:` is always
+//!    aromatic, even between upper-case atoms; `~` counts nothing toward valences;
 //! 2. `RemoveHs`, which runs *before* sanitization: a plain `[H]` bonded to one ordinary atom
 //!    is deleted and counted as an explicit hydrogen of that atom, whatever the bond order or
 //!    the hydrogen's charge (RDKit drops the charge of a bonded `[H+]`);
 //! 3. `cleanUp`: five-valent N with `=O` or `#N`, five-valent P with `=O` and `=C`/`=N`, and
 //!    Cl, Br, I bonded only to O with valence 3, 5 or 7 are made charge-separated (nitro groups
 //!    written `N(=O)=O`, perchloric acid written `OCl(=O)(=O)=O`); the net charge is unchanged;
-//! 4. `cleanUpOrganometallics`: one single bond from an over-bonded non-metal to a metal
-//!    becomes dative and stops counting toward the non-metal's valence (`[NH3][Pt]`);
+//! 4. `cleanUpOrganometallics`: one single bond from an over-bonded non-metal (or an aromatic
+//!    carbon with four neighbours) to a metal becomes dative and stops counting toward the
+//!    non-metal's valence (`[NH3][Pt]`); ring perception leaves dative bonds out;
 //! 5. valences are checked and implicit hydrogens assigned with RDKit's model: an aromatic
 //!    bond counts 1.5, a charged atom is judged by the element with as many electrons (`[N+]`
 //!    like C, `[O-]` like F; negative P, S, As, Se keep their own hypervalent valences); a
 //!    lower-case atom without aromatic bonds is treated like its upper-case form;
-//! 6. `Kekulize`: lower-case atoms must lie on a ring, and aromatic atoms with a free valence
-//!    must each get one double bond along the aromatic ring bonds (a perfect matching, where
-//!    RDKit backtracks; a `*` may or may not take one).
+//! 6. `Kekulize`, ring system by ring system: lower-case atoms must lie on a ring; the
+//!    aromatic bonds of aromatic atoms become single, and the atoms with a free valence each
+//!    get one double bond along the system's aromatic bonds (a perfect matching, where RDKit
+//!    backtracks; a `*` may or may not take one);
+//! 7. the valence check again on the Kekulé structure (`Cn=1ccnc1` fails it: N valence 4),
+//!    and new hydrogen counts for upper-case atoms whose aromatic bonds changed
+//!    (`c1ccccc1:C` is toluene);
+//! 8. `assignStereochemistry`'s clean-up: a tetrahedral mark that marks no stereocentre is
+//!    dropped with the one hydrogen written for it (`C[Cu@@H](C)C` is C3H9Cu).
+//!
+//! RDKit then perceives aromaticity again (`setAromaticity`, `adjustHs`); the plugin does not,
+//! which changes RDKit's answer on a few unusual rings (the plugin's README lists them).
 
 use crate::elements::ELEMENTS;
 use crate::kekule;
+use crate::reader::Chirality;
 use crate::smiles::{Atom, SmilesError};
+
+mod stereo;
 
 /// An atom as written in the SMILES.
 pub(crate) struct WrittenAtom {
@@ -33,11 +47,10 @@ pub(crate) struct WrittenAtom {
     pub(crate) aromatic: bool,
     /// Written in brackets: it has exactly the hydrogens written and no implicit ones.
     pub(crate) bracket: bool,
-    pub(crate) isotope: Option<u16>,
+    pub(crate) isotope: Option<u32>,
     pub(crate) hcount: u8,
     pub(crate) charge: i8,
-    /// `@SP`, `@TB` or `@OH` stereo: RDKit keeps `[H]` atoms bonded to such a centre.
-    pub(crate) non_tetrahedral: bool,
+    pub(crate) chirality: Chirality,
     /// Where the atom starts in the SMILES (0-based, in characters).
     pub(crate) position: usize,
 }
@@ -55,6 +68,10 @@ pub(crate) enum Written {
     Aromatic,
     /// `/` or `\`
     Directional,
+    /// `~`: any order; it counts nothing toward either atom's valence.
+    Any,
+    /// `->` or `<-`, from the bond's first atom (the donor) to its second.
+    Dative,
 }
 
 /// A bond as written: its two atoms and its symbol.
@@ -71,6 +88,8 @@ enum Order {
     Triple,
     Quadruple,
     Aromatic,
+    /// `~`: counts nothing toward valences.
+    Any,
     /// Dative from `donor` to the other atom: counts only toward the acceptor's valence.
     Dative {
         donor: usize,
@@ -86,18 +105,26 @@ struct Bond {
     present: bool,
 }
 
-impl Bond {
+impl Order {
     /// RDKit's valence contribution to `atom`, in half units (an aromatic bond is 3).
-    fn halves(&self, atom: usize) -> u32 {
-        match self.order {
+    fn halves(self, atom: usize) -> u32 {
+        match self {
             Order::Single => 2,
             Order::Double => 4,
             Order::Triple => 6,
             Order::Quadruple => 8,
             Order::Aromatic => 3,
+            Order::Any => 0,
             Order::Dative { donor } if donor == atom => 0,
             Order::Dative { .. } => 2,
         }
+    }
+}
+
+impl Bond {
+    /// RDKit's valence contribution to `atom`, in half units (an aromatic bond is 3).
+    fn halves(&self, atom: usize) -> u32 {
+        self.order.halves(atom)
     }
 }
 
@@ -105,11 +132,13 @@ struct Node {
     z: u8,
     aromatic: bool,
     bracket: bool,
-    isotope: Option<u16>,
+    isotope: Option<u32>,
     charge: i8,
     /// Bracket hydrogens plus `[H]` atoms folded into this atom.
     explicit_h: u32,
+    /// `@SP`, `@TB` or `@OH` stereo: RDKit keeps `[H]` atoms bonded to such a centre.
     non_tetrahedral: bool,
+    chirality: Chirality,
     position: usize,
     present: bool,
 }
@@ -130,6 +159,24 @@ impl Mol {
         }
     }
 
+    /// The adjacency RDKit's ring perception sees: dative bonds are left out.
+    fn ring_adjacency(&self) -> Vec<Vec<(usize, usize)>> {
+        self.adjacency
+            .iter()
+            .map(|list| {
+                list.iter().copied().filter(|&(_, b)| !matches!(self.bonds[b].order, Order::Dative { .. })).collect()
+            })
+            .collect()
+    }
+
+    /// Sets `in_ring` on every bond from the current bonds.
+    fn mark_rings(&mut self) {
+        let ring = ring_bonds(&self.ring_adjacency(), self.bonds.len());
+        for (bond, in_ring) in self.bonds.iter_mut().zip(ring) {
+            bond.in_ring = in_ring;
+        }
+    }
+
     fn degree(&self, i: usize) -> usize {
         self.adjacency[i].len()
     }
@@ -143,9 +190,15 @@ impl Mol {
 
     /// RDKit's `calculateExplicitValence`, without its checks.
     fn explicit_valence(&self, i: usize, aromatic: bool) -> u32 {
+        let orders: Vec<Order> = self.bonds.iter().map(|b| b.order).collect();
+        self.explicit_valence_with(i, aromatic, &orders)
+    }
+
+    /// [`Mol::explicit_valence`] with the bond orders `orders` (indexed like `bonds`).
+    fn explicit_valence_with(&self, i: usize, aromatic: bool, orders: &[Order]) -> u32 {
         let atom = &self.atoms[i];
         let mut halves: u32 =
-            self.adjacency[i].iter().map(|&(_, b)| self.bonds[b].halves(i)).sum::<u32>() + 2 * atom.explicit_h;
+            self.adjacency[i].iter().map(|&(_, b)| orders[b].halves(i)).sum::<u32>() + 2 * atom.explicit_h;
         let list = valences(effective_z(atom.z, atom.charge));
         let default = i64::from(list.first().copied().unwrap_or(-1));
         // An aromatic atom whose bond orders overshoot its default valence is taken down to
@@ -240,6 +293,11 @@ fn valences(z: u8) -> &'static [i8] {
     }
 }
 
+/// RDKit's `GetNOuterElecs`; 0 for `*`.
+fn outer_electrons(z: u8) -> u8 {
+    z.checked_sub(1).and_then(|i| ELEMENTS.get(usize::from(i))).map_or(0, |e| e.outer_electrons)
+}
+
 fn last(list: &[i8]) -> i64 {
     i64::from(list.last().copied().unwrap_or(-1))
 }
@@ -292,7 +350,8 @@ pub(crate) fn sanitize(
             isotope: a.isotope,
             charge: a.charge,
             explicit_h: u32::from(a.hcount),
-            non_tetrahedral: a.non_tetrahedral,
+            non_tetrahedral: a.chirality == Chirality::NonTetrahedral,
+            chirality: a.chirality,
             position: a.position,
             present: true,
         })
@@ -314,6 +373,8 @@ pub(crate) fn sanitize(
             Written::Triple => Order::Triple,
             Written::Quadruple => Order::Quadruple,
             Written::Aromatic => Order::Aromatic,
+            Written::Any => Order::Any,
+            Written::Dative => Order::Dative { donor: w.a },
         };
         implicit_aromatic.push(w.written != Written::Aromatic && order == Order::Aromatic);
         bonds.push(Bond {
@@ -328,11 +389,11 @@ pub(crate) fn sanitize(
     let mut mol = Mol { atoms, bonds, adjacency: Vec::new() };
     mol.rebuild_adjacency();
 
-    // 1. Ring bonds; an unwritten bond between aromatic atoms off any ring is single.
-    let ring = ring_bonds(&mol.adjacency, mol.bonds.len());
+    // 1. Ring bonds; an unwritten bond between an aromatic atom and `*` off any ring is single.
+    // (Between two aromatic atoms it stays aromatic until kekulization, as in RDKit.)
+    mol.mark_rings();
     for (i, bond) in mol.bonds.iter_mut().enumerate() {
-        bond.in_ring = ring[i];
-        if implicit_aromatic[i] && !bond.in_ring {
+        if implicit_aromatic[i] && !bond.in_ring && (mol.atoms[bond.a].z == 0 || mol.atoms[bond.b].z == 0) {
             bond.order = Order::Single;
         }
     }
@@ -340,6 +401,7 @@ pub(crate) fn sanitize(
     fold_hydrogens(&mut mol);
     clean_up(&mut mol);
     clean_up_organometallics(&mut mol);
+    mol.mark_rings();
 
     // 5. Valences and implicit hydrogens.
     let n = mol.atoms.len();
@@ -365,7 +427,9 @@ pub(crate) fn sanitize(
         valence[i] = v;
     }
 
-    kekulize(&mol, &valence, &implicit)?;
+    let orders = kekulize(&mol, &valence, &implicit)?;
+    let mut implicit = kekule_hydrogens(&mol, &orders, &implicit)?;
+    stereo::drop_stereo_hydrogens(&mut mol, &orders, &mut implicit);
 
     Ok(mol
         .atoms
@@ -481,8 +545,16 @@ fn clean_up_organometallics(mol: &mut Mol) {
         let Some(max) = u8::try_from(effective).ok().filter(|&e| e > 0).map(|e| last(valences(e))) else {
             continue;
         };
-        let valence = i64::from(mol.explicit_valence(i, mol.is_aromatic_atom(i)));
-        if max <= 0 || valence <= max {
+        let aromatic = mol.is_aromatic_atom(i);
+        let v = mol.explicit_valence(i, aromatic);
+        let valence = i64::from(v);
+        // RDKit's special case for an aromatic carbon bonded to a metal (cyclopentadienyl):
+        // at its maximum valence with four neighbours and hydrogens, it is hypervalent too.
+        let total_degree = mol.degree(i) as u64
+            + u64::from(atom.explicit_h)
+            + u64::from(mol.implicit_hydrogens(i, v, aromatic).unwrap_or(0));
+        let crowded_aromatic = atom.aromatic && valence == max && total_degree == 4;
+        if max <= 0 || (valence <= max && !crowded_aromatic) {
             continue;
         }
         let to_metal = mol.adjacency[i]
@@ -495,11 +567,16 @@ fn clean_up_organometallics(mol: &mut Mol) {
     }
 }
 
-/// 6. RDKit's `Kekulize`: checks that the aromatic atoms can be given Kekulé double bonds.
-fn kekulize(mol: &Mol, valence: &[u32], implicit: &[u32]) -> Result<(), SmilesError> {
+/// Step 6, RDKit's `Kekulize`: gives the aromatic atoms Kekulé double bonds, ring system by
+/// ring system (rings that share a bond), and returns every bond's order afterwards.
+///
+/// In a ring system with an aromatic atom, every aromatic bond of its aromatic atoms becomes
+/// single (the link of biphenyl, a `:` to a chain atom), then each atom with a free valence
+/// gets one double bond along the system's aromatic bonds (a perfect matching, where RDKit
+/// backtracks; a `*` may or may not take one). Aromatic bonds outside ring systems (`C:C`)
+/// stay aromatic.
+fn kekulize(mol: &Mol, valence: &[u32], implicit: &[u32]) -> Result<Vec<Order>, SmilesError> {
     let n = mol.atoms.len();
-    let mut candidate = vec![false; n];
-    let mut optional = vec![false; n];
     for i in (0..n).filter(|&i| mol.atoms[i].present) {
         let atom = &mol.atoms[i];
         let on_ring = mol.adjacency[i].iter().any(|&(_, b)| mol.bonds[b].in_ring);
@@ -510,92 +587,155 @@ fn kekulize(mol: &Mol, valence: &[u32], implicit: &[u32]) -> Result<(), SmilesEr
                 format!("invalid aromatic atom at position {p}: aromatic (lower-case) atoms must be in a ring"),
             ));
         }
-        if !on_ring {
-            continue;
-        }
-        if atom.z == 0 {
-            // A `*` on an aromatic ring may or may not take a double bond.
-            optional[i] =
-                mol.adjacency[i].iter().any(|&(_, b)| mol.bonds[b].in_ring && mol.bonds[b].order == Order::Aromatic);
-            candidate[i] = optional[i];
-            continue;
-        }
-        if !mol.is_aromatic_atom(i) {
-            continue;
-        }
-        // RDKit's `markDbondCands`: an atom is a candidate if one more bond order would bring
-        // it to its (charge-adjusted) valence.
-        let mut sum = 0i64;
-        let mut ignored = 0i64;
-        for &(_, b) in &mol.adjacency[i] {
-            let bond = &mol.bonds[b];
-            if bond.order == Order::Aromatic {
-                sum += 1;
-            } else {
-                let contribution = i64::from(bond.halves(i) / 2);
-                sum += contribution;
-                if contribution == 0 {
-                    ignored += 1;
-                }
-            }
-        }
-        let hydrogens = i64::from(atom.explicit_h + implicit[i]);
-        sum += hydrogens;
-        let list = valences(atom.z);
-        let mut charge = i64::from(atom.charge);
-        if is_early(atom.z) {
-            charge = -charge;
-        }
-        if atom.z == 6 && charge > 0 {
-            charge = -charge;
-        }
-        let mut default = i64::from(list.first().copied().unwrap_or(-1)) + charge;
-        let total = i64::from(valence[i] + implicit[i]);
-        for &v in list.iter().skip(1) {
-            if total <= default || v <= 0 {
-                break;
-            }
-            default = i64::from(v) + charge;
-        }
-        let degree = i64::try_from(mol.degree(i)).unwrap_or(i64::MAX) + i64::from(implicit[i]) - ignored;
-        if degree >= default {
-            continue;
-        }
-        candidate[i] = default == sum + 1 || (atom.bracket && default == sum + 2);
     }
-
-    let index: Vec<Option<usize>> = {
-        let mut next = 0;
-        candidate
+    let mut orders: Vec<Order> = mol.bonds.iter().map(|b| b.order).collect();
+    let aromatic_atom = |i: usize| mol.atoms[i].aromatic || mol.is_aromatic_atom(i);
+    for system in ring_systems(&mol.ring_adjacency(), mol.atoms.len()) {
+        if !system.iter().any(|&i| aromatic_atom(i) || mol.atoms[i].z == 0) {
+            continue;
+        }
+        let mut candidate = vec![false; n];
+        let mut optional = vec![false; n];
+        let mut to_single = Vec::new();
+        for &i in &system {
+            if mol.atoms[i].z == 0 {
+                // A `*` on an aromatic ring may or may not take a double bond.
+                optional[i] = mol.adjacency[i]
+                    .iter()
+                    .any(|&(_, b)| mol.bonds[b].in_ring && mol.bonds[b].order == Order::Aromatic);
+                candidate[i] = optional[i];
+            } else if aromatic_atom(i) {
+                to_single.extend(
+                    mol.adjacency[i].iter().filter(|&&(_, b)| mol.bonds[b].order == Order::Aromatic).map(|&(_, b)| b),
+                );
+                candidate[i] = takes_double_bond(mol, i, valence[i], implicit[i]);
+            }
+        }
+        let members: Vec<usize> = system.iter().copied().filter(|&i| candidate[i]).collect();
+        let mut index = vec![None; n];
+        for (k, &i) in members.iter().enumerate() {
+            index[i] = Some(k);
+        }
+        let edges: Vec<(usize, usize, usize)> = mol
+            .bonds
             .iter()
-            .map(|&c| {
-                c.then(|| {
-                    next += 1;
-                    next - 1
-                })
-            })
-            .collect()
-    };
-    let members: Vec<usize> = (0..n).filter(|&i| candidate[i]).collect();
-    let edges: Vec<(usize, usize)> = mol
-        .bonds
-        .iter()
-        .filter(|b| b.present && b.in_ring)
-        .filter(|b| b.order == Order::Aromatic || mol.atoms[b.a].z == 0 || mol.atoms[b.b].z == 0)
-        .filter_map(|b| Some((index[b.a]?, index[b.b]?)))
-        .collect();
-    let member_optional: Vec<bool> = members.iter().map(|&i| optional[i]).collect();
-    if let Err(k) = kekule::cover(members.len(), &edges, &member_optional) {
-        let failed = members.get(k).copied().unwrap_or(0);
-        let p = aromatic_system(mol, failed).into_iter().map(|i| mol.atoms[i].position).min().unwrap_or(0);
-        return Err(err(
-            p,
-            format!(
-                "cannot kekulize the aromatic system at position {p}: its atoms cannot be given alternating double bonds (a pyrrole-type nitrogen must be written [nH])"
-            ),
-        ));
+            .enumerate()
+            .filter(|(_, b)| b.present)
+            .filter(|(_, b)| b.order == Order::Aromatic || mol.atoms[b.a].z == 0 || mol.atoms[b.b].z == 0)
+            .filter_map(|(k, b)| Some((index[b.a]?, index[b.b]?, k)))
+            .collect();
+        let pairs: Vec<(usize, usize)> = edges.iter().map(|&(a, b, _)| (a, b)).collect();
+        let member_optional: Vec<bool> = members.iter().map(|&i| optional[i]).collect();
+        let mate = kekule::cover(members.len(), &pairs, &member_optional).map_err(|k| {
+            let failed = members.get(k).copied().unwrap_or(0);
+            let p = aromatic_system(mol, failed).into_iter().map(|i| mol.atoms[i].position).min().unwrap_or(0);
+            err(
+                p,
+                format!(
+                    "cannot kekulize the aromatic system at position {p}: its atoms cannot be given alternating double bonds (a pyrrole-type nitrogen must be written [nH])"
+                ),
+            )
+        })?;
+        for b in to_single {
+            orders[b] = Order::Single;
+        }
+        for &(a, b, k) in &edges {
+            if mate.get(a) == Some(&b) {
+                orders[k] = Order::Double;
+            } else if orders[k] == Order::Aromatic {
+                orders[k] = Order::Single;
+            }
+        }
     }
-    Ok(())
+    Ok(orders)
+}
+
+/// RDKit's `markDbondCands`: whether aromatic atom `i` needs one double bond, i.e. one more
+/// bond order would bring it to its (charge-adjusted) valence.
+fn takes_double_bond(mol: &Mol, i: usize, valence: u32, implicit: u32) -> bool {
+    let atom = &mol.atoms[i];
+    let mut sum = 0i64;
+    let mut ignored = 0i64;
+    for &(_, b) in &mol.adjacency[i] {
+        let bond = &mol.bonds[b];
+        if bond.order == Order::Aromatic {
+            sum += 1;
+        } else {
+            let contribution = i64::from(bond.halves(i) / 2);
+            sum += contribution;
+            if contribution == 0 {
+                ignored += 1;
+            }
+        }
+    }
+    sum += i64::from(atom.explicit_h + implicit);
+    let list = valences(atom.z);
+    let mut charge = i64::from(atom.charge);
+    if is_early(atom.z) {
+        charge = -charge;
+    }
+    if atom.z == 6 && charge > 0 {
+        charge = -charge;
+    }
+    let mut default = i64::from(list.first().copied().unwrap_or(-1)) + charge;
+    let total = i64::from(valence + implicit);
+    for &v in list.iter().skip(1) {
+        if total <= default || v <= 0 {
+            break;
+        }
+        default = i64::from(v) + charge;
+    }
+    let degree = i64::try_from(mol.degree(i)).unwrap_or(i64::MAX) + i64::from(implicit) - ignored;
+    if degree >= default {
+        return false;
+    }
+    default == sum + 1 || (atom.bracket && default == sum + 2)
+}
+
+/// Step 7: the valence check RDKit repeats after kekulization, and the hydrogens it then gives
+/// an upper-case atom that had an aromatic bond (`c1ccccc1:C` is toluene, C7H8).
+///
+/// A lower-case atom keeps the hydrogens found in step 5: RDKit perceives its ring as
+/// aromatic again and keeps them. The check catches what the 1.5-per-bond count let through,
+/// e.g. the N of `Cn=1ccnc1`, which has valence 4 once its ring has single and double bonds.
+fn kekule_hydrogens(mol: &Mol, orders: &[Order], implicit: &[u32]) -> Result<Vec<u32>, SmilesError> {
+    let mut hydrogens = implicit.to_vec();
+    for i in (0..mol.atoms.len()).filter(|&i| mol.atoms[i].present) {
+        let changed = mol.adjacency[i].iter().any(|&(_, b)| orders[b] != mol.bonds[b].order);
+        if !changed {
+            continue;
+        }
+        let atom = &mol.atoms[i];
+        let aromatic = mol.adjacency[i].iter().any(|&(_, b)| orders[b] == Order::Aromatic);
+        let v = mol.explicit_valence_with(i, aromatic, orders);
+        // A triple bond written inside an aromatic ring (`c#1ccccc1`) survives: RDKit perceives
+        // the ring as aromatic again and counts the other bonds as 1.5.
+        let triple_in_ring = mol.adjacency[i]
+            .iter()
+            .any(|&(_, b)| mol.bonds[b].in_ring && matches!(orders[b], Order::Triple | Order::Quadruple));
+        if let (Err(max), false) = (mol.check_valence(i, v), triple_in_ring && atom.aromatic) {
+            let p = atom.position;
+            return Err(err(
+                p,
+                format!(
+                    "invalid valence at position {p}: {} has valence {v} once its aromatic bonds are made single and double (Kekulé form), more than the {max} allowed",
+                    describe(atom)
+                ),
+            ));
+        }
+        if !atom.aromatic {
+            hydrogens[i] = mol.implicit_hydrogens(i, v, aromatic).map_err(|()| {
+                let p = atom.position;
+                err(p, format!("invalid valence at position {p}: {} cannot have valence {v}", describe(atom)))
+            })?;
+        }
+    }
+    Ok(hydrogens)
+}
+
+/// `N` or `N+1`: an atom's element and charge, for messages.
+fn describe(atom: &Node) -> String {
+    if atom.charge == 0 { symbol(atom.z).to_owned() } else { format!("{}{:+}", symbol(atom.z), atom.charge) }
 }
 
 /// The atoms connected to `start` through aromatic bonds.
@@ -611,6 +751,62 @@ fn aromatic_system(mol: &Mol, start: usize) -> Vec<usize> {
         todo.extend(mol.adjacency[i].iter().filter(|&&(_, b)| mol.bonds[b].order == Order::Aromatic).map(|&(j, _)| j));
     }
     system
+}
+
+/// The ring systems: the atoms of each biconnected block with a ring, i.e. of rings joined by
+/// shared bonds (spiro rings, which share only an atom, are separate systems). Tarjan's
+/// algorithm with a stack of edges, iteratively so that long chains cannot overflow the stack.
+fn ring_systems(adjacency: &[Vec<(usize, usize)>], atom_count: usize) -> Vec<Vec<usize>> {
+    const UNSEEN: usize = usize::MAX;
+    let mut discovered = vec![UNSEEN; atom_count];
+    let mut low = vec![0; atom_count];
+    let mut time = 0;
+    let mut edges: Vec<(usize, usize)> = Vec::new();
+    let mut systems = Vec::new();
+    for start in 0..atom_count {
+        if discovered[start] != UNSEEN {
+            continue;
+        }
+        discovered[start] = time;
+        low[start] = time;
+        time += 1;
+        let mut stack: Vec<(usize, Option<usize>, usize)> = vec![(start, None, 0)];
+        while let Some(top) = stack.last_mut() {
+            let (v, via, next) = *top;
+            if let Some(&(w, bond)) = adjacency[v].get(next) {
+                top.2 += 1;
+                if Some(bond) == via {
+                    continue;
+                }
+                if discovered[w] == UNSEEN {
+                    edges.push((v, w));
+                    discovered[w] = time;
+                    low[w] = time;
+                    time += 1;
+                    stack.push((w, Some(bond), 0));
+                } else if discovered[w] < discovered[v] {
+                    edges.push((v, w));
+                    low[v] = low[v].min(discovered[w]);
+                }
+            } else {
+                stack.pop();
+                let Some(&(parent, ..)) = stack.last() else { continue };
+                low[parent] = low[parent].min(low[v]);
+                if low[v] >= discovered[parent] {
+                    // The edges pushed since (parent, v) form one block.
+                    let at = edges.iter().rposition(|&e| e == (parent, v)).unwrap_or(0);
+                    let block: Vec<(usize, usize)> = edges.split_off(at);
+                    if block.len() > 1 {
+                        let mut atoms: Vec<usize> = block.iter().flat_map(|&(a, b)| [a, b]).collect();
+                        atoms.sort_unstable();
+                        atoms.dedup();
+                        systems.push(atoms);
+                    }
+                }
+            }
+        }
+    }
+    systems
 }
 
 /// Which bonds lie on a ring (are not bridges), by Tarjan's low-link DFS, iteratively so that
