@@ -56,7 +56,7 @@ fn calculate_answers_what_a_user_expects_through_the_real_plugin() {
     // Past 64 bits an exact integer is a string of digits, which no JSON reader rounds.
     assert_eq!(
         results,
-        [json!(397.8), json!(2.5), json!(1024), json!(1.4142135623730951), json!("99999999980000000001")]
+        [json!(397.8), json!(2.5), json!(1024), json!(std::f64::consts::SQRT_2), json!("99999999980000000001")]
     );
     assert_eq!((&t[5]["status"], &t[5]["error"]["code"]), (&json!("error"), &json!("tool_error")));
     let message = t[5]["error"]["message"].as_str().unwrap();

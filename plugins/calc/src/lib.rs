@@ -126,7 +126,7 @@ impl Plugin for Calc {
             .output::<Answer>()
             .example(json!({"expression": "17/100*2340"}), json!(397.8))
             .example(json!({"expression": "2^10 + sqrt(16)"}), json!(1028))
-            .example(json!({"expression": "sqrt(2)"}), json!(1.4142135623730951))
+            .example(json!({"expression": "sqrt(2)"}), json!(std::f64::consts::SQRT_2))
             .example_error(json!({"expression": "1/0"}), "tool_error"),
         ]
     }

@@ -262,7 +262,7 @@ fn decimal(m: u32, s: i32, scientific: bool, underscores: bool) -> Ast {
 fn group(digits: &str) -> String {
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push('_');
         }
         out.push(c);
