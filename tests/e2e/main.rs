@@ -13,6 +13,7 @@ mod discovery;
 mod isolation;
 mod mcp;
 mod providers;
+mod replay;
 mod reply;
 mod run;
 mod support;
