@@ -21,15 +21,19 @@
 //! ```
 
 mod engine;
+mod merge;
 mod error;
 pub mod input;
 pub mod names;
 mod pace;
 mod results;
+mod shard;
 mod tally;
 
 pub use engine::{Batch, DefaultScript, Observer, Router, Silent, create_traces_dir, pending};
 pub use error::{BatchError, Result};
-pub use input::{BadLine, Input, Request, Scripts, Shard};
+pub use merge::{MergeError, Merged, merge};
+pub use input::{BadLine, Input, Request, Scripts};
 pub use results::{Earlier, ResultLine, ResultsFile};
+pub use shard::{Shard, ShardSpec};
 pub use tally::Tally;
