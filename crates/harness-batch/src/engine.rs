@@ -17,9 +17,10 @@ use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::error::{BatchError, Result};
-use crate::input::{Input, Request};
+use crate::input::Request;
 use crate::names::trace_file_name;
 use crate::pace::{Pace, Paced};
+use crate::shard::Shard;
 use crate::results::{Earlier, ResultLine, ResultsFile};
 use crate::tally::Tally;
 
@@ -103,10 +104,11 @@ impl Batch {
         Self { router, registry, options, traces: None, pace: None, fingerprint: String::new(), shard: None }
     }
 
-    /// Marks each result line with the requests file it came from and its shard (see [`Input`]).
-    pub fn with_source(mut self, input: &Input) -> Self {
-        self.fingerprint.clone_from(&input.fingerprint);
-        self.shard = (input.shard.count > 1).then(|| input.shard.to_string());
+    /// Marks each result line with the requests file it came from (its [`Input::fingerprint`](crate::Input::fingerprint))
+    /// and the shard this batch runs.
+    pub fn with_source(mut self, fingerprint: String, shard: Shard) -> Self {
+        self.fingerprint = fingerprint;
+        self.shard = (shard.count > 1).then(|| shard.to_string());
         self
     }
 
