@@ -99,7 +99,8 @@ pub(crate) struct BatchArgs {
     /// Job's JOB_COMPLETION_INDEX (with --shards N).
     #[arg(long, value_name = "I/N|auto")]
     shard: Option<ShardSpec>,
-    /// With --shard auto under a Kubernetes indexed Job: the number of shards (the Job's completions).
+    /// With --shard auto: the number of shards, and the scheduler's index (JOB_COMPLETION_INDEX, SLURM_ARRAY_TASK_ID)
+    /// is the shard. Needed under a Kubernetes indexed Job; under Slurm it lets one task resubmitted alone keep its place.
     #[arg(long, value_name = "N", requires = "shard", value_parser = clap::value_parser!(u32).range(1..))]
     shards: Option<u32>,
     /// Write each run's trace to DIR/ID.jsonl (the id percent-encoded for a file name).

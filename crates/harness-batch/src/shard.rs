@@ -52,7 +52,8 @@ impl FromStr for Shard {
 pub enum ShardSpec {
     /// `I/N` as given.
     Fixed(Shard),
-    /// Read from `SLURM_ARRAY_TASK_ID`/`SLURM_ARRAY_TASK_COUNT`, or `JOB_COMPLETION_INDEX` with `--shards N`.
+    /// Read from `SLURM_ARRAY_TASK_ID` (its place among `SLURM_ARRAY_TASK_COUNT` tasks, or the
+    /// shard itself with `--shards N`), or `JOB_COMPLETION_INDEX` with `--shards N`.
     Auto,
 }
 
@@ -91,22 +92,22 @@ fn number(env: &impl Fn(&str) -> Option<String>, name: &str) -> Result<Option<us
 /// The shard a Slurm array task or a Kubernetes indexed pod is.
 fn from_environment(shards: Option<usize>, env: &impl Fn(&str) -> Option<String>) -> Result<Shard, String> {
     if let Some(id) = number(env, "SLURM_ARRAY_TASK_ID")? {
+        // With --shards N the task id is the shard, so that one task resubmitted on its own
+        // (`sbatch --array=2`, an array of one) still knows its place.
+        if let Some(count) = shards {
+            return checked(Some(id), count, || {
+                format!("SLURM_ARRAY_TASK_ID={id} is out of range for --shards {count} (tasks 0 to {})", count - 1)
+            });
+        }
         let count = number(env, "SLURM_ARRAY_TASK_COUNT")?.ok_or(
             "--shard auto: SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not; is this an sbatch --array task?",
         )?;
         // `--array=1-4` numbers tasks from 1: the shard is the task's place in the array.
         let min = number(env, "SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
-        if let Some(n) = shards
-            && n != count
-        {
-            return Err(format!(
-                "--shard auto: --shards {n} but the Slurm array has {count} tasks (SLURM_ARRAY_TASK_COUNT); drop --shards"
-            ));
-        }
         return checked(id.checked_sub(min), count, || {
             format!(
                 "SLURM_ARRAY_TASK_ID={id} is not within an array of {count} tasks from {min}: \
-                 give sbatch a contiguous --array such as --array=0-{}",
+                 give sbatch a contiguous --array such as --array=0-{}, or --shards N",
                 count.saturating_sub(1)
             )
         });
@@ -167,8 +168,12 @@ mod tests {
         let sparse = env(&[("SLURM_ARRAY_TASK_ID", "9"), ("SLURM_ARRAY_TASK_COUNT", "3"), ("SLURM_ARRAY_TASK_MIN", "0")]);
         let e = ShardSpec::Auto.resolve(None, &sparse).unwrap_err();
         assert!(e.contains("SLURM_ARRAY_TASK_ID=9") && e.contains("--array=0-2"), "{e}");
-        let e = ShardSpec::Auto.resolve(Some(8), &slurm).unwrap_err();
-        assert!(e.contains("--shards 8") && e.contains("4 tasks"), "{e}");
+        // A task resubmitted alone is an array of one: --shards says where it belongs.
+        let alone = env(&[("SLURM_ARRAY_TASK_ID", "2"), ("SLURM_ARRAY_TASK_COUNT", "1"), ("SLURM_ARRAY_TASK_MIN", "2")]);
+        assert_eq!(ShardSpec::Auto.resolve(None, &alone), Ok(Shard { index: 0, count: 1 }));
+        assert_eq!(ShardSpec::Auto.resolve(Some(4), &alone), Ok(Shard { index: 2, count: 4 }));
+        let e = ShardSpec::Auto.resolve(Some(2), &alone).unwrap_err();
+        assert!(e.contains("SLURM_ARRAY_TASK_ID=2 is out of range for --shards 2"), "{e}");
         let e = ShardSpec::Auto.resolve(None, env(&[("SLURM_ARRAY_TASK_ID", "1")])).unwrap_err();
         assert!(e.contains("SLURM_ARRAY_TASK_COUNT is not"), "{e}");
     }
