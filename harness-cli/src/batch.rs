@@ -136,9 +136,10 @@ pub(crate) fn batch(cli: BatchCli) -> Result<u8> {
 
 /// `harness batch merge`.
 fn merge(args: &MergeArgs) -> Result<u8> {
-    let merged = harness_batch::merge(&args.inputs, &args.out, args.requests.as_deref(), args.partial).map_err(|e| {
-        if e.is_usage() { CliError::Usage(e.to_string()) } else { CliError::Failure(e.to_string()) }
-    })?;
+    let merged =
+        harness_batch::merge(&args.inputs, &args.out, args.requests.as_deref(), args.partial).map_err(|e| {
+            if e.is_usage() { CliError::Usage(e.to_string()) } else { CliError::Failure(e.to_string()) }
+        })?;
     let shards = match &merged.shards {
         Some((seen, count)) if *count > 1 => format!(", {} of {count} shards", seen.len()),
         _ => String::new(),

@@ -441,7 +441,8 @@ fn runs_share_one_http_client_and_its_connections() {
 fn twenty_requests(s: &Scratch) -> PathBuf {
     let lines: Vec<Value> = (0..20)
         .map(|i| {
-            let script = [call("calculate", json!({"expression": format!("{i}*3")})), call("finish", json!({"answer": i * 3}))];
+            let script =
+                [call("calculate", json!({"expression": format!("{i}*3")})), call("finish", json!({"answer": i * 3}))];
             let steps = if i == 7 { 1 } else { 2 };
             json!({ "id": format!("q{i}"), "request": format!("triple {i}"), "max_steps": steps, "script": script })
         })
@@ -468,7 +469,8 @@ pub(crate) fn comparable(text: &str) -> Vec<Value> {
 fn shard_auto_under_slurm_and_kubernetes_variables_merges_to_the_single_process_result() {
     let s = Scratch::new();
     let input = twenty_requests(&s);
-    let single = ran(s.harness().arg("batch").arg(&input).args(["--out", "single.jsonl", "-q", "--provider", "scripted"]));
+    let single =
+        ran(s.harness().arg("batch").arg(&input).args(["--out", "single.jsonl", "-q", "--provider", "scripted"]));
     assert_eq!(single.code, 0, "{}", single.stderr);
     for i in 0..3 {
         let r = ran(s
@@ -485,7 +487,17 @@ fn shard_auto_under_slurm_and_kubernetes_variables_merges_to_the_single_process_
             .harness()
             .arg("batch")
             .arg(&input)
-            .args(["--out", &format!("k8s-{i}.jsonl"), "--shard", "auto", "--shards", "3", "-q", "--provider", "scripted"])
+            .args([
+                "--out",
+                &format!("k8s-{i}.jsonl"),
+                "--shard",
+                "auto",
+                "--shards",
+                "3",
+                "-q",
+                "--provider",
+                "scripted",
+            ])
             .env("JOB_COMPLETION_INDEX", i.to_string()));
         assert_eq!(k.code, 0, "{}", k.stderr);
     }
@@ -533,14 +545,33 @@ fn shard_specs_and_merges_that_cannot_work_are_refused_by_name_and_nothing_is_ov
         assert_eq!(batch(&format!("a{i}.jsonl"), &["--shard", &format!("{i}/{n}")], &[]).code, 0);
     }
     // Another requests file: one line more.
-    let other = s.write("other.jsonl", &(std::fs::read_to_string(&input).unwrap() + "{\"id\":\"extra\",\"request\":\"x\",\"script\":[]}\n"));
-    let r = ran(s.harness().arg("batch").arg(&other).args(["--out", "b1.jsonl", "--shard", "1/2", "-q", "--provider", "scripted"]));
+    let other = s.write(
+        "other.jsonl",
+        &(std::fs::read_to_string(&input).unwrap() + "{\"id\":\"extra\",\"request\":\"x\",\"script\":[]}\n"),
+    );
+    let r = ran(s.harness().arg("batch").arg(&other).args([
+        "--out",
+        "b1.jsonl",
+        "--shard",
+        "1/2",
+        "-q",
+        "--provider",
+        "scripted",
+    ]));
     assert_eq!(r.code, 0, "{}", r.stderr);
     let merge = |inputs: &[&str], out: &str| ran(s.harness().args(["batch", "merge", "--out", out]).args(inputs));
     let r = merge(&["a0.jsonl", "b1.jsonl"], "m.jsonl");
-    assert!(r.code == 2 && r.stderr.contains("b1.jsonl:1: from batch") && r.stderr.contains("a0.jsonl:1 is from batch"), "{}", r.stderr);
+    assert!(
+        r.code == 2 && r.stderr.contains("b1.jsonl:1: from batch") && r.stderr.contains("a0.jsonl:1 is from batch"),
+        "{}",
+        r.stderr
+    );
     let r = merge(&["a0.jsonl", "a1.jsonl", "a1.jsonl"], "m.jsonl");
-    assert!(r.code == 2 && r.stderr.contains("a1.jsonl:1: id") && r.stderr.contains("already has a result at"), "{}", r.stderr);
+    assert!(
+        r.code == 2 && r.stderr.contains("a1.jsonl:1: id") && r.stderr.contains("already has a result at"),
+        "{}",
+        r.stderr
+    );
     let r = merge(&["a0.jsonl"], "m.jsonl");
     assert!(r.code == 2 && r.stderr.contains("no results from shard 1/2"), "{}", r.stderr);
     assert!(!s.path("m.jsonl").exists(), "a refused merge wrote its output");

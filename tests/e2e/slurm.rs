@@ -74,7 +74,8 @@ impl Cluster {
             std::fs::create_dir_all(dir.join(sub)).unwrap();
         }
         let key = dir.join("munge.key");
-        let made = Command::new(program("mungekey")).arg("--create").arg(format!("--keyfile={}", key.display())).status();
+        let made =
+            Command::new(program("mungekey")).arg("--create").arg(format!("--keyfile={}", key.display())).status();
         assert!(made.is_ok_and(|s| s.success()), "mungekey --create failed");
         let sock = dir.join("munge.sock");
         let mut munged = Command::new(program("munged"));
@@ -206,7 +207,9 @@ fn a_slurm_job_array_loses_a_task_requeues_it_and_merges_to_the_single_process_r
     let victim = s.path("results-2.jsonl");
     wait_for("task 2 to write its first results", Duration::from_secs(60), || lines_in(&victim) >= 2);
     cluster.call("scancel", &[&format!("{job}_2")]);
-    wait_for("task 2 to end", Duration::from_secs(30), || !cluster.queued(&job).iter().any(|t| t.starts_with(&format!("{job}_2 "))));
+    wait_for("task 2 to end", Duration::from_secs(30), || {
+        !cluster.queued(&job).iter().any(|t| t.starts_with(&format!("{job}_2 ")))
+    });
     let cut = lines_in(&victim);
     assert!(cut < REQUESTS / 4, "task 2 was not killed mid-way: it wrote {cut} lines");
     // Requeued, the task runs again with the same array index, and resumes its own --out.
@@ -216,13 +219,15 @@ fn a_slurm_job_array_loses_a_task_requeues_it_and_merges_to_the_single_process_r
     let log = std::fs::read_to_string(s.path(&format!("job-{job}_2.log"))).unwrap_or_default();
     assert!(log.contains(&format!("{cut} already in")), "the requeued task did not resume: {log}");
 
-    let single = ran(s.harness().arg("batch").arg(&input).args(["--out", "single.jsonl", "-q", "--provider", "scripted"]));
+    let single =
+        ran(s.harness().arg("batch").arg(&input).args(["--out", "single.jsonl", "-q", "--provider", "scripted"]));
     assert_eq!(single.code, 0, "{}", single.stderr);
     let shards: Vec<String> = (0..4).map(|i| format!("results-{i}.jsonl")).collect();
     for shard in &shards {
         assert_eq!(lines_in(&s.path(shard)), REQUESTS / 4, "{shard}");
     }
-    let merged = ran(s.harness().args(["batch", "merge", "--out", "merged.jsonl", "--requests"]).arg(&input).args(&shards));
+    let merged =
+        ran(s.harness().args(["batch", "merge", "--out", "merged.jsonl", "--requests"]).arg(&input).args(&shards));
     assert_eq!(merged.code, 0, "{}", merged.stderr);
     let want = comparable(&std::fs::read_to_string(s.path("single.jsonl")).unwrap());
     let got = comparable(&std::fs::read_to_string(s.path("merged.jsonl")).unwrap());

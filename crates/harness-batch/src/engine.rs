@@ -20,8 +20,8 @@ use crate::error::{BatchError, Result};
 use crate::input::Request;
 use crate::names::trace_file_name;
 use crate::pace::{Pace, Paced};
-use crate::shard::Shard;
 use crate::results::{Earlier, ResultLine, ResultsFile};
+use crate::shard::Shard;
 use crate::tally::Tally;
 
 /// A `--script` file every run without a script of its own replays: its name and its text.

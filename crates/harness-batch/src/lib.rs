@@ -21,9 +21,9 @@
 //! ```
 
 mod engine;
-mod merge;
 mod error;
 pub mod input;
+mod merge;
 pub mod names;
 mod pace;
 mod results;
@@ -32,8 +32,8 @@ mod tally;
 
 pub use engine::{Batch, DefaultScript, Observer, Router, Silent, create_traces_dir, pending};
 pub use error::{BatchError, Result};
-pub use merge::{MergeError, Merged, merge};
 pub use input::{BadLine, Input, Request, Scripts};
+pub use merge::{MergeError, Merged, merge};
 pub use results::{Earlier, ResultLine, ResultsFile};
 pub use shard::{Shard, ShardSpec};
 pub use tally::Tally;

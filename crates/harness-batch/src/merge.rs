@@ -89,7 +89,9 @@ pub enum MergeError {
         count: usize,
     },
     /// Shards or requests have no results.
-    #[error("{0}; run what is missing (each shard resumes with its own --out), or pass --partial to merge what there is")]
+    #[error(
+        "{0}; run what is missing (each shard resumes with its own --out), or pass --partial to merge what there is"
+    )]
     Incomplete(String),
     /// The requests file given to check against could not be read.
     #[error(transparent)]
@@ -312,7 +314,11 @@ fn complete(agreed: &Agreed, requests: Option<&Path>) -> Result<(), MergeError> 
 fn write(out: &Path, records: &[Record]) -> Result<(), MergeError> {
     let failed = |source| MergeError::Write { path: out.to_owned(), source };
     let mut file = OpenOptions::new().write(true).create_new(true).open(out).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::AlreadyExists { MergeError::OutExists { path: out.to_owned() } } else { failed(e) }
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            MergeError::OutExists { path: out.to_owned() }
+        } else {
+            failed(e)
+        }
     })?;
     let mut text = String::new();
     for record in records {

@@ -185,7 +185,10 @@ mod tests {
         file.append(&line).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text.lines().count(), 2, "{text}");
-        assert!(text.ends_with("\"duration_ms\":1.5,\"retries\":0,\"batch\":\"0123456789abcdef\",\"line\":2}\n"), "{text}");
+        assert!(
+            text.ends_with("\"duration_ms\":1.5,\"retries\":0,\"batch\":\"0123456789abcdef\",\"line\":2}\n"),
+            "{text}"
+        );
     }
 
     #[cfg(unix)]

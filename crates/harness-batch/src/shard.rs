@@ -161,15 +161,19 @@ mod tests {
 
     #[test]
     fn slurm_arrays_give_the_task_its_place() {
-        let slurm = env(&[("SLURM_ARRAY_TASK_ID", "2"), ("SLURM_ARRAY_TASK_COUNT", "4"), ("SLURM_ARRAY_TASK_MIN", "0")]);
+        let slurm =
+            env(&[("SLURM_ARRAY_TASK_ID", "2"), ("SLURM_ARRAY_TASK_COUNT", "4"), ("SLURM_ARRAY_TASK_MIN", "0")]);
         assert_eq!(ShardSpec::Auto.resolve(None, &slurm), Ok(Shard { index: 2, count: 4 }));
-        let from_one = env(&[("SLURM_ARRAY_TASK_ID", "4"), ("SLURM_ARRAY_TASK_COUNT", "4"), ("SLURM_ARRAY_TASK_MIN", "1")]);
+        let from_one =
+            env(&[("SLURM_ARRAY_TASK_ID", "4"), ("SLURM_ARRAY_TASK_COUNT", "4"), ("SLURM_ARRAY_TASK_MIN", "1")]);
         assert_eq!(ShardSpec::Auto.resolve(None, &from_one), Ok(Shard { index: 3, count: 4 }));
-        let sparse = env(&[("SLURM_ARRAY_TASK_ID", "9"), ("SLURM_ARRAY_TASK_COUNT", "3"), ("SLURM_ARRAY_TASK_MIN", "0")]);
+        let sparse =
+            env(&[("SLURM_ARRAY_TASK_ID", "9"), ("SLURM_ARRAY_TASK_COUNT", "3"), ("SLURM_ARRAY_TASK_MIN", "0")]);
         let e = ShardSpec::Auto.resolve(None, &sparse).unwrap_err();
         assert!(e.contains("SLURM_ARRAY_TASK_ID=9") && e.contains("--array=0-2"), "{e}");
         // A task resubmitted alone is an array of one: --shards says where it belongs.
-        let alone = env(&[("SLURM_ARRAY_TASK_ID", "2"), ("SLURM_ARRAY_TASK_COUNT", "1"), ("SLURM_ARRAY_TASK_MIN", "2")]);
+        let alone =
+            env(&[("SLURM_ARRAY_TASK_ID", "2"), ("SLURM_ARRAY_TASK_COUNT", "1"), ("SLURM_ARRAY_TASK_MIN", "2")]);
         assert_eq!(ShardSpec::Auto.resolve(None, &alone), Ok(Shard { index: 0, count: 1 }));
         assert_eq!(ShardSpec::Auto.resolve(Some(4), &alone), Ok(Shard { index: 2, count: 4 }));
         let e = ShardSpec::Auto.resolve(Some(2), &alone).unwrap_err();

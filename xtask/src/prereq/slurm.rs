@@ -15,8 +15,11 @@ pub(crate) fn ensure(_: &Context) -> Result<Vars, String> {
     if PROGRAMS.iter().any(|p| !on_path(p) && !std::path::Path::new("/usr/sbin").join(p).is_file()) {
         apt_install(&["slurm-wlm", "munge"], "the Slurm job array test")?;
     }
-    let missing: Vec<&str> =
-        PROGRAMS.iter().copied().filter(|p| !on_path(p) && !std::path::Path::new("/usr/sbin").join(p).is_file()).collect();
+    let missing: Vec<&str> = PROGRAMS
+        .iter()
+        .copied()
+        .filter(|p| !on_path(p) && !std::path::Path::new("/usr/sbin").join(p).is_file())
+        .collect();
     if !missing.is_empty() {
         return Err(format!("after installing slurm-wlm and munge, still missing: {}", missing.join(", ")));
     }
