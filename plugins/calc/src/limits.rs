@@ -11,8 +11,8 @@ pub const MAX_DEPTH: usize = 100;
 /// digits; a float stops at 2^1024). A result beyond it is computed as a float instead, like
 /// any calculator would, and a float beyond ±1.8e308 is an overflow error. The bound also
 /// bounds the time: exact operations cost up to the square of the size (the `gcd`s of
-/// fractions), so a 4096-character expression of the largest fractions still takes well under
-/// a second. Powers are estimated before they are computed, so `9^9^9^9` is refused at once.
+/// fractions), so a 4096-character expression made only of the largest fractions takes under a
+/// second in a release build (measured: 0.3 to 0.8 s), and an ordinary one microseconds. Powers are estimated before they are computed, so `9^9^9^9` is refused at once.
 pub const MAX_EXACT_BITS: u64 = 4096;
 
 /// [`MAX_EXACT_BITS`] in decimal digits, for messages.
