@@ -29,6 +29,8 @@ fn every_expression_gives_what_a_user_expects() {
         ("1/3*3", "1"),
         ("0.1+0.2", "0.3"),
         ("1/3", "0.3333333333333333"),
+        // Not exactly 1, so not the integer 1: the nearest float, written as one.
+        ("(10^20+1)/10^20", "1.0"),
         ("(1.5 + 2) / 4", "0.875"),
         ("6*7", "42"),
         ("2/3 - 1/6", "0.5"),
