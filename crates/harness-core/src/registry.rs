@@ -136,10 +136,7 @@ struct RefuseExternal;
 pub const EXTERNAL_REF_REFUSED: &str = "external $ref refused";
 
 impl jsonschema::Retrieve for RefuseExternal {
-    fn retrieve(
-        &self,
-        uri: &jsonschema::Uri<String>,
-    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+    fn retrieve(&self, uri: &jsonschema::Uri<String>) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
         Err(format!(
             "{EXTERNAL_REF_REFUSED}: {uri}: a tool's schema must be self-contained; put shared parts under \"$defs\" and refer to them as \"#/$defs/NAME\""
         )
@@ -366,7 +363,8 @@ mod tests {
             assert!(e.contains(EXTERNAL_REF_REFUSED) && e.contains("$defs"), "{uri}: {e}");
         }
         // References inside the document still resolve.
-        let local = json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/n"}}, "$defs": {"n": {"type": "integer"}}});
+        let local =
+            json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/n"}}, "$defs": {"n": {"type": "integer"}}});
         r.register(def("local", local), Arc::new(Echo)).unwrap();
         assert!(r.get("local").unwrap().validate(&json!({"x": "no"})).is_err());
     }
