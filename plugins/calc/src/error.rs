@@ -1,6 +1,6 @@
 //! What can go wrong in an expression, and where.
 
-use crate::limits::{MAX_DEPTH, MAX_EXACT_BITS, MAX_LENGTH, MAX_ROUND_DIGITS};
+use crate::limits::{MAX_DEPTH, MAX_EXACT_BITS, MAX_EXACT_DIGITS, MAX_LENGTH, MAX_ROUND_DIGITS};
 
 /// One failure, at a byte offset of the expression (where the offending token starts).
 #[derive(Debug, Clone, PartialEq)]
@@ -69,7 +69,9 @@ pub enum ErrorKind {
     )]
     StrayComma,
     /// A literal whose exact value is out of reach and that is no finite float either.
-    #[error("the number {0} is out of range: it is beyond a float's range (about 1e-308 to 1.8e308)")]
+    #[error(
+        "the number {0} is out of range: exact numbers stop below 2^{MAX_EXACT_BITS} (about {MAX_EXACT_DIGITS} digits), floats at about 1.8e308, and the smallest float is about 5e-324"
+    )]
     LiteralOutOfRange(String),
     /// A number or `(` was expected.
     #[error("{0} where a number, a name or `(` was expected")]
@@ -106,7 +108,7 @@ pub enum ErrorKind {
     ZeroToNegativePower,
     /// A float result beyond ±1.8e308, or an exact one beyond the exact limit and the float range.
     #[error(
-        "overflow: the result is beyond a float's range (about ±1.8e308), and exact numbers are limited to {MAX_EXACT_BITS} bits (about 3000 digits)"
+        "overflow: the result is beyond a float's range (about ±1.8e308), and exact numbers stop below 2^{MAX_EXACT_BITS} (about {MAX_EXACT_DIGITS} digits)"
     )]
     Overflow,
     /// An exact, non-zero result that rounds to 0 as a float.

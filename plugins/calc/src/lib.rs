@@ -5,7 +5,7 @@
 //!   sign is the divisor's), `^` or `**` for powers (right associative, tighter than a sign:
 //!   `-2^2` is -4), parentheses, decimals and scientific notation (`1.5e3`), `_` between digits
 //!   (`1_000_000`). `,` only separates a function's arguments: `1,000` is refused as ambiguous.
-//! - Numbers are exact while every step is: integers of any size up to about 3000 digits and
+//! - Numbers are exact while every step is: integers of any size up to about 1233 digits and
 //!   fractions (`1/3*3` is 1, `0.1+0.2` is 0.3). A float enters with `pi`, `e`, `tau`, a
 //!   function with no exact answer (`sqrt(2)`, `sin(1)`) or a fractional power, and stays.
 //! - The answer is a JSON number: an integer when the value is whole (`2^10` gives `1024`),

@@ -86,6 +86,10 @@ fn every_expression_gives_what_a_user_expects() {
         ("2^64 - 1", "18446744073709551615"),
         ("-2^63", "-9223372036854775808"),
         ("3^200 / 3^199", "3"),
+        ("3^2500 / 3^2499", "3"),
+        ("log(3^2500, 3)", "2500"),
+        ("round(3^600/7^300, 2)", "5.537845401763783e+32"),
+        ("round(2^-30, 12)", "9.31e-10"),
         ("1e308 * 10 / 1e308", "10"),
         // Exact, then rounded once: floats multiplied 365 times would give 54211841.577840365.
         ("1.05^365", "54211841.57783952"),
@@ -102,7 +106,7 @@ fn every_expression_gives_what_a_user_expects() {
 fn every_mistake_names_its_column_and_the_fix() {
     let long = "1+".repeat(2100);
     let deep = format!("{}1{}", "(".repeat(150), ")".repeat(150));
-    let rows: [(&str, usize, &str); 33] = [
+    let rows: [(&str, usize, &str); 34] = [
         ("1/0", 2, "division by zero"),
         ("1 / (2 - 2)", 3, "division by zero"),
         ("5 % 0", 3, "division by zero"),
@@ -118,6 +122,7 @@ fn every_mistake_names_its_column_and_the_fix() {
         ("9^9^9^9", 4, "overflow"),
         ("2^100000", 2, "overflow"),
         ("1e5000", 1, "out of range"),
+        ("2^4096", 2, "exact numbers stop below 2^4096 (about 1233 digits)"),
         ("1,000", 2, "\"1,000\" is ambiguous"),
         ("max(2,500)", 6, "write 2500 for the number"),
         ("3,5", 2, "decimal point is `.`"),
