@@ -29,6 +29,8 @@ fn every_expression_gives_what_a_user_expects() {
         ("1/3*3", "1"),
         ("0.1+0.2", "0.3"),
         ("1/3", "0.3333333333333333"),
+        // Not exactly 1, so not the integer 1: the nearest float, written as one.
+        ("(10^20+1)/10^20", "1.0"),
         ("(1.5 + 2) / 4", "0.875"),
         ("6*7", "42"),
         ("2/3 - 1/6", "0.5"),
@@ -106,7 +108,7 @@ fn every_expression_gives_what_a_user_expects() {
 fn every_mistake_names_its_column_and_the_fix() {
     let long = "1+".repeat(2100);
     let deep = format!("{}1{}", "(".repeat(150), ")".repeat(150));
-    let rows: [(&str, usize, &str); 34] = [
+    let rows: [(&str, usize, &str); 36] = [
         ("1/0", 2, "division by zero"),
         ("1 / (2 - 2)", 3, "division by zero"),
         ("5 % 0", 3, "division by zero"),
@@ -141,6 +143,8 @@ fn every_mistake_names_its_column_and_the_fix() {
         ("round(1, 0.5)", 1, "round's digits must be a whole number"),
         ("  ", 1, "the expression is empty"),
         ("1__0", 2, "`_` may only separate digits"),
+        ("2340*17%", 8, "not a percent sign: for 17% of 2340 write 17/100*2340"),
+        ("17% * 2340", 3, "not a percent sign"),
     ];
     let mut wrong = Vec::new();
     for (expression, column, words) in rows {
