@@ -87,8 +87,11 @@ fn check_outcome(stdout: &str, steps: usize, who: &str) -> Result<Value, String>
     Ok(outcome)
 }
 
+/// Step lines of a trace: lines with a `step` field (the harness's trace also has a first and a
+/// last line, about the run; the Python reference writes steps only).
 fn count_lines(path: &Path) -> usize {
-    std::fs::read(path).map_or(0, |b| b.iter().filter(|&&c| c == b'\n').count())
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines().filter(|l| serde_json::from_str::<Value>(l).is_ok_and(|v| v.get("step").is_some())).count()
 }
 
 /// The runs of one case.
