@@ -159,7 +159,11 @@ fn enforcement_json(p: &LoadedPlugin) -> Value {
 
 fn enforcement_text(p: &LoadedPlugin) -> String {
     match &p.enforcement {
-        Enforcement::Kernel { .. } => format!("enforcement: {}", p.enforcement.label()),
+        Enforcement::Kernel { .. } => format!(
+            "enforcement: {} (a child per effect class: {})",
+            p.enforcement.label(),
+            p.confinement.keys().cloned().collect::<Vec<_>>().join(", ")
+        ),
         Enforcement::None { reason } => format!("enforcement: none ({reason})"),
     }
 }

@@ -9,6 +9,7 @@
 
 mod batch;
 mod check;
+mod confinement;
 mod discovery;
 mod isolation;
 mod mcp;

@@ -142,8 +142,10 @@ pub struct LoadedPlugin {
     pub isolation: Isolation,
     /// What the kernel enforces on it.
     pub enforcement: Enforcement,
-    /// What its child may touch, when the kernel enforces it.
-    pub confinement: Option<Confinement>,
+    /// What its children may touch, by effect class (`pure`, `reads`, ...), when the kernel
+    /// enforces it: each class of its offered tools runs in a child of its own, so that each
+    /// tool is held to its own declaration.
+    pub confinement: BTreeMap<String, Confinement>,
 }
 
 /// A library file opened (in a child, or here) and its manifest read.
@@ -373,14 +375,17 @@ impl Discovery {
             tools,
             isolation,
             enforcement: Enforcement::None { reason: "it runs in the harness's own process".to_owned() },
-            confinement: None,
+            confinement: BTreeMap::new(),
         };
         if isolation == Isolation::Process {
             plugin.enforcement = kernel.clone();
             match kernel {
                 Enforcement::Kernel { .. } => {
                     let grants = self.options.grants_of(&name, &config);
-                    plugin.confinement = Some(Confinement::for_effects(&plugin.path, effects, &grants));
+                    for effect in &offered {
+                        let confinement = Confinement::for_effects(&plugin.path, EffectSet::of([*effect]), &grants);
+                        plugin.confinement.insert(effect.as_str().to_owned(), confinement);
+                    }
                 }
                 Enforcement::None { reason } if !offered.is_empty() => self.warnings.push(format!(
                     "plugin {name:?} runs in process isolation without kernel confinement: {reason}; its declared effects ({}) are not enforced",
