@@ -91,8 +91,12 @@ struct Setting {
 }
 
 /// Defaults of the top-level settings a file may leave out.
-const DEFAULTS: &[(&str, &str)] =
-    &[("provider", "\"offline\""), ("max_steps", "8"), ("max_repeats", "3"), ("isolation", "\"by effects: process unless pure\"")];
+const DEFAULTS: &[(&str, &str)] = &[
+    ("provider", "\"offline\""),
+    ("max_steps", "8"),
+    ("max_repeats", "3"),
+    ("isolation", "\"by effects: process unless pure\""),
+];
 
 fn show(explicit: Option<&Path>, as_json: bool) -> Result<u8> {
     let loaded = LoadedConfig::load(explicit)?;

@@ -4,10 +4,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
+use harness_abi::manifest::Manifest;
 #[cfg(unix)]
 use harness_loader::isolation::HostCommand;
 use harness_loader::isolation::Isolation;
-use harness_abi::manifest::Manifest;
 use harness_loader::isolation::confine::Enforcement;
 use harness_loader::{Discovery, LoadedPlugin, PluginLibrary, ToolState};
 use harness_testkit::scaffold::{self, Dependency, Scaffold, ScaffoldError};
@@ -269,7 +269,8 @@ pub(crate) fn plugins(command: PluginsCommand) -> Result<u8> {
                 let library = PluginLibrary::load(&canonical)
                     .map_err(|e| CliError::Failure(format!("{}: {e}", canonical.display())))?;
                 let mut out = String::new();
-                let shown = Shown { manifest: library.manifest(), abi_version: library.abi_version(), path: library.path() };
+                let shown =
+                    Shown { manifest: library.manifest(), abi_version: library.abi_version(), path: library.path() };
                 print_library(&mut out, &shown, None, json);
                 return emit(&out);
             }

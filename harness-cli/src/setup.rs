@@ -97,13 +97,13 @@ pub(crate) fn discovery_options(args: &PluginArgs, config: &LoadedConfig) -> Res
         configs.insert(name.clone(), value);
         settings.insert(name.clone(), plugin_settings);
     }
-    let isolation = match args.isolation.as_deref().or(config.config.isolation.as_deref()) {
-        None => None,
-        Some(name) => Some(
-            Isolation::parse(name)
-                .ok_or_else(|| CliError::Usage(format!("isolation {name:?} is not a mode; use in-process or process")))?,
-        ),
-    };
+    let isolation =
+        match args.isolation.as_deref().or(config.config.isolation.as_deref()) {
+            None => None,
+            Some(name) => Some(Isolation::parse(name).ok_or_else(|| {
+                CliError::Usage(format!("isolation {name:?} is not a mode; use in-process or process"))
+            })?),
+        };
     let tool_timeout = match args.tool_timeout.or(config.config.tool_timeout) {
         None => None,
         Some(secs) if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 => Some(Duration::from_secs_f64(secs)),

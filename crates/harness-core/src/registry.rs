@@ -72,7 +72,12 @@ pub trait ToolHandler: Send + Sync {
     /// Runs the tool, to be ended at `deadline` (the tool's timeout, cut to what is left of
     /// the run). Handlers that end calls themselves ([`Self::enforces_timeout`]) override it;
     /// the default runs [`Self::call`], and the loop abandons the call at the deadline.
-    fn call_by(&self, tool: &str, arguments: &Value, deadline: Option<std::time::Instant>) -> Result<Value, ToolFailure> {
+    fn call_by(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        deadline: Option<std::time::Instant>,
+    ) -> Result<Value, ToolFailure> {
         let _ = deadline;
         self.call(tool, arguments)
     }

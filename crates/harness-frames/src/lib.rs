@@ -203,7 +203,8 @@ mod tests {
         for r in [
             Request::Load { json: b"{\"path\":\"/x\"}" },
             Request::Init { json: b"{}" },
-            Request::Call { tool: "t", arguments: b"{}" }] {
+            Request::Call { tool: "t", arguments: b"{}" },
+        ] {
             let mut wire = Vec::new();
             encode_request(&mut wire, &r).unwrap();
             assert_eq!(decode_request(&wire, 1024).unwrap(), Some((r, wire.len())));

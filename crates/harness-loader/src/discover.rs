@@ -279,7 +279,11 @@ fn open_all(options: &DiscoveryOptions, paths: Vec<PathBuf>, confine: bool) -> V
                 .into_iter()
                 .map(|p| {
                     p.join().unwrap_or_else(|_| {
-                        Err(Skipped { path: PathBuf::new(), reason: "its probe thread failed".to_owned(), detail: None })
+                        Err(Skipped {
+                            path: PathBuf::new(),
+                            reason: "its probe thread failed".to_owned(),
+                            detail: None,
+                        })
                     })
                 })
                 .collect()
@@ -355,8 +359,10 @@ impl Discovery {
         let Opened { path, abi_version, manifest, library } = opened;
         let name = manifest.name.clone();
         if let Some(first) = taken.names.get(&name) {
-            let reason =
-                format!("plugin {name:?} is already loaded from {}; the first in directory order wins", first.display());
+            let reason = format!(
+                "plugin {name:?} is already loaded from {}; the first in directory order wins",
+                first.display()
+            );
             self.skipped.push(Skipped { path, reason, detail: None });
             return;
         }

@@ -15,8 +15,7 @@ use serde_json::Value;
 use crate::isolation::Isolation;
 
 /// The keys of a plugin's section that the harness reads itself.
-pub const RESERVED_KEYS: [&str; 6] =
-    ["isolation", "timeout", "timeouts", "allow_paths", "allow_ports", "allow_exec"];
+pub const RESERVED_KEYS: [&str; 6] = ["isolation", "timeout", "timeouts", "allow_paths", "allow_ports", "allow_exec"];
 
 /// How long each tool of a plugin may take.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -53,9 +52,7 @@ pub struct PluginSettings {
 fn path_list(v: &Value, at: &str) -> Result<Vec<PathBuf>, String> {
     let bad = || format!("{at} must be a list of absolute paths, like [\"/srv/data\"], not {v}");
     let list = v.as_array().ok_or_else(bad)?;
-    list.iter()
-        .map(|p| p.as_str().map(PathBuf::from).filter(|p| p.is_absolute()).ok_or_else(bad))
-        .collect()
+    list.iter().map(|p| p.as_str().map(PathBuf::from).filter(|p| p.is_absolute()).ok_or_else(bad)).collect()
 }
 
 fn port_list(v: &Value, at: &str) -> Result<Vec<u16>, String> {

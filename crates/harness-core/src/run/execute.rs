@@ -36,8 +36,9 @@ pub(super) async fn execute(
     let deadline = timeout.map(|t| Instant::now() + t);
     // A call with a timeout stays inline only when its handler ends it at the deadline itself.
     let ran = if inline && (timeout.is_none() || handler.enforces_timeout()) && handler.may_run_inline() {
-        let result =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler.call_by(&tool, &call.arguments, deadline)));
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            handler.call_by(&tool, &call.arguments, deadline)
+        }));
         Ok(result)
     } else {
         off_thread(handler, call, &tool, timeout, deadline).await
@@ -76,7 +77,8 @@ async fn off_thread(
     let arguments = std::mem::take(&mut call.arguments);
     let t = tool.clone();
     let task = tokio::task::spawn_blocking(move || {
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler.call_by(&t, &arguments, deadline)));
+        let result =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler.call_by(&t, &arguments, deadline)));
         (arguments, result)
     });
     let joined = match timeout {

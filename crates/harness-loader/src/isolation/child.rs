@@ -140,10 +140,8 @@ fn load(json: &[u8]) -> (Loaded, Option<Hosted>) {
     }
     match PluginLibrary::load(&request.path) {
         Ok(library) => {
-            let answer = Loaded::Plugin {
-                abi_version: library.abi_version().to_owned(),
-                manifest: library.manifest().clone(),
-            };
+            let answer =
+                Loaded::Plugin { abi_version: library.abi_version().to_owned(), manifest: library.manifest().clone() };
             (answer, Some(Hosted { library, max_result_bytes: request.max_result_bytes }))
         }
         Err(e @ LoadError::Layout { .. }) => {
@@ -163,7 +161,9 @@ fn init(hosted: Option<&Hosted>, json: &[u8]) -> Result<(), String> {
 fn answer_call(hosted: &Hosted, tool: &str, arguments: &[u8], out: &mut impl Write) -> io::Result<()> {
     let arguments = String::from_utf8_lossy(arguments);
     let failure = match hosted.library.call(tool, &arguments) {
-        Ok(json) if json.len() <= hosted.max_result_bytes => return encode_response(out, &Response::Ok(json.as_bytes())),
+        Ok(json) if json.len() <= hosted.max_result_bytes => {
+            return encode_response(out, &Response::Ok(json.as_bytes()));
+        }
         Ok(json) => {
             let f = crate::handler::too_large(json.len(), hosted.max_result_bytes);
             harness_abi::manifest::ToolError { code: f.code, message: f.message }

@@ -198,7 +198,9 @@ mod linux {
         if abi < 1 {
             let e = std::io::Error::last_os_error();
             return Enforcement::None {
-                reason: format!("this kernel offers no Landlock ({e}); it needs Linux 5.13 or later with Landlock enabled"),
+                reason: format!(
+                    "this kernel offers no Landlock ({e}); it needs Linux 5.13 or later with Landlock enabled"
+                ),
             };
         }
         // SAFETY: PR_GET_SECCOMP takes no pointers; EINVAL means the kernel has no seccomp.
@@ -207,9 +209,7 @@ mod linux {
             return Enforcement::None { reason: format!("this kernel offers no seccomp ({e})") };
         }
         if target_arch().is_err() {
-            return Enforcement::None {
-                reason: format!("no seccomp filter is built for {}", std::env::consts::ARCH),
-            };
+            return Enforcement::None { reason: format!("no seccomp filter is built for {}", std::env::consts::ARCH) };
         }
         Enforcement::Kernel { landlock_abi: i32::try_from(abi).unwrap_or(i32::MAX) }
     }
