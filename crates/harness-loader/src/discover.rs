@@ -167,6 +167,8 @@ pub struct Discovery {
     pub skipped: Vec<Skipped>,
     /// Things an operator should know: duplicates, unknown names in enable/disable, missing dirs.
     pub warnings: Vec<String>,
+    /// The children started for process-isolated plugins, kept warm for the run.
+    pub(crate) hosts: crate::register::Hosts,
 }
 
 /// The platform's library file extension, without the dot.
@@ -340,6 +342,7 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
             Err(skipped) => found.skipped.push(skipped),
         }
     }
+    found.start_hosts();
     for rule in options.enable.iter().chain(&options.disable) {
         let plugin = rule.split_once('.').map_or(rule.as_str(), |(p, _)| p);
         let known = found.plugins.iter().any(|p| {

@@ -2,7 +2,7 @@
 //! isolation: in process isolation, one child per effect class of the plugin's tools, each
 //! confined to its class.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use harness_abi::manifest::Effects;
@@ -23,7 +23,7 @@ impl Discovery {
         plugin: &LoadedPlugin,
         effects: Effects,
         timeouts: &Timeouts,
-    ) -> Result<Arc<dyn ToolHandler>, String> {
+    ) -> Result<Arc<crate::isolation::ProcessHandler>, String> {
         let command = self
             .options
             .host_command
@@ -50,21 +50,75 @@ impl Discovery {
         Err("process isolation is only available on Unix".to_owned())
     }
 
+    /// Starts the children of every process-isolated plugin with tools offered, all at once,
+    /// so that a plugin that cannot load or initialise there is skipped before a run, with
+    /// its reason, as an in-process one is.
+    #[cfg(unix)]
+    pub(crate) fn start_hosts(&mut self) {
+        if self.options.host_command.is_none() {
+            return;
+        }
+        let mut wanted = Vec::new();
+        for plugin in &self.plugins {
+            if plugin.isolation != Isolation::Process {
+                continue;
+            }
+            let timeouts = self.options.timeouts_of(&plugin.manifest.name);
+            let classes = offered_classes(plugin);
+            let handlers: Result<Vec<_>, String> =
+                classes.into_iter().map(|e| Ok((e, self.process_handler(plugin, e, &timeouts)?))).collect();
+            if let Ok(handlers) = handlers {
+                wanted.push((plugin.manifest.name.clone(), handlers));
+            }
+        }
+        let outcomes: Vec<Option<String>> = std::thread::scope(|scope| {
+            let started: Vec<_> = wanted
+                .iter()
+                .map(|(_, handlers)| {
+                    scope.spawn(|| handlers.iter().find_map(|(_, h)| h.prestart().err().map(|f| f.message)))
+                })
+                .collect();
+            started.into_iter().map(|t| t.join().unwrap_or_else(|_| Some("its start failed".to_owned()))).collect()
+        });
+        for ((name, handlers), failed) in wanted.into_iter().zip(outcomes) {
+            let Some(at) = self.plugins.iter().position(|p| p.manifest.name == name) else { continue };
+            match failed {
+                Some(reason) => {
+                    let plugin = self.plugins.remove(at);
+                    self.skipped.push(crate::discover::Skipped { path: plugin.path, reason, detail: None });
+                }
+                None => {
+                    self.plugins[at].initialised = true;
+                    let handlers = handlers.into_iter().map(|(e, h)| (e, h as Arc<dyn ToolHandler>)).collect();
+                    self.hosts.0.insert(name, handlers);
+                }
+            }
+        }
+    }
+
+    #[cfg(not(unix))]
+    pub(crate) fn start_hosts(&mut self) {}
+
     /// One handler per effect class in process isolation (a child each), one in-process.
     fn handlers(
         &self,
         plugin: &LoadedPlugin,
         timeouts: &Timeouts,
     ) -> Result<BTreeMap<Effects, Arc<dyn ToolHandler>>, String> {
-        let classes: BTreeSet<Effects> =
-            plugin.tools.iter().filter(|(_, s)| *s == ToolState::Offered).map(|(t, _)| t.effects).collect();
+        let classes = offered_classes(plugin);
         let shared: Arc<dyn ToolHandler> = match (plugin.isolation, &plugin.library) {
             (Isolation::InProcess, Some(library)) => {
                 Arc::new(PluginHandler::new(library.clone(), self.options.max_result_bytes))
             }
             (Isolation::InProcess, None) => return Err("it was not loaded".to_owned()),
             (Isolation::Process, _) => {
-                return classes.into_iter().map(|e| Ok((e, self.process_handler(plugin, e, timeouts)?))).collect();
+                if let Some(started) = self.hosts.0.get(&plugin.manifest.name) {
+                    return Ok(started.clone());
+                }
+                return classes
+                    .into_iter()
+                    .map(|e| Ok((e, self.process_handler(plugin, e, timeouts)? as Arc<dyn ToolHandler>)))
+                    .collect();
             }
         };
         Ok(classes.into_iter().map(|e| (e, shared.clone())).collect())
@@ -112,5 +166,19 @@ impl Discovery {
             }
         }
         problems
+    }
+}
+
+fn offered_classes(plugin: &LoadedPlugin) -> BTreeSet<Effects> {
+    plugin.tools.iter().filter(|(_, s)| *s == ToolState::Offered).map(|(t, _)| t.effects).collect()
+}
+
+/// The started children of process-isolated plugins, by plugin and effect class.
+#[derive(Default)]
+pub(crate) struct Hosts(pub(crate) HashMap<String, BTreeMap<Effects, Arc<dyn ToolHandler>>>);
+
+impl std::fmt::Debug for Hosts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
     }
 }

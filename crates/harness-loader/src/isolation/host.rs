@@ -157,6 +157,18 @@ impl ProcessHandler {
         }
     }
 
+    /// Starts the child now rather than at the first call, so that a library that cannot
+    /// load or initialise is known before a run begins.
+    pub fn prestart(&self) -> Result<(), ToolFailure> {
+        let Some(mut turn) = self.take_turn(None) else {
+            return Err(failure("tool_crashed", "the plugin host is gone".to_owned()));
+        };
+        if turn.conn.is_none() {
+            turn.conn = Some(self.start(Instant::now() + START_TIMEOUT)?);
+        }
+        Ok(())
+    }
+
     /// The earlier of the caller's deadline and the tool's own timeout from now.
     fn deadline_of(&self, tool: &str, deadline: Option<Instant>) -> Option<Instant> {
         let own = self.timeouts.of(tool).map(|t| Instant::now() + t);
