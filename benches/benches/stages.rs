@@ -407,6 +407,7 @@ mod step {
             reasoning: None,
             router_mode: None,
             usage: None,
+            reply: None,
             duration_us: started.elapsed().as_micros() as u64,
             model_us,
         };

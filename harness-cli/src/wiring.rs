@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use harness_core::{ModelProvider, ReplyFormat, RunOptions, RunStatus, ToolRegistry};
+use harness_core::{ModelProvider, ReplyFormat, RunAbout, RunOptions, RunStatus, ToolRegistry};
 use harness_providers::{
     HttpProvider, HttpProviderConfig, HttpSettings, OfflineRouter, Preset, RouterMode, ScriptedProvider,
     parse_tool_choice,
@@ -265,4 +265,29 @@ pub(crate) fn runtime(threads: usize) -> Result<tokio::runtime::Runtime> {
         b
     };
     builder.enable_all().build().map_err(|e| CliError::Failure(format!("cannot start the async runtime: {e}")))
+}
+
+/// What the trace's first line says about this harness, its model and its configuration.
+pub(crate) fn run_about(args: &ProviderArgs, config: &LoadedConfig) -> RunAbout {
+    let name = provider_name(args, config);
+    let runs_a_model = !matches!(name.as_str(), "offline" | "scripted");
+    let (config_source, config_hash) = match &config.path {
+        // The bytes are read again for the hash: the file was just read and parsed, so a
+        // failure here is a race with an editor, and the hash is then left out.
+        Some(path) => {
+            (Some(path.display().to_string()), std::fs::read(path).ok().map(|b| harness_core::sha256_hex(&b)))
+        }
+        None => (None, None),
+    };
+    RunAbout {
+        harness_version: env!("CARGO_PKG_VERSION").to_owned(),
+        model: args.model.clone().or_else(|| config.config.model.clone()).filter(|_| runs_a_model),
+        router_mode: args
+            .router_mode
+            .clone()
+            .or_else(|| config.config.router_mode.clone())
+            .or_else(|| runs_a_model.then(|| "auto".to_owned())),
+        config_source,
+        config_hash,
+    }
 }

@@ -350,10 +350,12 @@ async fn finish_on_step_one() {
     assert_eq!(line["result"], answer);
     assert_eq!(line["offered"], "all");
     assert!(line["duration_us"].is_u64() && line["model_us"].is_u64(), "{line}");
+    // The model's whole reply, as it gave it: the structured call with its (absent) id.
+    assert_eq!(line["reply"]["calls"], json!([{ "id": null, "name": "finish", "arguments": { "answer": answer } }]));
     // finish is built in: no plugin; a structured call keeps no reply text; no error.
     assert_eq!(
         keys(line),
-        set(&["step", "tool", "arguments", "status", "result", "offered", "duration_us", "model_us"]),
+        set(&["step", "tool", "arguments", "status", "result", "offered", "reply", "duration_us", "model_us"]),
         "{line}"
     );
 
@@ -415,6 +417,7 @@ async fn tool_call_then_finish() {
             "plugin",
             "plugin_version",
             "offered",
+            "reply",
             "duration_us",
             "model_us"
         ]),
@@ -556,6 +559,7 @@ async fn no_json_is_fed_back_and_the_run_goes_on() {
             "offered",
             "reply_text",
             "reply_format",
+            "reply",
             "duration_us",
             "model_us"
         ]),

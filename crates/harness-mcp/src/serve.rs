@@ -163,6 +163,7 @@ impl ToolServer {
             reasoning: None,
             router_mode: None,
             usage: None,
+            reply: None,
             duration_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
             model_us: 0,
         };

@@ -45,6 +45,7 @@ pub(super) fn step_entry<'a>(
         reasoning: if step.fresh { calls.reasoning().or(reply.reasoning.as_deref()) } else { None },
         router_mode: reply.router_mode.as_deref(),
         usage: step.usage,
+        reply: step.fresh.then_some(reply),
         ..blank_entry(step, status, error, micros(step.started))
     }
 }
@@ -78,6 +79,7 @@ pub(super) fn blank_entry<'a>(
         reasoning: None,
         router_mode: None,
         usage: None,
+        reply: None,
         duration_us,
         model_us: step.model_us,
     }
