@@ -116,8 +116,7 @@ pub(crate) fn run(command: &mut Command) -> Result<(), String> {
 
 /// Whether a program is on PATH.
 pub(crate) fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
+    std::env::var_os("PATH").is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
 }
 
 /// Whether this process runs as root (so that it may install Debian packages).
@@ -133,9 +132,6 @@ pub(crate) fn apt_install(packages: &[&str], why: &str) -> Result<(), String> {
     }
     eprintln!("== installing {} ({why})", packages.join(" "));
     run(Command::new("apt-get").args(["update", "-qq"]))?;
-    run(Command::new("apt-get")
-        .args(["install", "-y", "-qq"])
-        .args(packages)
-        .env("DEBIAN_FRONTEND", "noninteractive"))
-    .map_err(|e| format!("{e}; run as root: {command}"))
+    run(Command::new("apt-get").args(["install", "-y", "-qq"]).args(packages).env("DEBIAN_FRONTEND", "noninteractive"))
+        .map_err(|e| format!("{e}; run as root: {command}"))
 }

@@ -55,19 +55,14 @@ fn server(context: &Context) -> Result<PathBuf, String> {
     let llama = source.join("vendor/llama.cpp");
     let build = home.join("build");
     eprintln!("   building llama-server from {} (15 to 25 minutes on 2 cores, once)", llama.display());
-    run(Command::new("cmake")
-        .arg("-S")
-        .arg(&llama)
-        .arg("-B")
-        .arg(&build)
-        .args([
-            "-DCMAKE_BUILD_TYPE=Release",
-            "-DLLAMA_BUILD_TESTS=OFF",
-            "-DLLAMA_BUILD_EXAMPLES=OFF",
-            "-DLLAMA_OPENSSL=OFF",
-            "-DLLAMA_CURL=OFF",
-            "-DBUILD_SHARED_LIBS=OFF",
-        ]))?;
+    run(Command::new("cmake").arg("-S").arg(&llama).arg("-B").arg(&build).args([
+        "-DCMAKE_BUILD_TYPE=Release",
+        "-DLLAMA_BUILD_TESTS=OFF",
+        "-DLLAMA_BUILD_EXAMPLES=OFF",
+        "-DLLAMA_OPENSSL=OFF",
+        "-DLLAMA_CURL=OFF",
+        "-DBUILD_SHARED_LIBS=OFF",
+    ]))?;
     let jobs = std::thread::available_parallelism().map_or(2, |n| n.get()).to_string();
     run(Command::new("cmake").arg("--build").arg(&build).args(["--target", "llama-server", "-j", &jobs]))?;
     mkdir(&home.join("bin"))?;

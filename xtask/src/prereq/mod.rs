@@ -28,7 +28,11 @@ const ALL: &[Prereq] = &[
         about: "headless Chromium (Debian's package), for the HTML trace report test",
         ensure: chromium::ensure,
     },
-    Prereq { name: "mcp", about: "a Python venv with the official MCP SDK, for the MCP interop tests", ensure: mcp::ensure },
+    Prereq {
+        name: "mcp",
+        about: "a Python venv with the official MCP SDK, for the MCP interop tests",
+        ensure: mcp::ensure,
+    },
     Prereq {
         name: "llama",
         about: "a llama.cpp llama-server built from source and the SmolLM2-135M-Instruct model, for the real-server tests",
