@@ -1283,11 +1283,11 @@ async fn a_finish_among_several_calls_ends_the_run_and_the_budget_still_binds() 
 async fn usage_and_router_mode_are_traced_on_the_step_that_made_the_model_call() {
     let kit = Kit::new();
     let mut reply = calls(&[("a", "echo", json!({"text": "x"})), ("b", "echo", json!({"text": "y"}))]);
-    reply.usage = Some(harness_core::Usage { input_tokens: 10, output_tokens: 3, cached_input_tokens: 0 });
+    reply.usage = Some(harness_core::Usage { input_tokens: 10, output_tokens: 3, cached_input_tokens: 4 });
     reply.router_mode = Some("native".into());
     reply.retries = 2;
     let (outcome, trace, _) = drive(&kit, vec![reply, finish(json!(0))], RunOptions::default()).await;
-    assert_eq!(trace[0]["usage"], json!({"input_tokens": 10, "output_tokens": 3}));
+    assert_eq!(trace[0]["usage"], json!({"input_tokens": 10, "output_tokens": 3, "cached_input_tokens": 4}));
     assert!(trace[1].get("usage").is_none());
     assert_eq!((trace[0]["router_mode"].as_str(), trace[1]["router_mode"].as_str()), (Some("native"), Some("native")));
     assert_eq!(outcome.retries, 2);
