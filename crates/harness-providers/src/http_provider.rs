@@ -101,15 +101,15 @@ pub(crate) struct Outgoing<'a> {
 }
 
 impl Outgoing<'_> {
-    /// The conversation as the mode sends it. In the text modes a forced tool is said in a
-    /// note at the very end, not in the system prompt, so that the prompt a server has cached
-    /// stays a prefix of this one.
+    /// The conversation as the mode sends it. In prompt mode a forced tool is said in a note
+    /// at the very end, not in the system prompt, so that the prompt a server has cached stays
+    /// a prefix of this one; constrained mode needs no note, its schema allows that tool alone.
     pub(crate) fn turns(&self) -> Vec<Turn<'_>> {
         if self.mode == RouterMode::Native {
             return conversation::native(self.conversation);
         }
         let mut turns = conversation::text_only(self.conversation);
-        if let ToolChoice::Tool(name) = self.choice {
+        if let (RouterMode::Prompt, ToolChoice::Tool(name)) = (self.mode, self.choice) {
             conversation::push_note(&mut turns, prompt::forced_note(name));
         }
         turns

@@ -291,7 +291,7 @@ mod tests {
     }
 
     #[test]
-    fn constrained_mode_sends_a_schema_and_no_tools_and_says_a_forced_tool_last() {
+    fn constrained_mode_sends_a_schema_and_no_tools_and_prompt_mode_says_a_forced_tool_last() {
         let conversation = &steps()[1];
         let finish = ToolChoice::Tool("finish".into());
         let any = sent(&ChatCompletions::COMPATIBLE, conversation, &ToolChoice::Required, RouterMode::Constrained);
@@ -304,14 +304,16 @@ mod tests {
             "finish"
         );
         assert_eq!(forced["response_format"]["json_schema"]["schema"]["oneOf"].as_array().unwrap().len(), 1);
-        // The system prompt does not change with the choice; the forced tool is said last.
-        assert_eq!(any["messages"][0], forced["messages"][0]);
-        let last = forced["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap();
-        assert!(last.ends_with("At this turn you must call finish."), "{last}");
+        // Only the schema changes with the choice: the messages, the system prompt first, are
+        // the same, and so is the prefix a server has cached.
+        assert_eq!(any["messages"], forced["messages"]);
 
+        // Prompt mode has nothing but words to force with: the forced tool is said last.
         let prompt = sent(&ChatCompletions::COMPATIBLE, conversation, &finish, RouterMode::Prompt);
         assert!(prompt.get("response_format").is_none() && prompt.get("tools").is_none());
-        assert_eq!(prompt["messages"], forced["messages"]);
+        assert_eq!(prompt["messages"][0], forced["messages"][0]);
+        let last = prompt["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap();
+        assert!(last.ends_with("At this turn you must call finish."), "{last}");
     }
 
     #[test]
