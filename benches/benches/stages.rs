@@ -353,8 +353,11 @@ mod step {
             offered: "all",
             call_index: None,
             reply_text: None,
+            reply_format: None,
+            reasoning: None,
             router_mode: None,
             usage: None,
+            reply: None,
             duration_us: started.elapsed().as_micros() as u64,
             model_us,
         };

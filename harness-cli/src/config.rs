@@ -1,8 +1,10 @@
-//! The TOML configuration file: `--config FILE`, or `./harness.toml` when present.
+//! The TOML configuration file: `--config FILE`, or `./harness.toml` when the operator has
+//! trusted it (`harness config trust`); see `harness_config` for the trust store.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use harness_config::{ConfigFile, TrustStatus, TrustStore, check_permissions};
 use serde::Deserialize;
 
 use crate::error::CliError;
@@ -45,6 +47,8 @@ pub(crate) struct Config {
     pub(crate) max_repeats: Option<u32>,
     /// Wall-clock limit of a run, in seconds.
     pub(crate) max_seconds: Option<f64>,
+    /// How a reply's text is read (`--reply-format`): auto, or a model family's call format.
+    pub(crate) reply_format: Option<String>,
     /// Where plugin tools run by default: `in-process` or `process`.
     pub(crate) isolation: Option<String>,
     /// Every tool's timeout, in seconds, unless its plugin section says otherwise.
@@ -109,48 +113,100 @@ pub(crate) struct PluginsConfig {
     pub(crate) sections: BTreeMap<String, toml::Table>,
 }
 
-/// Where the configuration came from, for messages.
-pub(crate) struct LoadedConfig {
-    pub(crate) config: Config,
-    pub(crate) path: Option<PathBuf>,
+/// How the configuration file in use was chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// Named with `--config`: the operator chose it.
+    Explicit,
+    /// `./harness.toml`, trusted with `harness config trust`.
+    Trusted,
 }
 
+/// The configuration in use and where it came from, for messages.
+pub(crate) struct LoadedConfig {
+    pub(crate) config: Config,
+    /// The file as named, when one is used.
+    pub(crate) path: Option<PathBuf>,
+    /// How it was chosen, when one is used.
+    pub(crate) origin: Option<Origin>,
+    /// The file as read (canonical path, text, hash), when one is used.
+    pub(crate) file: Option<ConfigFile>,
+}
+
+/// The file read when no `--config` is given, if trusted.
+pub(crate) const IMPLICIT: &str = "harness.toml";
+
 impl LoadedConfig {
-    /// Loads `explicit`, or `./harness.toml` when it exists, or nothing.
+    /// Loads `explicit`, or `./harness.toml` when it exists and is trusted, or nothing.
+    ///
+    /// A present but untrusted `./harness.toml` is ignored with one line on stderr naming the
+    /// command that trusts it. A file someone else could change is refused either way.
     pub(crate) fn load(explicit: Option<&Path>) -> Result<Self, CliError> {
-        let path = match explicit {
-            Some(p) => p.to_owned(),
-            None => {
-                let default = PathBuf::from("harness.toml");
-                if !default.is_file() {
-                    return Ok(Self { config: Config::default(), path: None });
-                }
-                default
-            }
+        let (file, origin) = match explicit {
+            Some(p) => (read(p)?, Origin::Explicit),
+            None => match implicit()? {
+                Some(file) => (file, Origin::Trusted),
+                None => return Ok(Self { config: Config::default(), path: None, origin: None, file: None }),
+            },
         };
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| CliError::Usage(format!("cannot read config file {}: {e}", path.display())))?;
-        let mut config: Config = toml::from_str(&text).map_err(|e| {
-            CliError::Usage(format!("invalid config file {}: {}", path.display(), e.to_string().trim_end()))
-        })?;
-        if config.api_key.is_some() {
-            return Err(CliError::Usage(format!(
-                "config file {} sets api_key: API keys are read from the environment only. Remove it, export the key, and name its variable with api_key_env (for example api_key_env = \"OPENROUTER_API_KEY\")",
-                path.display()
-            )));
-        }
-        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let resolve = |p: &mut PathBuf| {
-            if p.is_relative() {
-                *p = base.join(&*p);
-            }
-        };
-        config.plugins.dirs.iter_mut().for_each(resolve);
-        if let Some(script) = config.script.as_mut() {
-            resolve(script);
-        }
-        Ok(Self { config, path: Some(path) })
+        check_permissions(&file.canonical).map_err(|e| CliError::Usage(e.to_string()))?;
+        let config = parse(&file.text, &file.named)?;
+        Ok(Self { config, path: Some(file.named.clone()), origin: Some(origin), file: Some(file) })
     }
+}
+
+fn read(path: &Path) -> Result<ConfigFile, CliError> {
+    ConfigFile::read(path).map_err(|e| CliError::Usage(e.to_string()))
+}
+
+/// `./harness.toml` when present and trusted; a line on stderr when present and not.
+fn implicit() -> Result<Option<ConfigFile>, CliError> {
+    let path = Path::new(IMPLICIT);
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let file = read(path)?;
+    let store = match TrustStore::locate() {
+        Ok(store) => store,
+        Err(e) => {
+            eprintln!("harness: ignoring ./{IMPLICIT}: {e}");
+            return Ok(None);
+        }
+    };
+    let why = match store.status(&file).map_err(|e| CliError::Usage(e.to_string()))? {
+        TrustStatus::Trusted => return Ok(Some(file)),
+        TrustStatus::Unknown => "it is not trusted",
+        TrustStatus::Changed { .. } => "it changed since it was trusted",
+    };
+    eprintln!(
+        "harness: ignoring ./{IMPLICIT} ({}): {why}. Read it, then run `harness config trust` to use it, or name it with --config {IMPLICIT}",
+        file.canonical.display()
+    );
+    Ok(None)
+}
+
+/// Parses a configuration's text; relative paths in it become relative to its directory.
+pub(crate) fn parse(text: &str, path: &Path) -> Result<Config, CliError> {
+    let mut config: Config = toml::from_str(text).map_err(|e| {
+        CliError::Usage(format!("invalid config file {}: {}", path.display(), e.to_string().trim_end()))
+    })?;
+    if config.api_key.is_some() {
+        return Err(CliError::Usage(format!(
+            "config file {} sets api_key: API keys are read from the environment only. Remove it, export the key, and name its variable with api_key_env (for example api_key_env = \"OPENROUTER_API_KEY\")",
+            path.display()
+        )));
+    }
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let resolve = |p: &mut PathBuf| {
+        if p.is_relative() {
+            *p = base.join(&*p);
+        }
+    };
+    config.plugins.dirs.iter_mut().for_each(resolve);
+    if let Some(script) = config.script.as_mut() {
+        resolve(script);
+    }
+    Ok(config)
 }
 
 #[cfg(test)]

@@ -6,9 +6,11 @@
 
 mod batch;
 mod config;
+mod config_cmd;
 mod error;
 mod mcp;
 mod plugins;
+mod reply;
 mod run;
 mod setup;
 mod trace_cmd;
@@ -44,6 +46,16 @@ enum Command {
     },
     /// Run many requests from a JSON Lines file, several at once, resumably (see docs/batch.md).
     Batch(Box<batch::BatchArgs>),
+    /// Trust a configuration file, or show the effective configuration and where each value came from.
+    Config {
+        #[command(subcommand)]
+        command: config_cmd::ConfigCommand,
+    },
+    /// Read one raw model reply exactly as the loop would: its calls, reasoning and format (see docs/providers.md).
+    Reply {
+        #[command(subcommand)]
+        command: reply::ReplyCommand,
+    },
     /// Read a run's trace: a table of its steps, or a self-contained HTML report (see docs/traces.md).
     Trace {
         #[command(subcommand)]
@@ -66,6 +78,8 @@ fn main() -> ExitCode {
         Command::Mcp { command } => mcp::mcp(command),
         Command::Batch(args) => batch::batch(*args),
         Command::Trace { command } => trace_cmd::trace(command),
+        Command::Reply { command } => reply::reply(command),
+        Command::Config { command } => config_cmd::config(command),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

@@ -5,17 +5,20 @@ use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 
 use clap::Args;
-use harness_core::{NoTrace, RunStatus, StepStatus, ToolRegistry, TraceEntry, TraceSink, TraceWriter};
+use harness_core::{
+    NoTrace, RunEnd, RunStart, RunStatus, StepStatus, ToolRegistry, TraceEntry, TraceSink, TraceWriter, run_traced,
+};
 use serde_json::{Value, json};
 
 use crate::Result;
 use crate::config::LoadedConfig;
 use crate::error::CliError;
 use crate::setup::{PluginArgs, load_plugins};
-use crate::trace_cmd::read::{cut, printable};
 use crate::wiring::{
-    LoopArgs, ProviderArgs, build_provider, check_tool_choice, provider_name, run_options, runtime, status_name,
+    LoopArgs, ProviderArgs, build_provider, check_tool_choice, provider_name, run_about, run_options, runtime,
+    status_name,
 };
+use harness_trace::{cut, printable};
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -35,7 +38,8 @@ pub(crate) struct RunArgs {
     provider: ProviderArgs,
     #[command(flatten)]
     limits: LoopArgs,
-    /// Write the trace, one JSON object per step, to FILE.
+    /// Write the trace to FILE: a first line saying what was asked and with what, one line per step, a last
+    /// line saying how the run ended (see docs/traces.md).
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
     /// Print one JSON object with status, answer, steps and error instead of the answer alone.
@@ -55,6 +59,12 @@ struct Progress<'a> {
 }
 
 impl TraceSink for Progress<'_> {
+    fn begin(&mut self, start: &RunStart) -> io::Result<()> {
+        self.inner.begin(start)
+    }
+    fn end(&mut self, end: &RunEnd) -> io::Result<()> {
+        self.inner.end(end)
+    }
     fn record(&mut self, entry: &TraceEntry<'_>) -> io::Result<()> {
         self.inner.record(entry)?;
         if !self.quiet {
@@ -106,8 +116,9 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
         None => &mut no_trace,
     };
     let mut progress = Progress { inner: sink, quiet: args.quiet };
+    let about = run_about(&args.provider, &config);
     let outcome =
-        runtime.block_on(harness_core::run(provider.as_ref(), &registry, &args.request, &options, &mut progress));
+        runtime.block_on(run_traced(provider.as_ref(), &registry, &args.request, &options, &about, &mut progress));
     // An abandoned in-process call may still be running; the process must not wait for it.
     runtime.shutdown_background();
     mcp_servers.shutdown();

@@ -20,7 +20,7 @@ pub(crate) struct PluginArgs {
     /// A directory to load plugins from; repeat it for more. Searched first, in order.
     #[arg(long = "plugins-dir", value_name = "DIR")]
     pub(crate) plugins_dirs: Vec<PathBuf>,
-    /// Configuration file (TOML); `./harness.toml` is read when present.
+    /// Configuration file (TOML); `./harness.toml` is read only once trusted (`harness config trust`).
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
     /// Offer only these plugins (NAME) or tools (NAME.TOOL); repeatable. Test-only plugins load only when named here.

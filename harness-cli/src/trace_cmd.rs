@@ -1,7 +1,6 @@
 //! `harness trace`: read a run's trace (the JSON Lines of `run --trace` or `batch --traces`).
 
 mod html;
-pub(crate) mod read;
 mod table;
 
 use std::io::Write;
@@ -14,8 +13,8 @@ use crate::error::CliError;
 
 const EXIT_CODES: &str = "\
 Exit codes:
-  0  every line of the trace is a step
-  1  some lines are not steps: each is reported on stderr with its number and left out of the output
+  0  every line of the trace was read
+  1  some lines are not trace lines: each is reported on stderr with its number and left out of the output
   2  the trace cannot be read, or the output cannot be written";
 
 /// What to do with a trace.
@@ -26,7 +25,7 @@ pub(crate) enum TraceCommand {
     Show {
         /// The trace file (JSON Lines); - reads standard input.
         file: PathBuf,
-        /// Print the lines that are valid steps as they are, one JSON object a line.
+        /// Print the lines that were read (first line, steps, last line) as they are, one JSON object a line.
         #[arg(long)]
         json: bool,
     },
@@ -46,15 +45,18 @@ pub(crate) fn trace(command: TraceCommand) -> Result<u8> {
     let file = match &command {
         TraceCommand::Show { file, .. } | TraceCommand::Html { file, .. } => file.clone(),
     };
-    let trace = read::read(&file)?;
+    let trace = harness_trace::read(&file).map_err(|e| CliError::Usage(e.to_string()))?;
     let name = file.display().to_string();
     for (line, why) in &trace.bad {
         eprintln!("harness: trace: {name}:{line}: {why}; left out");
     }
+    for (line, what) in &trace.notes {
+        eprintln!("harness: trace: {name}:{line}: {what}");
+    }
     match command {
         TraceCommand::Show { json, .. } => {
             let text =
-                if json { trace.lines.iter().map(|l| format!("{}\n", l.text)).collect() } else { table::table(&trace) };
+                if json { trace.valid_lines().map(|l| format!("{l}\n")).collect() } else { table::table(&trace) };
             let mut out = std::io::stdout().lock();
             out.write_all(text.as_bytes())
                 .and_then(|()| out.flush())
@@ -67,4 +69,9 @@ pub(crate) fn trace(command: TraceCommand) -> Result<u8> {
         }
     }
     Ok(if trace.bad.is_empty() { 0 } else { 1 })
+}
+
+/// "0.03 ms", "12.3 ms", "1.20 s".
+pub(crate) fn human_us(us: u64) -> String {
+    crate::batch::progress::human_ms(us as f64 / 1000.0)
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use harness_core::{ModelProvider, RunOptions, RunStatus, ToolRegistry};
+use harness_core::{ModelProvider, ReplyFormat, RunAbout, RunOptions, RunStatus, ToolRegistry};
 use harness_providers::{
     HttpProvider, HttpProviderConfig, HttpSettings, OfflineRouter, Preset, RouterMode, ScriptedProvider,
     parse_tool_choice,
@@ -69,6 +69,11 @@ pub(crate) struct LoopArgs {
     /// Wall-clock limit of the run in seconds: past it, time_budget_exhausted (exit 3).
     #[arg(long, value_name = "SECS")]
     pub(crate) max_seconds: Option<f64>,
+    /// How a reply's text is read: auto (detect the model family's call format from its
+    /// markers), or one family: json, hermes, qwen3_coder, mistral, llama3, harmony,
+    /// deepseek_v3, deepseek_v32, kimi_k2, glm45, gemma4. [default: auto]
+    #[arg(long, value_name = "FORMAT")]
+    pub(crate) reply_format: Option<String>,
 }
 
 /// The provider's name from the flags, `--script`, or the config; `offline` when none says.
@@ -229,6 +234,10 @@ pub(crate) fn run_options(args: &LoopArgs, config: &LoadedConfig) -> Result<RunO
         },
         // Batch runs share a runtime: calls go to blocking threads. `harness run` turns it on.
         inline_calls: false,
+        reply_format: match args.reply_format.as_ref().or(config.config.reply_format.as_ref()) {
+            None => ReplyFormat::Auto,
+            Some(name) => name.parse().map_err(|e| CliError::Usage(format!("--reply-format: {e}")))?,
+        },
     };
     if options.max_steps == 0 {
         return Err(CliError::Usage("--max-steps must be at least 1".to_owned()));
@@ -261,4 +270,29 @@ pub(crate) fn runtime(threads: usize) -> Result<tokio::runtime::Runtime> {
         b
     };
     builder.enable_all().build().map_err(|e| CliError::Failure(format!("cannot start the async runtime: {e}")))
+}
+
+/// What the trace's first line says about this harness, its model and its configuration.
+pub(crate) fn run_about(args: &ProviderArgs, config: &LoadedConfig) -> RunAbout {
+    let name = provider_name(args, config);
+    let runs_a_model = !matches!(name.as_str(), "offline" | "scripted");
+    let (config_source, config_hash) = match &config.path {
+        // The bytes are read again for the hash: the file was just read and parsed, so a
+        // failure here is a race with an editor, and the hash is then left out.
+        Some(path) => {
+            (Some(path.display().to_string()), std::fs::read(path).ok().map(|b| harness_core::sha256_hex(&b)))
+        }
+        None => (None, None),
+    };
+    RunAbout {
+        harness_version: env!("CARGO_PKG_VERSION").to_owned(),
+        model: args.model.clone().or_else(|| config.config.model.clone()).filter(|_| runs_a_model),
+        router_mode: args
+            .router_mode
+            .clone()
+            .or_else(|| config.config.router_mode.clone())
+            .or_else(|| runs_a_model.then(|| "auto".to_owned())),
+        config_source,
+        config_hash,
+    }
 }

@@ -47,7 +47,7 @@ fn the_workspace_plugins_pass_with_calls_in_a_child_process() {
     s.write("root/notes.txt", "some text");
     s.write("harness.toml", &format!("[plugins.files]\nroot = {:?}\n", s.path("root").display().to_string()));
     for name in ["calc", "chem", "files"] {
-        let (code, report) = check_json(&s, &plugin(name), &[]);
+        let (code, report) = check_json(&s, &plugin(name), &["--config", "harness.toml"]);
         assert_eq!(code, 0, "{name}: {report:#}");
         assert_eq!(report["passed"], true);
         assert_eq!(report["executor"], "process", "{name}");

@@ -14,6 +14,8 @@ mod isolation;
 mod llama;
 mod mcp;
 mod providers;
+mod reply;
 mod run;
 mod support;
 mod trace;
+mod trust;

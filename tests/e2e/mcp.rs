@@ -206,7 +206,7 @@ fn a_python_mcp_server_is_a_tool_source_for_a_scripted_run() {
     let r = ran(s
         .harness()
         .env("HARNESS_TEST_SECRET", "not for servers")
-        .args(["run", "x", "--json", "--max-steps", "12", "--trace", "t.jsonl", "--script"])
+        .args(["run", "x", "--config", "harness.toml", "--json", "--max-steps", "12", "--trace", "t.jsonl", "--script"])
         .arg(&script));
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.json()["answer"], "done");
@@ -242,7 +242,10 @@ fn a_server_that_exits_at_once_is_reported_and_the_run_goes_on() {
         step("calculate", json!({"expression": "1+2"})),
         step("finish", json!({"answer": "ok"})),
     ]);
-    let r = ran(s.harness().args(["run", "x", "--json", "--trace", "t.jsonl", "--script"]).arg(&script));
+    let r = ran(s
+        .harness()
+        .args(["run", "x", "--config", "harness.toml", "--json", "--trace", "t.jsonl", "--script"])
+        .arg(&script));
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
         r.stderr.contains("MCP server \"broken\" did not start: it exited with status 3 during the MCP handshake; its stderr ended with: \"exit_at_once.py: no configuration found, giving up\"; its tools are not offered"),
@@ -268,7 +271,18 @@ fn a_server_that_hangs_or_dies_mid_run_costs_calls_not_the_run() {
     let started = Instant::now();
     let r = ran(s
         .harness()
-        .args(["run", "x", "--json", "--tool-timeout", "1", "--trace", "t.jsonl", "--script"])
+        .args([
+            "run",
+            "x",
+            "--config",
+            "harness.toml",
+            "--json",
+            "--tool-timeout",
+            "1",
+            "--trace",
+            "t.jsonl",
+            "--script",
+        ])
         .arg(&script));
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
@@ -286,13 +300,13 @@ fn a_server_that_hangs_or_dies_mid_run_costs_calls_not_the_run() {
 fn plugins_list_shows_mcp_servers_as_their_own_source() {
     let s = Scratch::new();
     config(&s, "[[mcp.servers]]\nname = \"nothing\"\ncommand = \"/no/such/server\"\n");
-    let r = ran(s.harness().args(["plugins", "list"]));
+    let r = ran(s.harness().args(["plugins", "list", "--config", "harness.toml"]));
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains("mcp server py (py-tools 1.0.0)"), "{}", r.stdout);
     assert!(r.stdout.contains("offered as py__calculate"), "{}", r.stdout);
     assert!(r.stdout.contains("not started: cannot run \"/no/such/server\""), "{}", r.stdout);
 
-    let listed = ran(s.harness().args(["plugins", "list", "--json"])).json();
+    let listed = ran(s.harness().args(["plugins", "list", "--config", "harness.toml", "--json"])).json();
     let servers = listed["mcp_servers"].as_array().unwrap();
     assert_eq!(servers[0]["server_info"]["version"], "1.0.0");
     let greet = servers[0]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "greet").unwrap();
@@ -316,7 +330,7 @@ fn harness_mcp_serve_is_a_tool_source_of_another_harness() {
     ]);
     let r = ran(s
         .harness()
-        .args(["run", "x", "--json", "--enable", "calc", "--trace", "t.jsonl", "--script"])
+        .args(["run", "x", "--config", "harness.toml", "--json", "--enable", "calc", "--trace", "t.jsonl", "--script"])
         .arg(&script));
     assert_eq!(r.code, 0, "{}", r.stderr);
     let t = s.trace("t.jsonl");
@@ -329,11 +343,11 @@ fn a_bad_server_entry_is_a_configuration_error() {
     let s = Scratch::new();
     s.write("harness.toml", "[[mcp.servers]]\nname = \"my.server\"\ncommand = \"x\"\n");
     let script = s.script(&[step("finish", json!({"answer": 1}))]);
-    let r = ran(s.harness().args(["run", "x", "--script"]).arg(&script));
+    let r = ran(s.harness().args(["run", "x", "--config", "harness.toml", "--script"]).arg(&script));
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("[[mcp.servers]] entry 1 (\"my.server\")"), "{}", r.stderr);
     s.write("harness.toml", "[[mcp.servers]]\nname = \"a\"\ncommand = \"x\"\nworkdir = \"/\"\n");
-    let r = ran(s.harness().args(["plugins", "list"]));
+    let r = ran(s.harness().args(["plugins", "list", "--config", "harness.toml"]));
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("workdir"), "{}", r.stderr);
 }

@@ -262,7 +262,8 @@ fn files_plugin_reads_under_its_configured_root_and_refuses_escapes() {
         call("finish", json!({"answer": "done"})),
     ]);
     // The root in harness.toml is relative to the working directory of the plugin's init.
-    let r = ran(s.harness().args(["run", "x", "--trace", "t.jsonl", "--script"]).arg(&script));
+    let r =
+        ran(s.harness().args(["run", "x", "--config", "harness.toml", "--trace", "t.jsonl", "--script"]).arg(&script));
     assert_eq!(r.code, 0, "{}", r.stderr);
     let t = s.trace("t.jsonl");
     assert_eq!(t[0]["result"]["content"], "hello from a");

@@ -99,12 +99,20 @@ impl Scratch {
     /// The `harness` command, run in this directory.
     pub(crate) fn harness(&self) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_harness"));
-        cmd.current_dir(self.dir.path()).env_remove("HARNESS_PLUGIN_PATH");
+        // The trust store is the scratch directory's own: no test reads or changes the user's.
+        cmd.current_dir(self.dir.path())
+            .env_remove("HARNESS_PLUGIN_PATH")
+            .env("XDG_CONFIG_HOME", self.path("xdg-config"));
         cmd
     }
 
-    /// Reads a JSON Lines trace.
+    /// Reads the steps of a JSON Lines trace: the lines with a `step` field, as readers do.
     pub(crate) fn trace(&self, name: &str) -> Vec<Value> {
+        self.trace_lines(name).into_iter().filter(|l| l.get("step").is_some()).collect()
+    }
+
+    /// Reads every line of a JSON Lines trace: first line, steps, last line.
+    pub(crate) fn trace_lines(&self, name: &str) -> Vec<Value> {
         let text = std::fs::read_to_string(self.path(name)).expect("trace file");
         text.lines().map(|l| serde_json::from_str(l).expect("trace line is JSON")).collect()
     }

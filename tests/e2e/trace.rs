@@ -40,9 +40,12 @@ fn show_prints_a_table_of_every_kind_of_step() {
     let trace = traced_run(&s);
     let r = ran(s.harness().args(["trace", "show"]).arg(&trace));
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let lines: Vec<&str> = r.stdout.lines().collect();
+    let all: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(all[0], "request: \"x\"", "{}", r.stdout);
+    assert!(all[1].starts_with("provider scripted · ") && all[1].contains("max 8 steps"), "{}", r.stdout);
+    let lines = &all[3..];
     assert!(
-        lines[0].starts_with("STEP  TOOL") && lines[0].contains("STATUS") && lines[0].contains("ERROR"),
+        lines[0].starts_with("STEP  TOOL") && lines[0].contains("STATUS") && lines[0].contains("ROUTER"),
         "{}",
         r.stdout
     );
@@ -66,13 +69,16 @@ fn show_json_passes_good_lines_through_and_numbers_the_bad_ones() {
     let s = Scratch::new();
     let trace = traced_run(&s);
     let good = std::fs::read_to_string(&trace).unwrap();
-    let mut text = good.clone();
-    text.push_str("{\"step\": 6, \"status\": \"maybe\", \"duration_us\": 1}\nnot json\n{\"step\": 7, \"tool\": \"fin");
+    // Broken lines among the steps, before the last line: each is named, the rest reads.
+    let (steps, last) = good.trim_end().rsplit_once('\n').unwrap();
+    let text = format!(
+        "{steps}\n{{\"step\": 6, \"status\": \"maybe\", \"duration_us\": 1}}\nnot json\n{{\"step\": 7, \"tool\": \"fin\n{last}\n"
+    );
     s.write("t.jsonl", &text);
     let r = ran(s.harness().args(["trace", "show", "--json"]).arg(&trace));
     assert_eq!(r.code, 1, "bad lines make exit 1: {}", r.stderr);
     assert_eq!(r.stdout, good, "good lines pass through unchanged");
-    for (line, what) in [(6, "not a trace step: unknown variant `maybe`"), (7, "not JSON"), (8, "not JSON")] {
+    for (line, what) in [(7, "not a trace step: unknown variant `maybe`"), (8, "not JSON"), (9, "not JSON")] {
         let want = format!("harness: trace: {}:{line}: {what}", trace.display());
         assert!(r.stderr.contains(&want), "missing {want:?} in\n{}", r.stderr);
     }
@@ -188,4 +194,159 @@ fn the_html_report_renders_in_headless_chromium_and_runs_no_script_from_the_trac
         let _ = std::fs::copy(&shot, Path::new(&dir).join("trace-report.png"));
         let _ = std::fs::copy(&page, Path::new(&dir).join("trace-report.html"));
     }
+}
+
+/// The three JSON Schemas of docs/traces.md, by line kind, compiled.
+fn documented_schemas() -> Vec<(String, jsonschema::Validator)> {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/traces.md")).unwrap();
+    let mut schemas = Vec::new();
+    for part in doc.split("<!-- schema: ").skip(1) {
+        let (kind, rest) = part.split_once(" -->").unwrap();
+        let body = rest.split_once("```json\n").unwrap().1.split_once("\n```").unwrap().0;
+        let schema: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("schema {kind} is not JSON: {e}"));
+        let validator = jsonschema::validator_for(&schema).unwrap_or_else(|e| panic!("schema {kind}: {e}"));
+        schemas.push((kind.to_owned(), validator));
+    }
+    assert_eq!(schemas.iter().map(|s| s.0.as_str()).collect::<Vec<_>>(), ["start", "step", "end"]);
+    schemas
+}
+
+/// Checks every line of a real trace against the documented schema of its kind.
+fn assert_matches_documented_schemas(lines: &[Value]) {
+    let schemas = documented_schemas();
+    for (i, line) in lines.iter().enumerate() {
+        let kind = if line.get("step").is_some() { "step" } else { line["kind"].as_str().unwrap() };
+        let (_, validator) = schemas.iter().find(|(k, _)| k == kind).unwrap();
+        let errors: Vec<String> =
+            validator.iter_errors(line).map(|e| format!("{} at {}", e, e.instance_path())).collect();
+        assert!(errors.is_empty(), "line {} ({kind}) breaks docs/traces.md: {errors:?}\n{line}", i + 1);
+    }
+}
+
+#[test]
+fn a_trace_says_what_was_asked_with_what_and_how_it_ended_as_documented() {
+    let s = Scratch::new();
+    s.write("limits.toml", "max_steps = 6\n");
+    let trace = traced_run(&s);
+    let lines = s.trace_lines(trace.file_name().unwrap().to_str().unwrap());
+    assert_eq!(lines.len(), 7, "a first line, five steps, a last line");
+    let first = &lines[0];
+    assert_eq!((first["kind"].as_str(), first["request"].as_str()), (Some("start"), Some("x")));
+    assert_eq!(first["harness_version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(first["provider"], "scripted");
+    assert_eq!(first["limits"]["max_steps"], 8);
+    assert!(first.get("config_source").is_none(), "no configuration was read: {first}");
+    let tools = first["tools"].as_array().unwrap();
+    assert_eq!(tools[0]["name"], "finish");
+    let calculate = tools.iter().find(|t| t["name"] == "calculate").expect("calculate offered");
+    assert_eq!((calculate["source"].as_str(), calculate["plugin"].as_str()), (Some("plugin"), Some("calc")));
+    let step = &lines[4];
+    assert_eq!(step["reply"]["calls"][0]["name"], "calculate", "the model's whole reply is kept: {step}");
+    assert!(step["reply"]["calls"][0].get("id").is_some(), "the id as the model gave it (none, from a script)");
+    let last = &lines[6];
+    assert_eq!(
+        (last["kind"].as_str(), last["status"].as_str(), last["steps"].as_u64()),
+        (Some("end"), Some("finished"), Some(5))
+    );
+    assert!(last["answer"].as_str().unwrap().starts_with("42 "));
+    assert_matches_documented_schemas(&lines);
+
+    // With a configuration file: its path and hash are recorded.
+    let script = s.script(&[call("finish", json!({ "answer": 1 }))]);
+    let r = ran(s
+        .harness()
+        .args(["run", "x", "-q", "--trace", "c.jsonl", "--config", "limits.toml", "--script"])
+        .arg(&script));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let lines = s.trace_lines("c.jsonl");
+    assert_eq!(lines[0]["limits"]["max_steps"], 6);
+    assert!(lines[0]["config_source"].as_str().unwrap().ends_with("limits.toml"));
+    let hash = harness_core::sha256_hex(b"max_steps = 6\n");
+    assert_eq!(lines[0]["config_hash"], hash.as_str());
+    assert_matches_documented_schemas(&lines);
+}
+
+#[test]
+fn step_and_time_budgets_are_told_apart_by_the_last_line() {
+    let s = Scratch::new();
+    let echo = |v: u64| call("fault_echo", json!({ "value": v }));
+    let script = s.script(&[echo(1), echo(2), echo(3)]);
+    let r = ran(s
+        .harness()
+        .args(["run", "x", "-q", "--enable", "fault", "--max-steps", "2", "--trace", "steps.jsonl", "--script"])
+        .arg(&script));
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    let lines = s.trace_lines("steps.jsonl");
+    let last = lines.last().unwrap();
+    assert_eq!(
+        (last["status"].as_str(), last["error"]["code"].as_str()),
+        (Some("step_budget_exhausted"), Some("step_budget_exhausted"))
+    );
+    assert_matches_documented_schemas(&lines);
+    let r = ran(s.harness().args(["trace", "show", "steps.jsonl"]));
+    assert!(
+        r.stdout.contains("\nstep_budget_exhausted: step_budget_exhausted the run took all 2 steps"),
+        "{}",
+        r.stdout
+    );
+
+    let script = s.script(&[call("fault_sleep", json!({ "ms": 3000 })), echo(1), echo(2)]);
+    let r = ran(s
+        .harness()
+        .args(["run", "x", "-q", "--enable", "fault", "--max-seconds", "0.3", "--trace", "time.jsonl", "--script"])
+        .arg(&script));
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    let lines = s.trace_lines("time.jsonl");
+    let last = lines.last().unwrap();
+    assert_eq!(last["status"], "time_budget_exhausted", "{last}");
+    assert_eq!(lines[0]["limits"]["max_duration_ms"], 300);
+    assert_matches_documented_schemas(&lines);
+    let r = ran(s.harness().args(["trace", "show", "time.jsonl"]));
+    assert!(r.stdout.contains("\ntime_budget_exhausted: "), "{}", r.stdout);
+}
+
+#[test]
+fn a_killed_run_ended_without_a_record() {
+    let s = Scratch::new();
+    let script = s.script(&[call("fault_echo", json!({ "value": 1 })), call("fault_sleep", json!({ "ms": 60_000 }))]);
+    let mut child = s
+        .harness()
+        .args(["run", "x", "-q", "--enable", "fault", "--trace", "k.jsonl", "--script"])
+        .arg(&script)
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    // Killed while step 2 sleeps: the first line and step 1 are on disk, the last line never is.
+    while std::fs::read_to_string(s.path("k.jsonl")).map_or(0, |t| t.lines().count()) < 2 {
+        assert!(Instant::now() < deadline, "the run never wrote its first step");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let lines = s.trace_lines("k.jsonl");
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_matches_documented_schemas(&lines);
+    let r = ran(s.harness().args(["trace", "show", "k.jsonl"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("ended without a record (killed?)"), "{}", r.stdout);
+    let r = ran(s.harness().args(["trace", "html", "k.jsonl", "-o", "k.html"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(std::fs::read_to_string(s.path("k.html")).unwrap().contains("ended without a record (killed?)"));
+}
+
+#[test]
+fn traces_of_older_harnesses_still_read() {
+    let s = Scratch::new();
+    // Format 1: steps only, no first or last line, no reply.
+    let old = concat!(
+        "{\"step\":1,\"tool\":\"calculate\",\"arguments\":{\"expression\":\"6*7\"},\"status\":\"ok\",\"result\":42,\"plugin\":\"calc\",\"plugin_version\":\"0.1.0\",\"offered\":\"all\",\"duration_us\":190,\"model_us\":3}\n",
+        "{\"step\":2,\"tool\":\"finish\",\"arguments\":{\"answer\":42},\"status\":\"finished\",\"result\":42,\"offered\":\"all\",\"duration_us\":20,\"model_us\":2}\n",
+    );
+    s.write("old.jsonl", old);
+    let r = ran(s.harness().args(["trace", "show", "old.jsonl"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.starts_with("STEP  TOOL"), "no first line, no header: {}", r.stdout);
+    assert!(r.stdout.contains("\nfinished: 42"), "{}", r.stdout);
+    let r = ran(s.harness().args(["trace", "html", "old.jsonl", "-o", "old.html"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
 }

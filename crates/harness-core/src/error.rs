@@ -41,6 +41,10 @@ pub enum ErrorCode {
     ArgumentsTooLarge,
     /// The run's wall-clock limit was reached.
     TimeBudgetExhausted,
+    /// The reply was cut (at the token limit, or inside a call never closed): the cut call never runs.
+    ReplyTruncated,
+    /// A call in a model family's own format breaks that format's grammar.
+    MalformedCall,
 }
 
 impl ErrorCode {
@@ -77,6 +81,8 @@ impl ErrorCode {
             Self::ReplyTooLarge => "reply_too_large",
             Self::ArgumentsTooLarge => "arguments_too_large",
             Self::TimeBudgetExhausted => "time_budget_exhausted",
+            Self::ReplyTruncated => "reply_truncated",
+            Self::MalformedCall => "malformed_call",
         }
     }
 }

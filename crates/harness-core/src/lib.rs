@@ -32,6 +32,7 @@ mod error;
 mod parse;
 mod provider;
 mod registry;
+mod reply;
 mod run;
 mod trace;
 
@@ -42,5 +43,9 @@ pub use registry::{
     FINISH, RegisteredTool, RegistryError, ToolDefinition, ToolExample, ToolFailure, ToolHandler, ToolRegistry,
     ToolSource, compile_schema,
 };
+pub use reply::{ReadOptions, ReadReply, ReplyFormat, TextCall, read_reply};
 pub use run::{RunOptions, RunOutcome, RunStatus, call_tool, run};
-pub use trace::{NoTrace, StepStatus, TraceEntry, TraceSink, TraceWriter};
+pub use trace::{
+    Limits, NoTrace, OfferedTool, RunAbout, RunEnd, RunStart, StepStatus, TRACE_FORMAT, TraceEntry, TraceSink,
+    TraceWriter, definition_hash, rfc3339, run_traced, sha256_hex,
+};

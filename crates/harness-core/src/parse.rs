@@ -40,7 +40,7 @@ pub fn parse_call(call: &ProposedCall, step: u32) -> Result<ToolCall, HarnessErr
 }
 
 /// Turns the arguments a model gave into an object: objects pass, JSON strings are decoded.
-fn decode_arguments(tool: &str, raw: &Value) -> Result<Value, HarnessError> {
+pub(crate) fn decode_arguments(tool: &str, raw: &Value) -> Result<Value, HarnessError> {
     match raw {
         Value::Object(_) => Ok(raw.clone()),
         Value::Null => Ok(Value::Object(Map::new())),
@@ -60,7 +60,7 @@ fn decode_arguments(tool: &str, raw: &Value) -> Result<Value, HarnessError> {
     }
 }
 
-fn json_type(v: &Value) -> &'static str {
+pub(crate) fn json_type(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "boolean",
@@ -81,59 +81,92 @@ fn not_an_object(tool: &str, v: &Value) -> HarnessError {
 
 /// What the text scan found that was not a call, for the error message.
 #[derive(Default)]
-struct ScanNotes {
-    first_parse_error: Option<(String, usize)>,
-    objects_seen: usize,
+pub(crate) struct ScanNotes {
+    /// The first region that did not parse: the error and where the region starts.
+    pub(crate) first_parse_error: Option<(String, usize)>,
+    /// JSON values that parsed.
+    pub(crate) objects_seen: usize,
+    /// Where a region starts that the text ended inside of (a call cut short, perhaps).
+    pub(crate) unclosed_at: Option<usize>,
+}
+
+/// A call found written out as JSON: the tool, its raw arguments, and the region it fills.
+pub(crate) struct Found {
+    /// The tool name.
+    pub(crate) tool: String,
+    /// The arguments as written: an object, a JSON string, or anything else (refused later).
+    pub(crate) arguments: Value,
+    /// Where the region holding the call starts.
+    pub(crate) start: usize,
+    /// Where it ends.
+    pub(crate) end: usize,
+}
+
+/// What a scan of text for JSON calls found.
+#[derive(Default)]
+pub(crate) struct Scan {
+    /// The calls, in order.
+    pub(crate) calls: Vec<Found>,
+    /// What was seen besides.
+    pub(crate) notes: ScanNotes,
+    /// The first JSON object that was not a call: a forced tool's arguments, perhaps.
+    pub(crate) bare: Option<Value>,
+}
+
+/// Scans text for calls written out as JSON; with `first_only`, stops at the first.
+pub(crate) fn scan_text(text: &str, first_only: bool) -> Scan {
+    let mut found = Scan::default();
+    scan(text, 0, text.len(), 0, first_only, &mut found);
+    found
 }
 
 /// Finds a call written out as JSON in a model's text; see [`parse_reply`] for `forced`.
 pub fn parse_text(text: &str, step: u32, forced: Option<&str>) -> Result<ToolCall, HarnessError> {
-    let mut notes = ScanNotes::default();
-    let mut bare_arguments: Option<Value> = None;
-    if let Some((tool, raw)) = scan(text, 0, text.len(), 0, &mut notes, &mut bare_arguments) {
-        let arguments = decode_arguments(&tool, &raw)?;
+    let Scan { calls, notes, bare } = scan_text(text, true);
+    if let Some(Found { tool, arguments, .. }) = calls.into_iter().next() {
+        let arguments = decode_arguments(&tool, &arguments)?;
         return Ok(ToolCall { id: format!("call_{step}"), tool, arguments });
     }
-    if let (Some(tool), Some(arguments)) = (forced, bare_arguments) {
+    if let (Some(tool), Some(arguments)) = (forced, bare) {
         return Ok(ToolCall { id: format!("call_{step}"), tool: tool.to_owned(), arguments });
     }
+    Err(no_call_error(&notes, text.len(), |offset| offset))
+}
+
+/// Why text held no call; `at` maps an offset of the scanned text to one of the reply.
+pub(crate) fn no_call_error(notes: &ScanNotes, text_len: usize, at: impl Fn(usize) -> usize) -> HarnessError {
     let hint = "answer with one tool call as JSON: {\"tool\": NAME, \"arguments\": {...}}";
-    if let Some((error, offset)) = notes.first_parse_error {
-        return Err(HarnessError::new(
+    if let Some((error, offset)) = &notes.first_parse_error {
+        let offset = at(*offset);
+        return HarnessError::new(
             ErrorCode::InvalidJson,
             format!(
                 "the reply holds JSON that does not parse ({error}, in the object starting at byte {offset}); {hint}"
             ),
             json!({ "error": error, "offset": offset }),
-        ));
+        );
     }
     if notes.objects_seen > 0 {
-        return Err(HarnessError::new(
+        return HarnessError::new(
             ErrorCode::InvalidJson,
             format!(
                 "the reply holds JSON but no tool call: an object needs a \"tool\" string and an \"arguments\" object; {hint}"
             ),
             json!({ "objects": notes.objects_seen }),
-        ));
+        );
     }
-    Err(HarnessError::new(
+    HarnessError::new(
         ErrorCode::NoJson,
         format!("the reply holds no JSON object; {hint}"),
-        json!({ "reply_bytes": text.len() }),
-    ))
+        json!({ "reply_bytes": text_len }),
+    )
 }
 
-/// Scans `text[start..end]` for top-level `{...}` regions and returns the first tool call.
+/// Scans `text[start..end]` for top-level `{...}` regions and collects the tool calls.
+/// Returns true when it stopped at the first call (`first_only`).
 ///
 /// `depth` bounds the re-scan of regions that did not parse, which keeps the scan linear.
-fn scan(
-    text: &str,
-    start: usize,
-    end: usize,
-    depth: u8,
-    notes: &mut ScanNotes,
-    bare: &mut Option<Value>,
-) -> Option<(String, Value)> {
+fn scan(text: &str, start: usize, end: usize, depth: u8, first_only: bool, found: &mut Scan) -> bool {
     let bytes = text.as_bytes();
     let mut i = start;
     while i < end {
@@ -145,22 +178,30 @@ fn scan(
         let region = &text[i..region_end];
         match serde_json::from_str::<Value>(region) {
             Ok(value) => {
-                notes.objects_seen += 1;
-                if let Some(call) = as_call(&value) {
-                    return Some(call);
-                }
-                if bare.is_none() && value.is_object() {
-                    *bare = Some(value);
+                found.notes.objects_seen += 1;
+                let calls = as_calls(&value);
+                if calls.is_empty() {
+                    if found.bare.is_none() && value.is_object() {
+                        found.bare = Some(value);
+                    }
+                } else {
+                    for (tool, arguments) in calls {
+                        found.calls.push(Found { tool, arguments, start: i, end: region_end });
+                        if first_only {
+                            return true;
+                        }
+                    }
                 }
             }
             Err(e) => {
-                if notes.first_parse_error.is_none() {
-                    notes.first_parse_error = Some((e.to_string(), i));
+                if found.notes.first_parse_error.is_none() {
+                    found.notes.first_parse_error = Some((e.to_string(), i));
                 }
-                if depth < 2
-                    && let Some(call) = scan(text, i + 1, region_end, depth + 1, notes, bare)
-                {
-                    return Some(call);
+                if !closed && found.notes.unclosed_at.is_none() {
+                    found.notes.unclosed_at = Some(i);
+                }
+                if depth < 2 && scan(text, i + 1, region_end, depth + 1, first_only, found) {
+                    return true;
                 }
             }
         }
@@ -169,7 +210,7 @@ fn scan(
         }
         i = region_end;
     }
-    None
+    false
 }
 
 /// Finds the end of the `{...}` region opening at `open`, honouring strings and escapes.
@@ -226,6 +267,15 @@ fn as_call(value: &Value) -> Option<(String, Value)> {
         }
     }
     obj.get("tool_calls").and_then(Value::as_array).and_then(|calls| calls.first()).and_then(as_call)
+}
+
+/// Every call in a value: one, or each of a `"tool_calls"` list (or of a top-level list).
+fn as_calls(value: &Value) -> Vec<(String, Value)> {
+    let list = value.as_array().or_else(|| value.get("tool_calls").and_then(Value::as_array));
+    match list {
+        Some(items) => items.iter().filter_map(as_call).collect(),
+        None => as_call(value).into_iter().collect(),
+    }
 }
 
 #[cfg(test)]

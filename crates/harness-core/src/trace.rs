@@ -1,11 +1,22 @@
-//! The trace: one JSON object per step, as JSON Lines, flushed as each step ends.
+//! The trace: one JSON object per step, as JSON Lines, flushed as each step ends; a first line
+//! says what the run was asked and with what ([`RunStart`]), a last line how it ended
+//! ([`RunEnd`]). A [`TraceSink`] receives all three; the JSON Lines file is one receiver, an
+//! OpenTelemetry exporter (crate `harness-trace`) another, and the loop knows neither.
+
+mod lines;
 
 use std::io::{self, Write};
+use std::time::Instant;
 
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::error::HarnessError;
+use crate::error::{ErrorCode, HarnessError};
+use crate::provider::{ModelProvider, ModelReply, Usage};
+use crate::registry::ToolRegistry;
+use crate::run::{RunOptions, RunOutcome, RunStatus};
+
+pub use lines::{Limits, OfferedTool, RunAbout, RunEnd, RunStart, TRACE_FORMAT, definition_hash, rfc3339, sha256_hex};
 
 /// How a step ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -55,22 +66,81 @@ pub struct TraceEntry<'a> {
     /// The model's raw text, kept when the call was read from text or could not be read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reply_text: Option<&'a str>,
+    /// The call format the reply's text was read as (`json`, `hermes`, ...), for calls read from text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reply_format: Option<&'a str>,
+    /// The model's reasoning, split off its text or out of the API's reply; never read for calls.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<&'a str>,
     /// How the provider forced the tool choice (`native` or `prompt`), when it says.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub router_mode: Option<&'a str>,
     /// Tokens of the model call made at this step (absent for later calls of one reply).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<crate::provider::Usage>,
+    /// The model's whole reply as it gave it (calls with their ids, text, reasoning, finish
+    /// reason), on the step that asked for it; later calls of the same reply leave it out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reply: Option<&'a ModelReply>,
     /// Wall time of the whole step, model included, in microseconds.
     pub duration_us: u64,
     /// Wall time of the model call alone, in microseconds.
     pub model_us: u64,
 }
 
-/// Receives each step as it ends.
+/// Receives each step as it ends, and the run's first and last lines around them.
 pub trait TraceSink: Send {
+    /// Records what the run was asked and with what, before its first step.
+    fn begin(&mut self, _start: &RunStart) -> io::Result<()> {
+        Ok(())
+    }
     /// Records one step; an error stops the run, since a run must stay inspectable.
     fn record(&mut self, entry: &TraceEntry<'_>) -> io::Result<()>;
+    /// Records how the run ended, after its last step.
+    fn end(&mut self, _end: &RunEnd) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Runs the loop ([`crate::run`]) between a first and a last trace line, so that the trace
+/// alone tells what was asked, with what, and how it ended. A first line that cannot be
+/// written fails the run before any step; a last line that cannot be written fails it after.
+pub async fn run_traced(
+    provider: &dyn ModelProvider,
+    registry: &ToolRegistry,
+    request: &str,
+    options: &RunOptions,
+    about: &RunAbout,
+    trace: &mut dyn TraceSink,
+) -> RunOutcome {
+    let started = Instant::now();
+    let start = RunStart::new(about, provider.name(), request, registry, options);
+    if let Err(e) = trace.begin(&start) {
+        let none = RunOutcome {
+            status: RunStatus::Failed,
+            answer: None,
+            steps: 0,
+            error: None,
+            usage: Usage::default(),
+            retries: 0,
+        };
+        return with_line_error(none, "first", &e);
+    }
+    let outcome = crate::run::run(provider, registry, request, options, trace).await;
+    match trace.end(&RunEnd::new(&outcome, started.elapsed())) {
+        Ok(()) => outcome,
+        Err(e) => with_line_error(outcome, "last", &e),
+    }
+}
+
+/// The run failed because its first or last trace line could not be written.
+fn with_line_error(outcome: RunOutcome, which: &str, e: &io::Error) -> RunOutcome {
+    let error = HarnessError::new(
+        ErrorCode::TraceError,
+        format!("the trace's {which} line could not be written ({e}); the run is not fully recorded"),
+        serde_json::json!({ "error": e.to_string(), "line": which }),
+    );
+    RunOutcome { status: RunStatus::Failed, answer: None, error: Some(error), ..outcome }
 }
 
 /// Discards the trace (no `--trace` given).
@@ -99,18 +169,51 @@ impl<W: Write + Send> TraceWriter<W> {
     }
 }
 
-impl<W: Write + Send> TraceSink for TraceWriter<W> {
-    fn record(&mut self, entry: &TraceEntry<'_>) -> io::Result<()> {
-        serde_json::to_writer(&mut self.out, entry)?;
+impl<W: Write + Send> TraceWriter<W> {
+    fn line(&mut self, line: &impl Serialize) -> io::Result<()> {
+        serde_json::to_writer(&mut self.out, line)?;
         self.out.write_all(b"\n")?;
         self.out.flush()
     }
 }
 
+impl<W: Write + Send> TraceSink for TraceWriter<W> {
+    fn begin(&mut self, start: &RunStart) -> io::Result<()> {
+        self.line(start)
+    }
+    fn record(&mut self, entry: &TraceEntry<'_>) -> io::Result<()> {
+        self.line(entry)
+    }
+    fn end(&mut self, end: &RunEnd) -> io::Result<()> {
+        self.line(end)
+    }
+}
+
 /// Keeps every line in memory; for tests and for callers that post-process a run.
 impl TraceSink for Vec<Value> {
+    fn begin(&mut self, start: &RunStart) -> io::Result<()> {
+        self.push(serde_json::to_value(start)?);
+        Ok(())
+    }
     fn record(&mut self, entry: &TraceEntry<'_>) -> io::Result<()> {
         self.push(serde_json::to_value(entry)?);
         Ok(())
+    }
+    fn end(&mut self, end: &RunEnd) -> io::Result<()> {
+        self.push(serde_json::to_value(end)?);
+        Ok(())
+    }
+}
+
+/// Forwards to a sink held by reference, so that a caller keeps its sink after a run.
+impl<S: TraceSink + ?Sized> TraceSink for &mut S {
+    fn begin(&mut self, start: &RunStart) -> io::Result<()> {
+        (**self).begin(start)
+    }
+    fn record(&mut self, entry: &TraceEntry<'_>) -> io::Result<()> {
+        (**self).record(entry)
+    }
+    fn end(&mut self, end: &RunEnd) -> io::Result<()> {
+        (**self).end(end)
     }
 }

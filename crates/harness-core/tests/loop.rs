@@ -350,10 +350,12 @@ async fn finish_on_step_one() {
     assert_eq!(line["result"], answer);
     assert_eq!(line["offered"], "all");
     assert!(line["duration_us"].is_u64() && line["model_us"].is_u64(), "{line}");
+    // The model's whole reply, as it gave it: the structured call with its (absent) id.
+    assert_eq!(line["reply"]["calls"], json!([{ "id": null, "name": "finish", "arguments": { "answer": answer } }]));
     // finish is built in: no plugin; a structured call keeps no reply text; no error.
     assert_eq!(
         keys(line),
-        set(&["step", "tool", "arguments", "status", "result", "offered", "duration_us", "model_us"]),
+        set(&["step", "tool", "arguments", "status", "result", "offered", "reply", "duration_us", "model_us"]),
         "{line}"
     );
 
@@ -415,6 +417,7 @@ async fn tool_call_then_finish() {
             "plugin",
             "plugin_version",
             "offered",
+            "reply",
             "duration_us",
             "model_us"
         ]),
@@ -547,7 +550,19 @@ async fn no_json_is_fed_back_and_the_run_goes_on() {
     assert_eq!(line["offered"], "all");
     assert_eq!(
         keys(line),
-        set(&["step", "tool", "arguments", "status", "error", "offered", "reply_text", "duration_us", "model_us"]),
+        set(&[
+            "step",
+            "tool",
+            "arguments",
+            "status",
+            "error",
+            "offered",
+            "reply_text",
+            "reply_format",
+            "reply",
+            "duration_us",
+            "model_us"
+        ]),
         "{line}"
     );
 
@@ -762,7 +777,7 @@ async fn calling_another_tool_on_the_last_step_is_tool_not_offered() {
     let (outcome, trace, seen) = drive(&kit, replies, opts(3, 3)).await;
 
     assert_eq!(seen[2].tools, finish_only());
-    assert_eq!(seen[2].tool_choice, ToolChoice::Tool(FINISH.into()));
+    assert_eq!(seen[2].tool_choice, ToolChoice::Required);
     let line = &trace[2];
     assert_eq!(line["status"], "rejected");
     assert_eq!(line["offered"], "finish");
@@ -811,7 +826,7 @@ async fn the_third_identical_call_is_repeated_call_and_is_not_run() {
 
     // The next step offers finish alone, though it is not the last of the budget.
     assert_eq!(seen[3].tools, finish_only());
-    assert_eq!(seen[3].tool_choice, ToolChoice::Tool(FINISH.into()));
+    assert_eq!(seen[3].tool_choice, ToolChoice::Required);
     assert_eq!(trace[3]["offered"], "finish");
     assert_eq!(outcome.status, RunStatus::Finished);
     assert_eq!(outcome.steps, 4);
@@ -825,7 +840,7 @@ async fn after_repeated_call_finish_stays_the_only_tool() {
     assert_eq!(codes(&trace), [None, None, Some("repeated_call"), Some("tool_not_offered"), Some("no_json"), None]);
     for (i, s) in seen.iter().enumerate().skip(3) {
         assert_eq!(s.tools, finish_only(), "step {}", i + 1);
-        assert_eq!(s.tool_choice, ToolChoice::Tool(FINISH.into()), "step {}", i + 1);
+        assert_eq!(s.tool_choice, ToolChoice::Required, "step {}", i + 1);
         assert_eq!(trace[i]["offered"], "finish");
     }
     assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 2);
@@ -1042,7 +1057,7 @@ async fn the_last_step_offers_finish_alone_and_earlier_steps_offer_all() {
         assert_eq!(s.tool_choice, ToolChoice::Required, "step {}", i + 1);
     }
     assert_eq!(seen[3].tools, finish_only());
-    assert_eq!(seen[3].tool_choice, ToolChoice::Tool(FINISH.into()));
+    assert_eq!(seen[3].tool_choice, ToolChoice::Required);
     let offered: Vec<&str> = trace.iter().map(|l| l["offered"].as_str().unwrap()).collect();
     assert_eq!(offered, ["all", "all", "all", "finish"]);
     assert_eq!(outcome.status, RunStatus::Finished);
@@ -1054,7 +1069,7 @@ async fn a_budget_of_one_step_offers_finish_alone() {
     let kit = Kit::new();
     let (outcome, trace, seen) = drive(&kit, vec![finish(json!(1))], opts(1, 3)).await;
     assert_eq!(seen[0].tools, finish_only());
-    assert_eq!(seen[0].tool_choice, ToolChoice::Tool(FINISH.into()));
+    assert_eq!(seen[0].tool_choice, ToolChoice::Required);
     assert_eq!(trace[0]["offered"], "finish");
     assert_eq!(outcome.status, RunStatus::Finished);
     assert_eq!(outcome.steps, 1);
@@ -1428,4 +1443,109 @@ async fn inline_calls_run_on_the_loops_thread_only_when_allowed_and_untimed() {
     assert_ne!(threads, [me], "a call with a timeout it does not enforce is never inline: it could not be abandoned");
     let (_, trace) = where_ran(inline, None, true).await;
     assert_eq!(trace[0]["error"]["code"], "tool_panicked", "an inline panic is caught too");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Replies read from text: reasoning, every call, cut replies, pinned formats
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_call_written_in_the_reasoning_never_runs() {
+    let kit = Kit::new();
+    let thought =
+        r#"<think>I must not call {"tool": "echo", "arguments": {"text": "666"}} here.</think>The answer is 42."#;
+    let (outcome, trace, _) = drive(&kit, vec![text(thought), finish(json!(42))], RunOptions::default()).await;
+    assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 0, "nothing ran");
+    assert_eq!(codes(&trace), [Some("no_json"), None]);
+    assert_eq!(trace[0]["tool"], Value::Null);
+    assert!(trace[0]["reasoning"].as_str().is_some_and(|r| r.contains("666")), "{}", trace[0]);
+    assert_eq!(trace[0]["reply_format"], "json");
+    assert_eq!(outcome.answer, Some(json!(42)));
+}
+
+#[tokio::test]
+async fn every_call_of_a_text_reply_runs_in_order_one_step_each() {
+    let kit = Kit::new();
+    let reply = text(
+        "Two calls.\n<tool_call>\n<function=echo>\n<parameter=text>\none\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=typed>\n<parameter=a>\nx\n</parameter>\n<parameter=b>\n7\n</parameter>\n</function>\n</tool_call>",
+    );
+    let (outcome, trace, seen) = drive(&kit, vec![reply, finish(json!("done"))], RunOptions::default()).await;
+    assert_eq!(seen.len(), 2, "one request for both calls, one for finish");
+    assert_eq!(statuses(&trace), ["ok", "ok", "finished"]);
+    assert_eq!(trace[0]["arguments"], json!({"text": "one"}));
+    // The XML value of `b` is an integer because the schema says so.
+    assert_eq!(trace[1]["arguments"], json!({"a": "x", "b": 7}));
+    let indexes: Vec<Value> = trace.iter().map(|l| l["call_index"].clone()).collect();
+    assert_eq!(indexes, [json!(0), json!(1), Value::Null]);
+    assert_eq!(
+        (trace[0]["reply_format"].as_str(), trace[1]["reply_format"].as_str()),
+        (Some("qwen3_coder"), Some("qwen3_coder"))
+    );
+    assert!(trace[0].get("reply_text").is_some() && trace[1].get("reply_text").is_none());
+    let Message::ToolResult { call_id, .. } = &seen[1].conversation[2] else { panic!("a tool result") };
+    assert_eq!(call_id.as_deref(), Some("call_1"));
+    let Message::ToolResult { call_id, .. } = &seen[1].conversation[3] else { panic!("a tool result") };
+    assert_eq!(call_id.as_deref(), Some("call_2"), "each text call answers with its own step's id");
+    assert_eq!(outcome.steps, 3);
+}
+
+#[tokio::test]
+async fn a_cut_text_reply_runs_its_complete_call_and_never_the_cut_one() {
+    let kit = Kit::new();
+    let mut reply = text("[TOOL_CALLS]echo[ARGS]{\"text\": \"whole\"}[TOOL_CALLS]echo[ARGS]{\"text\": \"ha");
+    reply.truncated = true;
+    reply.finish_reason = Some("length".into());
+    let (_, trace, seen) = drive(&kit, vec![reply, finish(json!(0))], RunOptions::default()).await;
+    assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 1);
+    assert_eq!(codes(&trace), [None, Some("reply_truncated"), None]);
+    let error = &trace[1]["error"];
+    assert_eq!(error["message"], "your reply was cut at the token limit; answer with one shorter call");
+    assert_eq!(
+        (error["details"]["format"].as_str(), error["details"]["tool"].as_str()),
+        (Some("mistral"), Some("echo"))
+    );
+    let Message::ToolResult { is_error, tool, .. } = &seen[1].conversation[3] else { panic!("a tool result") };
+    assert!(*is_error && tool.is_none(), "the cut call is fed back as an error answering no call");
+}
+
+#[tokio::test]
+async fn the_last_structured_call_of_a_cut_reply_never_runs() {
+    let kit = Kit::new();
+    let mut reply = calls(&[("a", "echo", json!({"text": "x"})), ("b", "echo", json!({"text": "y"}))]);
+    reply.truncated = true;
+    let (_, trace, seen) = drive(&kit, vec![reply, finish(json!(0))], RunOptions::default()).await;
+    assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 1);
+    assert_eq!(codes(&trace), [None, Some("reply_truncated"), None]);
+    assert_eq!(trace[1]["tool"], "echo", "the cut call is named in the trace");
+    let Message::ToolResult { call_id, .. } = &seen[1].conversation[3] else { panic!("a tool result") };
+    assert_eq!(call_id.as_deref(), Some("b"), "the error answers the cut call");
+}
+
+#[tokio::test]
+async fn a_pinned_reply_format_reads_only_that_family() {
+    let kit = Kit::new();
+    let hermes = "<tool_call>{\"name\": \"echo\", \"arguments\": {\"text\": \"x\"}}</tool_call>";
+    let options = RunOptions { reply_format: harness_core::ReplyFormat::Mistral, ..RunOptions::default() };
+    let (_, trace, _) = drive(&kit, vec![text(hermes), finish(json!(0))], options).await;
+    assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 0);
+    assert_eq!(codes(&trace), [Some("no_json"), None]);
+    assert_eq!(trace[0]["reply_format"], "mistral");
+}
+
+#[tokio::test]
+async fn reasoning_the_server_split_out_is_traced_on_the_step_that_asked() {
+    let kit = Kit::new();
+    let mut reply = calls(&[("a", "echo", json!({"text": "x"})), ("b", "echo", json!({"text": "y"}))]);
+    reply.reasoning = Some("two echoes".into());
+    let (_, trace, _) = drive(&kit, vec![reply, finish(json!(0))], RunOptions::default()).await;
+    assert_eq!(trace[0]["reasoning"], "two echoes");
+    assert!(trace[1].get("reasoning").is_none() && trace[0].get("reply_format").is_none());
+}
+
+#[tokio::test]
+async fn a_bare_object_in_text_is_finishs_arguments_only_on_the_last_step() {
+    let kit = Kit::new();
+    let (outcome, trace, _) = drive(&kit, vec![text(r#"{"answer": 7}"#)], opts(1, 3)).await;
+    assert_eq!((outcome.status, outcome.answer), (RunStatus::Finished, Some(json!(7))));
+    assert_eq!(trace[0]["tool"], "finish");
 }

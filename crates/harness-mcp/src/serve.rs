@@ -159,8 +159,11 @@ impl ToolServer {
             offered: "all",
             call_index: None,
             reply_text: None,
+            reply_format: None,
+            reasoning: None,
             router_mode: None,
             usage: None,
+            reply: None,
             duration_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
             model_us: 0,
         };

@@ -109,7 +109,13 @@ impl Outgoing<'_> {
             return conversation::native(self.conversation);
         }
         let mut turns = conversation::text_only(self.conversation);
-        if let (RouterMode::Prompt, ToolChoice::Tool(name)) = (self.mode, self.choice) {
+        // A named choice, or "required" with one tool offered (how the loop forces `finish`).
+        let forced = match (self.choice, self.tools) {
+            (ToolChoice::Tool(name), _) => Some(name.as_str()),
+            (ToolChoice::Required, [tool]) => Some(tool.name.as_str()),
+            _ => None,
+        };
+        if let (RouterMode::Prompt, Some(name)) = (self.mode, forced) {
             conversation::push_note(&mut turns, prompt::forced_note(name));
         }
         turns
@@ -255,8 +261,10 @@ impl HttpProvider {
 
     /// The tool choice to send: the override replaces `Required`; a forced tool stays forced.
     fn choice(&self, request: &RouterRequest<'_>) -> Result<ToolChoice, ProviderError> {
+        // `finish` offered alone is the loop forcing it: the override never loosens that.
+        let finish_forced = matches!(request.tools, [only] if only.name == harness_core::FINISH);
         let choice = match (request.tool_choice, &self.tool_choice) {
-            (ToolChoice::Required, Some(over)) => over.clone(),
+            (ToolChoice::Required, Some(over)) if !finish_forced => over.clone(),
             (asked, _) => asked.clone(),
         };
         if let ToolChoice::Tool(name) = &choice

@@ -131,7 +131,10 @@ impl OfflineRouter {
         let Some(asked) = asked.filter(|a| !a.trim().is_empty()) else {
             return finish(json!("the request is empty: there is nothing to do"));
         };
-        if matches!(request.tool_choice, ToolChoice::Tool(t) if t == FINISH) {
+        // `finish` forced: named, or the only tool offered (how the loop forces it).
+        let finish_forced = matches!(request.tool_choice, ToolChoice::Tool(t) if t == FINISH)
+            || request.tools.iter().all(|t| t.name == FINISH);
+        if finish_forced {
             return finish(json!("the offline router could not complete the request within the step budget"));
         }
 

@@ -8,7 +8,9 @@ use base64::Engine as _;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::read::{Ending, Line, Status, Trace, brief, human_us};
+use harness_trace::{Ending, Line, Status, Trace, brief};
+
+use super::human_us;
 
 /// Largest value shown whole in the report; longer ones are cut with a note (the trace has them).
 const MAX_SHOWN: usize = 1 << 20;
@@ -126,7 +128,7 @@ pub(crate) fn report(trace: &Trace, source: &str) -> String {
     if !trace.bad.is_empty() {
         let _ = writeln!(
             page,
-            "<section class=\"bad\" id=\"bad-lines\"><h2>{} line{} of the file {} not trace steps and {} left out</h2><ul>",
+            "<section class=\"bad\" id=\"bad-lines\"><h2>{} line{} of the file {} not trace lines and {} left out</h2><ul>",
             trace.bad.len(),
             if trace.bad.len() == 1 { "" } else { "s" },
             if trace.bad.len() == 1 { "is" } else { "are" },
@@ -149,6 +151,15 @@ pub(crate) fn report(trace: &Trace, source: &str) -> String {
 fn summary(page: &mut String, trace: &Trace) {
     let s = trace.summary();
     let (ending_class, ending) = match &s.ending {
+        Ending::Recorded(end) => {
+            let class = match end.status {
+                harness_trace::RunStatus::Finished => "st-finished",
+                harness_trace::RunStatus::Failed => "st-error",
+                _ => "st-rejected",
+            };
+            (class, end.status.as_str().replace('_', " "))
+        }
+        Ending::Killed => ("st-error", "ended without a record (killed?)".to_owned()),
         Ending::Finished(_) => ("st-finished", "finished".to_owned()),
         Ending::Failed(e) => ("st-error", format!("failed: {}", e.code)),
         Ending::Unfinished => ("st-rejected", "not finished: no finish call".to_owned()),
@@ -159,17 +170,47 @@ fn summary(page: &mut String, trace: &Trace) {
         let _ = writeln!(page, "<div><dt>{term}</dt><dd class=\"{class}\">{}</dd></div>", esc(&value));
     };
     item("Outcome", ending, &format!("ending {ending_class}"));
+    if let Some(start) = &trace.start {
+        let st = &start.value;
+        item("Provider", st.provider.clone(), "");
+        item("Model", st.model.clone().unwrap_or_else(|| "—".to_owned()), "");
+        item("Router mode", st.router_mode.clone().unwrap_or_else(|| "—".to_owned()), "");
+        item("Tools", st.tools.len().to_string(), "");
+        item("Harness", st.harness_version.clone(), "");
+    }
     item("Steps", trace.lines.len().to_string(), "");
     item("Time", format!("{} (model {})", human_us(s.duration_us), human_us(s.model_us)), "");
     item("Tokens", format!("{} in, {} out", s.tokens.input_tokens, s.tokens.output_tokens), "");
-    page.push_str("</dl>\n<p class=\"counts\">");
+    page.push_str("</dl>\n");
+    if let Some(start) = &trace.start {
+        page.push_str("<h2>Request</h2>");
+        pre(page, &start.value.request);
+    }
+    page.push_str("<p class=\"counts\">");
     for (status, n) in Status::ALL.iter().zip(s.counts) {
         if n > 0 {
             let _ = write!(page, "<span class=\"chip st-{0}\">{n} {0}</span>", status.as_str());
         }
     }
     page.push_str("</p>\n");
-    match &s.ending {
+    ending_detail(page, &s.ending);
+    page.push_str("</section>\n");
+}
+
+/// The answer, or the error, that ended the run.
+fn ending_detail(page: &mut String, ending: &Ending<'_>) {
+    match ending {
+        Ending::Recorded(end) => {
+            if let Some(e) = &end.error {
+                let _ = write!(page, "<h2>Error <code>{}</code></h2><p class=\"message\">{}</p>", esc(&e.code), esc(&e.message));
+            } else {
+                page.push_str("<h2>Answer</h2>");
+                value(page, end.answer.as_ref().unwrap_or(&Value::Null));
+            }
+        }
+        Ending::Killed => page.push_str(
+            "<p class=\"note\">The trace has a first line but no last one: the run was stopped before it could record how it ended.</p>",
+        ),
         Ending::Finished(answer) => {
             page.push_str("<h2>Answer</h2>");
             value(page, answer.unwrap_or(&Value::Null));
@@ -182,7 +223,6 @@ fn summary(page: &mut String, trace: &Trace) {
         ),
         Ending::Empty => {}
     }
-    page.push_str("</section>\n");
 }
 
 fn controls(page: &mut String) {
@@ -198,14 +238,14 @@ fn controls(page: &mut String) {
 }
 
 fn timeline(page: &mut String, trace: &Trace) {
-    let total = trace.lines.iter().map(|l| l.step.duration_us).fold(0u64, u64::saturating_add).max(1) as f64;
+    let total = trace.lines.iter().map(|l| l.value.duration_us).fold(0u64, u64::saturating_add).max(1) as f64;
     let mut start = 0u64;
     page.push_str(
         "<div class=\"columns\" aria-hidden=\"true\"><span>step</span><span>tool</span><span>status</span><span>error</span>\
          <span>time</span><span>timeline</span><span>arguments → result</span></div>\n<ol class=\"timeline\" id=\"steps\">\n",
     );
     for line in &trace.lines {
-        let s = &line.step;
+        let s = &line.value;
         let left = start as f64 / total * 100.0;
         let width = s.duration_us as f64 / total * 100.0;
         let model =
@@ -233,7 +273,7 @@ fn timeline(page: &mut String, trace: &Trace) {
 }
 
 fn details(page: &mut String, line: &Line) {
-    let s = &line.step;
+    let s = &line.value;
     if let Some(args) = &s.arguments {
         page.push_str("<h3>Arguments</h3>");
         value(page, args);
@@ -248,6 +288,10 @@ fn details(page: &mut String, line: &Line) {
         if !e.details.is_null() && e.details != Value::Object(serde_json::Map::new()) {
             value(page, &e.details);
         }
+    }
+    if let Some(reasoning) = s.reasoning() {
+        page.push_str("<h3>Reasoning</h3>");
+        pre(page, reasoning);
     }
     if let Some(text) = &s.reply_text {
         page.push_str("<h3>Model text</h3>");
@@ -317,8 +361,8 @@ pub(crate) fn esc(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::read::parse;
     use super::*;
+    use harness_trace::parse;
 
     #[test]
     fn everything_from_the_trace_is_escaped() {

@@ -1,0 +1,68 @@
+//! Which configuration files the harness may read.
+//!
+//! A configuration file can start commands (MCP servers), load native libraries (plugin
+//! directories) and send an environment variable to a URL (`base_url` with `api_key_env`):
+//! reading one is running code. So a file is read only when the operator chose it: named with
+//! `--config`, or recorded in the user's [`TrustStore`] by `harness config trust`, with its
+//! canonical path and the SHA-256 of its contents (direnv's `allow`, mise's `trust`). A file
+//! changed since it was trusted is untrusted again. And a file that someone else could have
+//! changed is refused either way ([`check_permissions`]).
+//!
+//! The smallest use:
+//!
+//! ```no_run
+//! use harness_config::{ConfigFile, TrustStatus, TrustStore};
+//! let store = TrustStore::locate().expect("a home directory");
+//! let file = ConfigFile::read("harness.toml".as_ref()).expect("readable");
+//! match store.status(&file).expect("readable store") {
+//!     TrustStatus::Trusted => println!("{}", file.text),
+//!     other => eprintln!("ignored: {other:?}"),
+//! }
+//! ```
+
+#![deny(missing_docs)]
+
+mod file;
+mod permissions;
+mod trust;
+
+pub use file::{ConfigFile, sha256_hex};
+pub use permissions::check_permissions;
+pub use trust::{TrustStatus, TrustStore};
+
+/// What can go wrong when reading, checking or trusting a configuration file.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file cannot be read or resolved.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// The file as named.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not UTF-8 text.
+    #[error("config file {0} is not UTF-8 text")]
+    NotText(std::path::PathBuf),
+    /// Someone other than the operator could change the file or a directory above it.
+    #[error("config file {file} is refused: {reason}")]
+    Insecure {
+        /// The file.
+        file: std::path::PathBuf,
+        /// What is wrong and the fix.
+        reason: String,
+    },
+    /// Neither `$XDG_CONFIG_HOME` nor `$HOME` is set.
+    #[error(
+        "no trust store: neither XDG_CONFIG_HOME nor HOME is set; set one, or name the configuration with --config FILE"
+    )]
+    NoStoreDir,
+    /// The trust store cannot be read or written.
+    #[error("trust store {path}: {message}")]
+    Store {
+        /// The store file.
+        path: std::path::PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+}

@@ -1,0 +1,50 @@
+//! Llama 3.1 / 3.2 / 3.3 / 4 JSON tool calls: `<|python_tag|>{"name": ..., "parameters": {...}}`,
+//! several separated by `;`, ended by `<|eom_id|>` or `<|eot_id|>` when the server keeps them.
+//! Without the tag, a reply that is a bare JSON call is read the same way.
+
+use serde_json::Value;
+
+use super::{Reading, skip_ws, starts};
+
+const TAG: &str = "<|python_tag|>";
+const ENDS: [&str; 2] = ["<|eom_id|>", "<|eot_id|>"];
+
+/// Reads the calls after `<|python_tag|>` (or at the start of a reply that is bare JSON).
+pub(super) fn read(text: &str, r: &mut Reading<'_>) {
+    let (calls_at, open) = match text.find(TAG) {
+        Some(tag) => (tag + TAG.len(), tag),
+        None => {
+            let first = skip_ws(text, 0);
+            if !starts(text, first, "{") {
+                return r.content(text);
+            }
+            (first, first)
+        }
+    };
+    r.content(&text[..open]);
+    let mut p = skip_ws(text, calls_at);
+    loop {
+        let (value, end) = match r.json_at(text, p, open, None) {
+            Some(read) => read,
+            None => return,
+        };
+        let Some(name) = value.get("name").and_then(Value::as_str) else {
+            return r.malformed(p, "the call's JSON object has no \"name\" string");
+        };
+        let raw = value.get("parameters").or_else(|| value.get("arguments")).cloned().unwrap_or_default();
+        let Some(arguments) = r.object_arguments(p, name, raw) else { return };
+        r.call(name, arguments);
+        p = skip_ws(text, end);
+        if starts(text, p, ";") {
+            p = skip_ws(text, p + 1);
+        }
+        if !starts(text, p, "{") {
+            break;
+        }
+    }
+    let mut rest = &text[p..];
+    for end in ENDS {
+        rest = rest.strip_prefix(end).unwrap_or(rest);
+    }
+    r.content(rest);
+}

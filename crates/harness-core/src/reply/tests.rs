@@ -1,0 +1,514 @@
+//! Fixtures per family, written from each family's chat template and the serving engines'
+//! parser tests: single, parallel, unicode, nested JSON in strings, truncated, malformed.
+
+use serde_json::{Value, json};
+
+use super::{ReadOptions, ReadReply, ReplyFormat, read_reply};
+use crate::error::ErrorCode;
+use crate::registry::{ToolDefinition, ToolSource};
+
+fn tool(name: &str, properties: Value) -> ToolDefinition {
+    ToolDefinition {
+        name: name.to_owned(),
+        description: String::new(),
+        parameters: json!({ "type": "object", "properties": properties }),
+        examples: Vec::new(),
+        source: ToolSource::Builtin,
+    }
+}
+
+fn tools() -> Vec<ToolDefinition> {
+    vec![
+        tool("get_weather", json!({ "city": { "type": "string" }, "days": { "type": "integer" } })),
+        tool(
+            "search",
+            json!({
+                "query": { "type": "string" },
+                "limit": { "type": ["integer", "null"] },
+                "exact": { "type": "boolean" },
+                "score": { "type": "number" },
+                "filters": { "type": "object" },
+                "tags": { "type": "array" },
+            }),
+        ),
+        tool("calculate", json!({ "expression": { "type": "string" } })),
+    ]
+}
+
+fn read_as(text: &str, format: ReplyFormat, truncated: bool) -> ReadReply {
+    let tools = tools();
+    read_reply(text, &ReadOptions { format, truncated, tools: &tools, forced: None })
+}
+
+fn read(text: &str) -> ReadReply {
+    read_as(text, ReplyFormat::Auto, false)
+}
+
+fn names(reply: &ReadReply) -> Vec<&str> {
+    reply.calls.iter().map(|c| c.name.as_str()).collect()
+}
+
+fn code(reply: &ReadReply) -> Option<ErrorCode> {
+    reply.error.as_ref().map(|e| e.code)
+}
+
+// --- reasoning -------------------------------------------------------------------------------
+
+#[test]
+fn a_call_inside_think_is_reasoning_and_never_runs() {
+    let r = read(
+        r#"<think>I must not call {"tool": "calculate", "arguments": {"expression": "666"}} here.</think>The answer is 42."#,
+    );
+    assert!(r.calls.is_empty());
+    assert_eq!(r.content, "The answer is 42.");
+    assert!(r.reasoning.as_deref().is_some_and(|t| t.contains("666")));
+    assert_eq!(code(&r), Some(ErrorCode::NoJson));
+}
+
+#[test]
+fn think_with_its_opening_tag_in_the_prompt() {
+    let r = read(
+        "I should check the weather.\n</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
+    );
+    assert_eq!(r.reasoning.as_deref(), Some("I should check the weather."));
+    assert_eq!(names(&r), ["get_weather"]);
+    assert_eq!(r.format, ReplyFormat::Hermes);
+}
+
+#[test]
+fn every_reasoning_block_kind_is_split_off() {
+    let call = r#"{"tool": "calculate", "arguments": {"expression": "1"}}"#;
+    for (open, close) in [
+        ("<think>", "</think>"),
+        ("[THINK]", "[/THINK]"),
+        ("◁think▷", "◁/think▷"),
+        ("<|channel>thought\n", "<channel|>"),
+        ("<seed:think>", "</seed:think>"),
+        ("<|channel|>analysis<|message|>", "<|end|>"),
+    ] {
+        let r = read(&format!("{open}maybe {call}{close}no call"));
+        assert!(r.calls.is_empty(), "{open}: {r:?}");
+        assert!(r.reasoning.as_deref().is_some_and(|t| t.contains("calculate")), "{open}");
+    }
+}
+
+#[test]
+fn an_unclosed_think_is_all_reasoning_and_a_cut_one_is_reply_truncated() {
+    let text = r#"<think>Let me call <tool_call>{"name": "calculate", "arguments": {"expression": "2"}}</tool_call>"#;
+    let r = read(text);
+    assert!(r.calls.is_empty());
+    assert_eq!(code(&r), Some(ErrorCode::NoJson));
+    let r = read_as(text, ReplyFormat::Auto, true);
+    assert_eq!(code(&r), Some(ErrorCode::ReplyTruncated));
+}
+
+#[test]
+fn reasoning_around_and_between_calls() {
+    let r = read(
+        "<think>a</think><tool_call>{\"name\":\"calculate\",\"arguments\":{\"expression\":\"1\"}}</tool_call><think>b</think>done",
+    );
+    assert_eq!(r.reasoning.as_deref(), Some("a\nb"));
+    assert_eq!(r.content, "done");
+    assert_eq!(names(&r), ["calculate"]);
+}
+
+// --- hermes ----------------------------------------------------------------------------------
+
+#[test]
+fn hermes_single_and_parallel_with_content() {
+    let text = "Checking both.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"東京\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Zürich\", \"days\": 2}}\n</tool_call>";
+    let r = read(text);
+    assert_eq!(r.format, ReplyFormat::Hermes);
+    assert_eq!(names(&r), ["get_weather", "get_weather"]);
+    assert_eq!(r.calls[0].arguments, json!({"city": "東京"}));
+    assert_eq!(r.calls[1].arguments, json!({"city": "Zürich", "days": 2}));
+    assert_eq!(r.content, "Checking both.");
+    assert_eq!(r.error, None);
+}
+
+#[test]
+fn hermes_nested_json_and_tags_inside_strings() {
+    let text = r#"<tool_call>{"name": "search", "arguments": {"query": "say \"</tool_call>\" {not json}", "filters": {"a": {"b": [1, {"c": "}"}]}}}}</tool_call>"#;
+    let r = read(text);
+    assert_eq!(r.calls.len(), 1, "{r:?}");
+    assert_eq!(r.calls[0].arguments["query"], "say \"</tool_call>\" {not json}");
+    assert_eq!(r.calls[0].arguments["filters"]["a"]["b"][1]["c"], "}");
+}
+
+#[test]
+fn hermes_arguments_as_a_json_string_are_decoded() {
+    let r = read(r#"<tool_call>{"name": "calculate", "arguments": "{\"expression\": \"2+2\"}"}</tool_call>"#);
+    assert_eq!(r.calls[0].arguments, json!({"expression": "2+2"}));
+}
+
+#[test]
+fn hermes_cut_call_after_a_complete_one() {
+    let text = "<tool_call>{\"name\": \"calculate\", \"arguments\": {\"expression\": \"1\"}}</tool_call>\n<tool_call>{\"name\": \"calculate\", \"arguments\": {\"expr";
+    let r = read_as(text, ReplyFormat::Auto, true);
+    assert_eq!(names(&r), ["calculate"]);
+    let e = r.error.expect("the cut call is an error");
+    assert_eq!(e.code, ErrorCode::ReplyTruncated);
+    assert!(e.message.contains("cut at the token limit"), "{}", e.message);
+    assert_eq!(e.details["offset"], text.find("\n<tool_call>").map(|i| i + 1).unwrap());
+    // Not at the token limit: an unclosed call is still a cut call, said so.
+    let r = read(text);
+    assert_eq!(code(&r), Some(ErrorCode::ReplyTruncated));
+    assert!(r.error.unwrap().message.contains("never closed"));
+}
+
+#[test]
+fn hermes_complete_json_without_its_closing_tag_is_cut() {
+    let r = read(r#"<tool_call>{"name": "calculate", "arguments": {"expression": "1"}}"#);
+    assert!(r.calls.is_empty());
+    assert_eq!(code(&r), Some(ErrorCode::ReplyTruncated));
+}
+
+#[test]
+fn hermes_malformed_json_names_format_and_offset() {
+    let text = "ok <tool_call>{\"name\": \"calculate\", \"arguments\": {\"expression\": 1 2}}</tool_call>";
+    let e = read(text).error.expect("an error");
+    assert_eq!(e.code, ErrorCode::InvalidJson);
+    assert_eq!(e.details["format"], "hermes");
+    assert_eq!(e.details["offset"], 3);
+    let e = read("<tool_call>{\"arguments\": {}}</tool_call>").error.expect("an error");
+    assert_eq!(e.code, ErrorCode::MalformedCall);
+    assert!(e.message.contains("\"name\""), "{}", e.message);
+}
+
+// --- qwen3-coder -----------------------------------------------------------------------------
+
+#[test]
+fn qwen3_coder_values_are_typed_by_the_schema() {
+    let text = "<tool_call>\n<function=search>\n<parameter=query>\nrust <generics> & \"quotes\"\n</parameter>\n<parameter=limit>\n5\n</parameter>\n<parameter=exact>\nTrue\n</parameter>\n<parameter=score>\n0.5\n</parameter>\n<parameter=filters>\n{\"lang\": \"en\"}\n</parameter>\n<parameter=tags>\n[\"a\", \"b\"]\n</parameter>\n</function>\n</tool_call>";
+    let r = read(text);
+    assert_eq!(r.format, ReplyFormat::Qwen3Coder);
+    assert_eq!(
+        r.calls[0].arguments,
+        json!({"query": "rust <generics> & \"quotes\"", "limit": 5, "exact": true, "score": 0.5, "filters": {"lang": "en"}, "tags": ["a", "b"]})
+    );
+}
+
+#[test]
+fn qwen3_coder_parallel_multiline_value_and_null() {
+    let text = "<tool_call>\n<function=calculate>\n<parameter=expression>\nline one\nline two\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=search>\n<parameter=query>\nx\n</parameter>\n<parameter=limit>\nnull\n</parameter>\n</function>\n</tool_call>";
+    let r = read(text);
+    assert_eq!(names(&r), ["calculate", "search"]);
+    assert_eq!(r.calls[0].arguments["expression"], "line one\nline two");
+    assert_eq!(r.calls[1].arguments["limit"], Value::Null);
+}
+
+#[test]
+fn qwen3_coder_a_value_that_does_not_fit_stays_a_string() {
+    let r = read("<tool_call><function=get_weather><parameter=days>three</parameter></function></tool_call>");
+    assert_eq!(r.calls[0].arguments["days"], "three");
+}
+
+#[test]
+fn qwen3_coder_cut_and_malformed() {
+    let r = read_as("<tool_call>\n<function=calculate>\n<parameter=expression>\n1+", ReplyFormat::Auto, true);
+    assert_eq!(code(&r), Some(ErrorCode::ReplyTruncated));
+    assert_eq!(r.error.unwrap().details["tool"], "calculate");
+    let e = read("<tool_call><function=calculate><parameter=expression>1</function></tool_call>").error.unwrap();
+    assert_eq!((e.code, e.details["format"].as_str()), (ErrorCode::MalformedCall, Some("qwen3_coder")));
+    assert!(e.message.contains("</parameter>"), "{}", e.message);
+}
+
+// --- glm -------------------------------------------------------------------------------------
+
+#[test]
+fn glm_with_and_without_newlines() {
+    let r = read(
+        "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>北京</arg_value>\n<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n</tool_call>",
+    );
+    assert_eq!(r.format, ReplyFormat::Glm45);
+    assert_eq!(r.calls[0].arguments, json!({"city": "北京", "days": 3}));
+    let r = read(
+        "<tool_call>search<arg_key>query</arg_key><arg_value>{\"q\": 1}</arg_value><arg_key>filters</arg_key><arg_value>{\"a\": [1]}</arg_value></tool_call><tool_call>calculate<arg_key>expression</arg_key><arg_value>2*3</arg_value></tool_call>",
+    );
+    assert_eq!(names(&r), ["search", "calculate"]);
+    assert_eq!(r.calls[0].arguments, json!({"query": "{\"q\": 1}", "filters": {"a": [1]}}));
+}
+
+#[test]
+fn glm_call_without_arguments_cut_and_malformed() {
+    assert_eq!(read("<tool_call>calculate</tool_call>").calls[0].arguments, json!({}));
+    let r = read_as("<tool_call>get_weather<arg_key>city</arg_key><arg_value>Par", ReplyFormat::Auto, true);
+    assert_eq!(code(&r), Some(ErrorCode::ReplyTruncated));
+    let e = read("<tool_call>get_weather<arg_key>city</arg_key>Paris</tool_call>").error.unwrap();
+    assert_eq!(e.code, ErrorCode::MalformedCall);
+    assert!(e.message.contains("<arg_value>"), "{}", e.message);
+}
+
+// --- mistral ---------------------------------------------------------------------------------
+
+#[test]
+fn mistral_named_parallel_and_call_id() {
+    let r = read(
+        "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}[TOOL_CALLS]calculate[CALL_ID]a1b2c3d4e[ARGS]{\"expression\": \"[1]\"}",
+    );
+    assert_eq!(r.format, ReplyFormat::Mistral);
+    assert_eq!(names(&r), ["get_weather", "calculate"]);
+    assert_eq!(r.calls[1].arguments, json!({"expression": "[1]"}));
+}
+
+#[test]
+fn mistral_older_list_and_magistral_think() {
+    let r = read(
+        "[THINK]should I? [TOOL_CALLS]calculate[ARGS]{}[/THINK][TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Lyon\"}, \"id\": \"abcdefghi\"}, {\"name\": \"calculate\", \"arguments\": {\"expression\": \"1\"}}]",
+    );
+    assert_eq!(names(&r), ["get_weather", "calculate"]);
+    assert!(r.reasoning.unwrap().contains("[TOOL_CALLS]calculate"));
+}
+
+#[test]
+fn mistral_cut_and_malformed() {
+    let r = read_as("[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Pa", ReplyFormat::Auto, true);
+    assert_eq!(code(&r), Some(ErrorCode::ReplyTruncated));
+    let r = read("[TOOL_CALLS]get_weather[AR");
+    assert_eq!(code(&r), Some(ErrorCode::ReplyTruncated));
+    let e = read("[TOOL_CALLS]get_weather[ARGZ]{}").error.unwrap();
+    assert_eq!(e.code, ErrorCode::MalformedCall);
+    assert_eq!(e.details["offset"], "[TOOL_CALLS]get_weather".len());
+}
+
+// --- llama -----------------------------------------------------------------------------------
+
+#[test]
+fn llama_python_tag_parameters_and_semicolons() {
+    let r = read(
+        "<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}; {\"name\": \"calculate\", \"parameters\": {\"expression\": \"1\"}}<|eom_id|>",
+    );
+    assert_eq!(r.format, ReplyFormat::Llama3);
+    assert_eq!(names(&r), ["get_weather", "calculate"]);
+    assert_eq!(r.content, "");
+}
+
+#[test]
+fn llama_bare_json_pinned_and_in_auto() {
+    let text = "{\"type\": \"function\", \"name\": \"get_weather\", \"parameters\": {\"city\": \"Rome\"}}";
+    let pinned = read_as(text, ReplyFormat::Llama3, false);
+    assert_eq!((pinned.format, names(&pinned)), (ReplyFormat::Llama3, vec!["get_weather"]));
+    let auto = read(text);
+    assert_eq!((auto.format, names(&auto)), (ReplyFormat::Json, vec!["get_weather"]));
+}
+
+// --- harmony ---------------------------------------------------------------------------------
+
+#[test]
+fn harmony_recipient_in_the_channel_with_analysis() {
+    let text = "<|channel|>analysis<|message|>User wants weather. I could call functions.calculate {\"expression\":\"6\"}.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"San Francisco\"}<|call|>";
+    let r = read(text);
+    assert_eq!(r.format, ReplyFormat::Harmony);
+    assert_eq!(names(&r), ["get_weather"]);
+    assert_eq!(r.calls[0].arguments, json!({"city": "San Francisco"}));
+    assert!(r.reasoning.unwrap().contains("functions.calculate"));
+}
+
+#[test]
+fn harmony_recipient_in_the_role_header_and_no_call_token() {
+    let r = read(
+        "<|start|>assistant to=functions.calculate<|channel|>commentary json<|message|>{\"expression\": \"2*21\"}",
+    );
+    assert_eq!(names(&r), ["calculate"]);
+    assert_eq!(r.calls[0].arguments["expression"], "2*21");
+}
+
+#[test]
+fn harmony_final_is_content_and_cut_call_is_truncated() {
+    let r = read("<|channel|>final<|message|>It is sunny.<|return|>");
+    assert_eq!(r.content, "It is sunny.");
+    assert_eq!(code(&r), Some(ErrorCode::NoJson));
+    let r = read_as(
+        "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Sa",
+        ReplyFormat::Auto,
+        true,
+    );
+    assert_eq!(code(&r), Some(ErrorCode::ReplyTruncated));
+    assert_eq!(r.error.unwrap().details["tool"], "get_weather");
+}
+
+// --- deepseek --------------------------------------------------------------------------------
+
+#[test]
+fn deepseek_v3_fenced_parallel() {
+    let text = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Hangzhou\"}\n```<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>function<｜tool▁sep｜>calculate\n```json\n{\"expression\": \"```\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜><｜end▁of▁sentence｜>";
+    let r = read(text);
+    assert_eq!(r.format, ReplyFormat::DeepseekV3);
+    assert_eq!(names(&r), ["get_weather", "calculate"]);
+    assert_eq!(r.calls[1].arguments["expression"], "```");
+    assert_eq!(r.content, "");
+}
+
+#[test]
+fn deepseek_v31_bare_json_with_thinking() {
+    let text = "check</think>Sure.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Tokyo\"}<｜tool▁call▁end｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Paris\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+    let r = read(text);
+    assert_eq!(r.reasoning.as_deref(), Some("check"));
+    assert_eq!(r.content, "Sure.");
+    assert_eq!(r.calls.len(), 2);
+    assert_eq!(r.calls[1].arguments["city"], "Paris");
+}
+
+#[test]
+fn deepseek_v3_cut_and_malformed() {
+    let r = read_as(
+        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\":",
+        ReplyFormat::Auto,
+        true,
+    );
+    assert_eq!(code(&r), Some(ErrorCode::ReplyTruncated));
+    let e = read("<｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"x\"} trailing<｜tool▁call▁end｜>")
+        .error
+        .unwrap();
+    assert_eq!((e.code, e.details["format"].as_str()), (ErrorCode::MalformedCall, Some("deepseek_v3")));
+}
+
+#[test]
+fn deepseek_v32_dsml_parameters_and_json() {
+    let text = "Let me look.\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"search\">\n<｜DSML｜parameter name=\"query\" string=\"true\">a < b</｜DSML｜parameter>\n<｜DSML｜parameter name=\"limit\" string=\"false\">3</｜DSML｜parameter>\n<｜DSML｜parameter name=\"filters\" string=\"false\">{\"x\": [1]}</｜DSML｜parameter>\n</｜DSML｜invoke>\n<｜DSML｜invoke name=\"calculate\">\n{\"expression\": \"9\"}\n</｜DSML｜invoke>\n</｜DSML｜function_calls>";
+    let r = read(text);
+    assert_eq!(r.format, ReplyFormat::DeepseekV32);
+    assert_eq!(names(&r), ["search", "calculate"]);
+    assert_eq!(r.calls[0].arguments, json!({"query": "a < b", "limit": 3, "filters": {"x": [1]}}));
+    assert_eq!(r.content, "Let me look.");
+}
+
+#[test]
+fn deepseek_v32_plain_tags_and_cut() {
+    let r = read(
+        "<function_calls><invoke name=\"get_weather\"><parameter name=\"city\" string=\"true\">Oslo</parameter></invoke></function_calls>",
+    );
+    assert_eq!(r.calls[0].arguments, json!({"city": "Oslo"}));
+    let r = read_as(
+        "<｜DSML｜function_calls><｜DSML｜invoke name=\"get_weather\"><｜DSML｜parameter name=\"city\" string=\"true\">Os",
+        ReplyFormat::Auto,
+        true,
+    );
+    assert_eq!(code(&r), Some(ErrorCode::ReplyTruncated));
+}
+
+// --- kimi ------------------------------------------------------------------------------------
+
+#[test]
+fn kimi_k2_parallel_with_indexes() {
+    let text = "I'll check.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"city\": \"Beijing\"}<|tool_call_end|><|tool_call_begin|>functions.calculate:1<|tool_call_argument_begin|>{\"expression\": \"<|tool_call_end|>\"}<|tool_call_end|><|tool_calls_section_end|>";
+    let r = read(text);
+    assert_eq!(r.format, ReplyFormat::KimiK2);
+    assert_eq!(names(&r), ["get_weather", "calculate"]);
+    assert_eq!(r.calls[1].arguments["expression"], "<|tool_call_end|>");
+    assert_eq!(r.content, "I'll check.");
+}
+
+#[test]
+fn kimi_k2_cut_and_malformed() {
+    let r = read_as(
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"ci",
+        ReplyFormat::Auto,
+        true,
+    );
+    assert_eq!(code(&r), Some(ErrorCode::ReplyTruncated));
+    let e =
+        read("<|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"city\": x}<|tool_call_end|>")
+            .error
+            .unwrap();
+    assert_eq!((e.code, e.details["tool"].as_str()), (ErrorCode::InvalidJson, Some("get_weather")));
+}
+
+// --- gemma -----------------------------------------------------------------------------------
+
+#[test]
+fn gemma4_typed_values_nested_and_parallel() {
+    let text = "<|tool_call>call:search{query:<|\"|>a, b: {c}<|\"|>,limit:5,exact:true,score:0.25,filters:{lang:<|\"|>en<|\"|>,n:{deep:[1,<|\"|>x<|\"|>]}},tags:[<|\"|>t1<|\"|>,<|\"|>t2<|\"|>]}<tool_call|><|tool_call>call:calculate{expression:<|\"|>ü*2<|\"|>}<tool_call|>";
+    let r = read(text);
+    assert_eq!(r.format, ReplyFormat::Gemma4);
+    assert_eq!(names(&r), ["search", "calculate"]);
+    assert_eq!(
+        r.calls[0].arguments,
+        json!({"query": "a, b: {c}", "limit": 5, "exact": true, "score": 0.25, "filters": {"lang": "en", "n": {"deep": [1, "x"]}}, "tags": ["t1", "t2"]})
+    );
+    assert_eq!(r.calls[1].arguments["expression"], "ü*2");
+}
+
+#[test]
+fn gemma4_thought_channel_cut_and_malformed() {
+    let r = read(
+        "<|channel>thought\nmaybe <|tool_call>call:calculate{expression:<|\"|>1<|\"|>}<tool_call|><channel|>Fine.",
+    );
+    assert!(r.calls.is_empty());
+    let r = read_as("<|tool_call>call:get_weather{city:<|\"|>Ber", ReplyFormat::Auto, true);
+    assert_eq!(code(&r), Some(ErrorCode::ReplyTruncated));
+    let e = read("<|tool_call>call:get_weather{city:<|\"|>Bern<|\"|> days:2}<tool_call|>").error.unwrap();
+    assert_eq!(e.code, ErrorCode::MalformedCall);
+    let deep = format!("<|tool_call>call:search{{filters:{}{}}}<tool_call|>", "{a:".repeat(200), "}".repeat(200));
+    assert_eq!(code(&read(&deep)), Some(ErrorCode::MalformedCall));
+}
+
+// --- json, pinning, detection ----------------------------------------------------------------
+
+#[test]
+fn json_every_call_in_order_with_content() {
+    let r = read(
+        "First {\"tool\": \"calculate\", \"arguments\": {\"expression\": \"1\"}} then {\"tool\": \"get_weather\", \"arguments\": {\"city\": \"{x}\"}} end",
+    );
+    assert_eq!(r.format, ReplyFormat::Json);
+    assert_eq!(names(&r), ["calculate", "get_weather"]);
+    assert_eq!(r.content, "First  then  end");
+}
+
+#[test]
+fn json_tool_calls_list_gives_every_call() {
+    let r = read(
+        r#"{"tool_calls": [{"function": {"name": "a", "arguments": "{}"}}, {"function": {"name": "b", "arguments": {}}}]}"#,
+    );
+    assert_eq!(names(&r), ["a", "b"]);
+}
+
+#[test]
+fn json_bare_object_is_the_forced_tools_arguments() {
+    let tools = tools();
+    let options = ReadOptions { format: ReplyFormat::Auto, truncated: false, tools: &tools, forced: Some("finish") };
+    let r = read_reply(r#"{"answer": 42}"#, &options);
+    assert_eq!((names(&r), &r.calls[0].arguments), (vec!["finish"], &json!({"answer": 42})));
+}
+
+#[test]
+fn json_cut_at_the_token_limit_is_truncated_else_invalid_json() {
+    let text = r#"{"tool": "calculate", "arguments": {"expression": "6*"#;
+    assert_eq!(code(&read(text)), Some(ErrorCode::InvalidJson));
+    assert_eq!(code(&read_as(text, ReplyFormat::Auto, true)), Some(ErrorCode::ReplyTruncated));
+    assert_eq!(code(&read_as("", ReplyFormat::Auto, true)), Some(ErrorCode::ReplyTruncated));
+}
+
+#[test]
+fn a_pinned_format_reads_only_its_own_markers() {
+    let text = "<tool_call>{\"name\": \"calculate\", \"arguments\": {\"expression\": \"1\"}}</tool_call>";
+    let r = read_as(text, ReplyFormat::Mistral, false);
+    assert!(r.calls.is_empty());
+    assert_eq!(r.format, ReplyFormat::Mistral);
+    assert_eq!(code(&r), Some(ErrorCode::NoJson));
+    assert!(r.error.unwrap().message.contains("no mistral tool call"));
+    let r = read_as(text, ReplyFormat::Glm45, false);
+    assert_eq!(code(&r), Some(ErrorCode::MalformedCall));
+}
+
+#[test]
+fn the_earliest_marker_decides_the_format() {
+    let r = read("[TOOL_CALLS]calculate[ARGS]{\"expression\": \"<tool_call>\"}");
+    assert_eq!((r.format, names(&r)), (ReplyFormat::Mistral, vec!["calculate"]));
+}
+
+#[test]
+fn offsets_count_from_the_reply_as_written_even_after_reasoning() {
+    let text = "<think>xyz</think>ab<tool_call>{\"name\": 1}</tool_call>";
+    let e = read(text).error.unwrap();
+    assert_eq!(e.details["offset"], text.find("{\"name\"").unwrap());
+}
+
+#[test]
+fn format_names_round_trip() {
+    for f in ReplyFormat::ALL {
+        assert_eq!(f.as_str().parse::<ReplyFormat>(), Ok(f));
+    }
+    let e = "qwen".parse::<ReplyFormat>().unwrap_err();
+    assert!(e.contains("hermes") && e.contains("gemma4"), "{e}");
+}

@@ -1,0 +1,145 @@
+//! Execute the call: its handler runs off the async workers (or inline, where that is safe),
+//! bounded by its timeout, with panics caught and failures mapped to stable error codes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::StepOutcome;
+use crate::error::{ErrorCode, HarnessError};
+use crate::parse::ToolCall;
+use crate::registry::{FINISH, ToolFailure, ToolHandler, ToolRegistry};
+use crate::trace::StepStatus;
+
+/// How long past its timeout a handler that enforces timeouts itself may take to report it.
+const ENFORCEMENT_GRACE: Duration = Duration::from_secs(1);
+
+/// The timeout of one call: the tool's own, cut to what is left of the run's time.
+pub(super) fn within(tool_timeout: Option<Duration>, remaining: Option<Duration>) -> Option<Duration> {
+    match (tool_timeout, remaining) {
+        (Some(t), Some(r)) => Some(t.min(r)),
+        (t, r) => t.or(r),
+    }
+}
+
+/// Runs the handler on a blocking thread so that a slow tool never stalls the async workers.
+/// The arguments travel to the thread and back, so they are never copied.
+pub(super) async fn execute(
+    handler: Arc<dyn ToolHandler>,
+    call: &mut ToolCall,
+    timeout: Option<Duration>,
+    inline: bool,
+) -> StepOutcome {
+    let tool = Arc::<str>::from(call.tool.as_str());
+    // A call with a timeout stays inline only when its handler ends it at the deadline itself.
+    let ran = if inline && (timeout.is_none() || handler.enforces_timeout()) && handler.may_run_inline() {
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler.call(&tool, &call.arguments)));
+        Ok(result)
+    } else {
+        off_thread(handler, call, &tool, timeout).await
+    };
+    let failure = match ran {
+        Ok(Ok(Ok(value))) => return StepOutcome::Ran(value),
+        Ok(Ok(Err(failure))) => failure,
+        Ok(Err(_)) => {
+            ToolFailure { code: "tool_panicked".to_owned(), message: "the tool's host adapter panicked".to_owned() }
+        }
+        Err(outcome) => return outcome,
+    };
+    let code = ErrorCode::of_tool_failure(&failure.code);
+    let details = if code.as_str() == failure.code {
+        json!({ "tool": &*tool })
+    } else {
+        json!({ "tool": &*tool, "tool_code": failure.code })
+    };
+    StepOutcome::Failed(HarnessError::new(code, failure.message, details), StepStatus::Error)
+}
+
+type Caught = std::thread::Result<Result<Value, ToolFailure>>;
+
+/// Runs the handler on a blocking thread; the arguments travel there and back, never copied.
+/// `Err` is the step's outcome already decided: a timeout, or a thread that failed.
+async fn off_thread(
+    handler: Arc<dyn ToolHandler>,
+    call: &mut ToolCall,
+    tool: &Arc<str>,
+    timeout: Option<Duration>,
+) -> Result<Caught, StepOutcome> {
+    let enforces = handler.enforces_timeout();
+    // An abandoned call keeps its arguments; keep a copy for the trace only when that can happen.
+    let kept = (timeout.is_some() && !enforces).then(|| call.arguments.clone());
+    let arguments = std::mem::take(&mut call.arguments);
+    let t = tool.clone();
+    let task = tokio::task::spawn_blocking(move || {
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler.call(&t, &arguments)));
+        (arguments, result)
+    });
+    let joined = match timeout {
+        None => task.await,
+        Some(limit) => {
+            let wait = if enforces { limit + ENFORCEMENT_GRACE } else { limit };
+            match tokio::time::timeout(wait, task).await {
+                Ok(joined) => joined,
+                Err(_) => {
+                    if let Some(arguments) = kept {
+                        call.arguments = arguments;
+                    }
+                    return Err(timed_out(tool, limit));
+                }
+            }
+        }
+    };
+    match joined {
+        Ok((arguments, result)) => {
+            call.arguments = arguments;
+            Ok(result)
+        }
+        Err(e) => Err(StepOutcome::Failed(
+            HarnessError::new(
+                ErrorCode::ToolPanicked,
+                format!("the tool's thread failed: {e}"),
+                json!({ "tool": &**tool }),
+            ),
+            StepStatus::Error,
+        )),
+    }
+}
+
+fn timed_out(tool: &str, limit: Duration) -> StepOutcome {
+    let ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
+    StepOutcome::Failed(
+        HarnessError::new(
+            ErrorCode::ToolTimeout,
+            format!("{tool:?} did not answer within {ms} ms; the call was abandoned and its result will be ignored"),
+            json!({ "tool": tool, "timeout_ms": ms }),
+        ),
+        StepStatus::Error,
+    )
+}
+
+/// Validates and runs one call outside a run, exactly as a step would (unknown tool, schema,
+/// timeout, error mapping), for callers that are not a router: an MCP server, plugin checks.
+///
+/// `finish` is not a tool to call here and is `unknown_tool`.
+pub async fn call_tool(registry: &ToolRegistry, tool: &str, arguments: Value) -> Result<Value, HarnessError> {
+    let known = registry.get(tool).filter(|t| t.handler().is_some());
+    let Some(found) = known else {
+        let offered: Vec<&str> =
+            registry.definitions().iter().map(|d| d.name.as_str()).filter(|n| *n != FINISH).collect();
+        return Err(HarnessError::new(
+            ErrorCode::UnknownTool,
+            format!("there is no tool named {tool:?}; call one of: {}", offered.join(", ")),
+            json!({ "tool": tool, "offered": offered }),
+        ));
+    };
+    found.validate(&arguments)?;
+    let Some(handler) = found.handler().cloned() else {
+        unreachable!("filtered on having a handler above");
+    };
+    let mut call = ToolCall { id: String::new(), tool: tool.to_owned(), arguments };
+    match execute(handler, &mut call, found.timeout, false).await {
+        StepOutcome::Ran(result) | StepOutcome::Finished(result) => Ok(result),
+        StepOutcome::Failed(error, _) => Err(error),
+    }
+}

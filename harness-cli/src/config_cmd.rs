@@ -1,0 +1,156 @@
+//! `harness config`: trust a configuration file, forget one, and show the effective settings.
+
+use std::path::{Path, PathBuf};
+
+use clap::Subcommand;
+use harness_config::{ConfigFile, TrustStore, check_permissions};
+use serde_json::{Value, json};
+
+use crate::Result;
+use crate::config::{IMPLICIT, LoadedConfig, Origin, parse};
+use crate::error::CliError;
+
+/// `harness config` subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ConfigCommand {
+    /// Trust a configuration file (default ./harness.toml) so that it is read without --config.
+    /// Its canonical path and SHA-256 are recorded; a changed file must be trusted again.
+    Trust {
+        /// The file to trust.
+        #[arg(default_value = IMPLICIT)]
+        file: PathBuf,
+    },
+    /// Forget a trusted configuration file (default ./harness.toml).
+    Untrust {
+        /// The file to forget.
+        #[arg(default_value = IMPLICIT)]
+        file: PathBuf,
+    },
+    /// Print the effective configuration and where each value came from.
+    Show {
+        /// Configuration file (TOML); `./harness.toml` is read only when trusted.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// One JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Runs `harness config` and returns the exit code.
+pub(crate) fn config(command: ConfigCommand) -> Result<u8> {
+    match command {
+        ConfigCommand::Trust { file } => trust(&file),
+        ConfigCommand::Untrust { file } => untrust(&file),
+        ConfigCommand::Show { config, json } => show(config.as_deref(), json),
+    }
+}
+
+fn store() -> Result<TrustStore> {
+    TrustStore::locate().map_err(|e| CliError::Usage(e.to_string()))
+}
+
+fn trust(path: &Path) -> Result<u8> {
+    let file = ConfigFile::read(path).map_err(|e| CliError::Usage(e.to_string()))?;
+    check_permissions(&file.canonical).map_err(|e| CliError::Usage(e.to_string()))?;
+    let config = parse(&file.text, &file.named)?;
+    let store = store()?;
+    store.trust(&file).map_err(|e| CliError::Failure(e.to_string()))?;
+    println!("trusted {} (sha256 {})", file.canonical.display(), file.sha256);
+    // Say what trusting it allows, so that the operator sees what they chose.
+    for server in &config.mcp.servers {
+        println!("  starts MCP server {}: {} {}", server.name, server.command, server.args.join(" "));
+    }
+    for dir in &config.plugins.dirs {
+        println!("  loads plugins from {}", dir.display());
+    }
+    if let Some(url) = &config.base_url {
+        let key = config.api_key_env.as_deref().map_or_else(String::new, |k| format!(" with the key in ${k}"));
+        println!("  sends requests to {url}{key}");
+    }
+    println!("  store: {}", store.path().display());
+    Ok(0)
+}
+
+fn untrust(path: &Path) -> Result<u8> {
+    let canonical =
+        path.canonicalize().map_err(|e| CliError::Usage(format!("cannot resolve {}: {e}", path.display())))?;
+    if store()?.forget(&canonical).map_err(|e| CliError::Failure(e.to_string()))? {
+        println!("no longer trusted: {}", canonical.display());
+    } else {
+        println!("was not trusted: {}", canonical.display());
+    }
+    Ok(0)
+}
+
+/// One setting: its dotted key, its value, and where it came from.
+struct Setting {
+    key: String,
+    value: Value,
+    source: String,
+}
+
+/// Defaults of the top-level settings a file may leave out.
+const DEFAULTS: &[(&str, &str)] =
+    &[("provider", "\"offline\""), ("max_steps", "8"), ("max_repeats", "3"), ("isolation", "\"in-process\"")];
+
+fn show(explicit: Option<&Path>, as_json: bool) -> Result<u8> {
+    let loaded = LoadedConfig::load(explicit)?;
+    let mut settings = Vec::new();
+    if let Some(file) = &loaded.file {
+        let table: toml::Table = toml::from_str(&file.text)
+            .map_err(|e| CliError::Usage(format!("invalid config file {}: {e}", file.named.display())))?;
+        flatten("", &toml::Value::Table(table), &file.canonical.display().to_string(), &mut settings);
+    }
+    for (key, value) in DEFAULTS {
+        if !settings.iter().any(|s| s.key == *key) {
+            let value = serde_json::from_str(value).unwrap_or(Value::Null);
+            settings.push(Setting { key: (*key).to_owned(), value, source: "default".to_owned() });
+        }
+    }
+    if let Some(path) = std::env::var_os("HARNESS_PLUGIN_PATH") {
+        let value = json!(path.to_string_lossy());
+        settings.push(Setting { key: "plugins.dirs".into(), value, source: "environment HARNESS_PLUGIN_PATH".into() });
+    }
+    let file = match (&loaded.file, loaded.origin) {
+        (Some(f), Some(Origin::Explicit)) => json!({"path": f.canonical, "sha256": f.sha256, "chosen": "--config"}),
+        (Some(f), _) => json!({"path": f.canonical, "sha256": f.sha256, "chosen": "trusted"}),
+        (None, _) => Value::Null,
+    };
+    let store = TrustStore::locate().ok().map(|s| s.path().to_path_buf());
+    if as_json {
+        let list: Vec<Value> =
+            settings.iter().map(|s| json!({"key": s.key, "value": s.value, "source": s.source})).collect();
+        println!("{}", json!({"file": file, "trust_store": store, "settings": list}));
+        return Ok(0);
+    }
+    match &loaded.file {
+        Some(f) => println!("# file: {} ({})", f.canonical.display(), file["chosen"].as_str().unwrap_or("")),
+        None => println!("# file: none (defaults only)"),
+    }
+    if let Some(store) = store {
+        println!("# trust store: {}", store.display());
+    }
+    let width = settings.iter().map(|s| s.key.len() + s.value.to_string().len()).max().unwrap_or(0) + 3;
+    for s in &settings {
+        let line = format!("{} = {}", s.key, s.value);
+        println!("{line:width$} # {}", s.source);
+    }
+    Ok(0)
+}
+
+/// Every leaf of `value` as a dotted key (arrays are leaves).
+fn flatten(prefix: &str, value: &toml::Value, source: &str, out: &mut Vec<Setting>) {
+    match value {
+        toml::Value::Table(table) => {
+            for (k, v) in table {
+                let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                flatten(&key, v, source, out);
+            }
+        }
+        leaf => {
+            let value = serde_json::to_value(leaf).unwrap_or(Value::Null);
+            out.push(Setting { key: prefix.to_owned(), value, source: source.to_owned() });
+        }
+    }
+}
