@@ -10,6 +10,7 @@ mod config_cmd;
 mod error;
 mod mcp;
 mod plugins;
+mod replay;
 mod reply;
 mod run;
 mod setup;
@@ -56,6 +57,8 @@ enum Command {
         #[command(subcommand)]
         command: reply::ReplyCommand,
     },
+    /// Run a recorded trace again (its model replies as the router) against today's plugins, and report any drift.
+    Replay(Box<replay::ReplayArgs>),
     /// Read a run's trace: a table of its steps, or a self-contained HTML report (see docs/traces.md).
     Trace {
         #[command(subcommand)]
@@ -78,6 +81,7 @@ fn main() -> ExitCode {
         Command::Mcp { command } => mcp::mcp(command),
         Command::Batch(args) => batch::batch(*args),
         Command::Trace { command } => trace_cmd::trace(command),
+        Command::Replay(args) => replay::replay(*args),
         Command::Reply { command } => reply::reply(command),
         Command::Config { command } => config_cmd::config(command),
     };

@@ -14,6 +14,7 @@ mod isolation;
 mod llama;
 mod mcp;
 mod providers;
+mod replay;
 mod reply;
 mod run;
 mod support;

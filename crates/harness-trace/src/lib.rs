@@ -1,5 +1,6 @@
 //! A run's trace: its format ([`format`]), reading it back ([`read()`]), the sinks that
-//! receive it ([`Tee`]), and the text helpers that print it safely ([`printable`]).
+//! receive it ([`Tee`]), replay ([`replay()`]: the recorded replies as the router, every step
+//! compared), and the text helpers that print it safely ([`printable`]).
 //!
 //! The loop (`harness_core::run_traced`) writes a first line (what was asked, with what), one
 //! line per step (the model's whole reply, the call, its outcome) and a last line (how it
@@ -15,10 +16,12 @@
 
 pub mod format;
 mod read;
+mod replay;
 mod sink;
 mod text;
 
 pub use format::{EndRecord, ErrorObject, ReplyRecord, RunStatus, StartRecord, Status, Step, Tokens};
 pub use read::{Ending, Line, Numbered, ReadError, Summary, Trace, parse, read};
+pub use replay::{Drift, ReplayError, ReplayReport, ReplayRouter, ToolChange, UnreadLine, replay, replay_options};
 pub use sink::Tee;
 pub use text::{brief, cut, printable};

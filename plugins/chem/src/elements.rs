@@ -13,6 +13,8 @@ pub(crate) struct ElementData {
     pub(crate) first_isotope: u16,
     /// Exact masses of consecutive isotopes from `first_isotope` on (RDKit's `GetMassForIsotope`).
     pub(crate) isotope_masses: &'static [f64],
+    /// Valence-shell electrons (RDKit's `GetNOuterElecs`), for RDKit's hybridization rule.
+    pub(crate) outer_electrons: u8,
 }
 
 /// Elements 1 (H) to 118 (Og); element `z` is at index `z - 1`.
@@ -27,6 +29,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             1.007825032, 2.014101778, 3.016049278, 4.02781, 5.03531, 6.04494,
             7.05275,
         ],
+        outer_electrons: 1,
     },
     ElementData {
         symbol: "He",
@@ -37,6 +40,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             3.016029319, 4.002603254, 5.01222, 6.0188891, 7.028021, 8.033922,
             9.04395, 10.0524,
         ],
+        outer_electrons: 2,
     },
     ElementData {
         symbol: "Li",
@@ -47,6 +51,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             3.03078, 4.02719, 5.01254, 6.015122795, 7.01600455, 8.02248736,
             9.0267895, 10.035481, 11.043798, 12.05378,
         ],
+        outer_electrons: 1,
     },
     ElementData {
         symbol: "Be",
@@ -57,6 +62,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             5.04079, 6.019726, 7.01692983, 8.0053051, 9.0121822, 10.0135338,
             11.021658, 12.026921, 13.03569, 14.04289, 15.05346, 16.06192,
         ],
+        outer_electrons: 2,
     },
     ElementData {
         symbol: "B",
@@ -68,6 +74,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             12.0143521, 13.0177802, 14.025404, 15.031103, 16.03981, 17.04699,
             18.05617, 19.06373,
         ],
+        outer_electrons: 3,
     },
     ElementData {
         symbol: "C",
@@ -79,6 +86,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             14.00324199, 15.0105993, 16.014701, 17.022586, 18.02676, 19.03481,
             20.04032, 21.04934, 22.0572,
         ],
+        outer_electrons: 4,
     },
     ElementData {
         symbol: "N",
@@ -90,6 +98,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             16.0061017, 17.00845, 18.014079, 19.017029, 20.02337, 21.02711,
             22.03439, 23.04122, 24.05104, 25.06066,
         ],
+        outer_electrons: 5,
     },
     ElementData {
         symbol: "O",
@@ -101,6 +110,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             17.999161, 19.00358, 20.0040767, 21.008656, 22.00997, 23.01569,
             24.02047, 25.02946, 26.03834, 27.04826, 28.05781,
         ],
+        outer_electrons: 6,
     },
     ElementData {
         symbol: "F",
@@ -112,6 +122,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             19.99998132, 20.999949, 22.002999, 23.00357, 24.00812, 25.0121,
             26.01962, 27.02676, 28.03567, 29.04326, 30.0525, 31.06043,
         ],
+        outer_electrons: 7,
     },
     ElementData {
         symbol: "Ne",
@@ -124,6 +135,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             28.01207, 29.01939, 30.0248, 31.03311, 32.04002, 33.04938,
             34.05703,
         ],
+        outer_electrons: 8,
     },
     ElementData {
         symbol: "Na",
@@ -136,6 +148,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             30.008976, 31.01359, 32.02047, 33.02672, 34.03517, 35.04249,
             36.05148, 37.05934,
         ],
+        outer_electrons: 1,
     },
     ElementData {
         symbol: "Mg",
@@ -148,6 +161,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             30.996546, 31.998975, 33.005254, 34.00946, 35.01734, 36.023,
             37.0314, 38.03757, 39.04677, 40.05393,
         ],
+        outer_electrons: 2,
     },
     ElementData {
         symbol: "Al",
@@ -160,6 +174,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             32.99084, 33.99685, 34.99986, 36.00621, 37.01068, 38.01723,
             39.02297, 40.03145, 41.03833, 42.04689,
         ],
+        outer_electrons: 3,
     },
     ElementData {
         symbol: "Si",
@@ -172,6 +187,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             33.978576, 34.98458, 35.9866, 36.99294, 37.99563, 39.00207,
             40.00587, 41.01456, 42.01979, 43.02866, 44.03526,
         ],
+        outer_electrons: 4,
     },
     ElementData {
         symbol: "P",
@@ -184,6 +200,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             35.97826, 36.97961, 37.98416, 38.98618, 39.9913, 40.99434,
             42.00101, 43.00619, 44.01299, 45.01922, 46.02738,
         ],
+        outer_electrons: 5,
     },
     ElementData {
         symbol: "S",
@@ -196,6 +213,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             37.971163, 38.97513, 39.97545, 40.97958, 41.98102, 42.98715,
             43.99021, 44.99651, 46.00075, 47.00859, 48.01417, 49.02362,
         ],
+        outer_electrons: 6,
     },
     ElementData {
         symbol: "Cl",
@@ -208,6 +226,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             39.97042, 40.97068, 41.97325, 42.97405, 43.97828, 44.98029,
             45.98421, 46.98871, 47.99495, 49.00032, 50.00784, 51.01449,
         ],
+        outer_electrons: 7,
     },
     ElementData {
         symbol: "Ar",
@@ -220,6 +239,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             41.963046, 42.965636, 43.964924, 44.96804, 45.96809, 46.97219,
             47.97454, 48.98052, 49.98443, 50.99163, 51.99678, 53.00494,
         ],
+        outer_electrons: 8,
     },
     ElementData {
         symbol: "K",
@@ -232,6 +252,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             43.96156, 44.960699, 45.961977, 46.961678, 47.965514, 48.96745,
             49.97278, 50.97638, 51.98261, 52.98712, 53.9942, 54.99971,
         ],
+        outer_electrons: 1,
     },
     ElementData {
         symbol: "Ca",
@@ -244,6 +265,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             45.9536926, 46.954546, 47.952534, 48.955674, 49.957519, 50.9615,
             51.9651, 52.97005, 53.97435, 54.98055, 55.98557, 56.99236,
         ],
+        outer_electrons: 2,
     },
     ElementData {
         symbol: "Sc",
@@ -257,6 +279,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             53.96326, 54.96824, 55.97287, 56.97779, 57.98371, 58.98922,
             59.99571,
         ],
+        outer_electrons: 3,
     },
     ElementData {
         symbol: "Ti",
@@ -270,6 +293,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             55.9582, 56.96399, 57.96697, 58.97293, 59.97676, 60.9832,
             61.98749, 62.99442,
         ],
+        outer_electrons: 4,
     },
     ElementData {
         symbol: "V",
@@ -283,6 +307,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             57.95683, 58.96021, 59.96503, 60.96848, 61.97378, 62.97755,
             63.98347, 64.98792,
         ],
+        outer_electrons: 5,
     },
     ElementData {
         symbol: "Cr",
@@ -296,6 +321,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             59.95008, 60.95472, 61.95661, 62.96186, 63.96441, 64.97016,
             65.97338, 66.97955,
         ],
+        outer_electrons: 6,
     },
     ElementData {
         symbol: "Mn",
@@ -309,6 +335,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             61.94843, 62.95024, 63.95425, 64.95634, 65.96108, 66.96414,
             67.9693, 68.97284,
         ],
+        outer_electrons: 7,
     },
     ElementData {
         symbol: "Fe",
@@ -322,6 +349,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             62.94037, 63.9412, 64.94538, 65.94678, 66.95095, 67.9537,
             68.95878, 69.96146, 70.96672, 71.96962,
         ],
+        outer_electrons: 8,
     },
     ElementData {
         symbol: "Co",
@@ -335,6 +363,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             64.936478, 65.93976, 66.94089, 67.94487, 68.94632, 69.951,
             70.9529, 71.95781, 72.96024, 73.96538, 74.96833,
         ],
+        outer_electrons: 9,
     },
     ElementData {
         symbol: "Ni",
@@ -349,6 +378,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             71.94209, 72.94647, 73.94807, 74.95287, 75.95533, 76.96055,
             77.96318,
         ],
+        outer_electrons: 10,
     },
     ElementData {
         symbol: "Cu",
@@ -362,6 +392,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             69.9323923, 70.9326768, 71.9358203, 72.936675, 73.939875, 74.9419,
             75.945275, 76.94785, 77.95196, 78.95456, 79.96087,
         ],
+        outer_electrons: 11,
     },
     ElementData {
         symbol: "Zn",
@@ -375,6 +406,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             71.926858, 72.92978, 73.92946, 74.93294, 75.93329, 76.93696,
             77.93844, 78.94265, 79.94434, 80.95048, 81.95442, 82.96103,
         ],
+        outer_electrons: 2,
     },
     ElementData {
         symbol: "Ga",
@@ -389,6 +421,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             79.93652, 80.93775, 81.94299, 82.94698, 83.95265, 84.957,
             85.96312,
         ],
+        outer_electrons: 3,
     },
     ElementData {
         symbol: "Ge",
@@ -403,6 +436,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             81.92955, 82.93462, 83.93747, 84.94303, 85.94649, 86.95251,
             87.95691, 88.96383,
         ],
+        outer_electrons: 4,
     },
     ElementData {
         symbol: "As",
@@ -417,6 +451,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             83.92906, 84.93202, 85.9365, 86.9399, 87.94494, 88.94939,
             89.9555, 90.96043, 91.9668,
         ],
+        outer_electrons: 5,
     },
     ElementData {
         symbol: "Se",
@@ -430,6 +465,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             82.919118, 83.918462, 84.92225, 85.924272, 86.92852, 87.93142,
             88.93645, 89.93996, 90.94596, 91.94992, 92.95629, 93.96049,
         ],
+        outer_electrons: 6,
     },
     ElementData {
         symbol: "Br",
@@ -444,6 +480,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             90.93397, 91.93926, 92.94305, 93.94868, 94.95287, 95.95853,
             96.9628,
         ],
+        outer_electrons: 7,
     },
     ElementData {
         symbol: "Kr",
@@ -458,6 +495,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             92.93127, 93.93436, 94.93984, 95.94307, 96.94856, 97.95191,
             98.9576, 99.96114,
         ],
+        outer_electrons: 8,
     },
     ElementData {
         symbol: "Rb",
@@ -472,6 +510,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             94.929303, 95.93427, 96.93735, 97.94179, 98.94538, 99.94987,
             100.9532, 101.95887,
         ],
+        outer_electrons: 1,
     },
     ElementData {
         symbol: "Sr",
@@ -486,6 +525,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             96.926153, 97.928453, 98.93324, 99.93535, 100.94052, 101.94302,
             102.94895, 103.95233, 104.95858,
         ],
+        outer_electrons: 2,
     },
     ElementData {
         symbol: "Y",
@@ -500,6 +540,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             99.92776, 100.93031, 101.93356, 102.93673, 103.94105, 104.94487,
             105.94979, 106.95414, 107.95948,
         ],
+        outer_electrons: 3,
     },
     ElementData {
         symbol: "Zr",
@@ -514,6 +555,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             101.92298, 102.9266, 103.92878, 104.93305, 105.93591, 106.94075,
             107.94396, 108.94924, 109.95287,
         ],
+        outer_electrons: 4,
     },
     ElementData {
         symbol: "Nb",
@@ -528,6 +570,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             104.92394, 105.92797, 106.93031, 107.93484, 108.93763, 109.94244,
             110.94565, 111.95083, 112.9547,
         ],
+        outer_electrons: 5,
     },
     ElementData {
         symbol: "Mo",
@@ -542,6 +585,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             106.92169, 107.92345, 108.92781, 109.92973, 110.93441, 111.93684,
             112.94188, 113.94492, 114.95029,
         ],
+        outer_electrons: 6,
     },
     ElementData {
         symbol: "Tc",
@@ -556,6 +600,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             108.91998, 109.92382, 110.92569, 111.92915, 112.93159, 113.93588,
             114.93869, 115.94337, 116.94648, 117.95148,
         ],
+        outer_electrons: 7,
     },
     ElementData {
         symbol: "Ru",
@@ -570,6 +615,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             110.9177, 111.91897, 112.92249, 113.92428, 114.92869, 115.93081,
             116.93558, 117.93782, 118.94284, 119.94531,
         ],
+        outer_electrons: 8,
     },
     ElementData {
         symbol: "Rh",
@@ -584,6 +630,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             112.91553, 113.91881, 114.92033, 115.92406, 116.92598, 117.93007,
             118.93211, 119.93641, 120.93872, 121.94321,
         ],
+        outer_electrons: 9,
     },
     ElementData {
         symbol: "Pd",
@@ -598,6 +645,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             114.91368, 115.91416, 116.91784, 117.91898, 118.92311, 119.92469,
             120.92887, 121.93055, 122.93493, 123.93688,
         ],
+        outer_electrons: 10,
     },
     ElementData {
         symbol: "Ag",
@@ -613,6 +661,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             122.9249, 123.92864, 124.93043, 125.9345, 126.93677, 127.94117,
             128.94369, 129.95045,
         ],
+        outer_electrons: 11,
     },
     ElementData {
         symbol: "Cd",
@@ -628,6 +677,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             124.92125, 125.92235, 126.92644, 127.92776, 128.93215, 129.9339,
             130.94067, 131.94555,
         ],
+        outer_electrons: 2,
     },
     ElementData {
         symbol: "In",
@@ -643,6 +693,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             126.91735, 127.92017, 128.9217, 129.92497, 130.92685, 131.93299,
             132.93781, 133.94415, 134.94933,
         ],
+        outer_electrons: 3,
     },
     ElementData {
         symbol: "Sn",
@@ -658,6 +709,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             128.91348, 129.913967, 130.917, 131.917816, 132.92383, 133.92829,
             134.93473, 135.93934, 136.94599,
         ],
+        outer_electrons: 4,
     },
     ElementData {
         symbol: "Sb",
@@ -673,6 +725,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             132.915252, 133.92038, 134.92517, 135.93035, 136.93531, 137.94079,
             138.94598,
         ],
+        outer_electrons: 5,
     },
     ElementData {
         symbol: "Te",
@@ -688,6 +741,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             134.91645, 135.9201, 136.92532, 137.92922, 138.93473, 139.93885,
             140.94465, 141.94908,
         ],
+        outer_electrons: 6,
     },
     ElementData {
         symbol: "I",
@@ -703,6 +757,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             137.92235, 138.9261, 139.931, 140.93503, 141.94018, 142.94456,
             143.94999,
         ],
+        outer_electrons: 7,
     },
     ElementData {
         symbol: "Xe",
@@ -718,6 +773,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             139.92164, 140.92665, 141.92971, 142.93511, 143.93851, 144.94407,
             145.94775, 146.95356,
         ],
+        outer_electrons: 8,
     },
     ElementData {
         symbol: "Cs",
@@ -733,6 +789,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             141.924299, 142.927352, 143.932077, 144.935526, 145.94029, 146.94416,
             147.94922, 148.95293, 149.95817, 150.96219,
         ],
+        outer_electrons: 1,
     },
     ElementData {
         symbol: "Ba",
@@ -748,6 +805,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             143.922953, 144.92763, 145.93022, 146.93495, 147.93772, 148.94258,
             149.94568, 150.95081, 151.95427, 152.95961,
         ],
+        outer_electrons: 2,
     },
     ElementData {
         symbol: "La",
@@ -763,6 +821,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             146.92824, 147.93223, 148.93473, 149.93877, 150.94172, 151.94625,
             152.94962, 153.9545, 154.95835,
         ],
+        outer_electrons: 3,
     },
     ElementData {
         symbol: "Ce",
@@ -778,6 +837,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             148.9284, 149.93041, 150.93398, 151.93654, 152.94058, 153.94342,
             154.94804, 155.95126, 156.95634,
         ],
+        outer_electrons: 4,
     },
     ElementData {
         symbol: "Pr",
@@ -793,6 +853,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             150.928319, 151.9315, 152.93384, 153.93752, 154.94012, 155.94427,
             156.94743, 157.95198, 158.9555,
         ],
+        outer_electrons: 3,
     },
     ElementData {
         symbol: "Nd",
@@ -808,6 +869,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             153.92948, 154.93293, 155.93502, 156.93903, 157.9416, 158.94609,
             159.94909, 160.95388,
         ],
+        outer_electrons: 4,
     },
     ElementData {
         symbol: "Pm",
@@ -823,6 +885,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             155.93106, 156.93304, 157.93656, 158.93897, 159.94299, 160.94586,
             161.95029, 162.95368,
         ],
+        outer_electrons: 5,
     },
     ElementData {
         symbol: "Sm",
@@ -838,6 +901,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             157.92999, 158.93321, 159.93514, 160.93883, 161.94122, 162.94536,
             163.94828, 164.95298,
         ],
+        outer_electrons: 6,
     },
     ElementData {
         symbol: "Eu",
@@ -853,6 +917,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             159.93197, 160.93368, 161.93704, 162.93921, 163.94299, 164.94572,
             165.94997, 166.95321,
         ],
+        outer_electrons: 7,
     },
     ElementData {
         symbol: "Gd",
@@ -867,6 +932,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             157.9241039, 158.9263887, 159.9270541, 160.9296692, 161.930985, 162.93399,
             163.93586, 164.93938, 165.9416, 166.94557, 167.94836, 168.95287,
         ],
+        outer_electrons: 8,
     },
     ElementData {
         symbol: "Tb",
@@ -881,6 +947,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             159.9271676, 160.9275699, 161.92949, 162.930648, 163.93335, 164.93488,
             165.93799, 166.94005, 167.94364, 168.94622, 169.95025, 170.9533,
         ],
+        outer_electrons: 9,
     },
     ElementData {
         symbol: "Dy",
@@ -895,6 +962,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             161.9267984, 162.9287312, 163.9291748, 164.9317033, 165.9328067, 166.93566,
             167.93713, 168.94031, 169.94239, 170.9462, 171.94876, 172.953,
         ],
+        outer_electrons: 10,
     },
     ElementData {
         symbol: "Ho",
@@ -909,6 +977,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             163.9302335, 164.9303221, 165.9322842, 166.933133, 167.93552, 168.936872,
             169.93962, 170.94147, 171.94482, 172.94729, 173.95115, 174.95405,
         ],
+        outer_electrons: 11,
     },
     ElementData {
         symbol: "Er",
@@ -923,6 +992,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             166.9320482, 167.9323702, 168.9345904, 169.9354643, 170.9380298, 171.939356,
             172.9424, 173.94423, 174.94777, 175.95008, 176.95405,
         ],
+        outer_electrons: 12,
     },
     ElementData {
         symbol: "Tm",
@@ -937,6 +1007,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             168.9342133, 169.9358014, 170.9364294, 171.9384, 172.939604, 173.94217,
             174.94384, 175.94699, 176.94904, 177.95264, 178.95534,
         ],
+        outer_electrons: 13,
     },
     ElementData {
         symbol: "Yb",
@@ -951,6 +1022,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             171.9363815, 172.9382108, 173.9388621, 174.9412765, 175.9425717, 176.9452608,
             177.946647, 178.95017, 179.95233, 180.95615,
         ],
+        outer_electrons: 14,
     },
     ElementData {
         symbol: "Lu",
@@ -965,6 +1037,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             173.9403375, 174.9407718, 175.9426863, 176.9437581, 177.945955, 178.947327,
             179.94988, 180.95197, 181.95504, 182.95757, 183.96091,
         ],
+        outer_electrons: 15,
     },
     ElementData {
         symbol: "Hf",
@@ -979,6 +1052,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             176.9432207, 177.9436988, 178.9458161, 179.94655, 180.9491012, 181.950554,
             182.95353, 183.95545, 184.95882, 185.96089, 186.96459, 187.96685,
         ],
+        outer_electrons: 4,
     },
     ElementData {
         symbol: "Ta",
@@ -993,6 +1067,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             178.9459295, 179.9474648, 180.9479958, 181.9501518, 182.9513726, 183.954008,
             184.955559, 185.95855, 186.96053, 187.9637, 188.96583, 189.96923,
         ],
+        outer_electrons: 5,
     },
     ElementData {
         symbol: "W",
@@ -1007,6 +1082,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             181.9482042, 182.950223, 183.9509312, 184.9534193, 185.9543641, 186.9571605,
             187.958489, 188.96191, 189.96318, 190.9666, 191.96817,
         ],
+        outer_electrons: 6,
     },
     ElementData {
         symbol: "Re",
@@ -1021,6 +1097,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             183.952521, 184.952955, 185.9549861, 186.9557531, 187.9581144, 188.959229,
             189.96182, 190.963125, 191.96596, 192.96747, 193.97042,
         ],
+        outer_electrons: 7,
     },
     ElementData {
         symbol: "Os",
@@ -1035,6 +1112,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             185.9538382, 186.9557505, 187.9558382, 188.9581475, 189.958447, 190.9609297,
             191.9614807, 192.9641516, 193.9651821, 194.96813, 195.96964,
         ],
+        outer_electrons: 8,
     },
     ElementData {
         symbol: "Ir",
@@ -1049,6 +1127,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             187.958853, 188.958719, 189.960546, 190.960594, 191.962605, 192.9629264,
             193.9650784, 194.9659796, 195.9684, 196.969653, 197.97228, 198.9738,
         ],
+        outer_electrons: 9,
     },
     ElementData {
         symbol: "Pt",
@@ -1064,6 +1143,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             195.9649515, 196.9673402, 197.967893, 198.970593, 199.971441, 200.97451,
             201.97574,
         ],
+        outer_electrons: 10,
     },
     ElementData {
         symbol: "Au",
@@ -1079,6 +1159,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             198.9687652, 199.97073, 200.971657, 201.97381, 202.975155, 203.97772,
             204.97987,
         ],
+        outer_electrons: 11,
     },
     ElementData {
         symbol: "Hg",
@@ -1094,6 +1175,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             200.9703023, 201.970643, 202.9728725, 203.9734939, 204.976073, 205.977514,
             206.98259, 207.98594, 208.99104, 209.99451,
         ],
+        outer_electrons: 2,
     },
     ElementData {
         symbol: "Tl",
@@ -1109,6 +1191,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             205.9761103, 206.977419, 207.9820187, 208.985359, 209.990074, 210.99348,
             211.99823,
         ],
+        outer_electrons: 3,
     },
     ElementData {
         symbol: "Pb",
@@ -1124,6 +1207,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             207.9766521, 208.9810901, 209.9841885, 210.988737, 211.9918975, 212.996581,
             213.9998054, 215.00481,
         ],
+        outer_electrons: 4,
     },
     ElementData {
         symbol: "Bi",
@@ -1138,6 +1222,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             207.9797422, 208.9803987, 209.9841204, 210.987269, 211.9912857, 212.994385,
             213.998712, 215.00177, 216.006306, 217.00947, 218.01432,
         ],
+        outer_electrons: 5,
     },
     ElementData {
         symbol: "Po",
@@ -1152,6 +1237,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             211.988868, 212.992857, 213.9952014, 214.99942, 216.001915, 217.006335,
             218.008973, 219.01374, 220.0166,
         ],
+        outer_electrons: 6,
     },
     ElementData {
         symbol: "At",
@@ -1166,6 +1252,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             217.004719, 218.008694, 219.011162, 220.01541, 221.01805, 222.02233,
             223.02519,
         ],
+        outer_electrons: 7,
     },
     ElementData {
         symbol: "Rn",
@@ -1180,6 +1267,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             219.0094802, 220.011394, 221.015537, 222.0175777, 223.02179, 224.02409,
             225.02844, 226.03089, 227.03541, 228.03799,
         ],
+        outer_electrons: 8,
     },
     ElementData {
         symbol: "Fr",
@@ -1194,6 +1282,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             223.0197359, 224.02325, 225.02557, 226.02939, 227.03184, 228.03573,
             229.03845, 230.04251, 231.04544, 232.04977,
         ],
+        outer_electrons: 1,
     },
     ElementData {
         symbol: "Ra",
@@ -1208,6 +1297,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             226.0254098, 227.0291778, 228.0310703, 229.034958, 230.037056, 231.04122,
             232.04364, 233.04806, 234.0507,
         ],
+        outer_electrons: 2,
     },
     ElementData {
         symbol: "Ac",
@@ -1222,6 +1312,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             230.03629, 231.03856, 232.04203, 233.04455, 234.04842, 235.05123,
             236.0553,
         ],
+        outer_electrons: 3,
     },
     ElementData {
         symbol: "Th",
@@ -1235,6 +1326,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             227.0277041, 228.0287411, 229.031762, 230.0331338, 231.0363043, 232.0380553,
             233.0415818, 234.043601, 235.04751, 236.04987, 237.05389, 238.0565,
         ],
+        outer_electrons: 4,
     },
     ElementData {
         symbol: "Pa",
@@ -1248,6 +1340,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             230.034541, 231.035884, 232.038592, 233.0402473, 234.043308, 235.04544,
             236.04868, 237.05115, 238.0545, 239.05726, 240.06098,
         ],
+        outer_electrons: 3,
     },
     ElementData {
         symbol: "U",
@@ -1261,6 +1354,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             235.0439299, 236.045568, 237.0487302, 238.0507882, 239.0542933, 240.056592,
             241.06033, 242.06293,
         ],
+        outer_electrons: 4,
     },
     ElementData {
         symbol: "Np",
@@ -1273,6 +1367,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             237.0481734, 238.0509464, 239.052939, 240.056162, 241.05825, 242.06164,
             243.06428, 244.06785,
         ],
+        outer_electrons: 5,
     },
     ElementData {
         symbol: "Pu",
@@ -1285,6 +1380,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             240.0538135, 241.0568515, 242.0587426, 243.062003, 244.064204, 245.067747,
             246.070205, 247.07407,
         ],
+        outer_electrons: 6,
     },
     ElementData {
         symbol: "Am",
@@ -1297,6 +1393,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             243.0613811, 244.0642848, 245.066452, 246.069775, 247.07209, 248.07575,
             249.07848,
         ],
+        outer_electrons: 7,
     },
     ElementData {
         symbol: "Cm",
@@ -1309,6 +1406,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             245.0654912, 246.0672237, 247.070354, 248.072349, 249.075953, 250.078357,
             251.082285, 252.08487,
         ],
+        outer_electrons: 8,
     },
     ElementData {
         symbol: "Bk",
@@ -1321,6 +1419,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             247.070307, 248.07309, 249.0749867, 250.078317, 251.08076, 252.08431,
             253.08688, 254.0906,
         ],
+        outer_electrons: 9,
     },
     ElementData {
         symbol: "Cf",
@@ -1333,6 +1432,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             249.0748535, 250.0764061, 251.079587, 252.081626, 253.085133, 254.087323,
             255.09105, 256.09344,
         ],
+        outer_electrons: 10,
     },
     ElementData {
         symbol: "Es",
@@ -1345,6 +1445,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             252.08298, 253.0848247, 254.088022, 255.090273, 256.0936, 257.09598,
             258.09952,
         ],
+        outer_electrons: 11,
     },
     ElementData {
         symbol: "Fm",
@@ -1357,6 +1458,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             254.0868542, 255.089962, 256.091773, 257.095105, 258.09708, 259.1006,
             260.10268,
         ],
+        outer_electrons: 12,
     },
     ElementData {
         symbol: "Md",
@@ -1368,6 +1470,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             251.08484, 252.08656, 253.08728, 254.08966, 255.091083, 256.09406,
             257.095541, 258.098431, 259.10051, 260.10365, 261.10572, 262.10887,
         ],
+        outer_electrons: 13,
     },
     ElementData {
         symbol: "No",
@@ -1379,6 +1482,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             254.090955, 255.093241, 256.094283, 257.096877, 258.09821, 259.10103,
             260.10264, 261.10575, 262.1073, 263.11055, 264.11235,
         ],
+        outer_electrons: 14,
     },
     ElementData {
         symbol: "Lr",
@@ -1390,6 +1494,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             257.09956, 258.10181, 259.1029, 260.1055, 261.10688, 262.10963,
             263.11129, 264.11404, 265.11584, 266.11931,
         ],
+        outer_electrons: 15,
     },
     ElementData {
         symbol: "Rf",
@@ -1401,6 +1506,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             259.10564, 260.10644, 261.10877, 262.10993, 263.11255, 264.11399,
             265.1167, 266.11796, 267.12153, 268.12364,
         ],
+        outer_electrons: 2,
     },
     ElementData {
         symbol: "Db",
@@ -1408,6 +1514,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
         valences: &[-1],
         first_isotope: 0,
         isotope_masses: &[],
+        outer_electrons: 2,
     },
     ElementData {
         symbol: "Sg",
@@ -1415,6 +1522,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
         valences: &[-1],
         first_isotope: 0,
         isotope_masses: &[],
+        outer_electrons: 2,
     },
     ElementData {
         symbol: "Bh",
@@ -1422,6 +1530,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
         valences: &[-1],
         first_isotope: 0,
         isotope_masses: &[],
+        outer_electrons: 2,
     },
     ElementData {
         symbol: "Hs",
@@ -1429,6 +1538,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
         valences: &[-1],
         first_isotope: 0,
         isotope_masses: &[],
+        outer_electrons: 2,
     },
     ElementData {
         symbol: "Mt",
@@ -1436,6 +1546,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
         valences: &[-1],
         first_isotope: 0,
         isotope_masses: &[],
+        outer_electrons: 2,
     },
     ElementData {
         symbol: "Ds",
@@ -1447,6 +1558,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             273.14886, 274.14949, 275.15218, 276.15303, 277.15565, 278.15647,
             279.15886, 280.1598, 281.16206,
         ],
+        outer_electrons: 2,
     },
     ElementData {
         symbol: "Rg",
@@ -1457,6 +1569,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             272.15327, 273.15313, 274.15525, 275.15594, 276.15833, 277.15907,
             278.16149, 279.16272, 280.16514, 281.16636, 282.16912, 283.17054,
         ],
+        outer_electrons: 2,
     },
     ElementData {
         symbol: "Cn",
@@ -1467,6 +1580,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             276.16141, 277.16364, 278.16416, 279.16654, 280.16715, 281.16975,
             282.1705, 283.17327, 284.17416, 285.17712,
         ],
+        outer_electrons: 2,
     },
     ElementData {
         symbol: "Nh",
@@ -1477,6 +1591,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
             278.17058, 279.17095, 280.17293, 281.17348, 282.17567, 283.17657,
             284.17873, 285.17973, 286.18221, 287.18339,
         ],
+        outer_electrons: 2,
     },
     ElementData {
         symbol: "Fl",
@@ -1486,6 +1601,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
         isotope_masses: &[
             285.18364, 286.18423, 287.18678, 288.18757, 289.19042,
         ],
+        outer_electrons: 2,
     },
     ElementData {
         symbol: "Mc",
@@ -1495,6 +1611,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
         isotope_masses: &[
             287.1907, 288.19274, 289.19363, 290.19598, 291.19707,
         ],
+        outer_electrons: 2,
     },
     ElementData {
         symbol: "Lv",
@@ -1504,6 +1621,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
         isotope_masses: &[
             289.19816, 290.19864, 291.20108, 292.20174, 293.20449,
         ],
+        outer_electrons: 2,
     },
     ElementData {
         symbol: "Ts",
@@ -1513,6 +1631,7 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
         isotope_masses: &[
             291.20553, 292.20746, 293.20824, 294.21046,
         ],
+        outer_electrons: 2,
     },
     ElementData {
         symbol: "Og",
@@ -1522,5 +1641,6 @@ pub(crate) static ELEMENTS: [ElementData; 118] = [
         isotope_masses: &[
             293.21356, 294.21392, 295.21624,
         ],
+        outer_electrons: 2,
     },
 ];

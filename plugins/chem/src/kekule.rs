@@ -40,11 +40,12 @@ pub(crate) fn perfect_matching(n: usize, edges: &[(usize, usize)]) -> Result<Vec
 
 /// Finds a matching that covers every vertex not marked `optional`.
 ///
-/// Returns `Err(v)` with a vertex that cannot be covered. An optional vertex is a `*` on an
-/// aromatic ring, which RDKit lets take a double bond or not.
-pub(crate) fn cover(n: usize, edges: &[(usize, usize)], optional: &[bool]) -> Result<(), usize> {
+/// Returns each vertex's partner (`usize::MAX` for an optional vertex left out), or `Err(v)`
+/// with a vertex that cannot be covered. An optional vertex is a `*` on an aromatic ring,
+/// which RDKit lets take a double bond or not.
+pub(crate) fn cover(n: usize, edges: &[(usize, usize)], optional: &[bool]) -> Result<Vec<usize>, usize> {
     if !optional.iter().any(|&o| o) {
-        return perfect_matching(n, edges).map(|_| ());
+        return perfect_matching(n, edges);
     }
     // Double the graph and join each optional vertex to its twin: the doubled graph has a
     // perfect matching exactly when the original has a matching covering all mandatory
@@ -52,7 +53,8 @@ pub(crate) fn cover(n: usize, edges: &[(usize, usize)], optional: &[bool]) -> Re
     let mut doubled: Vec<(usize, usize)> = edges.to_vec();
     doubled.extend(edges.iter().map(|&(a, b)| (a + n, b + n)));
     doubled.extend((0..n).filter(|&v| optional.get(v).copied().unwrap_or(false)).map(|v| (v, v + n)));
-    perfect_matching(2 * n, &doubled).map(|_| ()).map_err(|v| v % n.max(1))
+    let mate = perfect_matching(2 * n, &doubled).map_err(|v| v % n.max(1))?;
+    Ok(mate[..n].iter().map(|&w| if w < n { w } else { NONE }).collect())
 }
 
 /// State of the blossom search; see e.g. Edmonds (1965), "Paths, trees, and flowers".

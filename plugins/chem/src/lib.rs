@@ -25,18 +25,24 @@
 //!   for all 118 elements, and an isotope's exact mass on a labelled atom (`[13CH4]` is
 //!   17.035; an isotope RDKit does not know weighs its mass number, as in RDKit); `*` weighs 0.
 //!
-//! The SMILES grammar is read by the `purr` crate. Hydrogens, valences and aromaticity are
-//! worked out as RDKit's `MolFromSmiles` does (hydrogen removal, clean-up of nitro-like groups,
-//! dative bonds to metals, RDKit's valence model, kekulization), in [`smiles`] and the private
-//! `sanitize` module; purr's own implicit-hydrogen rules are OpenSMILES' and differ.
-//! RDKit quirks are kept, e.g. a bonded `[H+]` is folded into its neighbour and its charge is
-//! lost (`[H+]C` is `CH4`). Not supported, each reported as invalid with the position and
-//! reason: RDKit's dative-bond syntax `->`/`<-`, `%(123)` ring numbers, aromatic `te`, `@SP`
-//! without a number, 4-digit isotopes and charges beyond ±15. The empty string is invalid
-//! (RDKit reads it as an empty molecule).
+//! The SMILES grammar is read as RDKit's `MolFromSmiles` reads it, by the private `reader`
+//! module (bracket aromatics `si`, `as`, `se`, `te`; `[#6]`; `%(n)` ring numbers; `~`, `$`,
+//! `->`, `<-` bonds; `@SP`/`@TB`/`@OH` stereo classes). Hydrogens, valences and aromaticity
+//! are then worked out as RDKit does (hydrogen removal, clean-up of nitro-like groups, dative
+//! bonds to metals, RDKit's valence model, kekulization and the valence check after it,
+//! stereo marks that mark nothing), in [`smiles`] and the private `sanitize` module. RDKit
+//! quirks are kept, e.g. a bonded `[H+]` is folded into its neighbour and its charge is lost
+//! (`[H+]C` is `CH4`).
+//!
+//! Deliberate differences from RDKit (see the plugin's README): a blank inside the SMILES is
+//! refused with `text after the SMILES at position N` (RDKit reads what follows it as the
+//! molecule's name); the empty string is invalid (RDKit reads it as an empty molecule); and
+//! aromaticity is not perceived again after kekulization, which changes RDKit's answer on a
+//! few unusual rings.
 
 mod elements;
 mod kekule;
+mod reader;
 mod sanitize;
 pub mod smiles;
 
@@ -136,7 +142,9 @@ impl Plugin for Chem {
                  hydrogens are not counted (benzene c1ccccc1 has 6). formula includes all hydrogens and \
                  the net charge, in RDKit's order: C, H, then alphabetical (C6H6, H4N+). An invalid \
                  SMILES is not an error: valid is false and error gives the 0-based character position \
-                 and the reason.",
+                 and the reason. Pass the SMILES alone: blanks around it are ignored, but a blank inside \
+                 it makes it invalid ('text after the SMILES at position N'), so do not add a name or \
+                 title after it.",
                 Effects::Pure,
                 |_: &Chem, args: SmilesArgs| validate_smiles(&args.smiles),
             )
@@ -160,7 +168,8 @@ impl Plugin for Chem {
                  as RDKit's Descriptors.MolWt computes it: standard atomic weights (H 1.008, C 12.011, \
                  N 14.007, O 15.999, ...) with implicit hydrogens included; an isotope-labelled atom \
                  such as [13C] or [2H] weighs its isotope's exact mass. An invalid SMILES is a tool \
-                 error giving the 0-based character position and the reason.",
+                 error giving the 0-based character position and the reason. Pass the SMILES alone: a \
+                 blank inside it (e.g. a name after it) makes it invalid.",
                 Effects::Pure,
                 |_: &Chem, args: SmilesArgs| molecular_weight(&args.smiles),
             )
@@ -208,7 +217,20 @@ mod tests {
     }
 
     #[test]
-    fn trailing_whitespace_is_ignored() {
+    fn surrounding_whitespace_is_ignored_and_inner_whitespace_refused() {
         assert_eq!(validate_smiles("CCO\n").unwrap().formula.as_deref(), Some("C2H6O"));
+        assert_eq!(validate_smiles(" CCO").unwrap().formula.as_deref(), Some("C2H6O"));
+        let v = validate_smiles("CCO ethanol").unwrap();
+        assert!(!v.valid);
+        assert!(v.error.unwrap().starts_with("text after the SMILES at position 3: "));
+        let e = molecular_weight("CCO ethanol").unwrap_err();
+        assert!(e.message.starts_with("invalid SMILES: text after the SMILES at position 3"), "{}", e.message);
+    }
+
+    #[test]
+    fn the_descriptions_tell_a_model_about_blanks() {
+        for tool in Chem::tools() {
+            assert!(tool.manifest().description.contains("blank inside"), "{}", tool.manifest().name);
+        }
     }
 }

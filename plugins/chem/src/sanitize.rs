@@ -2,28 +2,46 @@
 //! counts and validity match it (the steps and rules follow RDKit's `SmilesToMol`, `RemoveHs`,
 //! `cleanUp`, `cleanUpOrganometallics`, valence code and `Kekulize`):
 //!
-//! 1. a bond written without a symbol (or with `/`, `\`) between two aromatic atoms, or an
-//!    aromatic atom and `*`, is aromatic if it lies on a ring and single otherwise (biphenyl's
-//!    link); `:` is always aromatic, even between upper-case atoms;
+//! 1. a bond written without a symbol (or with `/`, `\`) between two aromatic atoms is
+//!    aromatic, on a ring or not (biphenyl's link becomes single only in step 6); between an
+//!    aromatic atom and `*` it is aromatic on a ring and single otherwise; `:` is always
+//!    aromatic, even between upper-case atoms; `~` counts nothing toward valences;
 //! 2. `RemoveHs`, which runs *before* sanitization: a plain `[H]` bonded to one ordinary atom
 //!    is deleted and counted as an explicit hydrogen of that atom, whatever the bond order or
 //!    the hydrogen's charge (RDKit drops the charge of a bonded `[H+]`);
 //! 3. `cleanUp`: five-valent N with `=O` or `#N`, five-valent P with `=O` and `=C`/`=N`, and
 //!    Cl, Br, I bonded only to O with valence 3, 5 or 7 are made charge-separated (nitro groups
 //!    written `N(=O)=O`, perchloric acid written `OCl(=O)(=O)=O`); the net charge is unchanged;
-//! 4. `cleanUpOrganometallics`: one single bond from an over-bonded non-metal to a metal
-//!    becomes dative and stops counting toward the non-metal's valence (`[NH3][Pt]`);
+//! 4. `cleanUpOrganometallics`: one single bond from an over-bonded non-metal (or an aromatic
+//!    carbon with four neighbours) to a metal becomes dative and stops counting toward the
+//!    non-metal's valence (`[NH3][Pt]`); ring perception leaves dative bonds out;
 //! 5. valences are checked and implicit hydrogens assigned with RDKit's model: an aromatic
 //!    bond counts 1.5, a charged atom is judged by the element with as many electrons (`[N+]`
 //!    like C, `[O-]` like F; negative P, S, As, Se keep their own hypervalent valences); a
 //!    lower-case atom without aromatic bonds is treated like its upper-case form;
-//! 6. `Kekulize`: lower-case atoms must lie on a ring, and aromatic atoms with a free valence
-//!    must each get one double bond along the aromatic ring bonds (a perfect matching, where
-//!    RDKit backtracks; a `*` may or may not take one).
+//! 6. `Kekulize`, ring system by ring system: lower-case atoms must lie on a ring; the
+//!    aromatic bonds of aromatic atoms become single, and the atoms with a free valence each
+//!    get one double bond along the system's aromatic bonds (a perfect matching, where RDKit
+//!    backtracks; a `*` may or may not take one);
+//! 7. the valence check again on the Kekulé structure (`Cn=1ccnc1` fails it: N valence 4),
+//!    and new hydrogen counts for upper-case atoms whose aromatic bonds changed
+//!    (`c1ccccc1:C` is toluene);
+//! 8. `assignStereochemistry`'s clean-up: a tetrahedral mark that marks no stereocentre is
+//!    dropped with the one hydrogen written for it (`C[Cu@@H](C)C` is C3H9Cu).
+//!
+//! RDKit then perceives aromaticity again (`setAromaticity`, `adjustHs`); the plugin does not,
+//! which changes RDKit's answer on a few unusual rings (the plugin's README lists them).
 
 use crate::elements::ELEMENTS;
-use crate::kekule;
+use crate::reader::Chirality;
 use crate::smiles::{Atom, SmilesError};
+
+mod kekulization;
+mod rings;
+mod stereo;
+
+use kekulization::{kekule_hydrogens, kekulize};
+use rings::ring_bonds;
 
 /// An atom as written in the SMILES.
 pub(crate) struct WrittenAtom {
@@ -33,11 +51,10 @@ pub(crate) struct WrittenAtom {
     pub(crate) aromatic: bool,
     /// Written in brackets: it has exactly the hydrogens written and no implicit ones.
     pub(crate) bracket: bool,
-    pub(crate) isotope: Option<u16>,
+    pub(crate) isotope: Option<u32>,
     pub(crate) hcount: u8,
     pub(crate) charge: i8,
-    /// `@SP`, `@TB` or `@OH` stereo: RDKit keeps `[H]` atoms bonded to such a centre.
-    pub(crate) non_tetrahedral: bool,
+    pub(crate) chirality: Chirality,
     /// Where the atom starts in the SMILES (0-based, in characters).
     pub(crate) position: usize,
 }
@@ -55,6 +72,10 @@ pub(crate) enum Written {
     Aromatic,
     /// `/` or `\`
     Directional,
+    /// `~`: any order; it counts nothing toward either atom's valence.
+    Any,
+    /// `->` or `<-`, from the bond's first atom (the donor) to its second.
+    Dative,
 }
 
 /// A bond as written: its two atoms and its symbol.
@@ -71,6 +92,8 @@ enum Order {
     Triple,
     Quadruple,
     Aromatic,
+    /// `~`: counts nothing toward valences.
+    Any,
     /// Dative from `donor` to the other atom: counts only toward the acceptor's valence.
     Dative {
         donor: usize,
@@ -86,18 +109,26 @@ struct Bond {
     present: bool,
 }
 
-impl Bond {
+impl Order {
     /// RDKit's valence contribution to `atom`, in half units (an aromatic bond is 3).
-    fn halves(&self, atom: usize) -> u32 {
-        match self.order {
+    fn halves(self, atom: usize) -> u32 {
+        match self {
             Order::Single => 2,
             Order::Double => 4,
             Order::Triple => 6,
             Order::Quadruple => 8,
             Order::Aromatic => 3,
+            Order::Any => 0,
             Order::Dative { donor } if donor == atom => 0,
             Order::Dative { .. } => 2,
         }
+    }
+}
+
+impl Bond {
+    /// RDKit's valence contribution to `atom`, in half units (an aromatic bond is 3).
+    fn halves(&self, atom: usize) -> u32 {
+        self.order.halves(atom)
     }
 }
 
@@ -105,11 +136,13 @@ struct Node {
     z: u8,
     aromatic: bool,
     bracket: bool,
-    isotope: Option<u16>,
+    isotope: Option<u32>,
     charge: i8,
     /// Bracket hydrogens plus `[H]` atoms folded into this atom.
     explicit_h: u32,
+    /// `@SP`, `@TB` or `@OH` stereo: RDKit keeps `[H]` atoms bonded to such a centre.
     non_tetrahedral: bool,
+    chirality: Chirality,
     position: usize,
     present: bool,
 }
@@ -130,6 +163,24 @@ impl Mol {
         }
     }
 
+    /// The adjacency RDKit's ring perception sees: dative bonds are left out.
+    fn ring_adjacency(&self) -> Vec<Vec<(usize, usize)>> {
+        self.adjacency
+            .iter()
+            .map(|list| {
+                list.iter().copied().filter(|&(_, b)| !matches!(self.bonds[b].order, Order::Dative { .. })).collect()
+            })
+            .collect()
+    }
+
+    /// Sets `in_ring` on every bond from the current bonds.
+    fn mark_rings(&mut self) {
+        let ring = ring_bonds(&self.ring_adjacency(), self.bonds.len());
+        for (bond, in_ring) in self.bonds.iter_mut().zip(ring) {
+            bond.in_ring = in_ring;
+        }
+    }
+
     fn degree(&self, i: usize) -> usize {
         self.adjacency[i].len()
     }
@@ -143,9 +194,15 @@ impl Mol {
 
     /// RDKit's `calculateExplicitValence`, without its checks.
     fn explicit_valence(&self, i: usize, aromatic: bool) -> u32 {
+        let orders: Vec<Order> = self.bonds.iter().map(|b| b.order).collect();
+        self.explicit_valence_with(i, aromatic, &orders)
+    }
+
+    /// [`Mol::explicit_valence`] with the bond orders `orders` (indexed like `bonds`).
+    fn explicit_valence_with(&self, i: usize, aromatic: bool, orders: &[Order]) -> u32 {
         let atom = &self.atoms[i];
         let mut halves: u32 =
-            self.adjacency[i].iter().map(|&(_, b)| self.bonds[b].halves(i)).sum::<u32>() + 2 * atom.explicit_h;
+            self.adjacency[i].iter().map(|&(_, b)| orders[b].halves(i)).sum::<u32>() + 2 * atom.explicit_h;
         let list = valences(effective_z(atom.z, atom.charge));
         let default = i64::from(list.first().copied().unwrap_or(-1));
         // An aromatic atom whose bond orders overshoot its default valence is taken down to
@@ -240,6 +297,11 @@ fn valences(z: u8) -> &'static [i8] {
     }
 }
 
+/// RDKit's `GetNOuterElecs`; 0 for `*`.
+fn outer_electrons(z: u8) -> u8 {
+    z.checked_sub(1).and_then(|i| ELEMENTS.get(usize::from(i))).map_or(0, |e| e.outer_electrons)
+}
+
 fn last(list: &[i8]) -> i64 {
     i64::from(list.last().copied().unwrap_or(-1))
 }
@@ -292,7 +354,8 @@ pub(crate) fn sanitize(
             isotope: a.isotope,
             charge: a.charge,
             explicit_h: u32::from(a.hcount),
-            non_tetrahedral: a.non_tetrahedral,
+            non_tetrahedral: a.chirality == Chirality::NonTetrahedral,
+            chirality: a.chirality,
             position: a.position,
             present: true,
         })
@@ -314,6 +377,8 @@ pub(crate) fn sanitize(
             Written::Triple => Order::Triple,
             Written::Quadruple => Order::Quadruple,
             Written::Aromatic => Order::Aromatic,
+            Written::Any => Order::Any,
+            Written::Dative => Order::Dative { donor: w.a },
         };
         implicit_aromatic.push(w.written != Written::Aromatic && order == Order::Aromatic);
         bonds.push(Bond {
@@ -328,11 +393,11 @@ pub(crate) fn sanitize(
     let mut mol = Mol { atoms, bonds, adjacency: Vec::new() };
     mol.rebuild_adjacency();
 
-    // 1. Ring bonds; an unwritten bond between aromatic atoms off any ring is single.
-    let ring = ring_bonds(&mol.adjacency, mol.bonds.len());
+    // 1. Ring bonds; an unwritten bond between an aromatic atom and `*` off any ring is single.
+    // (Between two aromatic atoms it stays aromatic until kekulization, as in RDKit.)
+    mol.mark_rings();
     for (i, bond) in mol.bonds.iter_mut().enumerate() {
-        bond.in_ring = ring[i];
-        if implicit_aromatic[i] && !bond.in_ring {
+        if implicit_aromatic[i] && !bond.in_ring && (mol.atoms[bond.a].z == 0 || mol.atoms[bond.b].z == 0) {
             bond.order = Order::Single;
         }
     }
@@ -340,6 +405,7 @@ pub(crate) fn sanitize(
     fold_hydrogens(&mut mol);
     clean_up(&mut mol);
     clean_up_organometallics(&mut mol);
+    mol.mark_rings();
 
     // 5. Valences and implicit hydrogens.
     let n = mol.atoms.len();
@@ -365,7 +431,9 @@ pub(crate) fn sanitize(
         valence[i] = v;
     }
 
-    kekulize(&mol, &valence, &implicit)?;
+    let orders = kekulize(&mol, &valence, &implicit)?;
+    let mut implicit = kekule_hydrogens(&mol, &orders, &implicit)?;
+    stereo::drop_stereo_hydrogens(&mut mol, &orders, &mut implicit);
 
     Ok(mol
         .atoms
@@ -481,8 +549,16 @@ fn clean_up_organometallics(mol: &mut Mol) {
         let Some(max) = u8::try_from(effective).ok().filter(|&e| e > 0).map(|e| last(valences(e))) else {
             continue;
         };
-        let valence = i64::from(mol.explicit_valence(i, mol.is_aromatic_atom(i)));
-        if max <= 0 || valence <= max {
+        let aromatic = mol.is_aromatic_atom(i);
+        let v = mol.explicit_valence(i, aromatic);
+        let valence = i64::from(v);
+        // RDKit's special case for an aromatic carbon bonded to a metal (cyclopentadienyl):
+        // at its maximum valence with four neighbours and hydrogens, it is hypervalent too.
+        let total_degree = mol.degree(i) as u64
+            + u64::from(atom.explicit_h)
+            + u64::from(mol.implicit_hydrogens(i, v, aromatic).unwrap_or(0));
+        let crowded_aromatic = atom.aromatic && valence == max && total_degree == 4;
+        if max <= 0 || (valence <= max && !crowded_aromatic) {
             continue;
         }
         let to_metal = mol.adjacency[i]
@@ -493,168 +569,4 @@ fn clean_up_organometallics(mol: &mut Mol) {
             mol.bonds[b].order = Order::Dative { donor: i };
         }
     }
-}
-
-/// 6. RDKit's `Kekulize`: checks that the aromatic atoms can be given Kekulé double bonds.
-fn kekulize(mol: &Mol, valence: &[u32], implicit: &[u32]) -> Result<(), SmilesError> {
-    let n = mol.atoms.len();
-    let mut candidate = vec![false; n];
-    let mut optional = vec![false; n];
-    for i in (0..n).filter(|&i| mol.atoms[i].present) {
-        let atom = &mol.atoms[i];
-        let on_ring = mol.adjacency[i].iter().any(|&(_, b)| mol.bonds[b].in_ring);
-        if atom.aromatic && !on_ring {
-            let p = atom.position;
-            return Err(err(
-                p,
-                format!("invalid aromatic atom at position {p}: aromatic (lower-case) atoms must be in a ring"),
-            ));
-        }
-        if !on_ring {
-            continue;
-        }
-        if atom.z == 0 {
-            // A `*` on an aromatic ring may or may not take a double bond.
-            optional[i] =
-                mol.adjacency[i].iter().any(|&(_, b)| mol.bonds[b].in_ring && mol.bonds[b].order == Order::Aromatic);
-            candidate[i] = optional[i];
-            continue;
-        }
-        if !mol.is_aromatic_atom(i) {
-            continue;
-        }
-        // RDKit's `markDbondCands`: an atom is a candidate if one more bond order would bring
-        // it to its (charge-adjusted) valence.
-        let mut sum = 0i64;
-        let mut ignored = 0i64;
-        for &(_, b) in &mol.adjacency[i] {
-            let bond = &mol.bonds[b];
-            if bond.order == Order::Aromatic {
-                sum += 1;
-            } else {
-                let contribution = i64::from(bond.halves(i) / 2);
-                sum += contribution;
-                if contribution == 0 {
-                    ignored += 1;
-                }
-            }
-        }
-        let hydrogens = i64::from(atom.explicit_h + implicit[i]);
-        sum += hydrogens;
-        let list = valences(atom.z);
-        let mut charge = i64::from(atom.charge);
-        if is_early(atom.z) {
-            charge = -charge;
-        }
-        if atom.z == 6 && charge > 0 {
-            charge = -charge;
-        }
-        let mut default = i64::from(list.first().copied().unwrap_or(-1)) + charge;
-        let total = i64::from(valence[i] + implicit[i]);
-        for &v in list.iter().skip(1) {
-            if total <= default || v <= 0 {
-                break;
-            }
-            default = i64::from(v) + charge;
-        }
-        let degree = i64::try_from(mol.degree(i)).unwrap_or(i64::MAX) + i64::from(implicit[i]) - ignored;
-        if degree >= default {
-            continue;
-        }
-        candidate[i] = default == sum + 1 || (atom.bracket && default == sum + 2);
-    }
-
-    let index: Vec<Option<usize>> = {
-        let mut next = 0;
-        candidate
-            .iter()
-            .map(|&c| {
-                c.then(|| {
-                    next += 1;
-                    next - 1
-                })
-            })
-            .collect()
-    };
-    let members: Vec<usize> = (0..n).filter(|&i| candidate[i]).collect();
-    let edges: Vec<(usize, usize)> = mol
-        .bonds
-        .iter()
-        .filter(|b| b.present && b.in_ring)
-        .filter(|b| b.order == Order::Aromatic || mol.atoms[b.a].z == 0 || mol.atoms[b.b].z == 0)
-        .filter_map(|b| Some((index[b.a]?, index[b.b]?)))
-        .collect();
-    let member_optional: Vec<bool> = members.iter().map(|&i| optional[i]).collect();
-    if let Err(k) = kekule::cover(members.len(), &edges, &member_optional) {
-        let failed = members.get(k).copied().unwrap_or(0);
-        let p = aromatic_system(mol, failed).into_iter().map(|i| mol.atoms[i].position).min().unwrap_or(0);
-        return Err(err(
-            p,
-            format!(
-                "cannot kekulize the aromatic system at position {p}: its atoms cannot be given alternating double bonds (a pyrrole-type nitrogen must be written [nH])"
-            ),
-        ));
-    }
-    Ok(())
-}
-
-/// The atoms connected to `start` through aromatic bonds.
-fn aromatic_system(mol: &Mol, start: usize) -> Vec<usize> {
-    let mut seen = vec![false; mol.atoms.len()];
-    let mut system = Vec::new();
-    let mut todo = vec![start];
-    while let Some(i) = todo.pop() {
-        if std::mem::replace(&mut seen[i], true) {
-            continue;
-        }
-        system.push(i);
-        todo.extend(mol.adjacency[i].iter().filter(|&&(_, b)| mol.bonds[b].order == Order::Aromatic).map(|&(j, _)| j));
-    }
-    system
-}
-
-/// Which bonds lie on a ring (are not bridges), by Tarjan's low-link DFS, iteratively so that
-/// long chains cannot overflow the stack.
-fn ring_bonds(adjacency: &[Vec<(usize, usize)>], bond_count: usize) -> Vec<bool> {
-    const UNSEEN: usize = usize::MAX;
-    let mut in_ring = vec![true; bond_count];
-    let mut discovered = vec![UNSEEN; adjacency.len()];
-    let mut low = vec![0; adjacency.len()];
-    let mut time = 0;
-    for start in 0..adjacency.len() {
-        if discovered[start] != UNSEEN {
-            continue;
-        }
-        discovered[start] = time;
-        low[start] = time;
-        time += 1;
-        // (atom, bond it was reached by, index of the next neighbour to look at)
-        let mut stack: Vec<(usize, Option<usize>, usize)> = vec![(start, None, 0)];
-        while let Some(top) = stack.last_mut() {
-            let (v, via, next) = *top;
-            if let Some(&(w, bond)) = adjacency[v].get(next) {
-                top.2 += 1;
-                if Some(bond) == via {
-                    continue;
-                }
-                if discovered[w] == UNSEEN {
-                    discovered[w] = time;
-                    low[w] = time;
-                    time += 1;
-                    stack.push((w, Some(bond), 0));
-                } else {
-                    low[v] = low[v].min(discovered[w]);
-                }
-            } else {
-                stack.pop();
-                if let (Some(&(parent, ..)), Some(bond)) = (stack.last(), via) {
-                    low[parent] = low[parent].min(low[v]);
-                    if low[v] > discovered[parent] {
-                        in_ring[bond] = false;
-                    }
-                }
-            }
-        }
-    }
-    in_ring
 }

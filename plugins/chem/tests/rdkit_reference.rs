@@ -88,8 +88,63 @@ fn invalid_smiles_name_the_position_and_the_reason() {
     assert_eq!(invalid("[NH4]"), "invalid valence at position 0: N has valence 4, more than the 3 allowed");
     assert_eq!(invalid("[CH4+]"), "invalid valence at position 0: C+1 has valence 4, more than the 3 allowed");
     assert!(invalid("c1cccc1").starts_with("cannot kekulize the aromatic system at position 0"));
-    // purr reads no aromatic tellurium; RDKit does.
-    assert!(invalid("[te]1cccc1").starts_with("unexpected character at position 1: 't' in the bracket atom"));
+    assert!(invalid("[tx]1cccc1").starts_with("unexpected character at position 1: 't' in the bracket atom"));
+    assert_eq!(
+        invalid("C%01CC%01"),
+        "invalid ring number at position 1: a two-digit ring number cannot start with 0; write %10 to %99, or %(n) with one to five digits"
+    );
+    assert_eq!(invalid("CC~"), "unexpected end of SMILES at position 3: an atom must follow '~'");
+    assert!(invalid("Cn=1ccnc1").starts_with("invalid valence at position 1: N has valence 4 once its aromatic bonds"));
+    assert!(invalid("c1ccccc1c2c(Cl)cccc#2Cl").starts_with("invalid valence at position 8: C has valence 6"));
+    assert!(invalid("CNC(=O)Oc1ccccc1c2OCCO2").starts_with("cannot kekulize the aromatic system at position 8"));
+}
+
+#[test]
+fn text_after_the_smiles_is_refused_and_blanks_around_it_are_ignored() {
+    let refusal = |smiles: &str, p: usize| {
+        assert_eq!(
+            invalid(smiles),
+            format!(
+                "text after the SMILES at position {p}: a SMILES cannot contain blanks; pass only the SMILES \
+                 (RDKit would stop at the blank and read the rest as the molecule's name)"
+            )
+        );
+    };
+    refusal("CCO ethanol", 3);
+    refusal("O C(C)C", 1);
+    refusal("CCO\tx", 3);
+    refusal("C[C@ H](N)O", 4);
+    for smiles in [" CCO", "CCO ", "\tCCO\n", "  CCO  "] {
+        let v = call("validate_smiles", smiles).expect("validate_smiles succeeds");
+        assert_eq!(v["formula"], json!("C2H6O"), "{smiles:?}: {v}");
+    }
+    // Positions count from the start of the string as given, blanks included.
+    refusal("  CCO x", 5);
+}
+
+#[test]
+fn grammar_rdkit_reads() {
+    for (smiles, formula) in [
+        ("[te]1cccc1", "C4H4Te"),
+        ("c1cc[si]cc1", "C5H5Si"),
+        ("CC~C", "C3H10"),
+        ("[O-0]", "O"),
+        ("C%(123)CC%(123)", "C3H6"),
+        ("C0CC0", "C3H6"),
+        ("[C@SP](F)(Cl)(Br)I", "CBrClFI"),
+        ("C\\\\C=C\\\\C", "C4H8"),
+        ("C->[Fe]", "CH4Fe"),
+        ("[Fe]<-N", "H3FeN"),
+        ("[#6]", "C"),
+        ("[C+256]", "C"),
+        ("c1ccccc1:C", "C7H8"),
+        ("CC:N1CCCC1", "C6H13N"),
+        ("C[Cu@@H](C)C", "C3H9Cu"),
+        ("C[Cu@H](F)Cl", "CH4ClCuF"),
+    ] {
+        let v = call("validate_smiles", smiles).expect("validate_smiles succeeds");
+        assert_eq!(v["formula"], json!(formula), "{smiles}: {v}");
+    }
 }
 
 #[test]

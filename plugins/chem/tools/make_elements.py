@@ -1,8 +1,9 @@
 """Regenerate src/elements.rs from RDKit's periodic table.
 
 The chem plugin matches RDKit's results, so it uses RDKit's own data: average atomic weights
-(Descriptors.MolWt), allowed valences (the SMILES parser's implicit-hydrogen and valence rules)
-and isotope masses ([13CH4] weighs 13.00335484 + 4 * 1.008).
+(Descriptors.MolWt), allowed valences (the SMILES parser's implicit-hydrogen and valence rules),
+valence-shell electrons (RDKit's hybridization rule, which decides some stereo clean-up) and
+isotope masses ([13CH4] weighs 13.00335484 + 4 * 1.008).
 
     python3 -m venv /tmp/rdkit-venv && /tmp/rdkit-venv/bin/pip install rdkit
     /tmp/rdkit-venv/bin/python plugins/chem/tools/make_elements.py > plugins/chem/src/elements.rs
@@ -35,6 +36,8 @@ print("    /// Mass number of the first entry of `isotope_masses`.")
 print("    pub(crate) first_isotope: u16,")
 print("    /// Exact masses of consecutive isotopes from `first_isotope` on (RDKit's `GetMassForIsotope`).")
 print("    pub(crate) isotope_masses: &'static [f64],")
+print("    /// Valence-shell electrons (RDKit's `GetNOuterElecs`), for RDKit's hybridization rule.")
+print("    pub(crate) outer_electrons: u8,")
 print("}")
 print("")
 print("/// Elements 1 (H) to 118 (Og); element `z` is at index `z - 1`.")
@@ -57,5 +60,6 @@ for z in range(1, 119):
         print("        ],")
     else:
         print("        isotope_masses: &[],")
+    print(f"        outer_electrons: {pt.GetNOuterElecs(z)},")
     print("    },")
 print("];")

@@ -1,0 +1,149 @@
+//! `harness replay`: a recorded run replays clean; a changed tool result is reported at exactly
+//! its step, with what changed about the tool; broken and newer traces are read as far as they
+//! can be, the problem named by line.
+
+use serde_json::{Value, json};
+
+use crate::support::{Scratch, fixture, ran};
+
+fn call(tool: &str, arguments: Value) -> Value {
+    json!({ "tool": tool, "arguments": arguments })
+}
+
+/// Records a run of every kind of step: text with no call, a tool error, an unknown tool, a
+/// calculation, a file read, and finish.
+fn record(s: &Scratch) {
+    s.write("data.txt", "first version");
+    let script = s.script(&[
+        json!({ "content": "no call here" }),
+        call("calculate", json!({ "expression": "1/0" })),
+        call("no_such_tool", json!({})),
+        json!({ "id": "a", "tool": "calculate", "arguments": { "expression": "6*7" } }),
+        json!({ "id": "b", "tool": "read_file", "arguments": { "path": "data.txt" } }),
+        call("finish", json!({ "answer": 42 })),
+    ]);
+    let r = ran(s.harness().args(["run", "what is 6*7", "-q", "--trace", "t.jsonl", "--script"]).arg(&script));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(s.trace("t.jsonl").len(), 6, "six steps recorded");
+}
+
+#[test]
+fn a_recorded_run_replays_clean() {
+    let s = Scratch::new();
+    record(&s);
+    let r = ran(s.harness().args(["replay", "t.jsonl"]));
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.stdout, "replay of t.jsonl: 6 steps replayed as recorded, ended finished; no drift\n");
+    let r = ran(s.harness().args(["replay", "t.jsonl", "--json"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let report = r.json();
+    assert_eq!(report["clean"], true);
+    assert_eq!((report["recorded_steps"].as_u64(), report["replayed_steps"].as_u64()), (Some(6), Some(6)));
+    assert_eq!(report["drift"], json!([]));
+}
+
+#[test]
+fn a_changed_result_is_reported_at_exactly_that_step() {
+    let s = Scratch::new();
+    record(&s);
+    // The file the recorded run read has changed: step 5, which read it, drifts.
+    s.write("data.txt", "second version");
+    let r = ran(s.harness().args(["replay", "t.jsonl", "--json"]));
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let report = r.json();
+    let drift = report["drift"].as_array().unwrap();
+    assert_eq!(drift.len(), 1, "{report}");
+    assert_eq!((drift[0]["step"].as_u64(), drift[0]["tool"].as_str()), (Some(5), Some("read_file")));
+    assert_eq!(drift[0]["what"], "result");
+    assert_eq!(drift[0]["recorded"]["content"], "first version");
+    assert_eq!(drift[0]["replayed"]["content"], "second version");
+    assert!(drift[0].get("tool_changed").is_none(), "the tool itself did not change: {report}");
+    assert_eq!(report["tools_changed"], json!([]));
+    let r = ran(s.harness().args(["replay", "t.jsonl"]));
+    assert_eq!(r.code, 1);
+    assert!(r.stdout.contains("DRIFT (1 of 6 recorded steps differ"), "{}", r.stdout);
+    assert!(r.stdout.contains("  step 5 read_file: result: recorded {"), "{}", r.stdout);
+}
+
+#[test]
+fn a_tool_from_another_plugin_is_named_with_its_version_and_definition() {
+    let s = Scratch::new();
+    record(&s);
+    // Today `calculate` comes from another plugin (the clash fixture), which always answers 0.
+    std::fs::create_dir_all(s.path("q")).unwrap();
+    let clash = fixture("clash");
+    std::fs::copy(&clash, s.path("q").join(clash.file_name().unwrap())).unwrap();
+    let r = ran(s.harness().args(["replay", "t.jsonl", "--json", "--disable", "calc", "--plugins-dir", "q"]));
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let report = r.json();
+    let drift = report["drift"].as_array().unwrap();
+    let steps: Vec<u64> = drift.iter().filter_map(|d| d["step"].as_u64()).collect();
+    assert_eq!(steps, [2, 4], "the two calls of calculate, and nothing else: {report}");
+    assert_eq!(drift[0]["what"], "status", "1/0 failed when recorded, answers 0 now");
+    assert_eq!(drift[0]["recorded"]["error"], "tool_error");
+    assert_eq!((drift[1]["what"].as_str(), drift[1]["tool"].as_str()), (Some("result"), Some("calculate")));
+    assert_eq!((drift[1]["recorded"].as_i64(), drift[1]["replayed"].as_i64()), (Some(42), Some(0)));
+    let changed: Vec<&str> = drift[1]["tool_changed"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(changed.iter().any(|c| c.contains("plugin calc 0.1.0") && c.contains("plugin clash 0.1.0")), "{changed:?}");
+    assert!(changed.iter().any(|c| c.contains("definition")), "{changed:?}");
+}
+
+#[test]
+fn broken_lines_and_newer_formats_are_read_as_far_as_they_can_be() {
+    let s = Scratch::new();
+    record(&s);
+    let text = std::fs::read_to_string(s.path("t.jsonl")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+
+    // From a newer harness: a later format, and fields this one does not know on every line.
+    let newer: String = lines
+        .iter()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            v["from_the_future"] = json!({ "x": 1 });
+            if v["kind"] == "start" {
+                v["format"] = json!(99);
+            }
+            format!("{v}\n")
+        })
+        .collect();
+    s.write("newer.jsonl", &newer);
+    let r = ran(s.harness().args(["replay", "newer.jsonl"]));
+    assert_eq!(r.code, 0, "unknown fields are ignored: {}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("newer.jsonl:1: written in trace format 99"), "{}", r.stderr);
+
+    // A line broken in the middle (step 3's): named by number, and what follows from it is drift.
+    let mut broken: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
+    broken[3] = broken[3][..20].to_owned();
+    s.write("broken.jsonl", &(broken.join("\n") + "\n"));
+    let r = ran(s.harness().args(["replay", "broken.jsonl", "--json"]));
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("broken.jsonl:4: not JSON"), "{}", r.stderr);
+    let report = r.json();
+    assert_eq!(report["unread_lines"][0]["line"], 4, "{report}");
+    // Its reply is gone: the replay runs the next recorded reply at step 3, which the trace has
+    // no readable record of, and every later step is one off.
+    let drift = report["drift"].as_array().unwrap();
+    assert_eq!((drift[0]["step"].as_u64(), drift[0]["what"].as_str()), (Some(3), Some("unrecorded")), "{report}");
+    assert_eq!(drift.last().unwrap()["what"], "missing", "{report}");
+
+    // No first line (an older harness's trace): cannot be replayed, and says why.
+    s.write("old.jsonl", &(lines[1..].join("\n") + "\n"));
+    let r = ran(s.harness().args(["replay", "old.jsonl"]));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("old.jsonl: the trace has no first line"), "{}", r.stderr);
+}
+
+#[test]
+fn a_run_that_ran_out_of_time_replays_to_the_same_ending() {
+    let s = Scratch::new();
+    let script = s.script(&[call("fault_sleep", json!({ "ms": 3000 })), call("fault_echo", json!({ "value": 1 }))]);
+    let r = ran(s
+        .harness()
+        .args(["run", "x", "-q", "--enable", "fault", "--max-seconds", "0.3", "--trace", "t.jsonl", "--script"])
+        .arg(&script));
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    let r = ran(s.harness().args(["replay", "t.jsonl", "--enable", "fault", "--json"]));
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.json()["replayed_end"], "time_budget_exhausted");
+}
