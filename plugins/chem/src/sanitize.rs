@@ -36,11 +36,12 @@ use crate::elements::ELEMENTS;
 use crate::reader::Chirality;
 use crate::smiles::{Atom, SmilesError};
 
+mod aromaticity;
 mod kekulization;
 mod rings;
 mod stereo;
 
-use kekulization::{kekule_hydrogens, kekulize};
+use kekulization::{final_hydrogens, kekulize};
 use rings::ring_bonds;
 
 /// An atom as written in the SMILES.
@@ -185,11 +186,10 @@ impl Mol {
         self.adjacency[i].len()
     }
 
-    /// Whether RDKit's valence and Kekulé rules treat atom `i` as aromatic: whether it bears
-    /// an aromatic bond. A lower-case atom on a ring with only explicit bonds is treated like
-    /// its upper-case form, as RDKit does (`C1CC=sCC1` has an SH).
+    /// RDKit's `isAromaticAtom` before kekulization: written lower-case, or bearing an
+    /// aromatic bond.
     fn is_aromatic_atom(&self, i: usize) -> bool {
-        self.adjacency[i].iter().any(|&(_, b)| self.bonds[b].order == Order::Aromatic)
+        self.atoms[i].aromatic || self.adjacency[i].iter().any(|&(_, b)| self.bonds[b].order == Order::Aromatic)
     }
 
     /// RDKit's `calculateExplicitValence`, without its checks.
@@ -200,9 +200,13 @@ impl Mol {
 
     /// [`Mol::explicit_valence`] with the bond orders `orders` (indexed like `bonds`).
     fn explicit_valence_with(&self, i: usize, aromatic: bool, orders: &[Order]) -> u32 {
+        self.explicit_valence_hydrogens(i, aromatic, orders, self.atoms[i].explicit_h)
+    }
+
+    /// [`Mol::explicit_valence_with`] as if atom `i` had `hydrogens` written hydrogens.
+    fn explicit_valence_hydrogens(&self, i: usize, aromatic: bool, orders: &[Order], hydrogens: u32) -> u32 {
         let atom = &self.atoms[i];
-        let mut halves: u32 =
-            self.adjacency[i].iter().map(|&(_, b)| orders[b].halves(i)).sum::<u32>() + 2 * atom.explicit_h;
+        let mut halves: u32 = self.adjacency[i].iter().map(|&(_, b)| orders[b].halves(i)).sum::<u32>() + 2 * hydrogens;
         let list = valences(effective_z(atom.z, atom.charge));
         let default = i64::from(list.first().copied().unwrap_or(-1));
         // An aromatic atom whose bond orders overshoot its default valence is taken down to
@@ -432,7 +436,8 @@ pub(crate) fn sanitize(
     }
 
     let orders = kekulize(&mol, &valence, &implicit)?;
-    let mut implicit = kekule_hydrogens(&mol, &orders, &implicit)?;
+    let aromaticity = aromaticity::perceive(&mol, &orders, &valence, &implicit);
+    let mut implicit = final_hydrogens(&mol, &orders, &aromaticity, &implicit)?;
     stereo::drop_stereo_hydrogens(&mut mol, &orders, &mut implicit);
 
     Ok(mol

@@ -92,7 +92,8 @@ impl Judge<'_> {
     /// Neighbours plus hydrogens, leaving out bonds that count nothing (`~`, a donor's dative).
     fn degree(&self, i: usize) -> i64 {
         let atom = &self.mol.atoms[i];
-        let mut degree = i64::try_from(self.mol.degree(i)).unwrap_or(0) + i64::from(atom.explicit_h + self.hydrogens[i]);
+        let mut degree =
+            i64::try_from(self.mol.degree(i)).unwrap_or(0) + i64::from(atom.explicit_h + self.hydrogens[i]);
         degree -= i64::try_from(self.mol.adjacency[i].iter().filter(|&&(_, b)| self.contribution(i, b) == 0).count())
             .unwrap_or(0);
         degree
@@ -118,20 +119,30 @@ impl Judge<'_> {
         electrons
     }
 
-    /// Radical electrons RDKit assigns to a bracket atom short of its valence (`[C]`, `[CH]`).
+    /// RDKit's `assignRadicals`, run on the Kekulé structure for bracket atoms: the electrons
+    /// left unpaired by the bonds and written hydrogens (`[C]`, `[CH]`, `[nH++]`).
     fn radicals(&self, i: usize) -> i64 {
         let atom = &self.mol.atoms[i];
-        if !atom.bracket || atom.z == 0 {
+        if !atom.bracket || atom.z == 0 || valences(atom.z) == [-1] {
             return 0;
         }
-        let effective = i16::from(atom.z) - i16::from(atom.charge);
-        let Some(default) = u8::try_from(effective).ok().and_then(|e| valences(e).first().copied()) else {
-            return 0;
-        };
-        if default < 0 {
-            return 0;
+        let halves: u32 = self.mol.adjacency[i].iter().map(|&(_, b)| self.contribution(i, b)).sum();
+        let total = i64::from((halves + 2 * atom.explicit_h).div_ceil(2));
+        let charge = i64::from(atom.charge);
+        let outer = i64::from(outer_electrons(atom.z));
+        let base = if atom.z <= 2 { 2 } else { 8 };
+        let mut radicals = base - outer - total + charge;
+        if radicals < 0 {
+            radicals = 0;
+            let list = valences(atom.z);
+            if list.len() > 1
+                && let Some(&v) = list.iter().find(|&&v| i64::from(v) - total + charge >= 0)
+            {
+                radicals = i64::from(v) - total + charge;
+            }
         }
-        (i64::from(default) - i64::from(self.valence[i])).max(0)
+        let early = outer - total - charge;
+        if early >= 0 { radicals.min(early) } else { radicals }
     }
 
     /// A multiple bond off any ring, and the atom at its other end.
@@ -466,7 +477,8 @@ fn connected(rings: &[&Ring], chosen: &[usize]) -> bool {
     if chosen.len() == 1 {
         return true;
     }
-    let shares = |a: usize, b: usize| rings[a].bonds.iter().filter(|x| rings[b].bonds.binary_search(x).is_ok()).count() == 1;
+    let shares =
+        |a: usize, b: usize| rings[a].bonds.iter().filter(|x| rings[b].bonds.binary_search(x).is_ok()).count() == 1;
     let mut reached = vec![chosen[0]];
     let mut k = 0;
     while k < reached.len() {
