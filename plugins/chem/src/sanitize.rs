@@ -178,7 +178,7 @@ impl Mol {
     fn mark_rings(&mut self) {
         let ring = ring_bonds(&self.ring_adjacency(), self.bonds.len());
         for (bond, in_ring) in self.bonds.iter_mut().zip(ring) {
-            bond.in_ring = in_ring;
+            bond.in_ring = in_ring && !matches!(bond.order, Order::Dative { .. });
         }
     }
 

@@ -119,30 +119,8 @@ impl Judge<'_> {
         electrons
     }
 
-    /// RDKit's `assignRadicals`, run on the Kekulé structure for bracket atoms: the electrons
-    /// left unpaired by the bonds and written hydrogens (`[C]`, `[CH]`, `[nH++]`).
     fn radicals(&self, i: usize) -> i64 {
-        let atom = &self.mol.atoms[i];
-        if !atom.bracket || atom.z == 0 || valences(atom.z) == [-1] {
-            return 0;
-        }
-        let halves: u32 = self.mol.adjacency[i].iter().map(|&(_, b)| self.contribution(i, b)).sum();
-        let total = i64::from((halves + 2 * atom.explicit_h).div_ceil(2));
-        let charge = i64::from(atom.charge);
-        let outer = i64::from(outer_electrons(atom.z));
-        let base = if atom.z <= 2 { 2 } else { 8 };
-        let mut radicals = base - outer - total + charge;
-        if radicals < 0 {
-            radicals = 0;
-            let list = valences(atom.z);
-            if list.len() > 1
-                && let Some(&v) = list.iter().find(|&&v| i64::from(v) - total + charge >= 0)
-            {
-                radicals = i64::from(v) - total + charge;
-            }
-        }
-        let early = outer - total - charge;
-        if early >= 0 { radicals.min(early) } else { radicals }
+        radicals(self.mol, i, self.orders)
     }
 
     /// A multiple bond off any ring, and the atom at its other end.
@@ -236,6 +214,32 @@ impl Judge<'_> {
         }
         true
     }
+}
+
+/// RDKit's `assignRadicals` for bracket atom `i` with bond orders `orders`: the electrons left
+/// unpaired by its bonds and written hydrogens (`[C]`, `[CH]`, `[nH++]`, the I of `[IH]C`).
+pub(super) fn radicals(mol: &Mol, i: usize, orders: &[Order]) -> i64 {
+    let atom = &mol.atoms[i];
+    if !atom.bracket || atom.z == 0 || valences(atom.z) == [-1] {
+        return 0;
+    }
+    let halves: u32 = mol.adjacency[i].iter().map(|&(_, b)| orders[b].halves(i)).sum();
+    let total = i64::from((halves + 2 * atom.explicit_h).div_ceil(2));
+    let charge = i64::from(atom.charge);
+    let outer = i64::from(outer_electrons(atom.z));
+    let base = if atom.z <= 2 { 2 } else { 8 };
+    let mut radicals = base - outer - total + charge;
+    if radicals < 0 {
+        radicals = 0;
+        let list = valences(atom.z);
+        if list.len() > 1
+            && let Some(&v) = list.iter().find(|&&v| i64::from(v) - total + charge >= 0)
+        {
+            radicals = i64::from(v) - total + charge;
+        }
+    }
+    let early = outer - total - charge;
+    if early >= 0 { radicals.min(early) } else { radicals }
 }
 
 /// RDKit's `moreElectroNegative`: more valence electrons, or as many and a lower number.
