@@ -1,6 +1,7 @@
 //! What RDKit's `MolFromSmiles` does to a parsed graph, reproduced so that hydrogens, atom
 //! counts and validity match it (the steps and rules follow RDKit's `SmilesToMol`, `RemoveHs`,
-//! `cleanUp`, `cleanUpOrganometallics`, valence code and `Kekulize`):
+//! `cleanUp`, `cleanUpOrganometallics`, valence code, `Kekulize`, `setAromaticity`, `adjustHs`
+//! and `assignStereochemistry`):
 //!
 //! 1. a bond written without a symbol (or with `/`, `\`) between two aromatic atoms is
 //!    aromatic, on a ring or not (biphenyl's link becomes single only in step 6); between an
@@ -18,19 +19,17 @@
 //! 5. valences are checked and implicit hydrogens assigned with RDKit's model: an aromatic
 //!    bond counts 1.5, a charged atom is judged by the element with as many electrons (`[N+]`
 //!    like C, `[O-]` like F; negative P, S, As, Se keep their own hypervalent valences); a
-//!    lower-case atom without aromatic bonds is treated like its upper-case form;
+//!    lower-case atom counts as aromatic even without aromatic bonds;
 //! 6. `Kekulize`, ring system by ring system: lower-case atoms must lie on a ring; the
 //!    aromatic bonds of aromatic atoms become single, and the atoms with a free valence each
 //!    get one double bond along the system's aromatic bonds (a perfect matching, where RDKit
 //!    backtracks; a `*` may or may not take one);
-//! 7. the valence check again on the Kekulé structure (`Cn=1ccnc1` fails it: N valence 4),
-//!    and new hydrogen counts for upper-case atoms whose aromatic bonds changed
-//!    (`c1ccccc1:C` is toluene);
+//! 7. `setAromaticity` on the Kekulé structure (smallest rings, electron donors, Hückel on
+//!    fused combinations), `adjustHs`, and the valence check and hydrogen count again on the
+//!    result: `Cn=1ccnc1` fails it (N valence 4 in a ring no longer aromatic), `c1ccccc1:C` is
+//!    toluene, `C1CC=sCC1` has an SH, `C1=Cs2C=CC=CC2=CC=C1` an S without one;
 //! 8. `assignStereochemistry`'s clean-up: a tetrahedral mark that marks no stereocentre is
 //!    dropped with the one hydrogen written for it (`C[Cu@@H](C)C` is C3H9Cu).
-//!
-//! RDKit then perceives aromaticity again (`setAromaticity`, `adjustHs`); the plugin does not,
-//! which changes RDKit's answer on a few unusual rings (the plugin's README lists them).
 
 use crate::elements::ELEMENTS;
 use crate::reader::Chirality;

@@ -252,38 +252,44 @@ fn more_electronegative(a: u8, b: u8) -> bool {
 /// (Horton's candidates), kept while independent (Gaussian elimination over GF(2)).
 fn smallest_rings(mol: &Mol, adjacency: &[Vec<(usize, usize)>]) -> Vec<Ring> {
     let mut rings = Vec::new();
+    let mut in_system = vec![false; mol.atoms.len()];
+    let mut index = vec![usize::MAX; mol.bonds.len()];
     for system in ring_systems(adjacency, mol.atoms.len()) {
-        let in_system: std::collections::HashSet<usize> = system.iter().copied().collect();
-        let mut edges: Vec<usize> = system
-            .iter()
-            .flat_map(|&a| adjacency[a].iter().filter(|&&(b, _)| in_system.contains(&b)).map(|&(_, e)| e))
-            .collect();
+        for &a in &system {
+            in_system[a] = true;
+        }
+        let mut edges: Vec<usize> =
+            system.iter().flat_map(|&a| adjacency[a].iter().filter(|&&(b, _)| in_system[b]).map(|&(_, e)| e)).collect();
         edges.sort_unstable();
         edges.dedup();
-        let rank = edges.len() + 1 - system.len();
-        let mut candidates: Vec<Ring> = Vec::new();
-        for &e in &edges {
-            let bond = &mol.bonds[e];
-            if let Some(path) = shortest_path(adjacency, &in_system, bond.a, bond.b, Some(e)) {
-                candidates.push(ring_from_path(mol, adjacency, &path));
-            }
+        for (k, &e) in edges.iter().enumerate() {
+            index[e] = k;
         }
+        let rank = edges.len() + 1 - system.len();
+        let mut candidates: Vec<Ring> = edges
+            .iter()
+            .filter_map(|&e| {
+                let bond = &mol.bonds[e];
+                shortest_path(adjacency, &in_system, bond.a, bond.b, e).map(|path| ring_from_path(adjacency, &path))
+            })
+            .collect();
         candidates.sort_by_key(|r| r.bonds.len());
         let mut basis: Vec<Vec<u64>> = Vec::new();
-        let index: std::collections::HashMap<usize, usize> = edges.iter().enumerate().map(|(k, &e)| (e, k)).collect();
         for ring in candidates {
             if basis.len() == rank {
                 break;
             }
             let mut vector = vec![0u64; edges.len().div_ceil(64)];
-            for b in &ring.bonds {
-                if let Some(&k) = index.get(b) {
-                    vector[k / 64] |= 1 << (k % 64);
-                }
+            for &b in &ring.bonds {
+                let k = index[b];
+                vector[k / 64] |= 1 << (k % 64);
             }
             if independent(&mut basis, vector) {
                 rings.push(ring);
             }
+        }
+        for &a in &system {
+            in_system[a] = false;
         }
     }
     rings
@@ -324,27 +330,27 @@ fn lead(vector: &[u64]) -> Option<usize> {
 /// Shortest path from `from` to `to` inside `system`, not using bond `skip`.
 fn shortest_path(
     adjacency: &[Vec<(usize, usize)>],
-    system: &std::collections::HashSet<usize>,
+    system: &[bool],
     from: usize,
     to: usize,
-    skip: Option<usize>,
+    skip: usize,
 ) -> Option<Vec<usize>> {
-    let mut previous: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
+    let mut previous = vec![usize::MAX; adjacency.len()];
     let mut queue = std::collections::VecDeque::from([from]);
-    previous.insert(from, from);
+    previous[from] = from;
     while let Some(v) = queue.pop_front() {
         if v == to {
             let mut path = vec![to];
             let mut at = to;
             while at != from {
-                at = previous[&at];
+                at = previous[at];
                 path.push(at);
             }
             return Some(path);
         }
         for &(w, b) in &adjacency[v] {
-            if Some(b) != skip && system.contains(&w) && !previous.contains_key(&w) {
-                previous.insert(w, v);
+            if b != skip && system[w] && previous[w] == usize::MAX {
+                previous[w] = v;
                 queue.push_back(w);
             }
         }
@@ -353,7 +359,7 @@ fn shortest_path(
 }
 
 /// The ring closed by a path whose ends are bonded.
-fn ring_from_path(mol: &Mol, adjacency: &[Vec<(usize, usize)>], path: &[usize]) -> Ring {
+fn ring_from_path(adjacency: &[Vec<(usize, usize)>], path: &[usize]) -> Ring {
     let mut bonds = Vec::with_capacity(path.len());
     for k in 0..path.len() {
         let (a, b) = (path[k], path[(k + 1) % path.len()]);
@@ -361,7 +367,6 @@ fn ring_from_path(mol: &Mol, adjacency: &[Vec<(usize, usize)>], path: &[usize]) 
             bonds.push(e);
         }
     }
-    let _ = mol;
     let mut atoms = path.to_vec();
     atoms.sort_unstable();
     bonds.sort_unstable();
@@ -388,11 +393,10 @@ fn fused_systems(rings: &[&Ring]) -> Vec<Vec<usize>> {
         let mut k = 0;
         while k < system.len() {
             let r = system[k];
-            for other in 0..n {
-                if !done[other] && neighbours(r, other) {
-                    done[other] = true;
-                    system.push(other);
-                }
+            let joined: Vec<usize> = (0..n).filter(|&other| !done[other] && neighbours(r, other)).collect();
+            for other in joined {
+                done[other] = true;
+                system.push(other);
             }
             k += 1;
         }
@@ -416,9 +420,10 @@ fn huckel_on_fused(
     let mut all_bonds: Vec<usize> = system.iter().flat_map(|&r| rings[r].bonds.iter().copied()).collect();
     all_bonds.sort_unstable();
     all_bonds.dedup();
-    let mut done_bonds: std::collections::HashSet<usize> = std::collections::HashSet::new();
+    let mut done_bonds = vec![false; mol.bonds.len()];
+    let mut done = 0;
     for k in 1..=max {
-        if done_bonds.len() >= all_bonds.len() || (k > 2 && size > 300) {
+        if done >= all_bonds.len() || (k > 2 && size > 300) {
             break;
         }
         for combination in combinations(size, k) {
@@ -436,13 +441,16 @@ fn huckel_on_fused(
             if !huckel(&atoms, donor) {
                 continue;
             }
-            let mut bond_count: std::collections::HashMap<usize, u8> = std::collections::HashMap::new();
+            let mut bond_count: Vec<(usize, u8)> = Vec::new();
             for &r in &chosen {
                 for &b in &rings[r].bonds {
-                    *bond_count.entry(b).or_default() += 1;
+                    match bond_count.iter_mut().find(|(x, _)| *x == b) {
+                        Some((_, c)) => *c += 1,
+                        None => bond_count.push((b, 1)),
+                    }
                 }
             }
-            for (&b, &c) in &bond_count {
+            for &(b, c) in &bond_count {
                 if c != 1 {
                     continue;
                 }
@@ -451,7 +459,9 @@ fn huckel_on_fused(
                     found.atoms[mol.bonds[b].a] = true;
                     found.atoms[mol.bonds[b].b] = true;
                 }
-                done_bonds.insert(b);
+                if !std::mem::replace(&mut done_bonds[b], true) {
+                    done += 1;
+                }
             }
         }
     }
@@ -511,6 +521,7 @@ fn combinations(n: usize, k: usize) -> Vec<Vec<usize>> {
         for j in i + 1..k {
             c[j] = c[j - 1] + 1;
         }
+        // A bound, as RDKit bounds its own search on large ring systems.
         if all.len() > 20_000 {
             return all;
         }
