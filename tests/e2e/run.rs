@@ -43,6 +43,27 @@ fn scripted_calculate_then_finish_prints_json_and_traces_every_step() {
 }
 
 #[test]
+fn calculate_answers_what_a_user_expects_through_the_real_plugin() {
+    let s = Scratch::new();
+    let expressions = ["17/100*2340", "10/4", "2**10", "sqrt(2)", "9999999999*9999999999", "sqrt(-1)"];
+    let mut lines: Vec<Value> = expressions.iter().map(|e| call("calculate", json!({ "expression": e }))).collect();
+    lines.push(call("finish", json!({"answer": 397.8})));
+    let script = s.script(&lines);
+    let r = ran(s.harness().args(["run", "x", "--json", "--trace", "t.jsonl", "--script"]).arg(&script));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let t = s.trace("t.jsonl");
+    let results: Vec<Value> = t[..5].iter().map(|l| l["result"].clone()).collect();
+    // Past 64 bits an exact integer is a string of digits, which no JSON reader rounds.
+    assert_eq!(
+        results,
+        [json!(397.8), json!(2.5), json!(1024), json!(std::f64::consts::SQRT_2), json!("99999999980000000001")]
+    );
+    assert_eq!((&t[5]["status"], &t[5]["error"]["code"]), (&json!("error"), &json!("tool_error")));
+    let message = t[5]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("sqrt(x) needs x ≥ 0") && message.contains("column 1"), "{message}");
+}
+
+#[test]
 fn plain_output_prints_a_string_answer_as_text_and_others_as_json() {
     let s = Scratch::new();
     let script = s.script(&[call("finish", json!({"answer": "forty-two"}))]);
@@ -254,11 +275,13 @@ fn test_only_plugins_stay_away_unless_enabled_by_name() {
 fn files_plugin_reads_under_its_configured_root_and_refuses_escapes() {
     let s = Scratch::new();
     s.write("root/notes/a.txt", "hello from a");
+    s.write("root/.env", "API_KEY=secret");
     s.write("harness.toml", "[plugins.files]\nroot = \"root\"\n");
     let script = s.script(&[
         call("read_file", json!({"path": "notes/a.txt"})),
         call("read_file", json!({"path": "../harness.toml"})),
         call("list_dir", json!({"path": "notes"})),
+        call("read_file", json!({"path": ".env"})),
         call("finish", json!({"answer": "done"})),
     ]);
     // The root in harness.toml is relative to the working directory of the plugin's init.
@@ -271,6 +294,20 @@ fn files_plugin_reads_under_its_configured_root_and_refuses_escapes() {
     assert_eq!(t[1]["error"]["code"], "tool_error");
     assert!(t[1]["error"]["message"].as_str().unwrap().contains(".."));
     assert_eq!(t[2]["result"]["entries"][0]["name"], "a.txt");
+    let refused = t[3]["error"]["message"].as_str().unwrap();
+    assert!(refused.contains("\".env\" is refused") && !refused.contains("secret"), "{refused}");
+    assert!(!std::fs::read_to_string(s.path("t.jsonl")).unwrap().contains("API_KEY"));
+}
+
+#[test]
+fn without_a_root_the_files_tools_are_not_offered() {
+    let s = Scratch::new();
+    s.write("notes.txt", "hello");
+    let script = s.script(&[call("read_file", json!({"path": "notes.txt"})), call("finish", json!({"answer": 1}))]);
+    let r = ran(s.harness().args(["run", "x", "--trace", "t.jsonl", "--script"]).arg(&script));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("no root directory configured"), "{}", r.stderr);
+    assert_eq!(s.trace("t.jsonl")[0]["error"]["code"], "unknown_tool");
 }
 
 #[test]

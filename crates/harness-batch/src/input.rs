@@ -3,54 +3,17 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::str::FromStr;
 
 use harness_providers::ScriptedProvider;
 use serde_json::Value;
 
-use crate::Result;
-use crate::error::CliError;
-
-/// `--shard I/N`: this worker takes the lines whose 0-based index is I modulo N.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Shard {
-    /// This worker's index, from 0.
-    pub(crate) index: usize,
-    /// How many workers share the file.
-    pub(crate) count: usize,
-}
-
-impl Shard {
-    /// The whole file.
-    pub(crate) const ALL: Shard = Shard { index: 0, count: 1 };
-
-    /// Whether the line numbered `line` (from 1) is this shard's.
-    pub(crate) fn takes(self, line: usize) -> bool {
-        (line - 1) % self.count == self.index
-    }
-}
-
-impl FromStr for Shard {
-    type Err = String;
-
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        let usage = || format!("{s:?} is not I/N: give a worker index I from 0 and a worker count N, as 0/4");
-        let (i, n) = s.split_once('/').ok_or_else(usage)?;
-        let index: usize = i.trim().parse().map_err(|_| usage())?;
-        let count: usize = n.trim().parse().map_err(|_| usage())?;
-        if count == 0 {
-            return Err(format!("{s:?}: the worker count N must be at least 1"));
-        }
-        if index >= count {
-            return Err(format!("{s:?}: the worker index I runs from 0 to {} (N - 1)", count - 1));
-        }
-        Ok(Shard { index, count })
-    }
-}
+use crate::error::{BatchError, Result};
+use crate::names::fnv1a;
+use crate::shard::Shard;
 
 /// What to make of each line's `script` array.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Scripts {
+pub enum Scripts {
     /// The provider is not `scripted`: scripts are ignored.
     Ignored,
     /// `scripted` with a `--script` for every request: a line's own script replaces it.
@@ -61,45 +24,63 @@ pub(crate) enum Scripts {
 
 /// One request to run.
 #[derive(Debug)]
-pub(crate) struct Request {
+pub struct Request {
     /// The id as the line gave it (a string or an integer), echoed in the result.
-    pub(crate) id: Value,
+    pub id: Value,
     /// The id as text: what resuming and duplicate checks compare.
-    pub(crate) key: String,
+    pub key: String,
     /// The request for the agent.
-    pub(crate) request: String,
+    pub request: String,
     /// This request's step budget, when it sets one.
-    pub(crate) max_steps: Option<u32>,
+    pub max_steps: Option<u32>,
     /// This request's script as JSON Lines text, for the scripted provider.
-    pub(crate) script: Option<String>,
+    pub script: Option<String>,
     /// Where it is in the file, from 1 (names a per-request script in messages).
-    pub(crate) line: usize,
+    pub line: usize,
 }
 
 /// A line that is not a request, with why.
 #[derive(Debug)]
-pub(crate) struct BadLine {
+pub struct BadLine {
     /// Line number, from 1.
-    pub(crate) line: usize,
+    pub line: usize,
     /// What is wrong with it.
-    pub(crate) problem: String,
+    pub problem: String,
 }
 
 /// The file, as this shard sees it.
-#[derive(Debug, Default)]
-pub(crate) struct Input {
+#[derive(Debug)]
+pub struct Input {
     /// This shard's requests, in file order.
-    pub(crate) requests: Vec<Request>,
+    pub requests: Vec<Request>,
     /// This shard's bad lines, in file order.
-    pub(crate) bad: Vec<BadLine>,
+    pub bad: Vec<BadLine>,
     /// Non-blank lines in the whole file, every shard's.
-    pub(crate) lines: usize,
+    pub lines: usize,
     /// This shard's requests whose `script` is ignored because the provider is not scripted.
-    pub(crate) ignored_scripts: usize,
+    pub ignored_scripts: usize,
+    /// The whole file's fingerprint (a 64-bit FNV-1a hash, in hex): every shard of one file,
+    /// and every rerun of it, writes the same one, which is how a merge knows one batch.
+    pub fingerprint: String,
+    /// The shard read.
+    pub shard: Shard,
+}
+
+impl Default for Input {
+    fn default() -> Self {
+        Self {
+            requests: Vec::new(),
+            bad: Vec::new(),
+            lines: 0,
+            ignored_scripts: 0,
+            fingerprint: String::new(),
+            shard: Shard::ALL,
+        }
+    }
 }
 
 /// An id's text, when it is a usable id: a non-empty string or an integer.
-pub(crate) fn id_key(id: &Value) -> Option<String> {
+pub fn id_key(id: &Value) -> Option<String> {
     match id {
         Value::String(s) if !s.is_empty() => Some(s.clone()),
         Value::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
@@ -109,10 +90,9 @@ pub(crate) fn id_key(id: &Value) -> Option<String> {
 
 /// Reads the requests file and keeps this shard's lines. Duplicates are found over the whole
 /// file (the first line with an id claims it), so that shards agree on which line runs.
-pub(crate) fn read(path: &Path, shard: Shard, scripts: Scripts) -> Result<Input> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| CliError::Usage(format!("cannot read the requests file {}: {e}", path.display())))?;
-    let mut input = Input::default();
+pub fn read(path: &Path, shard: Shard, scripts: Scripts) -> Result<Input> {
+    let bytes = std::fs::read(path).map_err(|source| BatchError::ReadRequests { path: path.to_owned(), source })?;
+    let mut input = Input { fingerprint: format!("{:016x}", fnv1a(&bytes)), shard, ..Input::default() };
     let mut claimed: HashMap<String, usize> = HashMap::new();
     let name = path.display().to_string();
     for (i, raw) in bytes.split(|&b| b == b'\n').enumerate() {
@@ -231,16 +211,6 @@ mod tests {
         let path = dir.path().join("r.jsonl");
         std::fs::write(&path, text).unwrap();
         read(&path, shard, scripts).unwrap()
-    }
-
-    #[test]
-    fn shards_parse_and_split_by_line_number() {
-        assert_eq!("1/3".parse::<Shard>(), Ok(Shard { index: 1, count: 3 }));
-        for bad in ["3/3", "1/0", "x", "1", "-1/2", "1/2/3"] {
-            assert!(bad.parse::<Shard>().is_err(), "{bad}");
-        }
-        let s = Shard { index: 1, count: 3 };
-        assert_eq!((1..=7).filter(|&l| s.takes(l)).collect::<Vec<_>>(), vec![2, 5]);
     }
 
     #[test]
