@@ -365,9 +365,24 @@ impl Discovery {
                         .collect(),
                     source: ToolSource::Plugin { name: manifest.name.clone(), version: manifest.version.clone() },
                 };
+                // A tool whose output schema cannot be held against its results is not offered.
+                if let Some(output) = &tool.output
+                    && let Err(e) = harness_core::compile_schema(output)
+                {
+                    problems.push(format!(
+                        "plugin {}: the output schema of tool {:?} does not compile ({e}); the tool is not offered",
+                        manifest.name, tool.name
+                    ));
+                    continue;
+                }
                 if let Err(e) = registry.register(definition, handler.clone()) {
                     problems.push(format!("plugin {}: {e}", manifest.name));
                     continue;
+                }
+                if let Some(output) = &tool.output
+                    && let Err(e) = registry.set_output_schema(&tool.name, output)
+                {
+                    problems.push(format!("plugin {}: {e}", manifest.name));
                 }
                 if let Some(limit) = timeouts.of(&tool.name) {
                     registry.set_timeout(&tool.name, limit);
