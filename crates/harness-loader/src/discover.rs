@@ -365,20 +365,11 @@ impl Discovery {
                         .collect(),
                     source: ToolSource::Plugin { name: manifest.name.clone(), version: manifest.version.clone() },
                 };
-                // A tool whose output schema cannot be held against its results is not offered.
-                if let Some(output) = &tool.output
-                    && let Err(e) = harness_core::compile_schema(output)
-                {
-                    problems.push(format!(
-                        "plugin {}: the output schema of tool {:?} does not compile ({e}); the tool is not offered",
-                        manifest.name, tool.name
-                    ));
-                    continue;
-                }
                 if let Err(e) = registry.register(definition, handler.clone()) {
                     problems.push(format!("plugin {}: {e}", manifest.name));
                     continue;
                 }
+                // Compiled at load already (an output schema that does not compile refuses the plugin).
                 if let Some(output) = &tool.output
                     && let Err(e) = registry.set_output_schema(&tool.name, output)
                 {
