@@ -110,9 +110,7 @@ impl<'a> Subject<'a> {
                 Err(harness_core::RegistryError::Duplicate { .. }) => {
                     Some("an earlier tool has the same name (see manifest)".to_owned())
                 }
-                Err(_) => {
-                    Some("its parameters schema does not compile (see schemas)".to_owned())
-                }
+                Err(_) => Some("its parameters schema does not compile (see schemas)".to_owned()),
             };
             // The output schema is held against results as the loop holds it (`invalid_result`).
             if why.is_none()
@@ -122,16 +120,7 @@ impl<'a> Subject<'a> {
             }
             unvalidated.push(why);
         }
-        Self {
-            manifest,
-            options,
-            params,
-            unvalidated,
-            caller,
-            timeouts,
-            cases: HashMap::new(),
-            called: HashMap::new(),
-        }
+        Self { manifest, options, params, unvalidated, caller, timeouts, cases: HashMap::new(), called: HashMap::new() }
     }
 
     /// Why tool `index` cannot be validated, if it cannot.
