@@ -16,6 +16,7 @@ mod providers;
 mod replay;
 mod reply;
 mod run;
+mod slurm;
 mod support;
 mod trace;
 mod trust;

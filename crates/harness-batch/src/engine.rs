@@ -21,6 +21,7 @@ use crate::input::Request;
 use crate::names::trace_file_name;
 use crate::pace::{Pace, Paced};
 use crate::results::{Earlier, ResultLine, ResultsFile};
+use crate::shard::Shard;
 use crate::tally::Tally;
 
 /// A `--script` file every run without a script of its own replays: its name and its text.
@@ -75,6 +76,8 @@ pub struct Batch {
     options: RunOptions,
     traces: Option<PathBuf>,
     pace: Option<Pace>,
+    fingerprint: String,
+    shard: Option<String>,
 }
 
 /// A run that ended.
@@ -98,7 +101,15 @@ pub fn create_traces_dir(dir: &Path) -> Result<()> {
 impl Batch {
     /// A batch whose runs are answered by `router`, with `registry`'s tools and `options`' limits.
     pub fn new(router: Router, registry: ToolRegistry, options: RunOptions) -> Self {
-        Self { router, registry, options, traces: None, pace: None }
+        Self { router, registry, options, traces: None, pace: None, fingerprint: String::new(), shard: None }
+    }
+
+    /// Marks each result line with the requests file it came from (its [`Input::fingerprint`](crate::Input::fingerprint))
+    /// and the shard this batch runs.
+    pub fn with_source(mut self, fingerprint: String, shard: Shard) -> Self {
+        self.fingerprint = fingerprint;
+        self.shard = (shard.count > 1).then(|| shard.to_string());
+        self
     }
 
     /// Writes each run's trace to `dir`/ID.jsonl (see [`trace_file_name`]); the directory must exist.
@@ -142,12 +153,34 @@ impl Batch {
             tokio::select! {
                 done = rx.recv() => {
                     let Some(done) = done else { return Ok(tally) };
-                    record(&done, out, &mut tally)?;
+                    self.record(&done, out, &mut tally)?;
                     observer.ran(&tally);
                 }
                 _ = ticks.tick() => observer.tick(&tally),
             }
         }
+    }
+
+    /// Appends a run's result line and counts it.
+    fn record(&self, done: &Done, out: &mut ResultsFile, tally: &mut Tally) -> Result<()> {
+        let duration_ms = (done.duration.as_secs_f64() * 1e6).round() / 1e3;
+        let o = &done.outcome;
+        out.append(&ResultLine {
+            id: &done.request.id,
+            status: o.status,
+            answer: o.answer.as_ref(),
+            steps: o.steps,
+            usage: o.usage,
+            error: o.error.as_ref(),
+            duration_ms,
+            retries: o.retries,
+            trace: done.trace.as_deref(),
+            batch: &self.fingerprint,
+            line: done.request.line,
+            shard: self.shard.as_deref(),
+        })?;
+        tally.add(o.status, duration_ms, o.usage, o.retries);
+        Ok(())
     }
 
     /// One request through the loop.
@@ -207,25 +240,6 @@ impl Batch {
         let outcome = harness_core::run(provider, &self.registry, &request.request, &options, sink.as_mut()).await;
         Done { request, outcome, duration: started.elapsed(), trace: trace_path }
     }
-}
-
-/// Appends a run's result line and counts it.
-fn record(done: &Done, out: &mut ResultsFile, tally: &mut Tally) -> Result<()> {
-    let duration_ms = (done.duration.as_secs_f64() * 1e6).round() / 1e3;
-    let o = &done.outcome;
-    out.append(&ResultLine {
-        id: &done.request.id,
-        status: o.status,
-        answer: o.answer.as_ref(),
-        steps: o.steps,
-        usage: o.usage,
-        error: o.error.as_ref(),
-        duration_ms,
-        retries: o.retries,
-        trace: done.trace.as_deref(),
-    })?;
-    tally.add(o.status, duration_ms, o.usage, o.retries);
-    Ok(())
 }
 
 fn failed(error: HarnessError) -> RunOutcome {

@@ -1,7 +1,8 @@
 //! The router-first agent loop.
 //!
 //! A model never runs anything: at each step the [`ModelProvider`] is asked, with a forced tool
-//! choice, to propose one call; the reply is parsed defensively ([`parse_reply`]), validated
+//! choice, to propose one call; the reply is read defensively ([`read_reply`] for text in any
+//! model family's own call format, reasoning split off first; [`parse_reply`]), validated
 //! against the tool's schema compiled once at registration ([`ToolRegistry`]), dispatched to
 //! its [`ToolHandler`] off the async workers, and written to the trace ([`TraceSink`]). Every
 //! failure is a deterministic [`HarnessError`] fed back to the model as the step's result.

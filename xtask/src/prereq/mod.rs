@@ -5,6 +5,7 @@
 mod chromium;
 mod llama;
 mod mcp;
+mod slurm;
 
 use crate::Context;
 
@@ -32,6 +33,11 @@ const ALL: &[Prereq] = &[
         name: "mcp",
         about: "a Python venv with the official MCP SDK, for the MCP interop tests",
         ensure: mcp::ensure,
+    },
+    Prereq {
+        name: "slurm",
+        about: "Slurm (slurm-wlm) and munge from Debian, for the job array test of batch --shard auto",
+        ensure: slurm::ensure,
     },
     Prereq {
         name: "llama",
