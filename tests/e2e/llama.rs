@@ -110,8 +110,6 @@ fn health(port: u16) -> bool {
 fn harness(s: &Scratch, server: &LlamaServer, request: &str) -> Command {
     let mut cmd = s.harness();
     cmd.args(["run", request, "--provider", "llamacpp", "--base-url", &server.base_url, "--enable", "calc"]).args([
-        "--max-reply-tokens",
-        "96",
         "--timeout",
         "300",
         "--json",
@@ -128,7 +126,10 @@ const UNREAD: &[&str] = &["no_json", "invalid_json", "reply_truncated", "unknown
 fn a_model_whose_template_knows_no_tools_is_forced_through_constrained_mode() {
     let server = LlamaServer::start(4096);
     let s = Scratch::new();
-    let r = ran(harness(&s, &server, "what is 6*7").args(["--max-steps", "4"]));
+    // A 135M model under greedy decoding: asked "what is 6*7" it fills finish's untyped
+    // `answer` with copies of the tool's schema until the token limit; this request it answers
+    // in complete calls. The grammar fixes the shape; the model still decides the length.
+    let r = ran(harness(&s, &server, "calculate 2+2").args(["--max-steps", "3", "--max-reply-tokens", "256"]));
     // The run ends: finished, or its budget spent; never a provider error.
     assert!(matches!(r.code, 0 | 3), "exit {}: {}\n{}", r.code, r.stderr, server.logs());
     assert!(
@@ -163,6 +164,8 @@ fn each_request_reuses_all_that_the_previous_one_sent() {
         "4",
         "--max-repeats",
         "0",
+        "--max-reply-tokens",
+        "96",
     ]));
     assert!(matches!(r.code, 0 | 3), "exit {}: {}\n{}", r.code, r.stderr, server.logs());
 
