@@ -1,27 +1,17 @@
 //! `harness batch`: many requests from a JSON Lines file, at most `--concurrency` at once, one
-//! result line each, appended as each run ends; rerun with the same `--out` to resume.
+//! result line each, appended as each run ends; rerun with the same `--out` to resume. The
+//! engine is `harness-batch`; this module parses the flags, wires the provider and plugins to
+//! it, and reports.
 
-mod input;
-mod names;
-mod pace;
 pub(crate) mod progress;
-mod results;
 
-use std::collections::VecDeque;
-use std::fs::File;
-use std::io::BufWriter;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Args;
-use harness_core::{
-    ErrorCode, HarnessError, ModelProvider, NoTrace, RunOptions, RunOutcome, RunStatus, ToolRegistry, TraceSink,
-    TraceWriter, Usage,
-};
-use harness_providers::ScriptedProvider;
-use serde_json::json;
-use tokio::sync::mpsc;
+use harness_batch::{Batch, DefaultScript, ResultsFile, Router, Scripts, Shard, Tally, input, pending};
+use harness_core::ToolRegistry;
 
 use crate::Result;
 use crate::config::LoadedConfig;
@@ -29,12 +19,9 @@ use crate::error::CliError;
 use crate::setup::{PluginArgs, load_plugins};
 use crate::wiring::{
     LoopArgs, ProviderArgs, build_provider, check_tool_choice, note_ignored_settings, provider_name, run_options,
-    runtime, script_path, status_name,
+    runtime, script_path,
 };
-use input::{Request, Scripts, Shard};
-use pace::{Pace, Paced};
-use progress::{Progress, Tally, human_ms, human_secs};
-use results::{ResultLine, ResultsFile};
+use progress::{Progress, human_ms, human_secs};
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -85,31 +72,6 @@ pub(crate) struct BatchArgs {
     plugins: PluginArgs,
 }
 
-/// Who answers each run.
-enum Router {
-    /// One provider (and its HTTP client) for every run.
-    Shared(Box<dyn ModelProvider>),
-    /// The scripted provider: each run replays its own line's script, or this one, from its start.
-    Scripted(Option<(String, String)>),
-}
-
-/// What every run shares.
-struct Shared {
-    router: Router,
-    registry: ToolRegistry,
-    options: RunOptions,
-    traces: Option<PathBuf>,
-    pace: Option<Pace>,
-}
-
-/// A run that ended.
-struct Done {
-    request: Request,
-    outcome: RunOutcome,
-    duration: Duration,
-    trace: Option<PathBuf>,
-}
-
 /// Runs `harness batch` and returns the exit code.
 pub(crate) fn batch(args: BatchArgs) -> Result<u8> {
     if !(args.progress_every.is_finite() && args.progress_every > 0.0 && args.progress_every <= 86_400.0) {
@@ -124,7 +86,7 @@ pub(crate) fn batch(args: BatchArgs) -> Result<u8> {
     let (router, scripts) = if name == "scripted" {
         note_ignored_settings(&args.provider, &config, &name, args.quiet);
         match script_path(&args.provider, &config) {
-            Some(path) => (Router::Scripted(Some(read_script(&path)?)), Scripts::Optional),
+            Some(path) => (Router::Scripted(Some(DefaultScript::read(&path)?)), Scripts::Optional),
             None => (Router::Scripted(None), Scripts::Required),
         }
     } else {
@@ -146,6 +108,9 @@ pub(crate) fn batch(args: BatchArgs) -> Result<u8> {
 
     let (mut out, earlier) = ResultsFile::open(&args.out)?;
     let out_name = args.out.display();
+    if let Some(error) = &earlier.unlocked {
+        eprintln!("harness: warning: cannot lock {out_name}: {error}; make sure no other batch writes to it");
+    }
     for (line, text) in &earlier.foreign {
         eprintln!("harness: warning: {out_name}:{line}: not a result line, left as it is: {text}");
     }
@@ -155,11 +120,10 @@ pub(crate) fn batch(args: BatchArgs) -> Result<u8> {
         );
     }
     let selected = input.requests.len();
-    let todo: VecDeque<Request> = input.requests.into_iter().filter(|r| !earlier.done.contains(&r.key)).collect();
+    let todo = pending(input.requests, &earlier);
     let skipped = selected - todo.len();
     if let Some(dir) = &args.traces {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| CliError::Usage(format!("cannot create the traces directory {}: {e}", dir.display())))?;
+        harness_batch::create_traces_dir(dir)?;
     }
 
     let found = load_plugins(&args.plugins, &config, !args.quiet)?;
@@ -178,155 +142,32 @@ pub(crate) fn batch(args: BatchArgs) -> Result<u8> {
             args.concurrency
         );
     }
-    let shared = Arc::new(Shared {
-        router,
-        registry,
-        options,
-        traces: args.traces.clone(),
-        pace: args.rpm.map(Pace::per_minute),
-    });
+    let batch = Arc::new(engine(router, registry, options, &args));
     let concurrency = usize::from(args.concurrency).min(todo.len());
     let mut progress = Progress::new(todo.len(), Duration::from_secs_f64(args.progress_every), args.quiet);
-    let mut tally = Tally::default();
     let threads = std::thread::available_parallelism().map_or(1, usize::from).min(concurrency).max(1);
     let rt = runtime(threads)?;
-    let ran = rt.block_on(drive(shared, todo, concurrency, &mut out, &mut progress, &mut tally));
+    let ran = rt.block_on(batch.run(todo, concurrency, &mut out, &mut progress));
     // An abandoned in-process call may still be running; the process must not wait for it.
     rt.shutdown_background();
     mcp_servers.shutdown();
     progress.finish();
-    ran?;
+    let tally = ran?;
 
     println!("{}", summary(&tally, progress.elapsed(), selected, skipped, input.bad.len(), &shard_text, &args.out));
     Ok(0)
 }
 
-/// The text of a `--script` file, checked once, replayed by every run that has no script of its own.
-fn read_script(path: &Path) -> Result<(String, String)> {
-    let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| CliError::Usage(format!("cannot read script {name}: {e}")))?;
-    ScriptedProvider::from_jsonl(&name, &text).map_err(|e| CliError::Usage(e.to_string()))?;
-    Ok((name, text))
-}
-
-/// Runs the queue with `concurrency` workers, writing each result as it arrives.
-async fn drive(
-    shared: Arc<Shared>,
-    todo: VecDeque<Request>,
-    concurrency: usize,
-    out: &mut ResultsFile,
-    progress: &mut Progress,
-    tally: &mut Tally,
-) -> Result<()> {
-    let queue = Arc::new(Mutex::new(todo));
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    for _ in 0..concurrency {
-        let (shared, queue, tx) = (shared.clone(), queue.clone(), tx.clone());
-        tokio::spawn(async move {
-            loop {
-                let next = queue.lock().unwrap_or_else(PoisonError::into_inner).pop_front();
-                let Some(request) = next else { break };
-                if tx.send(run_one(&shared, request).await).is_err() {
-                    break;
-                }
-            }
-        });
+/// The engine, with this invocation's traces directory and request pace.
+fn engine(router: Router, registry: ToolRegistry, options: harness_core::RunOptions, args: &BatchArgs) -> Batch {
+    let mut batch = Batch::new(router, registry, options);
+    if let Some(dir) = &args.traces {
+        batch = batch.with_traces(dir.clone());
     }
-    drop(tx);
-    let mut ticks = tokio::time::interval(Duration::from_secs(1));
-    loop {
-        tokio::select! {
-            done = rx.recv() => {
-                let Some(done) = done else { return Ok(()) };
-                record(&done, out, tally)?;
-                progress.update(tally);
-            }
-            _ = ticks.tick() => progress.tick(tally),
-        }
+    if let Some(rpm) = args.rpm {
+        batch = batch.with_rpm(rpm);
     }
-}
-
-/// Appends a run's result line and counts it.
-fn record(done: &Done, out: &mut ResultsFile, tally: &mut Tally) -> Result<()> {
-    let duration_ms = (done.duration.as_secs_f64() * 1e6).round() / 1e3;
-    let o = &done.outcome;
-    out.append(&ResultLine {
-        id: &done.request.id,
-        status: status_name(o.status),
-        answer: o.answer.as_ref(),
-        steps: o.steps,
-        usage: o.usage,
-        error: o.error.as_ref(),
-        duration_ms,
-        retries: o.retries,
-        trace: done.trace.as_deref(),
-    })?;
-    tally.add(o.status, duration_ms, o.usage, o.retries);
-    Ok(())
-}
-
-/// One request through the loop.
-async fn run_one(shared: &Shared, request: Request) -> Done {
-    let started = Instant::now();
-    let options = RunOptions { max_steps: request.max_steps.unwrap_or(shared.options.max_steps), ..shared.options };
-    let trace_path = shared.traces.as_ref().map(|dir| dir.join(names::trace_file_name(&request.key)));
-    let mut sink: Box<dyn TraceSink> = match &trace_path {
-        None => Box::new(NoTrace),
-        Some(path) => match File::create(path) {
-            Ok(file) => Box::new(TraceWriter::new(BufWriter::new(file))),
-            Err(e) => {
-                let error = HarnessError::new(
-                    ErrorCode::TraceError,
-                    format!("cannot create the trace file {}: {e}", path.display()),
-                    json!({ "path": path.display().to_string() }),
-                );
-                return Done { request, outcome: failed(error), duration: started.elapsed(), trace: None };
-            }
-        },
-    };
-    let own_script;
-    let provider: &dyn ModelProvider = match &shared.router {
-        Router::Shared(p) => p.as_ref(),
-        Router::Scripted(default) => {
-            let script = match (&request.script, default) {
-                (Some(text), _) => ScriptedProvider::from_jsonl(&format!("line {}", request.line), text),
-                (None, Some((name, text))) => ScriptedProvider::from_jsonl(name, text),
-                // Lines without a script were refused when the file was read.
-                (None, None) => ScriptedProvider::from_jsonl("(none)", ""),
-            };
-            match script {
-                Ok(s) => {
-                    own_script = s;
-                    &own_script
-                }
-                Err(e) => {
-                    let error = HarnessError::new(ErrorCode::ProviderError, e.to_string(), json!({}));
-                    return Done { request, outcome: failed(error), duration: started.elapsed(), trace: trace_path };
-                }
-            }
-        }
-    };
-    let paced;
-    let provider = match &shared.pace {
-        Some(pace) => {
-            paced = Paced { inner: provider, pace };
-            &paced as &dyn ModelProvider
-        }
-        None => provider,
-    };
-    let outcome = harness_core::run(provider, &shared.registry, &request.request, &options, sink.as_mut()).await;
-    Done { request, outcome, duration: started.elapsed(), trace: trace_path }
-}
-
-fn failed(error: HarnessError) -> RunOutcome {
-    RunOutcome {
-        status: RunStatus::Failed,
-        answer: None,
-        steps: 0,
-        error: Some(error),
-        usage: Usage::default(),
-        retries: 0,
-    }
+    batch
 }
 
 /// The closing report: what ran, how it ended, how long it took, what it cost.

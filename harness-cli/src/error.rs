@@ -20,3 +20,9 @@ impl CliError {
         }
     }
 }
+
+impl From<harness_batch::BatchError> for CliError {
+    fn from(e: harness_batch::BatchError) -> Self {
+        if e.is_usage() { Self::Usage(e.to_string()) } else { Self::Failure(e.to_string()) }
+    }
+}

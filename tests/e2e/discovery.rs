@@ -158,22 +158,30 @@ fn enable_disable_and_deny_effects_from_flags_and_config() {
         copy_into(&s, "p", &plugin(p));
     }
     let dir = s.path("p").to_string_lossy().into_owned();
-    let base = ["--plugins-dir", dir.as_str()];
+    s.write("data/a.txt", "a");
+    s.write("root.toml", "[plugins.files]\nroot = \"data\"\n");
+    let base = ["--plugins-dir", dir.as_str(), "--config", "root.toml"];
     let l = list(&s, &base);
-    assert_eq!(offered(&l), ["calc.calculate", "files.read_file", "files.list_dir"]);
+    assert_eq!(offered(&l), ["calc.calculate", "files.read_file", "files.list_dir", "files.write_file"]);
 
     let with = |extra: &[&str]| offered(&list(&s, &[&base[..], extra].concat()));
     assert_eq!(with(&["--disable", "files"]), ["calc.calculate"]);
-    assert_eq!(with(&["--disable", "files.read_file"]), ["calc.calculate", "files.list_dir"]);
+    assert_eq!(with(&["--disable", "files.read_file"]), ["calc.calculate", "files.list_dir", "files.write_file"]);
     assert_eq!(with(&["--enable", "calc"]), ["calc.calculate"]);
     assert_eq!(with(&["--enable", "fault.fault_echo", "--enable", "calc"]), ["calc.calculate", "fault.fault_echo"]);
-    assert_eq!(with(&["--deny-effects", "reads"]), ["calc.calculate"]);
+    assert_eq!(with(&["--deny-effects", "reads"]), ["calc.calculate", "files.write_file"]);
+
+    // Without a root the files plugin offers nothing, and the listing says why.
+    let l = list(&s, &["--plugins-dir", dir.as_str()]);
+    assert_eq!(offered(&l), ["calc.calculate"]);
+    let reason = reason_for(&l, "libfiles.so");
+    assert!(reason.contains("no root directory configured") && reason.contains("[plugins.files]"), "{reason}");
 
     s.write(
         "h.toml",
         "[plugins]\ndisable = [\"calc\"]\ndeny_effects = [\"reads\"]\nenable = [\"calc\", \"files\", \"fault\"]\n",
     );
-    let from_config = with(&["--config", "h.toml"]);
+    let from_config = offered(&list(&s, &["--plugins-dir", dir.as_str(), "--config", "h.toml"]));
     assert!(from_config.iter().all(|t| t.starts_with("fault.")), "{from_config:?}");
     assert_eq!(from_config.len(), 7);
 
@@ -198,7 +206,7 @@ fn plugin_path_env_and_config_dirs_are_searched() {
     let s = Scratch::new();
     copy_into(&s, "env", &plugin("calc"));
     copy_into(&s, "conf", &plugin("files"));
-    s.write("h.toml", "[plugins]\ndirs = [\"conf\"]\n");
+    s.write("h.toml", "[plugins]\ndirs = [\"conf\"]\n[plugins.files]\nroot = \".\"\n");
     let r = ran(s
         .harness()
         .args(["plugins", "list", "--json", "--no-default-plugins", "--config", "h.toml"])

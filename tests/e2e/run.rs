@@ -254,11 +254,13 @@ fn test_only_plugins_stay_away_unless_enabled_by_name() {
 fn files_plugin_reads_under_its_configured_root_and_refuses_escapes() {
     let s = Scratch::new();
     s.write("root/notes/a.txt", "hello from a");
+    s.write("root/.env", "API_KEY=secret");
     s.write("harness.toml", "[plugins.files]\nroot = \"root\"\n");
     let script = s.script(&[
         call("read_file", json!({"path": "notes/a.txt"})),
         call("read_file", json!({"path": "../harness.toml"})),
         call("list_dir", json!({"path": "notes"})),
+        call("read_file", json!({"path": ".env"})),
         call("finish", json!({"answer": "done"})),
     ]);
     // The root in harness.toml is relative to the working directory of the plugin's init.
@@ -271,6 +273,20 @@ fn files_plugin_reads_under_its_configured_root_and_refuses_escapes() {
     assert_eq!(t[1]["error"]["code"], "tool_error");
     assert!(t[1]["error"]["message"].as_str().unwrap().contains(".."));
     assert_eq!(t[2]["result"]["entries"][0]["name"], "a.txt");
+    let refused = t[3]["error"]["message"].as_str().unwrap();
+    assert!(refused.contains("\".env\" is refused") && !refused.contains("secret"), "{refused}");
+    assert!(!std::fs::read_to_string(s.path("t.jsonl")).unwrap().contains("API_KEY"));
+}
+
+#[test]
+fn without_a_root_the_files_tools_are_not_offered() {
+    let s = Scratch::new();
+    s.write("notes.txt", "hello");
+    let script = s.script(&[call("read_file", json!({"path": "notes.txt"})), call("finish", json!({"answer": 1}))]);
+    let r = ran(s.harness().args(["run", "x", "--trace", "t.jsonl", "--script"]).arg(&script));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("no root directory configured"), "{}", r.stderr);
+    assert_eq!(s.trace("t.jsonl")[0]["error"]["code"], "unknown_tool");
 }
 
 #[test]

@@ -5,68 +5,8 @@ use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
-use harness_core::{RunStatus, Usage};
+use harness_batch::{Observer, Tally};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-
-/// Counts of the runs this invocation made.
-#[derive(Debug, Default)]
-pub(crate) struct Tally {
-    /// Runs that called finish.
-    pub(crate) finished: usize,
-    /// Runs that spent their step budget.
-    pub(crate) step_budget: usize,
-    /// Runs that reached their time limit.
-    pub(crate) time_budget: usize,
-    /// Runs that failed (provider or trace failure).
-    pub(crate) failed: usize,
-    /// Each run's wall time, in milliseconds.
-    pub(crate) durations_ms: Vec<f64>,
-    /// Tokens over every run.
-    pub(crate) usage: Usage,
-    /// Model requests retried over every run.
-    pub(crate) retries: u64,
-}
-
-impl Tally {
-    /// Counts one run.
-    pub(crate) fn add(&mut self, status: RunStatus, duration_ms: f64, usage: Usage, retries: u32) {
-        match status {
-            RunStatus::Finished => self.finished += 1,
-            RunStatus::StepBudgetExhausted => self.step_budget += 1,
-            RunStatus::TimeBudgetExhausted => self.time_budget += 1,
-            RunStatus::Failed => self.failed += 1,
-        }
-        self.durations_ms.push(duration_ms);
-        self.usage.add(usage);
-        self.retries += u64::from(retries);
-    }
-
-    /// Runs counted.
-    pub(crate) fn done(&self) -> usize {
-        self.durations_ms.len()
-    }
-
-    /// "3 failed, 1 out of budget", or nothing when every run finished.
-    fn trouble(&self) -> String {
-        let mut parts = Vec::new();
-        if self.failed > 0 {
-            parts.push(format!("{} failed", self.failed));
-        }
-        let budget = self.step_budget + self.time_budget;
-        if budget > 0 {
-            parts.push(format!("{budget} out of budget"));
-        }
-        parts.join(", ")
-    }
-
-    /// The duration at percentile `p` (nearest rank), in milliseconds.
-    pub(crate) fn percentile(&self, p: f64) -> Option<f64> {
-        let mut sorted = self.durations_ms.clone();
-        sorted.sort_by(f64::total_cmp);
-        let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-        sorted.get(rank.max(1) - 1).copied()
-    }
-}
 
 /// How progress is shown.
 enum Shown {
@@ -105,28 +45,16 @@ impl Progress {
         Self { shown, total, started: Instant::now() }
     }
 
-    /// Shows the tally after a run ends.
-    pub(crate) fn update(&mut self, tally: &Tally) {
-        match &mut self.shown {
-            Shown::Bar(bar) => {
-                bar.set_position(tally.done() as u64);
-                let trouble = tally.trouble();
-                let trouble = if trouble.is_empty() { String::new() } else { format!(" ({trouble})") };
-                bar.set_message(format!("{trouble}, {:.1} runs/s", rate(tally.done(), self.started)));
-            }
-            Shown::Lines { .. } => self.tick(tally),
-            Shown::Quiet => {}
+    /// Clears the bar before the summary.
+    pub(crate) fn finish(&self) {
+        if let Shown::Bar(bar) = &self.shown {
+            bar.finish_and_clear();
         }
     }
 
-    /// Prints a plain line when its time has come.
-    pub(crate) fn tick(&mut self, tally: &Tally) {
-        if let Shown::Lines { every, last } = &mut self.shown
-            && last.elapsed() >= *every
-        {
-            *last = Instant::now();
-            eprintln!("harness: batch: {}", self.line(tally));
-        }
+    /// Seconds since the runs started.
+    pub(crate) fn elapsed(&self) -> Duration {
+        self.started.elapsed()
     }
 
     /// "120/200 done (3 failed), 8.1 runs/s, ETA 10 s".
@@ -144,17 +72,31 @@ impl Progress {
         }
         line
     }
+}
 
-    /// Clears the bar before the summary.
-    pub(crate) fn finish(&self) {
-        if let Shown::Bar(bar) = &self.shown {
-            bar.finish_and_clear();
+impl Observer for Progress {
+    /// Shows the tally after a run ends.
+    fn ran(&mut self, tally: &Tally) {
+        match &mut self.shown {
+            Shown::Bar(bar) => {
+                bar.set_position(tally.done() as u64);
+                let trouble = tally.trouble();
+                let trouble = if trouble.is_empty() { String::new() } else { format!(" ({trouble})") };
+                bar.set_message(format!("{trouble}, {:.1} runs/s", rate(tally.done(), self.started)));
+            }
+            Shown::Lines { .. } => Observer::tick(self, tally),
+            Shown::Quiet => {}
         }
     }
 
-    /// Seconds since the runs started.
-    pub(crate) fn elapsed(&self) -> Duration {
-        self.started.elapsed()
+    /// Prints a plain line when its time has come.
+    fn tick(&mut self, tally: &Tally) {
+        if let Shown::Lines { every, last } = &mut self.shown
+            && last.elapsed() >= *every
+        {
+            *last = Instant::now();
+            eprintln!("harness: batch: {}", self.line(tally));
+        }
     }
 }
 
@@ -191,22 +133,6 @@ pub(crate) fn human_ms(ms: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn percentiles_by_nearest_rank() {
-        let mut t = Tally::default();
-        assert_eq!(t.percentile(50.0), None);
-        for ms in (1..=100).rev() {
-            t.add(RunStatus::Finished, f64::from(ms), Usage::default(), 0);
-        }
-        assert_eq!(
-            (t.percentile(50.0), t.percentile(95.0), t.percentile(100.0)),
-            (Some(50.0), Some(95.0), Some(100.0))
-        );
-        t.add(RunStatus::Failed, 1.0, Usage { input_tokens: 3, output_tokens: 1 }, 2);
-        assert_eq!(t.trouble(), "1 failed");
-        assert_eq!((t.usage.input_tokens, t.retries), (3, 2));
-    }
 
     #[test]
     fn times_read_well() {

@@ -144,76 +144,91 @@ impl Reader<'_> {
         let mut last = Last::Start;
         let mut bond: Option<Symbol> = None;
         while let Some(c) = self.peek(0) {
-            let p = self.i;
             let after_atom = matches!(last, Last::Atom | Last::Ring | Last::Close);
-            match c {
+            last = match c {
                 '[' | 'B' | 'C' | 'N' | 'O' | 'P' | 'S' | 'F' | 'I' | 'b' | 'c' | 'n' | 'o' | 'p' | 's' | '*' => {
-                    let atom = if c == '[' { self.bracket_atom()? } else { self.organic_atom() };
-                    let index = self.out.atoms.len();
-                    self.out.atoms.push(atom);
-                    if let (Some(a), false) = (self.prev, matches!(last, Last::Dot | Last::Start)) {
-                        self.out.bonds.push(ReadBond { a, b: index, symbol: bond.take() });
-                    }
-                    self.prev = Some(index);
-                    last = Last::Atom;
-                    continue;
+                    self.atom(c, last, bond.take())?
                 }
                 '-' | '=' | '#' | '$' | ':' | '~' | '/' | '\\' | '<' if after_atom || last == Last::Open => {
-                    let (symbol, len) = match (c, self.peek(1)) {
-                        ('-', Some('>')) => (Symbol::DativeRight, 2),
-                        ('<', Some('-')) => (Symbol::DativeLeft, 2),
-                        ('<', _) => return Err(self.unexpected(p)),
-                        ('-', _) => (Symbol::Single, 1),
-                        ('=', _) => (Symbol::Double, 1),
-                        ('#', _) => (Symbol::Triple, 1),
-                        ('$', _) => (Symbol::Quadruple, 1),
-                        (':', _) => (Symbol::Aromatic, 1),
-                        ('~', _) => (Symbol::Any, 1),
-                        // RDKit reads `\\` as one `\`, as some writers escape it.
-                        ('\\', Some('\\')) => (Symbol::Directional, 2),
-                        _ => (Symbol::Directional, 1),
-                    };
-                    bond = Some(symbol);
-                    last = Last::Bond { after_open: last == Last::Open };
-                    self.i += len;
-                    continue;
+                    bond = Some(self.bond_symbol()?);
+                    Last::Bond { after_open: last == Last::Open }
                 }
                 '0'..='9' | '%' if after_atom || last == Last::Bond { after_open: false } => {
+                    let position = self.i;
                     let number = self.ring_number()?;
                     if let Some(atom) = self.prev {
-                        self.out.closures.push(Closure { atom, symbol: bond.take(), number, position: p });
+                        self.out.closures.push(Closure { atom, symbol: bond.take(), number, position });
                     }
-                    last = Last::Ring;
-                    continue;
+                    Last::Ring
                 }
-                '(' if after_atom => {
-                    if let Some(atom) = self.prev {
-                        self.branches.push((atom, p));
-                    }
-                    last = Last::Open;
-                }
-                ')' if after_atom => {
-                    let Some((atom, _)) = self.branches.pop() else {
-                        return Err(err(
-                            p,
-                            format!("unbalanced parentheses at position {p}: ')' closes no open branch"),
-                        ));
-                    };
-                    self.prev = Some(atom);
-                    last = Last::Close;
-                }
-                ')' if last == Last::Open => {
-                    return Err(err(p, format!("empty branch at position {p}: '()' holds no atom")));
-                }
-                '.' if after_atom => last = Last::Dot,
-                '.' if last == Last::Open => {
-                    return Err(err(p, format!("unexpected character at position {p}: '.' cannot open a branch")));
-                }
-                _ => return Err(self.unexpected(p)),
-            }
-            self.i += 1;
+                _ => self.punctuation(c, last)?,
+            };
         }
         self.finish(last)
+    }
+
+    /// Reads an atom and bonds it to the previous one (unless a `.` or nothing precedes it).
+    fn atom(&mut self, c: char, last: Last, bond: Option<Symbol>) -> Result<Last, SmilesError> {
+        let atom = if c == '[' { self.bracket_atom()? } else { self.organic_atom() };
+        let index = self.out.atoms.len();
+        self.out.atoms.push(atom);
+        if let (Some(a), false) = (self.prev, matches!(last, Last::Dot | Last::Start)) {
+            self.out.bonds.push(ReadBond { a, b: index, symbol: bond });
+        }
+        self.prev = Some(index);
+        Ok(Last::Atom)
+    }
+
+    /// Reads a bond symbol; `->`, `<-` and a doubled `\\` take two characters.
+    fn bond_symbol(&mut self) -> Result<Symbol, SmilesError> {
+        let c = self.peek(0).unwrap_or(' ');
+        let (symbol, len) = match (c, self.peek(1)) {
+            ('-', Some('>')) => (Symbol::DativeRight, 2),
+            ('<', Some('-')) => (Symbol::DativeLeft, 2),
+            ('<', _) => return Err(self.unexpected(self.i)),
+            ('-', _) => (Symbol::Single, 1),
+            ('=', _) => (Symbol::Double, 1),
+            ('#', _) => (Symbol::Triple, 1),
+            ('$', _) => (Symbol::Quadruple, 1),
+            (':', _) => (Symbol::Aromatic, 1),
+            ('~', _) => (Symbol::Any, 1),
+            // RDKit reads `\\` as one `\`, as some writers escape it.
+            ('\\', Some('\\')) => (Symbol::Directional, 2),
+            _ => (Symbol::Directional, 1),
+        };
+        self.i += len;
+        Ok(symbol)
+    }
+
+    /// `(`, `)` and `.`, where they may stand; anything else is unexpected here.
+    fn punctuation(&mut self, c: char, last: Last) -> Result<Last, SmilesError> {
+        let p = self.i;
+        let after_atom = matches!(last, Last::Atom | Last::Ring | Last::Close);
+        let next = match c {
+            '(' if after_atom => {
+                if let Some(atom) = self.prev {
+                    self.branches.push((atom, p));
+                }
+                Last::Open
+            }
+            ')' if after_atom => {
+                let Some((atom, _)) = self.branches.pop() else {
+                    return Err(err(p, format!("unbalanced parentheses at position {p}: ')' closes no open branch")));
+                };
+                self.prev = Some(atom);
+                Last::Close
+            }
+            ')' if last == Last::Open => {
+                return Err(err(p, format!("empty branch at position {p}: '()' holds no atom")));
+            }
+            '.' if after_atom => Last::Dot,
+            '.' if last == Last::Open => {
+                return Err(err(p, format!("unexpected character at position {p}: '.' cannot open a branch")));
+            }
+            _ => return Err(self.unexpected(p)),
+        };
+        self.i += 1;
+        Ok(next)
     }
 
     fn finish(&self, last: Last) -> Result<(), SmilesError> {
@@ -407,55 +422,53 @@ impl Reader<'_> {
         Ok(atom)
     }
 
-    /// The element of a bracket atom: a symbol (the longest that names one), `*`, or `#n`.
+    /// The element of a bracket atom: `*`, `#n`, a quoted symbol, or the longest symbol that
+    /// names an element (`Sc` is scandium, not S and c).
     fn bracket_symbol(&mut self, open: usize) -> Result<(u8, bool), SmilesError> {
-        let c0 = self.peek(0);
-        let c1 = self.peek(1);
-        match c0 {
+        match self.peek(0) {
             Some('*') => {
                 self.i += 1;
-                return Ok((0, false));
+                Ok((0, false))
             }
             Some('#') => {
                 self.i += 1;
                 let p = self.i;
-                return match self.number()? {
+                match self.number()? {
                     Some(z @ 0..=118) => Ok((u8::try_from(z).unwrap_or(0), false)),
                     Some(z) => Err(err(p, format!("invalid atomic number at position {p}: {z} is not an element"))),
                     None => Err(self.in_bracket_error(open)),
-                };
+                }
             }
             // A few writers quote the newest elements: `['Rf']`.
             Some('\'') => {
-                let name: String = [c1, self.peek(2)].into_iter().flatten().collect();
-                if self.peek(3) == Some('\'')
-                    && let Some(z) = element(&name).filter(|&z| z >= 104)
-                {
-                    self.i += 4;
-                    return Ok((z, false));
+                let name: String = [self.peek(1), self.peek(2)].into_iter().flatten().collect();
+                match element(&name).filter(|&z| z >= 104) {
+                    Some(z) if self.peek(3) == Some('\'') => {
+                        self.i += 4;
+                        Ok((z, false))
+                    }
+                    _ => Err(self.in_bracket_error(open)),
                 }
-                return Err(self.in_bracket_error(open));
             }
-            _ => {}
+            _ => match self.lettered_symbol() {
+                Some((found, len)) => {
+                    self.i += len;
+                    Ok(found)
+                }
+                None => Err(self.in_bracket_error(open)),
+            },
         }
-        let Some(c0) = c0 else { return Err(self.in_bracket_error(open)) };
-        if c0 == 'U'
-            && c1 == Some('u')
-            && let Some(z) = match self.peek(2) {
-                Some('n') => Some(110),
-                Some('u') => Some(111),
-                Some('b') => Some(112),
-                Some('t') => Some(113),
-                Some('q') => Some(114),
-                Some('p') => Some(115),
-                Some('h') => Some(116),
-                Some('s') => Some(117),
-                Some('o') => Some(118),
-                _ => None,
-            }
-        {
-            self.i += 3;
-            return Ok((z, false));
+    }
+
+    /// The longest element symbol (or aromatic symbol) starting here, and its length.
+    fn lettered_symbol(&self) -> Option<((u8, bool), usize)> {
+        let c0 = self.peek(0)?;
+        let c1 = self.peek(1);
+        // IUPAC's temporary names, which RDKit still reads.
+        let temporary = ["Uun", "Uuu", "Uub", "Uut", "Uuq", "Uup", "Uuh", "Uus", "Uuo"];
+        let three: String = [Some(c0), c1, self.peek(2)].into_iter().flatten().collect();
+        if let Some(k) = temporary.iter().position(|t| *t == three) {
+            return Some(((u8::try_from(110 + k).unwrap_or(0), false), 3));
         }
         if let Some(c1) = c1.filter(char::is_ascii_lowercase) {
             let two: String = [c0, c1].into_iter().collect();
@@ -468,27 +481,20 @@ impl Reader<'_> {
                 _ => None,
             };
             if let Some(found) = found {
-                self.i += 2;
-                return Ok(found);
+                return Some((found, 2));
             }
         }
         let found = match c0 {
-            'b' => Some((5, true)),
-            'c' => Some((6, true)),
-            'n' => Some((7, true)),
-            'o' => Some((8, true)),
-            'p' => Some((15, true)),
-            's' => Some((16, true)),
-            c if c.is_ascii_uppercase() => element(&c.to_string()).map(|z| (z, false)),
-            _ => None,
+            'b' => (5, true),
+            'c' => (6, true),
+            'n' => (7, true),
+            'o' => (8, true),
+            'p' => (15, true),
+            's' => (16, true),
+            c if c.is_ascii_uppercase() => (element(&c.to_string())?, false),
+            _ => return None,
         };
-        match found {
-            Some(found) => {
-                self.i += 1;
-                Ok(found)
-            }
-            None => Err(self.in_bracket_error(open)),
-        }
+        Some((found, 1))
     }
 
     /// `@`, `@@`, or `@` and a class (TH, AL, SP, TB, OH) with an optional permutation number.

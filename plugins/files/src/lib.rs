@@ -1,29 +1,47 @@
-//! `files`: read files and list directories, confined to one root directory.
+//! `files`: read, list and write files, confined to one root directory.
 //!
-//! The root is `[plugins.files] root` in the harness configuration (default: the working
-//! directory when the plugin is initialised). Paths are relative to the root. A path with a
-//! `..` component, an absolute path outside the root, and a symbolic link that leads out of
-//! it are all refused: the path is resolved (links followed) and must stay under the root.
+//! The root is `[plugins.files] root` in the harness configuration, and there is no default:
+//! without one, `init` fails and the tools are not offered (`plugins list` says why). Paths are
+//! relative to the root (an absolute path inside it is accepted). Every open goes through a
+//! handle on the root directory and resolves beneath it in one step (`cap-std`: `openat2` with
+//! `RESOLVE_BENEATH` on Linux, a component-by-component walk elsewhere), so a symbolic link
+//! swapped in while a call runs cannot lead out of the root: there is no check-then-open.
+//! Links that stay inside are followed; an absolute link is refused even when it points back
+//! inside, since resolving it starts outside the root.
+//!
+//! Inside the root, the usual secret files are refused by default (`.env*`, `*.pem`, `*.key`,
+//! `id_*`, `.git/`, `.ssh/`; `[plugins.files] refuse` replaces the list): the name asked for
+//! and the path actually opened (links resolved) are both checked.
 
-use std::fs;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::{Component, Path, PathBuf};
 
+use cap_std::ambient_authority;
+use cap_std::fs::{Dir, File, OpenOptions};
 use harness_sdk::schemars::JsonSchema;
 use harness_sdk::serde::{Deserialize, Serialize};
 use harness_sdk::{Effects, Plugin, Tool, ToolError};
+
+mod refuse;
+
+pub use refuse::{DEFAULT_REFUSED, RefuseList};
 
 /// The largest `max_bytes` a call may ask for.
 pub const MAX_READ: u64 = 16 * 1024 * 1024;
 /// What `read_file` reads when `max_bytes` is not given.
 pub const DEFAULT_READ: u64 = 1024 * 1024;
+/// The largest content `write_file` writes.
+pub const MAX_WRITE: usize = 16 * 1024 * 1024;
 
 /// `[plugins.files]` configuration.
 #[derive(Debug, Default, Deserialize)]
 #[serde(crate = "harness_sdk::serde", deny_unknown_fields)]
 pub struct FilesConfig {
-    /// The directory every path is confined to.
+    /// The directory every path is confined to. Required: there is no implicit root.
     pub root: Option<PathBuf>,
+    /// Name patterns refused inside the root (`*` matches any run of characters; a trailing
+    /// `/` is allowed for directories). Replaces [`DEFAULT_REFUSED`]; `[]` refuses nothing.
+    pub refuse: Option<Vec<String>>,
 }
 
 /// Arguments of `read_file`.
@@ -49,6 +67,19 @@ pub struct ListDirArgs {
     pub path: String,
 }
 
+/// Arguments of `write_file`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(crate = "harness_sdk::serde", deny_unknown_fields)]
+#[schemars(crate = "harness_sdk::schemars")]
+pub struct WriteFileArgs {
+    /// Path of the file, relative to the root; its directory must exist.
+    #[schemars(length(min = 1))]
+    pub path: String,
+    /// The text to write; the file is created or replaced.
+    #[schemars(length(max = 16_777_216))]
+    pub content: String,
+}
+
 /// Result of `read_file`.
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(crate = "harness_sdk::serde")]
@@ -62,6 +93,17 @@ pub struct FileContent {
     pub bytes: u64,
     /// Whether the file is longer than what was read.
     pub truncated: bool,
+}
+
+/// Result of `write_file`.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(crate = "harness_sdk::serde")]
+#[schemars(crate = "harness_sdk::schemars")]
+pub struct Written {
+    /// The path as asked.
+    pub path: String,
+    /// Bytes written.
+    pub bytes: u64,
 }
 
 /// One entry of a directory listing.
@@ -88,91 +130,122 @@ pub struct Listing {
     pub entries: Vec<DirEntry>,
 }
 
-/// The `files` plugin: the canonical root every path must stay under.
+/// The `files` plugin: a handle on the root directory, through which every path is opened.
 pub struct Files {
+    /// The root's canonical path, for messages and for absolute paths inside it.
     root: PathBuf,
+    dir: Dir,
+    refused: RefuseList,
 }
 
 impl Files {
-    /// Confines the plugin to `root`, which must be an existing directory.
-    pub fn new(root: &Path) -> Result<Self, String> {
+    /// Confines the plugin to `root`, which must be an existing directory, refusing `refuse`.
+    pub fn new(root: &Path, refuse: RefuseList) -> Result<Self, String> {
         let root = root.canonicalize().map_err(|e| format!("files: root {} cannot be used: {e}", root.display()))?;
         if !root.is_dir() {
             return Err(format!("files: root {} is not a directory", root.display()));
         }
-        Ok(Self { root })
+        let dir = Dir::open_ambient_dir(&root, ambient_authority())
+            .map_err(|e| format!("files: root {} cannot be opened: {e}", root.display()))?;
+        Ok(Self { root, dir, refused: refuse })
     }
 
-    /// Resolves `path` under the root, refusing anything that would leave it.
-    pub fn resolve(&self, path: &str) -> Result<PathBuf, ToolError> {
+    /// The path relative to the root, refusing `..`, absolute paths outside it and secret names.
+    pub fn relative(&self, path: &str) -> Result<PathBuf, ToolError> {
         let asked = Path::new(path);
         if asked.components().any(|c| matches!(c, Component::ParentDir)) {
             return Err(ToolError::tool_error(format!("{path:?} is refused: paths may not contain \"..\"")));
         }
-        let joined = if asked.is_absolute() { asked.to_path_buf() } else { self.root.join(asked) };
-        let resolved =
-            joined.canonicalize().map_err(|e| ToolError::tool_error(format!("{path:?} cannot be opened: {e}")))?;
-        if !resolved.starts_with(&self.root) {
-            return Err(ToolError::tool_error(format!(
-                "{path:?} is refused: it resolves outside the root directory {}",
-                self.root.display()
-            )));
+        let relative = if asked.is_absolute() {
+            asked.strip_prefix(&self.root).map_err(|_| self.outside(path))?.to_path_buf()
+        } else {
+            asked.to_path_buf()
+        };
+        let relative = if relative.as_os_str().is_empty() { PathBuf::from(".") } else { relative };
+        self.refused.check(path, &relative)?;
+        Ok(relative)
+    }
+
+    fn outside(&self, path: &str) -> ToolError {
+        ToolError::tool_error(format!(
+            "{path:?} is refused: it resolves outside the root directory {}",
+            self.root.display()
+        ))
+    }
+
+    /// A failed open, as a tool error: an escape says so, anything else says what the system said.
+    fn open_error(&self, path: &str, what: &str, e: &std::io::Error) -> ToolError {
+        if e.to_string().contains("outside of the filesystem") {
+            return self.outside(path);
         }
-        Ok(resolved)
+        ToolError::tool_error(format!("{path:?} cannot be {what}: {e}"))
+    }
+
+    /// Checks the path that was actually opened (links resolved) against the refused names.
+    fn check_opened(&self, path: &str, file: &File) -> Result<(), ToolError> {
+        if let Some(real) = opened_path(file) {
+            let inside = real.strip_prefix(&self.root).map_err(|_| self.outside(path))?;
+            self.refused.check(path, inside)?;
+        }
+        Ok(())
+    }
+
+    /// Opens `path` beneath the root with `options`, and checks what was opened.
+    fn open(&self, path: &str, options: &OpenOptions, what: &str) -> Result<File, ToolError> {
+        let relative = self.relative(path)?;
+        let file = self.dir.open_with(&relative, options).map_err(|e| self.open_error(path, what, &e))?;
+        self.check_opened(path, &file)?;
+        Ok(file)
     }
 
     /// Reads at most `max_bytes` of a text file.
     pub fn read_file(&self, args: ReadFileArgs) -> Result<FileContent, ToolError> {
-        let path = self.resolve(&args.path)?;
-        if !path.is_file() {
+        let file = self.open(&args.path, OpenOptions::new().read(true), "opened")?;
+        let is_file = file.metadata().map(|m| m.is_file()).unwrap_or(false);
+        if !is_file {
             return Err(ToolError::tool_error(format!("{:?} is not a file", args.path)));
         }
         let max = args.max_bytes.unwrap_or(DEFAULT_READ).min(MAX_READ);
-        let file =
-            fs::File::open(&path).map_err(|e| ToolError::tool_error(format!("{:?} cannot be read: {e}", args.path)))?;
         let mut buf = Vec::new();
         file.take(max + 1)
             .read_to_end(&mut buf)
             .map_err(|e| ToolError::tool_error(format!("{:?} cannot be read: {e}", args.path)))?;
         let truncated = buf.len() as u64 > max;
         buf.truncate(usize::try_from(max).unwrap_or(usize::MAX));
-        let content = match String::from_utf8(buf) {
-            Ok(s) => s,
-            // A cut in the middle of a character is ours, not the file's: drop the partial one.
-            Err(e) if truncated && e.utf8_error().error_len().is_none() => {
-                let valid = e.utf8_error().valid_up_to();
-                let mut bytes = e.into_bytes();
-                bytes.truncate(valid);
-                String::from_utf8(bytes).map_err(|_| ToolError::tool_error("not UTF-8 text"))?
-            }
-            Err(e) => {
-                return Err(ToolError::tool_error(format!(
-                    "{:?} is not UTF-8 text (invalid byte at offset {})",
-                    args.path,
-                    e.utf8_error().valid_up_to()
-                )));
-            }
-        };
+        let content = utf8(&args.path, buf, truncated)?;
         Ok(FileContent { path: args.path, bytes: content.len() as u64, content, truncated })
+    }
+
+    /// Creates or replaces a file with `content`.
+    pub fn write_file(&self, args: WriteFileArgs) -> Result<Written, ToolError> {
+        if args.content.len() > MAX_WRITE {
+            return Err(ToolError::tool_error(format!("content is over {MAX_WRITE} bytes")));
+        }
+        // Opened without truncating: what was opened is checked before anything is changed.
+        let mut file = self.open(&args.path, OpenOptions::new().write(true).create(true), "written")?;
+        let failed = |e: std::io::Error| ToolError::tool_error(format!("{:?} cannot be written: {e}", args.path));
+        file.set_len(0).map_err(failed)?;
+        file.write_all(args.content.as_bytes()).map_err(failed)?;
+        file.sync_all().map_err(failed)?;
+        Ok(Written { path: args.path, bytes: args.content.len() as u64 })
     }
 
     /// Lists a directory, sorted by name.
     pub fn list_dir(&self, args: ListDirArgs) -> Result<Listing, ToolError> {
-        let path = self.resolve(&args.path)?;
-        let read =
-            fs::read_dir(&path).map_err(|e| ToolError::tool_error(format!("{:?} cannot be listed: {e}", args.path)))?;
+        let relative = self.relative(&args.path)?;
+        let dir = self.dir.open_dir(&relative).map_err(|e| self.open_error(&args.path, "listed", &e))?;
+        let failed = |e: std::io::Error| ToolError::tool_error(format!("{:?} cannot be listed: {e}", args.path));
+        self.check_opened(&args.path, &dir.open(".").map_err(failed)?)?;
         let mut entries = Vec::new();
-        for entry in read {
-            let entry = entry.map_err(|e| ToolError::tool_error(format!("{:?} cannot be listed: {e}", args.path)))?;
-            let meta = entry.metadata().ok();
-            let file_type = entry.file_type().ok();
-            let kind = match file_type {
-                Some(t) if t.is_symlink() => "symlink",
-                Some(t) if t.is_dir() => "dir",
-                Some(t) if t.is_file() => "file",
+        for entry in dir.entries().map_err(failed)? {
+            let entry = entry.map_err(failed)?;
+            let kind = match entry.file_type() {
+                Ok(t) if t.is_symlink() => "symlink",
+                Ok(t) if t.is_dir() => "dir",
+                Ok(t) if t.is_file() => "file",
                 _ => "other",
             };
-            let bytes = meta.filter(|m| m.is_file()).map(|m| m.len());
+            let bytes = entry.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
             entries.push(DirEntry {
                 name: entry.file_name().to_string_lossy().into_owned(),
                 kind: kind.to_owned(),
@@ -184,26 +257,60 @@ impl Files {
     }
 }
 
+/// The text of `buf`; a character cut by `max_bytes` is dropped, other invalid bytes refused.
+fn utf8(path: &str, buf: Vec<u8>, truncated: bool) -> Result<String, ToolError> {
+    match String::from_utf8(buf) {
+        Ok(s) => Ok(s),
+        // A cut in the middle of a character is ours, not the file's: drop the partial one.
+        Err(e) if truncated && e.utf8_error().error_len().is_none() => {
+            let valid = e.utf8_error().valid_up_to();
+            let mut bytes = e.into_bytes();
+            bytes.truncate(valid);
+            String::from_utf8(bytes).map_err(|_| ToolError::tool_error("not UTF-8 text"))
+        }
+        Err(e) => Err(ToolError::tool_error(format!(
+            "{path:?} is not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        ))),
+    }
+}
+
+/// The path the kernel opened, from the descriptor itself (Linux); `None` elsewhere.
+fn opened_path(file: &File) -> Option<PathBuf> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = file;
+        None
+    }
+}
+
 impl Plugin for Files {
     const NAME: &'static str = "files";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
-    const DESCRIPTION: &'static str = "Read files and list directories under one root directory.";
+    const DESCRIPTION: &'static str = "Read, list and write files under one root directory.";
     type Config = FilesConfig;
 
     fn init(config: FilesConfig) -> Result<Self, String> {
-        let root = match config.root {
-            Some(root) => root,
-            None => std::env::current_dir()
-                .map_err(|e| format!("files: no root configured and no working directory: {e}"))?,
+        let root = config.root.ok_or_else(|| {
+            "files: no root directory configured, so read_file, list_dir and write_file are not offered; set root = \"DIR\" in [plugins.files] of the configuration".to_owned()
+        })?;
+        let refuse = match config.refuse {
+            Some(patterns) => RefuseList::new(&patterns).map_err(|e| format!("files: refuse: {e}"))?,
+            None => RefuseList::default(),
         };
-        Files::new(&root)
+        Files::new(&root, refuse)
     }
 
     fn tools() -> Vec<Tool<Self>> {
         vec![
             Tool::new(
                 "read_file",
-                "Read a text file under the root directory (at most max_bytes, default 1 MiB).",
+                "Read a text file under the root directory (at most max_bytes, default 1 MiB). Secret files (.env*, keys, .git, .ssh) are refused.",
                 Effects::Reads,
                 |f: &Files, a: ReadFileArgs| f.read_file(a),
             )
@@ -215,6 +322,13 @@ impl Plugin for Files {
                 |f: &Files, a: ListDirArgs| f.list_dir(a),
             )
             .output::<Listing>(),
+            Tool::new(
+                "write_file",
+                "Create or replace a text file under the root directory; its directory must exist.",
+                Effects::Writes,
+                |f: &Files, a: WriteFileArgs| f.write_file(a),
+            )
+            .output::<Written>(),
         ]
     }
 }
@@ -224,13 +338,14 @@ harness_sdk::export_plugin!(Files);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     fn setup() -> (tempfile::TempDir, Files) {
         let dir = tempfile::tempdir().unwrap();
         fs::create_dir(dir.path().join("sub")).unwrap();
         fs::write(dir.path().join("sub/a.txt"), "héllo").unwrap();
         fs::write(dir.path().join("bin"), [0xff, 0xfe, 0x00]).unwrap();
-        let files = Files::new(dir.path()).unwrap();
+        let files = Files::new(dir.path(), RefuseList::default()).unwrap();
         (dir, files)
     }
 
@@ -271,8 +386,99 @@ mod tests {
             std::os::unix::fs::symlink("/etc", d.path().join("out")).unwrap();
             assert!(read(&f, "out/hostname", None).unwrap_err().message.contains("outside the root"));
             assert!(f.list_dir(ListDirArgs { path: "out".into() }).unwrap_err().message.contains("outside the root"));
-            std::os::unix::fs::symlink(d.path().join("sub/a.txt"), d.path().join("link")).unwrap();
+            std::os::unix::fs::symlink("sub/a.txt", d.path().join("link")).unwrap();
             assert_eq!(read(&f, "link", None).unwrap().content, "héllo");
+            // Resolution never leaves the root, not even to come back: an absolute link is refused.
+            std::os::unix::fs::symlink(d.path().join("sub/a.txt"), d.path().join("abs")).unwrap();
+            assert!(read(&f, "abs", None).unwrap_err().message.contains("outside the root"));
+            let write = f.write_file(WriteFileArgs { path: "out/x".into(), content: "x".into() });
+            assert!(write.unwrap_err().message.contains("outside the root"));
         }
+    }
+
+    #[test]
+    fn secrets_are_refused_by_name_and_through_links() {
+        let (d, f) = setup();
+        for secret in [".env", ".env.local", "server.pem", "tls.key", "id_ed25519", ".git/config", ".ssh/config"] {
+            let path = d.path().join(secret);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(&path, "SECRET").unwrap();
+            let e = read(&f, secret, None).unwrap_err().message;
+            assert!(e.contains("is refused") && e.contains("[plugins.files] refuse"), "{secret}: {e}");
+        }
+        assert!(f.list_dir(ListDirArgs { path: ".git".into() }).is_err());
+        let w = f.write_file(WriteFileArgs { path: ".env".into(), content: "X=1".into() });
+        assert!(w.is_err() && fs::read_to_string(d.path().join(".env")).unwrap() == "SECRET");
+        #[cfg(target_os = "linux")]
+        {
+            std::os::unix::fs::symlink(".env", d.path().join("notes.txt")).unwrap();
+            let e = read(&f, "notes.txt", None).unwrap_err().message;
+            assert!(e.contains("\".env\" matches"), "the opened file is checked, not only the name: {e}");
+            let w = f.write_file(WriteFileArgs { path: "notes.txt".into(), content: "X=1".into() });
+            assert!(w.is_err() && fs::read_to_string(d.path().join(".env")).unwrap() == "SECRET");
+        }
+        let open = Files::new(d.path(), RefuseList::new(&[]).unwrap()).unwrap();
+        assert_eq!(read(&open, ".env", None).unwrap().content, "SECRET", "an empty list refuses nothing");
+    }
+
+    #[test]
+    fn writes_create_and_replace_files() {
+        let (d, f) = setup();
+        let w = f.write_file(WriteFileArgs { path: "sub/new.txt".into(), content: "one two".into() }).unwrap();
+        assert_eq!(w.bytes, 7);
+        f.write_file(WriteFileArgs { path: "sub/new.txt".into(), content: "3".into() }).unwrap();
+        assert_eq!(fs::read_to_string(d.path().join("sub/new.txt")).unwrap(), "3");
+        let e = f.write_file(WriteFileArgs { path: "nodir/x.txt".into(), content: "x".into() }).unwrap_err();
+        assert!(e.message.contains("cannot be written"), "{}", e.message);
+    }
+
+    #[test]
+    fn no_root_no_tools() {
+        let e = Files::init(FilesConfig::default()).err().unwrap();
+        assert!(e.contains("no root directory configured") && e.contains("[plugins.files]"), "{e}");
+    }
+
+    /// A thread swaps `d` between a real directory inside the root and a link to one outside
+    /// it, as fast as it can, while reads go through `d`: no read may return the outside file.
+    /// (A check of the resolved path followed by an open by path loses this race.)
+    #[cfg(unix)]
+    #[test]
+    fn a_link_swapped_during_reads_never_leads_out() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join("f.txt"), "OUTSIDE").unwrap();
+        let (d, f) = setup();
+        let (dir, real, tmp) = (d.path().join("d"), d.path().join("d.real"), d.path().join("d.tmp"));
+        fs::create_dir(&dir).unwrap();
+        fs::write(dir.join("f.txt"), "inside").unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let swapper = {
+            let (stop, out) = (Arc::clone(&stop), outside.path().to_path_buf());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    fs::rename(&dir, &real).unwrap();
+                    std::os::unix::fs::symlink(&out, &tmp).unwrap();
+                    fs::rename(&tmp, &dir).unwrap();
+                    fs::remove_file(&dir).unwrap();
+                    fs::rename(&real, &dir).unwrap();
+                }
+            })
+        };
+        let (mut inside, mut refused) = (0, 0);
+        // Three seconds: a check-then-open loses within them on this machine (tried).
+        let started = std::time::Instant::now();
+        while started.elapsed() < std::time::Duration::from_secs(3) {
+            match read(&f, "d/f.txt", None) {
+                Ok(c) => {
+                    assert_eq!(c.content, "inside", "a read escaped the root");
+                    inside += 1;
+                }
+                Err(_) => refused += 1,
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        swapper.join().unwrap();
+        assert!(inside > 0 && refused > 0, "the swap raced the reads: {inside} inside, {refused} refused");
     }
 }

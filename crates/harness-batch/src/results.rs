@@ -6,64 +6,65 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
-use harness_core::{HarnessError, Usage};
+use harness_core::{HarnessError, RunStatus, Usage};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::input::id_key;
-use crate::Result;
-use crate::error::CliError;
+use crate::error::{BatchError, Result};
+use crate::input::id_key;
 
 /// One line of the results file.
 #[derive(Debug, Serialize)]
-pub(crate) struct ResultLine<'a> {
+pub struct ResultLine<'a> {
     /// The request's id, as its line gave it.
-    pub(crate) id: &'a Value,
+    pub id: &'a Value,
     /// `finished`, `step_budget_exhausted`, `time_budget_exhausted` or `failed`.
-    pub(crate) status: &'a str,
+    pub status: RunStatus,
     /// `finish`'s answer, or null.
-    pub(crate) answer: Option<&'a Value>,
+    pub answer: Option<&'a Value>,
     /// Steps taken.
-    pub(crate) steps: u32,
+    pub steps: u32,
     /// Tokens spent over the run.
-    pub(crate) usage: Usage,
+    pub usage: Usage,
     /// Why the run did not finish, or null.
-    pub(crate) error: Option<&'a HarnessError>,
+    pub error: Option<&'a HarnessError>,
     /// Wall time of the run, in milliseconds (microsecond precision).
-    pub(crate) duration_ms: f64,
+    pub duration_ms: f64,
     /// Model requests the provider retried.
-    pub(crate) retries: u32,
+    pub retries: u32,
     /// The run's trace file, with `--traces`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) trace: Option<&'a Path>,
+    pub trace: Option<&'a Path>,
 }
 
 /// What the file held when the batch started.
 #[derive(Debug, Default)]
-pub(crate) struct Earlier {
+pub struct Earlier {
     /// Ids (as text) that already have a result line.
-    pub(crate) done: HashSet<String>,
+    pub done: HashSet<String>,
     /// Lines that are not results (reported, left in place).
-    pub(crate) foreign: Vec<(usize, String)>,
+    pub foreign: Vec<(usize, String)>,
     /// Whether a torn last line, left by a killed batch, was cut off.
-    pub(crate) torn: bool,
+    pub torn: bool,
+    /// Why the file could not be locked, on a file system without locks (it is used unguarded).
+    pub unlocked: Option<io::Error>,
 }
 
 /// The open results file, locked for this batch.
-pub(crate) struct ResultsFile {
+pub struct ResultsFile {
     file: File,
     path: PathBuf,
 }
 
 impl ResultsFile {
     /// Opens (or creates) the file, takes its lock, reads what is done, and cuts a torn last line.
-    pub(crate) fn open(path: &Path) -> Result<(Self, Earlier)> {
-        let named = |e: io::Error| CliError::Usage(format!("cannot open the results file {}: {e}", path.display()));
+    pub fn open(path: &Path) -> Result<(Self, Earlier)> {
+        let named = |source| BatchError::OpenResults { path: path.to_owned(), source };
         let mut file = OpenOptions::new().read(true).append(true).create(true).open(path).map_err(named)?;
-        lock(&file, path)?;
+        let unlocked = lock(&file, path)?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).map_err(named)?;
-        let mut earlier = Earlier::default();
+        let mut earlier = Earlier { unlocked, ..Earlier::default() };
         let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
         for (i, line) in bytes[..complete].split(|&b| b == b'\n').enumerate() {
             if line.iter().all(u8::is_ascii_whitespace) {
@@ -78,8 +79,7 @@ impl ResultsFile {
         }
         let tail = &bytes[complete..];
         if !tail.iter().all(u8::is_ascii_whitespace) {
-            let failed =
-                |e: io::Error| CliError::Failure(format!("cannot repair the results file {}: {e}", path.display()));
+            let failed = |source| BatchError::RepairResults { path: path.to_owned(), source };
             if let Some(key) = result_id(tail) {
                 // A whole line that only lacks its newline (written by hand, or by another tool).
                 file.write_all(b"\n").map_err(failed)?;
@@ -93,14 +93,14 @@ impl ResultsFile {
     }
 
     /// Appends one line and hands it to the OS, so a kill right after loses nothing.
-    pub(crate) fn append(&mut self, line: &ResultLine<'_>) -> Result<()> {
-        let mut text = serde_json::to_vec(line)
-            .map_err(|e| CliError::Failure(format!("cannot encode the result of {}: {e}", line.id)))?;
+    pub fn append(&mut self, line: &ResultLine<'_>) -> Result<()> {
+        let mut text =
+            serde_json::to_vec(line).map_err(|source| BatchError::EncodeResult { id: line.id.to_string(), source })?;
         text.push(b'\n');
         self.file
             .write_all(&text)
             .and_then(|()| self.file.flush())
-            .map_err(|e| CliError::Failure(format!("cannot write to the results file {}: {e}", self.path.display())))
+            .map_err(|source| BatchError::WriteResults { path: self.path.clone(), source })
     }
 }
 
@@ -113,30 +113,27 @@ fn result_id(line: &[u8]) -> Option<String> {
 }
 
 /// Takes an exclusive lock on the file, so that two batches never append to one results file.
+/// Returns why it could not, on a file system without locks.
 #[cfg(unix)]
-fn lock(file: &File, path: &Path) -> Result<()> {
+fn lock(file: &File, path: &Path) -> Result<Option<io::Error>> {
     use std::os::fd::AsRawFd;
     // SAFETY: flock is called on a descriptor that `file` owns and keeps open while the lock is
     // wanted; the lock goes with the descriptor when the file is closed or the process ends.
     let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
     if rc == 0 {
-        return Ok(());
+        return Ok(None);
     }
     let error = io::Error::last_os_error();
     if error.kind() == io::ErrorKind::WouldBlock {
-        return Err(CliError::Usage(format!(
-            "another harness batch is writing {} (it holds the file's lock); wait for it to end, or give each worker its own --out",
-            path.display()
-        )));
+        return Err(BatchError::ResultsLocked { path: path.to_owned() });
     }
     // A file system without locks (some network mounts) still works, unguarded.
-    eprintln!("harness: warning: cannot lock {}: {error}; make sure no other batch writes to it", path.display());
-    Ok(())
+    Ok(Some(error))
 }
 
 #[cfg(not(unix))]
-fn lock(_: &File, _: &Path) -> Result<()> {
-    Ok(())
+fn lock(_: &File, _: &Path) -> Result<Option<io::Error>> {
+    Ok(None)
 }
 
 #[cfg(test)]
@@ -166,7 +163,7 @@ mod tests {
         let id = Value::from("b");
         let line = ResultLine {
             id: &id,
-            status: "finished",
+            status: RunStatus::Finished,
             answer: None,
             steps: 1,
             usage: Usage::default(),

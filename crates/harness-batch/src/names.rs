@@ -8,7 +8,7 @@ const MAX_STEM: usize = 180;
 /// can name a path outside the directory, and two ids never share a name. An id longer than
 /// 180 encoded bytes is cut there and followed by `+` and a 64-bit hash of the whole id (`+` is
 /// always encoded, so such a name is never another id's).
-pub(crate) fn trace_file_name(id: &str) -> String {
+pub fn trace_file_name(id: &str) -> String {
     let mut stem = String::with_capacity(id.len());
     for b in id.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {

@@ -8,24 +8,23 @@ use std::str::FromStr;
 use harness_providers::ScriptedProvider;
 use serde_json::Value;
 
-use crate::Result;
-use crate::error::CliError;
+use crate::error::{BatchError, Result};
 
 /// `--shard I/N`: this worker takes the lines whose 0-based index is I modulo N.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Shard {
+pub struct Shard {
     /// This worker's index, from 0.
-    pub(crate) index: usize,
+    pub index: usize,
     /// How many workers share the file.
-    pub(crate) count: usize,
+    pub count: usize,
 }
 
 impl Shard {
     /// The whole file.
-    pub(crate) const ALL: Shard = Shard { index: 0, count: 1 };
+    pub const ALL: Shard = Shard { index: 0, count: 1 };
 
     /// Whether the line numbered `line` (from 1) is this shard's.
-    pub(crate) fn takes(self, line: usize) -> bool {
+    pub fn takes(self, line: usize) -> bool {
         (line - 1) % self.count == self.index
     }
 }
@@ -50,7 +49,7 @@ impl FromStr for Shard {
 
 /// What to make of each line's `script` array.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Scripts {
+pub enum Scripts {
     /// The provider is not `scripted`: scripts are ignored.
     Ignored,
     /// `scripted` with a `--script` for every request: a line's own script replaces it.
@@ -61,45 +60,45 @@ pub(crate) enum Scripts {
 
 /// One request to run.
 #[derive(Debug)]
-pub(crate) struct Request {
+pub struct Request {
     /// The id as the line gave it (a string or an integer), echoed in the result.
-    pub(crate) id: Value,
+    pub id: Value,
     /// The id as text: what resuming and duplicate checks compare.
-    pub(crate) key: String,
+    pub key: String,
     /// The request for the agent.
-    pub(crate) request: String,
+    pub request: String,
     /// This request's step budget, when it sets one.
-    pub(crate) max_steps: Option<u32>,
+    pub max_steps: Option<u32>,
     /// This request's script as JSON Lines text, for the scripted provider.
-    pub(crate) script: Option<String>,
+    pub script: Option<String>,
     /// Where it is in the file, from 1 (names a per-request script in messages).
-    pub(crate) line: usize,
+    pub line: usize,
 }
 
 /// A line that is not a request, with why.
 #[derive(Debug)]
-pub(crate) struct BadLine {
+pub struct BadLine {
     /// Line number, from 1.
-    pub(crate) line: usize,
+    pub line: usize,
     /// What is wrong with it.
-    pub(crate) problem: String,
+    pub problem: String,
 }
 
 /// The file, as this shard sees it.
 #[derive(Debug, Default)]
-pub(crate) struct Input {
+pub struct Input {
     /// This shard's requests, in file order.
-    pub(crate) requests: Vec<Request>,
+    pub requests: Vec<Request>,
     /// This shard's bad lines, in file order.
-    pub(crate) bad: Vec<BadLine>,
+    pub bad: Vec<BadLine>,
     /// Non-blank lines in the whole file, every shard's.
-    pub(crate) lines: usize,
+    pub lines: usize,
     /// This shard's requests whose `script` is ignored because the provider is not scripted.
-    pub(crate) ignored_scripts: usize,
+    pub ignored_scripts: usize,
 }
 
 /// An id's text, when it is a usable id: a non-empty string or an integer.
-pub(crate) fn id_key(id: &Value) -> Option<String> {
+pub fn id_key(id: &Value) -> Option<String> {
     match id {
         Value::String(s) if !s.is_empty() => Some(s.clone()),
         Value::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
@@ -109,9 +108,8 @@ pub(crate) fn id_key(id: &Value) -> Option<String> {
 
 /// Reads the requests file and keeps this shard's lines. Duplicates are found over the whole
 /// file (the first line with an id claims it), so that shards agree on which line runs.
-pub(crate) fn read(path: &Path, shard: Shard, scripts: Scripts) -> Result<Input> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| CliError::Usage(format!("cannot read the requests file {}: {e}", path.display())))?;
+pub fn read(path: &Path, shard: Shard, scripts: Scripts) -> Result<Input> {
+    let bytes = std::fs::read(path).map_err(|source| BatchError::ReadRequests { path: path.to_owned(), source })?;
     let mut input = Input::default();
     let mut claimed: HashMap<String, usize> = HashMap::new();
     let name = path.display().to_string();
