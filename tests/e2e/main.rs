@@ -12,6 +12,7 @@ mod check;
 mod discovery;
 mod isolation;
 mod mcp;
+mod otel;
 mod providers;
 mod replay;
 mod reply;

@@ -239,8 +239,7 @@ impl OtlpSink {
             ));
             attributes.extend(reply.router_mode.clone().map(|m| kv("harness.router_mode", m)));
             if self.capture {
-                let output = serde_json::to_string(reply).unwrap_or_default();
-                attributes.push(kv("gen_ai.output.messages", output));
+                attributes.push(kv("gen_ai.output.messages", output_messages(reply).to_string()));
             }
         }
         let name = match &model {
@@ -294,6 +293,26 @@ impl OtlpSink {
         }
         span.end_with_timestamp(end);
     }
+}
+
+/// A reply as the GenAI conventions write output messages: one assistant message whose parts
+/// are its reasoning, text and tool calls.
+fn output_messages(reply: &harness_core::ModelReply) -> serde_json::Value {
+    let mut parts = Vec::new();
+    if let Some(r) = &reply.reasoning {
+        parts.push(serde_json::json!({ "type": "reasoning", "content": r }));
+    }
+    if let Some(t) = &reply.text {
+        parts.push(serde_json::json!({ "type": "text", "content": t }));
+    }
+    for c in &reply.calls {
+        parts.push(serde_json::json!({ "type": "tool_call", "id": c.id, "name": c.name, "arguments": c.arguments }));
+    }
+    let mut message = serde_json::json!({ "role": "assistant", "parts": parts });
+    if let Some(reason) = &reply.finish_reason {
+        message["finish_reason"] = reason.as_str().into();
+    }
+    serde_json::json!([message])
 }
 
 fn status_name(status: StepStatus) -> &'static str {
@@ -367,7 +386,10 @@ impl TraceSink for OtlpSink {
         ]);
         if self.capture {
             if let Some(answer) = &end.answer {
-                span.set_attribute(kv("gen_ai.output.messages", answer.to_string()));
+                let text = answer.as_str().map_or_else(|| answer.to_string(), str::to_owned);
+                let output =
+                    serde_json::json!([{ "role": "assistant", "parts": [{ "type": "text", "content": text }] }]);
+                span.set_attribute(kv("gen_ai.output.messages", output.to_string()));
             }
         }
         if let Some(e) = &end.error {

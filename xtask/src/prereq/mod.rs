@@ -5,6 +5,7 @@
 mod chromium;
 mod llama;
 mod mcp;
+mod phoenix;
 
 use crate::Context;
 
@@ -32,6 +33,11 @@ const ALL: &[Prereq] = &[
         name: "mcp",
         about: "a Python venv with the official MCP SDK, for the MCP interop tests",
         ensure: mcp::ensure,
+    },
+    Prereq {
+        name: "phoenix",
+        about: "Arize Phoenix in a Python venv (PyPI arize-phoenix), for the OpenTelemetry export tests",
+        ensure: phoenix::ensure,
     },
     Prereq {
         name: "llama",
