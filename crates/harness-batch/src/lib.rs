@@ -28,7 +28,7 @@ mod pace;
 mod results;
 mod tally;
 
-pub use engine::{Batch, DefaultScript, Observer, Router, Silent, create_traces_dir, pending};
+pub use engine::{Batch, DefaultScript, Observer, Router, Silent, SinkFactory, create_traces_dir, pending};
 pub use error::{BatchError, Result};
 pub use input::{BadLine, Input, Request, Scripts, Shard};
 pub use results::{Earlier, ResultLine, ResultsFile};

@@ -144,13 +144,32 @@ impl Otlp {
 
     /// A sink for one run (or for `mcp serve`'s calls).
     pub fn sink(&self) -> OtlpSink {
-        OtlpSink { tracer: self.tracer.clone(), capture: self.settings.capture_content, run: None }
+        self.sink_factory().sink()
+    }
+
+    /// A handle that makes sinks, for runs on other threads (a batch's).
+    pub fn sink_factory(&self) -> OtlpSinks {
+        OtlpSinks { tracer: self.tracer.clone(), capture: self.settings.capture_content }
     }
 
     /// Sends what is queued and stops; waits at most the export timeout.
     pub fn shutdown(self) {
         // A failure here was already warned about by the exporter.
         let _ = self.provider.shutdown_with_timeout(EXPORT_TIMEOUT);
+    }
+}
+
+/// Makes [`OtlpSink`]s; cheap to clone, shareable across threads.
+#[derive(Clone)]
+pub struct OtlpSinks {
+    tracer: SdkTracer,
+    capture: bool,
+}
+
+impl OtlpSinks {
+    /// A sink for one run.
+    pub fn sink(&self) -> OtlpSink {
+        OtlpSink { tracer: self.tracer.clone(), capture: self.capture, run: None }
     }
 }
 
@@ -165,13 +184,13 @@ struct WarnOnce<E> {
 impl<E: SpanExporter> SpanExporter for WarnOnce<E> {
     async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
         let result = self.inner.export(batch).await;
-        if let Err(e) = &result {
-            if !self.warned.swap(true, Ordering::Relaxed) {
-                eprintln!(
-                    "harness: warning: cannot export spans to {} ({e}); the run goes on, its spans are dropped",
-                    self.endpoint
-                );
-            }
+        if let Err(e) = &result
+            && !self.warned.swap(true, Ordering::Relaxed)
+        {
+            eprintln!(
+                "harness: warning: cannot export spans to {} ({e}); the run goes on, its spans are dropped",
+                self.endpoint
+            );
         }
         result
     }
@@ -384,13 +403,12 @@ impl TraceSink for OtlpSink {
             kv("gen_ai.usage.input_tokens", i64::try_from(end.usage.input_tokens).unwrap_or(i64::MAX)),
             kv("gen_ai.usage.output_tokens", i64::try_from(end.usage.output_tokens).unwrap_or(i64::MAX)),
         ]);
-        if self.capture {
-            if let Some(answer) = &end.answer {
-                let text = answer.as_str().map_or_else(|| answer.to_string(), str::to_owned);
-                let output =
-                    serde_json::json!([{ "role": "assistant", "parts": [{ "type": "text", "content": text }] }]);
-                span.set_attribute(kv("gen_ai.output.messages", output.to_string()));
-            }
+        if self.capture
+            && let Some(answer) = &end.answer
+        {
+            let text = answer.as_str().map_or_else(|| answer.to_string(), str::to_owned);
+            let output = serde_json::json!([{ "role": "assistant", "parts": [{ "type": "text", "content": text }] }]);
+            span.set_attribute(kv("gen_ai.output.messages", output.to_string()));
         }
         if let Some(e) = &end.error {
             span.set_attribute(kv("error.type", e.code.as_str()));
