@@ -223,7 +223,9 @@ fn inspect_shows_schemas_by_name_and_by_file() {
     let v = r.json();
     assert_eq!(v["name"], "calc");
     assert_eq!(v["tools"][0]["parameters"]["required"], json!(["expression"]));
-    assert_eq!(v["tools"][0]["examples"][0]["result"], 42);
+    assert_eq!(v["tools"][0]["examples"][0]["arguments"], json!({"expression": "17/100*2340"}));
+    assert_eq!(v["tools"][0]["examples"][0]["result"], 397.8);
+    assert!(v["tools"][0]["description"].as_str().unwrap().contains("true division"), "{v}");
     let r = ran(s.harness().args(["plugins", "inspect"]).arg(plugin("files")));
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains("read_file (reads)") && r.stdout.contains("\"max_bytes\""), "{}", r.stdout);

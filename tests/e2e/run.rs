@@ -43,6 +43,27 @@ fn scripted_calculate_then_finish_prints_json_and_traces_every_step() {
 }
 
 #[test]
+fn calculate_answers_what_a_user_expects_through_the_real_plugin() {
+    let s = Scratch::new();
+    let expressions = ["17/100*2340", "10/4", "2**10", "sqrt(2)", "9999999999*9999999999", "sqrt(-1)"];
+    let mut lines: Vec<Value> = expressions.iter().map(|e| call("calculate", json!({ "expression": e }))).collect();
+    lines.push(call("finish", json!({"answer": 397.8})));
+    let script = s.script(&lines);
+    let r = ran(s.harness().args(["run", "x", "--json", "--trace", "t.jsonl", "--script"]).arg(&script));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let t = s.trace("t.jsonl");
+    let results: Vec<Value> = t[..5].iter().map(|l| l["result"].clone()).collect();
+    // Past 64 bits an exact integer is a string of digits, which no JSON reader rounds.
+    assert_eq!(
+        results,
+        [json!(397.8), json!(2.5), json!(1024), json!(std::f64::consts::SQRT_2), json!("99999999980000000001")]
+    );
+    assert_eq!((&t[5]["status"], &t[5]["error"]["code"]), (&json!("error"), &json!("tool_error")));
+    let message = t[5]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("sqrt(x) needs x ≥ 0") && message.contains("column 1"), "{message}");
+}
+
+#[test]
 fn plain_output_prints_a_string_answer_as_text_and_others_as_json() {
     let s = Scratch::new();
     let script = s.script(&[call("finish", json!({"answer": "forty-two"}))]);

@@ -1,71 +1,112 @@
-//! `calc`: a harness plugin with one tool, `calculate`, which evaluates arithmetic.
+//! `calc`: a harness plugin with one tool, `calculate`, which evaluates arithmetic as people and
+//! models write it, and gives answers a model can report as fact.
 //!
-//! Evaluation is done by the `evalexpr` crate. Integer arithmetic is checked: overflow and
-//! division by zero are tool errors, as are results that are not finite numbers and
-//! expressions that are not arithmetic (strings, booleans, assignments).
+//! - `+ - * /` with true division (`10/4` is 2.5), `%` the remainder of floored division (its
+//!   sign is the divisor's), `^` or `**` for powers (right associative, tighter than a sign:
+//!   `-2^2` is -4), parentheses, decimals and scientific notation (`1.5e3`), `_` between digits
+//!   (`1_000_000`). `,` only separates a function's arguments: `1,000` is refused as ambiguous.
+//! - Numbers are exact while every step is: integers of any size up to about 3000 digits and
+//!   fractions (`1/3*3` is 1, `0.1+0.2` is 0.3). A float enters with `pi`, `e`, `tau`, a
+//!   function with no exact answer (`sqrt(2)`, `sin(1)`) or a fractional power, and stays.
+//! - The answer is a JSON number: an integer when the value is whole (`2^10` gives `1024`),
+//!   else the shortest decimal that reads back as the same float. An exact integer beyond 64
+//!   bits is a string of its digits, since JSON readers would round it.
+//! - The functions: see [`functions`]. Errors name the column and say what to write instead.
+//!
+//! The numbers are `num-bigint` and `num-rational` (correctly rounded conversion to floats);
+//! the parser is a small recursive descent that computes as it reads ([`parse`]).
 
-use evalexpr::{EvalexprError, Value as ExprValue};
+mod error;
+mod functions;
+mod lex;
+pub mod limits;
+mod number;
+mod parse;
+
+pub use error::{CalcError, ErrorKind};
+pub use number::Num;
+
 use harness_sdk::schemars::JsonSchema;
-use harness_sdk::serde::Deserialize;
-use harness_sdk::serde_json::{Number, Value, json};
+use harness_sdk::serde::{Deserialize, Serialize};
+use harness_sdk::serde_json::{Number, json};
 use harness_sdk::{Effects, NoConfig, Plugin, Tool, ToolError};
+use num_traits::ToPrimitive;
+
+use crate::limits::MAX_LENGTH;
 
 /// Arguments of `calculate`.
 #[derive(Deserialize, JsonSchema)]
 #[serde(crate = "harness_sdk::serde", deny_unknown_fields)]
 #[schemars(crate = "harness_sdk::schemars")]
 pub struct CalculateArgs {
-    /// An arithmetic expression, e.g. `6*7` or `(1.5 + 2) / 4`.
+    /// An arithmetic expression, e.g. `17/100*2340` or `sqrt(2)*3`: numbers, + - * / % ^,
+    /// parentheses, functions and constants; no variables.
     #[schemars(length(min = 1, max = 4096))]
     pub expression: String,
+}
+
+/// The result of `calculate`.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(crate = "harness_sdk::serde", untagged)]
+#[schemars(crate = "harness_sdk::schemars")]
+pub enum Answer {
+    /// A whole number within 64 bits, or a float as its shortest round-trip decimal.
+    Number(Number),
+    /// An exact integer beyond 64 bits, as its decimal digits.
+    Digits(#[schemars(pattern(r"^-?[0-9]+$"))] String),
 }
 
 /// The `calc` plugin; it holds no state.
 pub struct Calc;
 
-/// Evaluates `expression` to a JSON number.
-pub fn calculate(expression: &str) -> Result<Value, ToolError> {
-    let value = evalexpr::eval(expression).map_err(|e| ToolError::tool_error(describe(expression, &e)))?;
-    match value {
-        ExprValue::Int(i) => Ok(Value::from(i)),
-        ExprValue::Float(f) => Number::from_f64(f).map(Value::Number).ok_or_else(|| {
-            ToolError::tool_error(format!("{expression:?} does not evaluate to a finite number (got {f})"))
-        }),
-        other => Err(ToolError::tool_error(format!(
-            "{expression:?} is not arithmetic: it evaluates to {other:?}, not a number"
-        ))),
+/// Evaluates `expression` to a number, or says what is wrong and where.
+pub fn evaluate(expression: &str) -> Result<Num, CalcError> {
+    let length = expression.chars().count();
+    if length > MAX_LENGTH {
+        return Err(CalcError::new(0, ErrorKind::TooLong(length)));
     }
+    if expression.trim().is_empty() {
+        return Err(CalcError::new(0, ErrorKind::Empty));
+    }
+    parse::evaluate(expression, &lex::tokens(expression)?)
 }
 
-fn describe(expression: &str, error: &EvalexprError) -> String {
-    match error {
-        EvalexprError::DivisionError { divisor, .. } if is_zero(divisor) => {
-            format!("division by zero in {expression:?}")
-        }
-        EvalexprError::ModulationError { divisor, .. } if is_zero(divisor) => {
-            format!("remainder by zero in {expression:?}")
-        }
-        EvalexprError::AdditionError { .. }
-        | EvalexprError::SubtractionError { .. }
-        | EvalexprError::MultiplicationError { .. }
-        | EvalexprError::DivisionError { .. }
-        | EvalexprError::NegationError { .. } => {
-            format!(
-                "integer overflow in {expression:?} ({error}); write a number with a decimal point to use floating point"
-            )
-        }
-        _ => format!("cannot evaluate {expression:?}: {error}"),
-    }
+/// Evaluates `expression` to the tool's answer; failures are `tool_error`s whose message
+/// names the column.
+pub fn calculate(expression: &str) -> Result<Answer, ToolError> {
+    evaluate(expression).and_then(|n| answer(n, expression)).map_err(|e| ToolError::tool_error(e.describe(expression)))
 }
 
-fn is_zero(v: &ExprValue) -> bool {
-    matches!(v, ExprValue::Int(0)) || matches!(v, ExprValue::Float(f) if *f == 0.0)
+/// How a value is shown: whole numbers as integers, other values as floats.
+fn answer(n: Num, expression: &str) -> Result<Answer, CalcError> {
+    let end = expression.len();
+    let f = match n {
+        Num::Exact(r) if r.is_integer() => {
+            let i = r.to_integer();
+            return Ok(match (i.to_i64(), i.to_u64()) {
+                (Some(v), _) => Answer::Number(v.into()),
+                (None, Some(v)) => Answer::Number(v.into()),
+                (None, None) => Answer::Digits(i.to_string()),
+            });
+        }
+        Num::Exact(r) => match number::exact_to_f64(&r) {
+            0.0 => return Err(CalcError::new(end, ErrorKind::TooSmall)),
+            f if f.is_finite() => f,
+            _ => return Err(CalcError::new(end, ErrorKind::Overflow)),
+        },
+        Num::Float(f) => f,
+    };
+    // Below 2^53 every whole float is an integer exactly; above, its digits would be made up.
+    if f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0 {
+        return Ok(Answer::Number((f as i64).into()));
+    }
+    Number::from_f64(f).map(Answer::Number).ok_or(CalcError::new(end, ErrorKind::Overflow))
 }
 
 impl Plugin for Calc {
     const NAME: &'static str = "calc";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
-    const DESCRIPTION: &'static str = "Arithmetic: evaluate an expression to a number.";
+    const DESCRIPTION: &'static str = "Arithmetic: evaluate an expression to a number, exactly where it can be.";
     type Config = NoConfig;
 
     fn init(_: NoConfig) -> Result<Self, String> {
@@ -76,12 +117,16 @@ impl Plugin for Calc {
         vec![
             Tool::new(
                 "calculate",
-                "Calculate the value of an arithmetic expression (+ - * / % ^, parentheses, integers and decimals).",
+                "Evaluate arithmetic: + - * / (true division: 10/4 = 2.5), % remainder, ^ or ** power, parentheses, 1.5e3; \
+                 functions sqrt cbrt abs exp ln log(x[, base]) log2 sin cos tan asin acos atan atan2 sinh cosh tanh floor ceil \
+                 round(x[, digits]) min max; constants pi e tau. Integers and fractions are exact; an integer past 64 bits comes back as a string of digits.",
                 Effects::Pure,
                 |_: &Calc, args: CalculateArgs| calculate(&args.expression),
             )
-            .example(json!({"expression": "6*7"}), json!(42))
-            .example(json!({"expression": "(1.5 + 2) / 4"}), json!(0.875))
+            .output::<Answer>()
+            .example(json!({"expression": "17/100*2340"}), json!(397.8))
+            .example(json!({"expression": "2^10 + sqrt(16)"}), json!(1028))
+            .example(json!({"expression": "sqrt(2)"}), json!(std::f64::consts::SQRT_2))
             .example_error(json!({"expression": "1/0"}), "tool_error"),
         ]
     }
@@ -92,36 +137,6 @@ harness_sdk::export_plugin!(Calc);
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn integers_and_floats() {
-        assert_eq!(calculate("6*7").unwrap(), json!(42));
-        assert_eq!(calculate("(1.5 + 2) / 4").unwrap(), json!(0.875));
-        assert_eq!(calculate("-3 + 10 % 4").unwrap(), json!(-1));
-    }
-
-    #[test]
-    fn division_by_zero_is_a_clear_tool_error() {
-        let e = calculate("1/0").unwrap_err();
-        assert_eq!(e.code, "tool_error");
-        assert!(e.message.contains("division by zero"), "{}", e.message);
-        assert!(calculate("5 % 0").unwrap_err().message.contains("remainder by zero"));
-        assert!(calculate("1.0/0.0").unwrap_err().message.contains("finite"));
-    }
-
-    #[test]
-    fn overflow_is_a_tool_error() {
-        let e = calculate("9223372036854775807 + 1").unwrap_err();
-        assert!(e.message.contains("overflow"), "{}", e.message);
-        assert!(calculate("9223372036854775807 * 2").unwrap_err().message.contains("overflow"));
-    }
-
-    #[test]
-    fn syntax_errors_and_non_numbers() {
-        assert!(calculate("6 *").unwrap_err().message.contains("cannot evaluate"));
-        assert!(calculate("\"a\"").unwrap_err().message.contains("not arithmetic"));
-        assert!(calculate("1 == 1").unwrap_err().message.contains("not arithmetic"));
-    }
 
     #[test]
     fn declared_examples_hold() {
@@ -136,5 +151,16 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn whole_floats_are_integers_and_big_integers_are_digits() {
+        assert_eq!(calculate("sin(0)").unwrap(), Answer::Number(0.into()));
+        assert_eq!(calculate("-0.0").unwrap(), Answer::Number(0.into()));
+        assert_eq!(calculate("exp(0) * 2^60").unwrap(), Answer::Number(Number::from_f64(2f64.powi(60)).unwrap()));
+        assert_eq!(calculate("2^64-1").unwrap(), Answer::Number(u64::MAX.into()));
+        assert_eq!(calculate("-2^64").unwrap(), Answer::Digits("-18446744073709551616".into()));
+        assert!(calculate("1/10^400").unwrap_err().message.contains("smaller than the smallest float"));
+        assert!(calculate("10^400+1/2").unwrap_err().message.contains("overflow"));
     }
 }
