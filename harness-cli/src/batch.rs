@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::Args;
-use harness_batch::{Batch, DefaultScript, ResultsFile, Router, Scripts, Shard, Tally, input, pending};
+use clap::{Args, Subcommand};
+use harness_batch::{Batch, DefaultScript, ResultsFile, Router, Scripts, Shard, ShardSpec, Tally, input, pending};
 use harness_core::ToolRegistry;
 
 use crate::Result;
@@ -31,6 +31,49 @@ Exit codes:
   2  usage or configuration error: a bad flag, an unreadable requests file, a results file another batch
      is writing, an invalid config, a missing API key or model name";
 
+/// `harness batch`: a batch to run, or `merge`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub(crate) struct BatchCli {
+    #[command(subcommand)]
+    command: Option<BatchCommand>,
+    #[command(flatten)]
+    run: BatchArgs,
+}
+
+/// What `harness batch` does besides running a batch.
+#[derive(Debug, Subcommand)]
+enum BatchCommand {
+    /// Join the results files of a batch's shards into one, as a single process would have written it.
+    #[command(after_help = MERGE_EXIT_CODES)]
+    Merge(MergeArgs),
+}
+
+const MERGE_EXIT_CODES: &str = "\
+Exit codes:
+  0  merged
+  1  the merged file could not be written
+  2  refused, nothing written: an unreadable input, a line that is not a result (or a torn one: resume that
+     shard first), inputs from different requests files or splits, an id in two inputs, a missing shard or
+     request (unless --partial), or an --out that exists";
+
+/// Arguments of `harness batch merge`.
+#[derive(Debug, Args)]
+struct MergeArgs {
+    /// The shards' results files (each worker's --out).
+    #[arg(required = true, value_name = "RESULTS")]
+    inputs: Vec<PathBuf>,
+    /// The merged file; it must not exist (a merge never overwrites).
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+    /// The requests file: check that every good line of it has a result.
+    #[arg(long, value_name = "FILE")]
+    requests: Option<PathBuf>,
+    /// Merge what there is, even when a shard or a request has no results.
+    #[arg(long)]
+    partial: bool,
+}
+
 /// Arguments of `harness batch`.
 #[derive(Debug, Args)]
 #[command(
@@ -41,17 +84,25 @@ Exit codes:
 )]
 pub(crate) struct BatchArgs {
     /// JSON Lines file of requests: one {"id": ..., "request": "...", "max_steps": N} object a line.
-    requests: PathBuf,
+    /// (An Option only so that `harness batch merge` can do without it; clap requires it otherwise.)
+    #[arg(required = true)]
+    requests: Option<PathBuf>,
     /// Results file (JSON Lines), one line per request as each run ends. Requests whose id already has a line
     /// in it are skipped: rerun with the same --out to resume.
-    #[arg(long, value_name = "FILE")]
-    out: PathBuf,
+    #[arg(long, value_name = "FILE", required = true)]
+    out: Option<PathBuf>,
     /// Runs in flight at once.
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
     concurrency: u16,
     /// Run only every N-th line, starting at line I+1 (I from 0): N workers given 0/N .. N-1/N cover the file.
-    #[arg(long, value_name = "I/N")]
-    shard: Option<Shard>,
+    /// `auto` reads a Slurm array task's SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT, or a Kubernetes indexed
+    /// Job's JOB_COMPLETION_INDEX (with --shards N).
+    #[arg(long, value_name = "I/N|auto")]
+    shard: Option<ShardSpec>,
+    /// With --shard auto: the number of shards, and the scheduler's index (JOB_COMPLETION_INDEX, SLURM_ARRAY_TASK_ID)
+    /// is the shard. Needed under a Kubernetes indexed Job; under Slurm it lets one task resubmitted alone keep its place.
+    #[arg(long, value_name = "N", requires = "shard", value_parser = clap::value_parser!(u32).range(1..))]
+    shards: Option<u32>,
     /// Write each run's trace to DIR/ID.jsonl (the id percent-encoded for a file name).
     #[arg(long, value_name = "DIR")]
     traces: Option<PathBuf>,
@@ -76,8 +127,39 @@ pub(crate) struct BatchArgs {
     plugins: PluginArgs,
 }
 
-/// Runs `harness batch` and returns the exit code.
-pub(crate) fn batch(args: BatchArgs) -> Result<u8> {
+/// Runs `harness batch` (or `harness batch merge`) and returns the exit code.
+pub(crate) fn batch(cli: BatchCli) -> Result<u8> {
+    match (cli.command, cli.run.requests.clone(), cli.run.out.clone()) {
+        (Some(BatchCommand::Merge(args)), _, _) => merge(&args),
+        (None, Some(requests), Some(out)) => run_batch(cli.run, &requests, &out),
+        _ => Err(CliError::Usage(
+            "give a requests file and --out (harness batch REQUESTS --out FILE), or a subcommand (merge); see harness batch --help".to_owned(),
+        )),
+    }
+}
+
+/// `harness batch merge`.
+fn merge(args: &MergeArgs) -> Result<u8> {
+    let merged =
+        harness_batch::merge(&args.inputs, &args.out, args.requests.as_deref(), args.partial).map_err(|e| {
+            if e.is_usage() { CliError::Usage(e.to_string()) } else { CliError::Failure(e.to_string()) }
+        })?;
+    let shards = match &merged.shards {
+        Some((seen, count)) if *count > 1 => format!(", {} of {count} shards", seen.len()),
+        _ => String::new(),
+    };
+    let batch = merged.batch.as_deref().map_or_else(String::new, |b| format!(" of batch {b}"));
+    println!(
+        "batch merge: {} results{batch} from {} files{shards}; written to {}",
+        merged.records,
+        args.inputs.len(),
+        args.out.display()
+    );
+    Ok(0)
+}
+
+/// Runs a batch and returns the exit code.
+fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
     if !(args.progress_every.is_finite() && args.progress_every > 0.0 && args.progress_every <= 86_400.0) {
         return Err(CliError::Usage(format!(
             "--progress-every {}: give a number of seconds above 0, at most 86400",
@@ -97,9 +179,11 @@ pub(crate) fn batch(args: BatchArgs) -> Result<u8> {
         (Router::Shared(build_provider(&args.provider, &config, args.quiet)?), Scripts::Ignored)
     };
 
-    let shard = args.shard.unwrap_or(Shard::ALL);
-    let input = input::read(&args.requests, shard, scripts)?;
-    let file = args.requests.display();
+    let spec = args.shard.unwrap_or(ShardSpec::Fixed(Shard::ALL));
+    let shards = args.shards.map(|n| n as usize);
+    let shard = spec.resolve(shards, |name| std::env::var(name).ok()).map_err(CliError::Usage)?;
+    let input = input::read(requests, shard, scripts)?;
+    let file = requests.display();
     for bad in &input.bad {
         eprintln!("harness: batch: {file}:{}: {}; skipped", bad.line, bad.problem);
     }
@@ -110,8 +194,8 @@ pub(crate) fn batch(args: BatchArgs) -> Result<u8> {
         );
     }
 
-    let (mut out, earlier) = ResultsFile::open(&args.out)?;
-    let out_name = args.out.display();
+    let (mut out, earlier) = ResultsFile::open(out_path)?;
+    let out_name = out_path.display();
     if let Some(error) = &earlier.unlocked {
         eprintln!("harness: warning: cannot lock {out_name}: {error}; make sure no other batch writes to it");
     }
@@ -124,6 +208,7 @@ pub(crate) fn batch(args: BatchArgs) -> Result<u8> {
         );
     }
     let selected = input.requests.len();
+    let fingerprint = input.fingerprint;
     let todo = pending(input.requests, &earlier);
     let skipped = selected - todo.len();
     if let Some(dir) = &args.traces {
@@ -147,7 +232,9 @@ pub(crate) fn batch(args: BatchArgs) -> Result<u8> {
         );
     }
     let otlp = otlp_export(args.otlp.as_deref())?;
-    let mut batch = engine(router, registry, options, &args).with_about(run_about(&args.provider, &config));
+    let mut batch = engine(router, registry, options, &args)
+        .with_source(fingerprint, shard)
+        .with_about(run_about(&args.provider, &config));
     if let Some(otlp) = &otlp {
         let tracer = otlp.sink_factory();
         batch = batch.with_sink(Box::new(move || Box::new(tracer.sink())));
@@ -167,7 +254,7 @@ pub(crate) fn batch(args: BatchArgs) -> Result<u8> {
     progress.finish();
     let tally = ran?;
 
-    println!("{}", summary(&tally, progress.elapsed(), selected, skipped, input.bad.len(), &shard_text, &args.out));
+    println!("{}", summary(&tally, progress.elapsed(), selected, skipped, input.bad.len(), &shard_text, out_path));
     Ok(0)
 }
 

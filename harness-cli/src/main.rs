@@ -46,7 +46,7 @@ enum Command {
         command: mcp::McpCommand,
     },
     /// Run many requests from a JSON Lines file, several at once, resumably (see docs/batch.md).
-    Batch(Box<batch::BatchArgs>),
+    Batch(Box<batch::BatchCli>),
     /// Trust a configuration file, or show the effective configuration and where each value came from.
     Config {
         #[command(subcommand)]

@@ -436,3 +436,147 @@ fn runs_share_one_http_client_and_its_connections() {
     assert!(connections <= 6, "24 requests over {connections} connections: the client is not shared");
     assert!(r.stdout.contains("tokens: 240 in, 72 out"), "{}", r.stdout);
 }
+
+/// Twenty requests, each scripted: a calculation then finish; `q7` has one step, so runs out.
+fn twenty_requests(s: &Scratch) -> PathBuf {
+    let lines: Vec<Value> = (0..20)
+        .map(|i| {
+            let script =
+                [call("calculate", json!({"expression": format!("{i}*3")})), call("finish", json!({"answer": i * 3}))];
+            let steps = if i == 7 { 1 } else { 2 };
+            json!({ "id": format!("q{i}"), "request": format!("triple {i}"), "max_steps": steps, "script": script })
+        })
+        .collect();
+    requests(s, &lines_of(&lines))
+}
+
+/// A results file's lines as a single process would write them, less what differs from run to
+/// run (durations): by id, in file order.
+pub(crate) fn comparable(text: &str) -> Vec<Value> {
+    let mut lines: Vec<Value> = text
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
+            v.as_object_mut().unwrap().remove("duration_ms");
+            v
+        })
+        .collect();
+    lines.sort_by_key(|v| v["line"].as_u64());
+    lines
+}
+
+#[test]
+fn shard_auto_under_slurm_and_kubernetes_variables_merges_to_the_single_process_result() {
+    let s = Scratch::new();
+    let input = twenty_requests(&s);
+    let single =
+        ran(s.harness().arg("batch").arg(&input).args(["--out", "single.jsonl", "-q", "--provider", "scripted"]));
+    assert_eq!(single.code, 0, "{}", single.stderr);
+    for i in 0..3 {
+        let r = ran(s
+            .harness()
+            .arg("batch")
+            .arg(&input)
+            .args(["--out", &format!("slurm-{i}.jsonl"), "--shard", "auto", "-q", "--provider", "scripted"])
+            .env("SLURM_ARRAY_TASK_ID", (i + 10).to_string())
+            .env("SLURM_ARRAY_TASK_MIN", "10")
+            .env("SLURM_ARRAY_TASK_COUNT", "3"));
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert!(r.stdout.contains(&format!("(shard {i}/3)")), "{}", r.stdout);
+        let k = ran(s
+            .harness()
+            .arg("batch")
+            .arg(&input)
+            .args([
+                "--out",
+                &format!("k8s-{i}.jsonl"),
+                "--shard",
+                "auto",
+                "--shards",
+                "3",
+                "-q",
+                "--provider",
+                "scripted",
+            ])
+            .env("JOB_COMPLETION_INDEX", i.to_string()));
+        assert_eq!(k.code, 0, "{}", k.stderr);
+    }
+    let want = comparable(&std::fs::read_to_string(s.path("single.jsonl")).unwrap());
+    assert_eq!(want.len(), 20);
+    assert_eq!(want[7]["status"], "step_budget_exhausted");
+    assert_eq!(want[8]["answer"], 24);
+    for kind in ["slurm", "k8s"] {
+        let merged = format!("{kind}.jsonl");
+        let r = ran(s.harness().args(["batch", "merge", "--out", &merged, "--requests"]).arg(&input).args([
+            &format!("{kind}-2.jsonl"),
+            &format!("{kind}-0.jsonl"),
+            &format!("{kind}-1.jsonl"),
+        ]));
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert!(r.stdout.contains("20 results") && r.stdout.contains("3 of 3 shards"), "{}", r.stdout);
+        let text = std::fs::read_to_string(s.path(&merged)).unwrap();
+        assert_eq!(comparable(&text), want, "{kind}: the merged records differ from the single process's");
+    }
+}
+
+#[test]
+fn shard_specs_and_merges_that_cannot_work_are_refused_by_name_and_nothing_is_overwritten() {
+    let s = Scratch::new();
+    let input = twenty_requests(&s);
+    let batch = |out: &str, extra: &[&str], env: &[(&str, &str)]| {
+        let mut cmd = s.harness();
+        cmd.arg("batch").arg(&input).args(["--out", out, "-q", "--provider", "scripted"]).args(extra);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        ran(&mut cmd)
+    };
+    let r = batch("x.jsonl", &["--shard", "2of4"], &[]);
+    assert!(r.code == 2 && r.stderr.contains("\"2of4\" is not I/N"), "{}", r.stderr);
+    let r = batch("x.jsonl", &["--shard", "auto"], &[("JOB_COMPLETION_INDEX", "4")]);
+    assert!(r.code == 2 && r.stderr.contains("add --shards N"), "{}", r.stderr);
+    let r = batch("x.jsonl", &["--shard", "auto", "--shards", "4"], &[("JOB_COMPLETION_INDEX", "4")]);
+    assert!(r.code == 2 && r.stderr.contains("JOB_COMPLETION_INDEX=4 is out of range for --shards 4"), "{}", r.stderr);
+    let r = batch("x.jsonl", &["--shard", "auto"], &[("SLURM_ARRAY_TASK_ID", "3"), ("SLURM_ARRAY_TASK_COUNT", "2")]);
+    assert!(r.code == 2 && r.stderr.contains("SLURM_ARRAY_TASK_ID=3 is not within an array of 2"), "{}", r.stderr);
+    assert!(!s.path("x.jsonl").exists(), "a refused shard spec wrote its results file");
+
+    for (i, n) in [(0, 2), (1, 2)] {
+        assert_eq!(batch(&format!("a{i}.jsonl"), &["--shard", &format!("{i}/{n}")], &[]).code, 0);
+    }
+    // Another requests file: one line more.
+    let other = s.write(
+        "other.jsonl",
+        &(std::fs::read_to_string(&input).unwrap() + "{\"id\":\"extra\",\"request\":\"x\",\"script\":[]}\n"),
+    );
+    let r = ran(s.harness().arg("batch").arg(&other).args([
+        "--out",
+        "b1.jsonl",
+        "--shard",
+        "1/2",
+        "-q",
+        "--provider",
+        "scripted",
+    ]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let merge = |inputs: &[&str], out: &str| ran(s.harness().args(["batch", "merge", "--out", out]).args(inputs));
+    let r = merge(&["a0.jsonl", "b1.jsonl"], "m.jsonl");
+    assert!(
+        r.code == 2 && r.stderr.contains("b1.jsonl:1: from batch") && r.stderr.contains("a0.jsonl:1 is from batch"),
+        "{}",
+        r.stderr
+    );
+    let r = merge(&["a0.jsonl", "a1.jsonl", "a1.jsonl"], "m.jsonl");
+    assert!(
+        r.code == 2 && r.stderr.contains("a1.jsonl:1: id") && r.stderr.contains("already has a result at"),
+        "{}",
+        r.stderr
+    );
+    let r = merge(&["a0.jsonl"], "m.jsonl");
+    assert!(r.code == 2 && r.stderr.contains("no results from shard 1/2"), "{}", r.stderr);
+    assert!(!s.path("m.jsonl").exists(), "a refused merge wrote its output");
+    s.write("m.jsonl", "keep me\n");
+    let r = merge(&["a0.jsonl", "a1.jsonl"], "m.jsonl");
+    assert!(r.code == 2 && r.stderr.contains("m.jsonl: exists already"), "{}", r.stderr);
+    assert_eq!(std::fs::read_to_string(s.path("m.jsonl")).unwrap(), "keep me\n");
+}

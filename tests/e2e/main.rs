@@ -17,6 +17,7 @@ mod providers;
 mod replay;
 mod reply;
 mod run;
+mod slurm;
 mod support;
 mod trace;
 mod trust;

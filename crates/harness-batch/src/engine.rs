@@ -22,6 +22,7 @@ use crate::input::Request;
 use crate::names::trace_file_name;
 use crate::pace::{Pace, Paced};
 use crate::results::{Earlier, ResultLine, ResultsFile};
+use crate::shard::Shard;
 use crate::tally::Tally;
 
 /// A `--script` file every run without a script of its own replays: its name and its text.
@@ -81,6 +82,8 @@ pub struct Batch {
     pace: Option<Pace>,
     about: RunAbout,
     also: Option<SinkFactory>,
+    fingerprint: String,
+    shard: Option<String>,
 }
 
 /// A run that ended.
@@ -104,7 +107,17 @@ pub fn create_traces_dir(dir: &Path) -> Result<()> {
 impl Batch {
     /// A batch whose runs are answered by `router`, with `registry`'s tools and `options`' limits.
     pub fn new(router: Router, registry: ToolRegistry, options: RunOptions) -> Self {
-        Self { router, registry, options, traces: None, pace: None, about: RunAbout::default(), also: None }
+        Self {
+            router,
+            registry,
+            options,
+            traces: None,
+            pace: None,
+            about: RunAbout::default(),
+            also: None,
+            fingerprint: String::new(),
+            shard: None,
+        }
     }
 
     /// What each trace's first line says about the program, the model and the configuration.
@@ -116,6 +129,14 @@ impl Batch {
     /// Hands each run's records to a sink made by `factory` too, beside its trace file.
     pub fn with_sink(mut self, factory: SinkFactory) -> Self {
         self.also = Some(factory);
+        self
+    }
+
+    /// Marks each result line with the requests file it came from (its [`Input::fingerprint`](crate::Input::fingerprint))
+    /// and the shard this batch runs.
+    pub fn with_source(mut self, fingerprint: String, shard: Shard) -> Self {
+        self.fingerprint = fingerprint;
+        self.shard = (shard.count > 1).then(|| shard.to_string());
         self
     }
 
@@ -160,12 +181,34 @@ impl Batch {
             tokio::select! {
                 done = rx.recv() => {
                     let Some(done) = done else { return Ok(tally) };
-                    record(&done, out, &mut tally)?;
+                    self.record(&done, out, &mut tally)?;
                     observer.ran(&tally);
                 }
                 _ = ticks.tick() => observer.tick(&tally),
             }
         }
+    }
+
+    /// Appends a run's result line and counts it.
+    fn record(&self, done: &Done, out: &mut ResultsFile, tally: &mut Tally) -> Result<()> {
+        let duration_ms = (done.duration.as_secs_f64() * 1e6).round() / 1e3;
+        let o = &done.outcome;
+        out.append(&ResultLine {
+            id: &done.request.id,
+            status: o.status,
+            answer: o.answer.as_ref(),
+            steps: o.steps,
+            usage: o.usage,
+            error: o.error.as_ref(),
+            duration_ms,
+            retries: o.retries,
+            trace: done.trace.as_deref(),
+            batch: &self.fingerprint,
+            line: done.request.line,
+            shard: self.shard.as_deref(),
+        })?;
+        tally.add(o.status, duration_ms, o.usage, o.retries);
+        Ok(())
     }
 
     /// One request through the loop.
@@ -229,25 +272,6 @@ impl Batch {
         let outcome = run_traced(provider, &self.registry, &request.request, &options, &self.about, &mut sink).await;
         Done { request, outcome, duration: started.elapsed(), trace: trace_path }
     }
-}
-
-/// Appends a run's result line and counts it.
-fn record(done: &Done, out: &mut ResultsFile, tally: &mut Tally) -> Result<()> {
-    let duration_ms = (done.duration.as_secs_f64() * 1e6).round() / 1e3;
-    let o = &done.outcome;
-    out.append(&ResultLine {
-        id: &done.request.id,
-        status: o.status,
-        answer: o.answer.as_ref(),
-        steps: o.steps,
-        usage: o.usage,
-        error: o.error.as_ref(),
-        duration_ms,
-        retries: o.retries,
-        trace: done.trace.as_deref(),
-    })?;
-    tally.add(o.status, duration_ms, o.usage, o.retries);
-    Ok(())
 }
 
 fn failed(error: HarnessError) -> RunOutcome {

@@ -3,49 +3,13 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::str::FromStr;
 
 use harness_providers::ScriptedProvider;
 use serde_json::Value;
 
 use crate::error::{BatchError, Result};
-
-/// `--shard I/N`: this worker takes the lines whose 0-based index is I modulo N.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shard {
-    /// This worker's index, from 0.
-    pub index: usize,
-    /// How many workers share the file.
-    pub count: usize,
-}
-
-impl Shard {
-    /// The whole file.
-    pub const ALL: Shard = Shard { index: 0, count: 1 };
-
-    /// Whether the line numbered `line` (from 1) is this shard's.
-    pub fn takes(self, line: usize) -> bool {
-        (line - 1) % self.count == self.index
-    }
-}
-
-impl FromStr for Shard {
-    type Err = String;
-
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        let usage = || format!("{s:?} is not I/N: give a worker index I from 0 and a worker count N, as 0/4");
-        let (i, n) = s.split_once('/').ok_or_else(usage)?;
-        let index: usize = i.trim().parse().map_err(|_| usage())?;
-        let count: usize = n.trim().parse().map_err(|_| usage())?;
-        if count == 0 {
-            return Err(format!("{s:?}: the worker count N must be at least 1"));
-        }
-        if index >= count {
-            return Err(format!("{s:?}: the worker index I runs from 0 to {} (N - 1)", count - 1));
-        }
-        Ok(Shard { index, count })
-    }
-}
+use crate::names::fnv1a;
+use crate::shard::Shard;
 
 /// What to make of each line's `script` array.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,7 +49,7 @@ pub struct BadLine {
 }
 
 /// The file, as this shard sees it.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Input {
     /// This shard's requests, in file order.
     pub requests: Vec<Request>,
@@ -95,6 +59,24 @@ pub struct Input {
     pub lines: usize,
     /// This shard's requests whose `script` is ignored because the provider is not scripted.
     pub ignored_scripts: usize,
+    /// The whole file's fingerprint (a 64-bit FNV-1a hash, in hex): every shard of one file,
+    /// and every rerun of it, writes the same one, which is how a merge knows one batch.
+    pub fingerprint: String,
+    /// The shard read.
+    pub shard: Shard,
+}
+
+impl Default for Input {
+    fn default() -> Self {
+        Self {
+            requests: Vec::new(),
+            bad: Vec::new(),
+            lines: 0,
+            ignored_scripts: 0,
+            fingerprint: String::new(),
+            shard: Shard::ALL,
+        }
+    }
 }
 
 /// An id's text, when it is a usable id: a non-empty string or an integer.
@@ -110,7 +92,7 @@ pub fn id_key(id: &Value) -> Option<String> {
 /// file (the first line with an id claims it), so that shards agree on which line runs.
 pub fn read(path: &Path, shard: Shard, scripts: Scripts) -> Result<Input> {
     let bytes = std::fs::read(path).map_err(|source| BatchError::ReadRequests { path: path.to_owned(), source })?;
-    let mut input = Input::default();
+    let mut input = Input { fingerprint: format!("{:016x}", fnv1a(&bytes)), shard, ..Input::default() };
     let mut claimed: HashMap<String, usize> = HashMap::new();
     let name = path.display().to_string();
     for (i, raw) in bytes.split(|&b| b == b'\n').enumerate() {
@@ -229,16 +211,6 @@ mod tests {
         let path = dir.path().join("r.jsonl");
         std::fs::write(&path, text).unwrap();
         read(&path, shard, scripts).unwrap()
-    }
-
-    #[test]
-    fn shards_parse_and_split_by_line_number() {
-        assert_eq!("1/3".parse::<Shard>(), Ok(Shard { index: 1, count: 3 }));
-        for bad in ["3/3", "1/0", "x", "1", "-1/2", "1/2/3"] {
-            assert!(bad.parse::<Shard>().is_err(), "{bad}");
-        }
-        let s = Shard { index: 1, count: 3 };
-        assert_eq!((1..=7).filter(|&l| s.takes(l)).collect::<Vec<_>>(), vec![2, 5]);
     }
 
     #[test]

@@ -23,13 +23,17 @@
 mod engine;
 mod error;
 pub mod input;
+mod merge;
 pub mod names;
 mod pace;
 mod results;
+mod shard;
 mod tally;
 
 pub use engine::{Batch, DefaultScript, Observer, Router, Silent, SinkFactory, create_traces_dir, pending};
 pub use error::{BatchError, Result};
-pub use input::{BadLine, Input, Request, Scripts, Shard};
+pub use input::{BadLine, Input, Request, Scripts};
+pub use merge::{MergeError, Merged, merge};
 pub use results::{Earlier, ResultLine, ResultsFile};
+pub use shard::{Shard, ShardSpec};
 pub use tally::Tally;

@@ -29,7 +29,7 @@ pub fn trace_file_name(id: &str) -> String {
 }
 
 /// FNV-1a, 64 bits: stable across runs and versions, which a resumed batch needs.
-fn fnv1a(bytes: &[u8]) -> u64 {
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
 }
 

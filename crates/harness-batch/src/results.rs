@@ -35,6 +35,13 @@ pub struct ResultLine<'a> {
     /// The run's trace file, with `--traces`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace: Option<&'a Path>,
+    /// The requests file's fingerprint: lines from one file, and so one batch, share it.
+    pub batch: &'a str,
+    /// The request's line in the requests file, from 1 (merged shards are put back in this order).
+    pub line: usize,
+    /// `I/N` when the batch was one shard of N; `harness batch merge` drops it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<&'a str>,
 }
 
 /// What the file held when the batch started.
@@ -171,11 +178,17 @@ mod tests {
             duration_ms: 1.5,
             retries: 0,
             trace: None,
+            batch: "0123456789abcdef",
+            line: 2,
+            shard: None,
         };
         file.append(&line).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text.lines().count(), 2, "{text}");
-        assert!(text.ends_with("\"duration_ms\":1.5,\"retries\":0}\n"), "{text}");
+        assert!(
+            text.ends_with("\"duration_ms\":1.5,\"retries\":0,\"batch\":\"0123456789abcdef\",\"line\":2}\n"),
+            "{text}"
+        );
     }
 
     #[cfg(unix)]

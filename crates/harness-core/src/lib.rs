@@ -1,7 +1,8 @@
 //! The router-first agent loop.
 //!
 //! A model never runs anything: at each step the [`ModelProvider`] is asked, with a forced tool
-//! choice, to propose one call; the reply is parsed defensively ([`parse_reply`]), validated
+//! choice, to propose one call; the reply is read defensively ([`read_reply`] for text in any
+//! model family's own call format, reasoning split off first; [`parse_reply`]), validated
 //! against the tool's schema compiled once at registration ([`ToolRegistry`]), dispatched to
 //! its [`ToolHandler`] off the async workers, and written to the trace ([`TraceSink`]). Every
 //! failure is a deterministic [`HarnessError`] fed back to the model as the step's result.
@@ -40,8 +41,8 @@ pub use error::{ErrorCode, HarnessError};
 pub use parse::{ToolCall, parse_call, parse_reply, parse_text};
 pub use provider::{Message, ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest, ToolChoice, Usage};
 pub use registry::{
-    FINISH, RegisteredTool, RegistryError, ToolDefinition, ToolExample, ToolFailure, ToolHandler, ToolRegistry,
-    ToolSource, compile_schema,
+    EXTERNAL_REF_REFUSED, FINISH, RegisteredTool, RegistryError, ToolDefinition, ToolExample, ToolFailure, ToolHandler,
+    ToolRegistry, ToolSource, compile_schema,
 };
 pub use reply::{ReadOptions, ReadReply, ReplyFormat, TextCall, read_reply};
 pub use run::{RunOptions, RunOutcome, RunStatus, call_tool, run};

@@ -127,13 +127,29 @@ pub struct RegisteredTool<'a> {
     pub timeout: Option<std::time::Duration>,
 }
 
-/// Compiles a schema with remote references refused: a tool's schema must never make the
-/// harness reach the network or the file system.
+/// The retriever every schema compiles with: it refuses every reference outside the schema
+/// document, whatever jsonschema's features, so that a tool's schema never makes the harness
+/// reach the network or the file system.
+struct RefuseExternal;
+
+/// The start of every refusal, which tests look for.
+pub const EXTERNAL_REF_REFUSED: &str = "external $ref refused";
+
+impl jsonschema::Retrieve for RefuseExternal {
+    fn retrieve(&self, uri: &jsonschema::Uri<String>) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+        Err(format!(
+            "{EXTERNAL_REF_REFUSED}: {uri}: a tool's schema must be self-contained; put shared parts under \"$defs\" and refer to them as \"#/$defs/NAME\""
+        )
+        .into())
+    }
+}
+
+/// Compiles a schema with every external reference refused (see [`RefuseExternal`]).
 pub fn compile_schema(schema: &Value) -> Result<jsonschema::Validator, String> {
     if !schema.is_object() {
         return Err(format!("a schema must be a JSON object, not {schema}"));
     }
-    jsonschema::options().build(schema).map_err(|e| e.to_string())
+    jsonschema::options().with_retriever(RefuseExternal).build(schema).map_err(|e| e.to_string())
 }
 
 impl Default for ToolRegistry {
@@ -330,12 +346,27 @@ mod tests {
     }
 
     #[test]
-    fn remote_references_are_refused() {
+    fn every_external_reference_is_refused_by_the_harness_retriever() {
+        // A real schema file that any retriever able to read files would load and accept: the
+        // refusal must come from the harness's retriever, whose words the errors carry.
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("shared.json");
+        std::fs::write(&file, r#"{"type": "integer"}"#).unwrap();
+        let file_uri = format!("file://{}", file.display());
         let mut r = ToolRegistry::new();
-        let schema = json!({"type": "object", "properties": {"x": {"$ref": "https://example.com/s.json"}}});
-        assert!(matches!(r.register(def("t", schema), Arc::new(Echo)), Err(RegistryError::InvalidSchema { .. })));
-        let schema = json!({"$ref": "file:///etc/passwd"});
-        assert!(r.register(def("t2", schema), Arc::new(Echo)).is_err());
+        for (i, uri) in [file_uri.as_str(), "https://example.com/s.json", "http://127.0.0.1:9/s.json", "urn:x:y"]
+            .into_iter()
+            .enumerate()
+        {
+            let schema = json!({"type": "object", "properties": {"x": {"$ref": uri}}});
+            let e = r.register(def(&format!("t{i}"), schema), Arc::new(Echo)).unwrap_err().to_string();
+            assert!(e.contains(EXTERNAL_REF_REFUSED) && e.contains("$defs"), "{uri}: {e}");
+        }
+        // References inside the document still resolve.
+        let local =
+            json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/n"}}, "$defs": {"n": {"type": "integer"}}});
+        r.register(def("local", local), Arc::new(Echo)).unwrap();
+        assert!(r.get("local").unwrap().validate(&json!({"x": "no"})).is_err());
     }
 
     #[test]

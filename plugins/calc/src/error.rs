@@ -1,6 +1,6 @@
 //! What can go wrong in an expression, and where.
 
-use crate::limits::{MAX_DEPTH, MAX_EXACT_BITS, MAX_LENGTH, MAX_ROUND_DIGITS};
+use crate::limits::{MAX_DEPTH, MAX_EXACT_BITS, MAX_EXACT_DIGITS, MAX_LENGTH, MAX_ROUND_DIGITS};
 
 /// One failure, at a byte offset of the expression (where the offending token starts).
 #[derive(Debug, Clone, PartialEq)]
@@ -69,7 +69,9 @@ pub enum ErrorKind {
     )]
     StrayComma,
     /// A literal whose exact value is out of reach and that is no finite float either.
-    #[error("the number {0} is out of range: it is beyond a float's range (about 1e-308 to 1.8e308)")]
+    #[error(
+        "the number {0} is out of range: exact numbers stop below 2^{MAX_EXACT_BITS} (about {MAX_EXACT_DIGITS} digits), floats at about 1.8e308, and the smallest float is about 5e-324"
+    )]
     LiteralOutOfRange(String),
     /// A number or `(` was expected.
     #[error("{0} where a number, a name or `(` was expected")]
@@ -77,6 +79,9 @@ pub enum ErrorKind {
     /// Two operands side by side: `2pi`, `2(3)`, `3 4`.
     #[error("{0} follows a complete value without an operator; write `*` to multiply, as in 2*pi or 2*(3+4)")]
     MissingOperator(String),
+    /// `17%` used as a percent sign.
+    #[error("`%` is the remainder (7 % 3 is 1), not a percent sign: for 17% of 2340 write 17/100*2340")]
+    PercentSign,
     /// `)` with no `(` open.
     #[error("`)` has no matching `(`")]
     UnmatchedClose,
@@ -106,7 +111,7 @@ pub enum ErrorKind {
     ZeroToNegativePower,
     /// A float result beyond ±1.8e308, or an exact one beyond the exact limit and the float range.
     #[error(
-        "overflow: the result is beyond a float's range (about ±1.8e308), and exact numbers are limited to {MAX_EXACT_BITS} bits (about 3000 digits)"
+        "overflow: the result is beyond a float's range (about ±1.8e308), and exact numbers stop below 2^{MAX_EXACT_BITS} (about {MAX_EXACT_DIGITS} digits)"
     )]
     Overflow,
     /// An exact, non-zero result that rounds to 0 as a float.

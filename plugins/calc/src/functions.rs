@@ -1,5 +1,6 @@
 //! The functions and constants, under their usual names, and nothing else.
 
+use std::cmp::Ordering;
 use std::f64::consts::{E, LN_2, LOG10_2, PI, TAU};
 
 use num_bigint::BigInt;
@@ -8,7 +9,7 @@ use num_traits::{One, Signed, ToPrimitive};
 
 use crate::error::{CalcError, ErrorKind};
 use crate::limits::{MAX_EXACT_BITS, MAX_ROUND_DIGITS};
-use crate::number::{Num, exact_pow, exact_to_f64, float, float_as_decimal, int, settle};
+use crate::number::{Num, exact_pow, exact_to_f64, float, float_as_decimal, int, log2_abs, settle};
 
 /// A function: its name, how it is called, how many arguments it takes, what it computes.
 pub(crate) struct Function {
@@ -187,13 +188,20 @@ fn extreme(args: &[Num], least: bool) -> Num {
         Num::Exact(r) => r.clone(),
         Num::Float(v) => BigRational::from_float(*v).unwrap_or_default(),
     };
+    let wanted = if least { Ordering::Less } else { Ordering::Greater };
     let mut best = &args[0];
     for candidate in &args[1..] {
-        if (exact(candidate) < exact(best)) == least && exact(candidate) != exact(best) {
+        if compare(&exact(candidate), &exact(best)) == wanted {
             best = candidate;
         }
     }
     best.clone()
+}
+
+/// `a` against `b` by cross-multiplication (denominators are positive): two products, where
+/// `Ratio`'s own ordering divides step by step and is far slower on numbers of thousands of bits.
+fn compare(a: &BigRational, b: &BigRational) -> Ordering {
+    (a.numer() * b.denom()).cmp(&(b.numer() * a.denom()))
 }
 
 /// `log(x, base)`: exact when `x` is an exact power of an exact base (`log(1000)` is 3,
@@ -254,11 +262,7 @@ fn logarithm(x: &Num, f: fn(f64) -> f64, per_log2: f64) -> f64 {
 
 /// log2 of a positive rational of any size: each side shifted into the float range first.
 fn log2_exact(r: &BigRational) -> f64 {
-    fn log2_int(n: &BigInt) -> f64 {
-        let shift = n.bits().saturating_sub(64);
-        (n >> shift).to_f64().unwrap_or(f64::NAN).log2() + shift as f64
-    }
-    log2_int(r.numer()) - log2_int(r.denom())
+    log2_abs(r.numer()) - log2_abs(r.denom())
 }
 
 #[cfg(test)]
@@ -296,6 +300,8 @@ mod tests {
         assert_eq!(round(&[int(1), exact(1, 2)], 7).unwrap_err(), CalcError::new(7, ErrorKind::RoundDigits));
         assert_eq!(extreme(&[int(3), Num::Float(2.5), int(7)], true), Num::Float(2.5));
         assert_eq!(extreme(&[int(3), Num::Float(2.5), int(7)], false), int(7));
+        assert_eq!(extreme(&[exact(-1, 3), exact(-1, 2), exact(-1, 2)], true), exact(-1, 2));
+        assert_eq!(extreme(&[int(2), Num::Float(2.0)], false), int(2));
     }
 
     #[test]

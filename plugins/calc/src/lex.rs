@@ -64,7 +64,10 @@ pub(crate) fn tokens(text: &str) -> Result<Vec<Token<'_>>, CalcError> {
             }
             '0'..='9' => number(text, at)?,
             '.' if bytes.get(at + 1).is_some_and(u8::is_ascii_digit) => number(text, at)?,
-            'a'..='z' | 'A'..='Z' | '_' => (Tok::Name(name(text, at)), name(text, at).len()),
+            'a'..='z' | 'A'..='Z' | '_' => {
+                let word = name(text, at);
+                (Tok::Name(word), word.len())
+            }
             '*' if bytes.get(at + 1) == Some(&b'*') => (Tok::Power, 2),
             '+' => single(Tok::Plus),
             '-' | '\u{2212}' => single(Tok::Minus),

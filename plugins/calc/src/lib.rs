@@ -5,7 +5,7 @@
 //!   sign is the divisor's), `^` or `**` for powers (right associative, tighter than a sign:
 //!   `-2^2` is -4), parentheses, decimals and scientific notation (`1.5e3`), `_` between digits
 //!   (`1_000_000`). `,` only separates a function's arguments: `1,000` is refused as ambiguous.
-//! - Numbers are exact while every step is: integers of any size up to about 3000 digits and
+//! - Numbers are exact while every step is: integers of any size up to about 1233 digits and
 //!   fractions (`1/3*3` is 1, `0.1+0.2` is 0.3). A float enters with `pi`, `e`, `tau`, a
 //!   function with no exact answer (`sqrt(2)`, `sin(1)`) or a fractional power, and stays.
 //! - The answer is a JSON number: an integer when the value is whole (`2^10` gives `1024`),
@@ -89,11 +89,14 @@ fn answer(n: Num, expression: &str) -> Result<Answer, CalcError> {
                 (None, None) => Answer::Digits(i.to_string()),
             });
         }
-        Num::Exact(r) => match number::exact_to_f64(&r) {
-            0.0 => return Err(CalcError::new(end, ErrorKind::TooSmall)),
-            f if f.is_finite() => f,
-            _ => return Err(CalcError::new(end, ErrorKind::Overflow)),
-        },
+        // Not whole, so never shown as an integer, even when the nearest float is (`1.0` for
+        // (10^20+1)/10^20): an integer answer says the value is exactly that integer.
+        Num::Exact(r) => {
+            return match number::exact_to_f64(&r) {
+                0.0 => Err(CalcError::new(end, ErrorKind::TooSmall)),
+                f => Number::from_f64(f).map(Answer::Number).ok_or(CalcError::new(end, ErrorKind::Overflow)),
+            };
+        }
         Num::Float(f) => f,
     };
     // Below 2^53 every whole float is an integer exactly; above, its digits would be made up.
@@ -161,6 +164,8 @@ mod tests {
         assert_eq!(calculate("2^64-1").unwrap(), Answer::Number(u64::MAX.into()));
         assert_eq!(calculate("-2^64").unwrap(), Answer::Digits("-18446744073709551616".into()));
         assert!(calculate("1/10^400").unwrap_err().message.contains("smaller than the smallest float"));
+        let almost_one = Answer::Number(Number::from_f64(1.0).unwrap());
+        assert_eq!(calculate("(10^20+1)/10^20").unwrap(), almost_one);
         assert!(calculate("10^400+1/2").unwrap_err().message.contains("overflow"));
     }
 }

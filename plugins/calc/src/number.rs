@@ -113,19 +113,25 @@ fn binary(
     }
 }
 
+/// `f` on two integers, without the `gcd`s that `Ratio`'s operators always compute: on numbers
+/// of thousands of bits those cost far more than the operation itself.
+fn integers(x: &BigRational, y: &BigRational, f: fn(&BigInt, &BigInt) -> BigInt) -> Option<BigRational> {
+    (x.is_integer() && y.is_integer()).then(|| BigRational::from_integer(f(x.numer(), y.numer())))
+}
+
 /// `a + b`.
 pub(crate) fn add(a: Num, b: Num, at: usize) -> Result<Num, CalcError> {
-    binary(a, b, at, |x, y| x + y, |x, y| x + y)
+    binary(a, b, at, |x, y| integers(&x, &y, |p, q| p + q).unwrap_or_else(|| x + y), |x, y| x + y)
 }
 
 /// `a - b`.
 pub(crate) fn sub(a: Num, b: Num, at: usize) -> Result<Num, CalcError> {
-    binary(a, b, at, |x, y| x - y, |x, y| x - y)
+    binary(a, b, at, |x, y| integers(&x, &y, |p, q| p - q).unwrap_or_else(|| x - y), |x, y| x - y)
 }
 
 /// `a * b`.
 pub(crate) fn mul(a: Num, b: Num, at: usize) -> Result<Num, CalcError> {
-    binary(a, b, at, |x, y| x * y, |x, y| x * y)
+    binary(a, b, at, |x, y| integers(&x, &y, |p, q| p * q).unwrap_or_else(|| x * y), |x, y| x * y)
 }
 
 /// `a / b`: true division, never truncated.
@@ -142,7 +148,10 @@ pub(crate) fn rem(a: Num, b: Num, at: usize) -> Result<Num, CalcError> {
     if b.is_zero() {
         return Err(CalcError::new(at, ErrorKind::RemainderByZero));
     }
-    binary(a, b, at, |x, y| &x - &y * (&x / &y).floor(), float_rem)
+    let exact = |x: BigRational, y: BigRational| {
+        integers(&x, &y, Integer::mod_floor).unwrap_or_else(|| &x - &y * (&x / &y).floor())
+    };
+    binary(a, b, at, exact, float_rem)
 }
 
 /// Floored remainder of floats: `%` truncates, so a remainder of the wrong sign moves by `b`.
@@ -195,11 +204,20 @@ pub(crate) fn exact_pow(b: &BigRational, e: &BigInt) -> Option<BigRational> {
         return Some(BigRational::from_integer(BigInt::from(if odd { -1 } else { 1 })));
     }
     let n = e.abs().to_u32()?;
-    if bits(b).saturating_mul(u64::from(n)) > MAX_EXACT_BITS + 64 {
+    // log2 of the result, from log2 of each side: `bits` alone would be off by up to a factor
+    // of 2 (3 has 2 bits, yet 3^6000 has 9510, not 12000).
+    let size = f64::from(n) * log2_abs(b.numer()).max(log2_abs(b.denom()));
+    if size > MAX_EXACT_BITS as f64 + 1.0 {
         return None;
     }
     let p = BigRational::new_raw(b.numer().pow(n), b.denom().pow(n));
     Some(if e.is_negative() { p.recip() } else { p })
+}
+
+/// log2 of `|n|` (n ≠ 0) for integers of any size: shifted into the float range first.
+pub(crate) fn log2_abs(n: &BigInt) -> f64 {
+    let shift = n.bits().saturating_sub(64);
+    (n.abs() >> shift).to_f64().unwrap_or(f64::NAN).log2() + shift as f64
 }
 
 /// The exact value of a decimal literal (`1_000.5e-3`), `_` already allowed by the lexer.
@@ -207,7 +225,11 @@ pub(crate) fn exact_pow(b: &BigRational, e: &BigInt) -> Option<BigRational> {
 /// it is an error naming it.
 pub(crate) fn literal(text: &str, at: usize) -> Result<Num, CalcError> {
     let clean: String = text.chars().filter(|c| *c != '_').collect();
-    let out_of_range = || CalcError::new(at, ErrorKind::LiteralOutOfRange(text.to_owned()));
+    let shown = match text.char_indices().nth(24) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    };
+    let out_of_range = || CalcError::new(at, ErrorKind::LiteralOutOfRange(shown.clone()));
     let (mantissa, exponent) = match clean.find(['e', 'E']) {
         Some(i) => (&clean[..i], clean[i + 1..].parse::<i64>().map_err(|_| out_of_range())?),
         None => (clean.as_str(), 0),
@@ -253,6 +275,9 @@ mod tests {
         assert_eq!(literal(".5", 0).unwrap(), exact(1, 2));
         assert_eq!(literal("1e308", 0).unwrap(), Num::Exact(BigRational::from_integer(BigInt::from(10).pow(308))));
         assert_eq!(literal("1e-5000", 0).unwrap_err().kind, ErrorKind::LiteralOutOfRange("1e-5000".into()));
+        let long = "9".repeat(1300);
+        assert_eq!(literal(&long, 0).unwrap_err().kind, ErrorKind::LiteralOutOfRange(format!("{}…", &long[..24])));
+        assert!(matches!(literal("1e1200", 0).unwrap(), Num::Exact(_)));
         assert!(matches!(literal("1e99999999999999999999", 3).unwrap_err(), CalcError { at: 3, .. }));
         assert_eq!(literal("0e999999", 0).unwrap(), int(0));
     }
@@ -271,6 +296,10 @@ mod tests {
         assert_eq!(pow(int(-1), int(i64::MAX), 0).unwrap(), int(-1));
         assert_eq!(pow(int(0), int(0), 0).unwrap(), int(1));
         assert_eq!(pow(int(2), int(20_000), 1).unwrap_err(), CalcError::new(1, ErrorKind::Overflow));
+        let Num::Exact(big) = pow(int(3), int(2580), 0).unwrap() else { panic!("3^2580 has 4090 bits: exact") };
+        assert_eq!(big.numer().bits(), 4090);
+        assert_eq!(pow(int(2), int(4095), 0).map(|n| matches!(n, Num::Exact(_))), Ok(true));
+        assert_eq!(pow(int(2), int(4096), 0).unwrap_err().kind, ErrorKind::Overflow);
         assert_eq!(pow(exact(1, 2), int(20_000), 0).unwrap(), Num::Float(0.0));
         assert!(matches!(pow(int(-8), exact(1, 3), 0).unwrap_err().kind, ErrorKind::Domain(_)));
     }

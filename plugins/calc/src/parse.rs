@@ -89,6 +89,9 @@ impl<'a> Parser<'_, 'a> {
                 _ => return Ok(value),
             };
             self.advance();
+            if op.tok == Tok::Percent && !starts_operand(self.peek().tok) {
+                return Err(CalcError::new(op.at, ErrorKind::PercentSign));
+            }
             value = apply(value, self.signed()?, op.at)?;
         }
     }
@@ -177,4 +180,9 @@ impl<'a> Parser<'_, 'a> {
             self.advance();
         }
     }
+}
+
+/// Whether `tok` can begin an operand; `17%` followed by anything else is a percent sign.
+fn starts_operand(tok: Tok<'_>) -> bool {
+    matches!(tok, Tok::Num(_) | Tok::Name(_) | Tok::Open | Tok::Minus | Tok::Plus)
 }

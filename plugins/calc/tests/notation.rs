@@ -29,6 +29,8 @@ fn every_expression_gives_what_a_user_expects() {
         ("1/3*3", "1"),
         ("0.1+0.2", "0.3"),
         ("1/3", "0.3333333333333333"),
+        // Not exactly 1, so not the integer 1: the nearest float, written as one.
+        ("(10^20+1)/10^20", "1.0"),
         ("(1.5 + 2) / 4", "0.875"),
         ("6*7", "42"),
         ("2/3 - 1/6", "0.5"),
@@ -86,6 +88,10 @@ fn every_expression_gives_what_a_user_expects() {
         ("2^64 - 1", "18446744073709551615"),
         ("-2^63", "-9223372036854775808"),
         ("3^200 / 3^199", "3"),
+        ("3^2500 / 3^2499", "3"),
+        ("log(3^2500, 3)", "2500"),
+        ("round(3^600/7^300, 2)", "5.537845401763783e+32"),
+        ("round(2^-30, 12)", "9.31e-10"),
         ("1e308 * 10 / 1e308", "10"),
         // Exact, then rounded once: floats multiplied 365 times would give 54211841.577840365.
         ("1.05^365", "54211841.57783952"),
@@ -102,7 +108,7 @@ fn every_expression_gives_what_a_user_expects() {
 fn every_mistake_names_its_column_and_the_fix() {
     let long = "1+".repeat(2100);
     let deep = format!("{}1{}", "(".repeat(150), ")".repeat(150));
-    let rows: [(&str, usize, &str); 33] = [
+    let rows: [(&str, usize, &str); 36] = [
         ("1/0", 2, "division by zero"),
         ("1 / (2 - 2)", 3, "division by zero"),
         ("5 % 0", 3, "division by zero"),
@@ -118,6 +124,7 @@ fn every_mistake_names_its_column_and_the_fix() {
         ("9^9^9^9", 4, "overflow"),
         ("2^100000", 2, "overflow"),
         ("1e5000", 1, "out of range"),
+        ("2^4096", 2, "exact numbers stop below 2^4096 (about 1233 digits)"),
         ("1,000", 2, "\"1,000\" is ambiguous"),
         ("max(2,500)", 6, "write 2500 for the number"),
         ("3,5", 2, "decimal point is `.`"),
@@ -136,6 +143,8 @@ fn every_mistake_names_its_column_and_the_fix() {
         ("round(1, 0.5)", 1, "round's digits must be a whole number"),
         ("  ", 1, "the expression is empty"),
         ("1__0", 2, "`_` may only separate digits"),
+        ("2340*17%", 8, "not a percent sign: for 17% of 2340 write 17/100*2340"),
+        ("17% * 2340", 3, "not a percent sign"),
     ];
     let mut wrong = Vec::new();
     for (expression, column, words) in rows {

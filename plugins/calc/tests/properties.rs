@@ -151,7 +151,7 @@ fn reference(ast: &Ast) -> Result<Val, NoValue> {
         }
     };
     if let Val::Exact(r) = &value
-        && r.numer().bits().max(r.denom().bits()) > 9000
+        && r.numer().bits().max(r.denom().bits()) > 4000
     {
         return Err(NoValue::TooBig);
     }

@@ -6,6 +6,7 @@ mod chromium;
 mod llama;
 mod mcp;
 mod phoenix;
+mod slurm;
 
 use crate::Context;
 
@@ -38,6 +39,11 @@ const ALL: &[Prereq] = &[
         name: "phoenix",
         about: "Arize Phoenix in a Python venv (PyPI arize-phoenix), for the OpenTelemetry export tests",
         ensure: phoenix::ensure,
+    },
+    Prereq {
+        name: "slurm",
+        about: "Slurm (slurm-wlm) and munge from Debian, for the job array test of batch --shard auto",
+        ensure: slurm::ensure,
     },
     Prereq {
         name: "llama",

@@ -1,0 +1,139 @@
+//! The reply reader's cost, per family and per KB of reply:
+//! `cargo bench -p harness-bench --bench reader`.
+//!
+//! Each family's reply is built from calls in that family's own format (a `<think>` block
+//! first), repeated until the reply reaches 1, 16 or 256 KB; divan reports the time per reply
+//! and the throughput. Linear time shows as the same throughput at every size. The last two
+//! groups are shapes that would be quadratic in a careless reader: thousands of reasoning
+//! blocks with other blocks' closers absent, and one long value.
+
+use std::hint::black_box;
+
+use divan::Bencher;
+use divan::counter::BytesCount;
+use harness_core::{ReadOptions, ReplyFormat, ToolDefinition, ToolSource, read_reply};
+use serde_json::json;
+
+fn main() {
+    divan::main();
+}
+
+const SIZES_KB: [usize; 3] = [1, 16, 256];
+
+/// One call in each family's format, with arguments `{"city": ..., "days": ...}`.
+fn one_call(format: ReplyFormat, i: usize) -> String {
+    let city = format!("Zürich {i}");
+    match format {
+        ReplyFormat::Hermes => format!(
+            "<tool_call>\n{{\"name\": \"get_weather\", \"arguments\": {{\"city\": \"{city}\", \"days\": {i}}}}}\n</tool_call>\n"
+        ),
+        ReplyFormat::Qwen3Coder => format!(
+            "<tool_call>\n<function=get_weather>\n<parameter=city>\n{city}\n</parameter>\n<parameter=days>\n{i}\n</parameter>\n</function>\n</tool_call>\n"
+        ),
+        ReplyFormat::Glm45 => format!(
+            "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>{city}</arg_value>\n<arg_key>days</arg_key>\n<arg_value>{i}</arg_value>\n</tool_call>\n"
+        ),
+        ReplyFormat::Mistral => format!("[TOOL_CALLS]get_weather[ARGS]{{\"city\": \"{city}\", \"days\": {i}}}"),
+        ReplyFormat::Llama3 => {
+            format!("{{\"name\": \"get_weather\", \"parameters\": {{\"city\": \"{city}\", \"days\": {i}}}}}; ")
+        }
+        ReplyFormat::Harmony => format!(
+            "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{{\"city\": \"{city}\", \"days\": {i}}}<|call|>"
+        ),
+        ReplyFormat::DeepseekV3 => format!(
+            "<｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{{\"city\": \"{city}\", \"days\": {i}}}<｜tool▁call▁end｜>"
+        ),
+        ReplyFormat::DeepseekV32 => format!(
+            "<｜DSML｜invoke name=\"get_weather\">\n<｜DSML｜parameter name=\"city\" string=\"true\">{city}</｜DSML｜parameter>\n<｜DSML｜parameter name=\"days\" string=\"false\">{i}</｜DSML｜parameter>\n</｜DSML｜invoke>\n"
+        ),
+        ReplyFormat::KimiK2 => format!(
+            "<|tool_call_begin|>functions.get_weather:{i}<|tool_call_argument_begin|>{{\"city\": \"{city}\", \"days\": {i}}}<|tool_call_end|>"
+        ),
+        ReplyFormat::Gemma4 => format!("<|tool_call>call:get_weather{{city:<|\"|>{city}<|\"|>,days:{i}}}<tool_call|>"),
+        ReplyFormat::Json | ReplyFormat::Auto => {
+            format!("{{\"tool\": \"get_weather\", \"arguments\": {{\"city\": \"{city}\", \"days\": {i}}}}}\n")
+        }
+    }
+}
+
+/// A reply of about `kb` KB: reasoning, the family's opening, calls until the size, closing.
+fn reply(format: ReplyFormat, kb: usize) -> String {
+    let (open, close) = match format {
+        ReplyFormat::Llama3 => ("<|python_tag|>", "<|eom_id|>"),
+        ReplyFormat::DeepseekV3 => ("<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"),
+        ReplyFormat::DeepseekV32 => ("<｜DSML｜function_calls>\n", "</｜DSML｜function_calls>"),
+        ReplyFormat::KimiK2 => ("<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"),
+        _ => ("", ""),
+    };
+    let mut text =
+        format!("<think>The user wants the weather in several cities; one call each.</think>Checking.{open}");
+    let mut i = 0;
+    while text.len() + close.len() < kb * 1024 {
+        text.push_str(&one_call(format, i));
+        i += 1;
+    }
+    text.push_str(close);
+    text
+}
+
+fn tools() -> Vec<ToolDefinition> {
+    vec![ToolDefinition {
+        name: "get_weather".into(),
+        description: "weather".into(),
+        parameters: json!({"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}),
+        examples: Vec::new(),
+        source: ToolSource::Builtin,
+    }]
+}
+
+fn bench_read(bencher: Bencher, format: ReplyFormat, text: String) {
+    let tools = tools();
+    let options = ReadOptions { format: ReplyFormat::Auto, truncated: false, tools: &tools, forced: None };
+    let read = read_reply(&text, &options);
+    assert!(read.error.is_none() && !read.calls.is_empty(), "{format}: the fixture reads: {:?}", read.error);
+    assert_eq!(read.format, format, "the fixture is detected as its family");
+    bencher.counter(BytesCount::new(text.len())).bench(|| black_box(read_reply(black_box(&text), &options)));
+}
+
+macro_rules! family {
+    ($name:ident, $format:expr) => {
+        #[divan::bench(args = SIZES_KB)]
+        fn $name(bencher: Bencher, kb: usize) {
+            bench_read(bencher, $format, reply($format, kb));
+        }
+    };
+}
+
+family!(json, ReplyFormat::Json);
+family!(hermes, ReplyFormat::Hermes);
+family!(qwen3_coder, ReplyFormat::Qwen3Coder);
+family!(glm45, ReplyFormat::Glm45);
+family!(mistral, ReplyFormat::Mistral);
+family!(llama3, ReplyFormat::Llama3);
+family!(harmony, ReplyFormat::Harmony);
+family!(deepseek_v3, ReplyFormat::DeepseekV3);
+family!(deepseek_v32, ReplyFormat::DeepseekV32);
+family!(kimi_k2, ReplyFormat::KimiK2);
+family!(gemma4, ReplyFormat::Gemma4);
+
+/// Thousands of `<think>` blocks, no other reasoning markers: each absent marker is searched
+/// for once, not once a block.
+#[divan::bench(args = SIZES_KB)]
+fn many_think_blocks(bencher: Bencher, kb: usize) {
+    let mut text = String::new();
+    while text.len() < kb * 1024 {
+        text.push_str("<think>a</think>b ");
+    }
+    text.push_str(&one_call(ReplyFormat::Hermes, 0));
+    bench_read(bencher, ReplyFormat::Hermes, text);
+}
+
+/// One Qwen3-Coder call whose value is the whole reply.
+#[divan::bench(args = SIZES_KB)]
+fn one_long_value(bencher: Bencher, kb: usize) {
+    let value = "x<y ".repeat(kb * 256);
+    let text = format!(
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\n{value}\n</parameter>\n</function>\n</tool_call>"
+    );
+    bench_read(bencher, ReplyFormat::Qwen3Coder, text);
+}
