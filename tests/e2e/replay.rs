@@ -14,6 +14,11 @@ fn call(tool: &str, arguments: Value) -> Value {
 /// calculation, a file read, and finish.
 fn record(s: &Scratch) {
     s.write("data.txt", "first version");
+    // The files plugin reads under the root its configuration names; the configuration is
+    // this directory's harness.toml, trusted so that `run` and `replay` both read it.
+    s.write("harness.toml", "[plugins.files]\nroot = \".\"\n");
+    let r = ran(s.harness().args(["config", "trust"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
     let script = s.script(&[
         json!({ "content": "no call here" }),
         call("calculate", json!({ "expression": "1/0" })),

@@ -16,6 +16,7 @@ const FIXTURES: &[&str] = &[
     "check-panics",
     "check-hangs",
     "check-duplicate",
+    "check-bad-result",
 ];
 
 /// The directory that holds the `harness` binary and, once built, the workspace's plugins.
