@@ -11,6 +11,7 @@ mod batch;
 mod check;
 mod discovery;
 mod isolation;
+mod llama;
 mod mcp;
 mod otel;
 mod providers;

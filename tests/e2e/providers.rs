@@ -102,7 +102,7 @@ fn a_full_run_against_an_openai_compatible_server_ends_in_finish() {
         (out["status"].clone(), out["answer"].clone(), out["steps"].clone()),
         (json!("finished"), json!(42), json!(2))
     );
-    assert_eq!(out["usage"], json!({"input_tokens": 20, "output_tokens": 6}));
+    assert_eq!(out["usage"], json!({"input_tokens": 20, "output_tokens": 6, "cached_input_tokens": 0}));
     assert_eq!(out["retries"], 0);
     assert!(r.stderr.contains("harness: provider openai, model \"test-model\", router mode auto: "), "{}", r.stderr);
 
@@ -111,7 +111,7 @@ fn a_full_run_against_an_openai_compatible_server_ends_in_finish() {
     assert_eq!((trace[0]["tool"].clone(), trace[0]["result"].clone()), (json!("calculate"), json!(42)));
     for entry in &trace {
         assert_eq!(entry["router_mode"], "native");
-        assert_eq!(entry["usage"], json!({"input_tokens": 10, "output_tokens": 3}));
+        assert_eq!(entry["usage"], json!({"input_tokens": 10, "output_tokens": 3, "cached_input_tokens": 0}));
     }
 
     let seen = api.seen();

@@ -106,7 +106,11 @@ fn model_reply(r: &ReplyRecord) -> ModelReply {
         reasoning: r.reasoning.clone(),
         finish_reason: r.finish_reason.clone(),
         truncated: r.truncated,
-        usage: r.usage.map(|u| Usage { input_tokens: u.input_tokens, output_tokens: u.output_tokens }),
+        usage: r.usage.map(|u| Usage {
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+            cached_input_tokens: u.cached_input_tokens,
+        }),
         router_mode: r.router_mode.clone(),
         retries: r.retries,
     }
@@ -120,7 +124,11 @@ fn provider_message(step: &Step) -> String {
 
 fn oversized(step: &Step) -> ModelReply {
     let bytes = step.error.as_ref().and_then(|e| e.details.get("bytes")).and_then(Value::as_u64).unwrap_or(0);
-    let usage = step.usage.map(|u| Usage { input_tokens: u.input_tokens, output_tokens: u.output_tokens });
+    let usage = step.usage.map(|u| Usage {
+        input_tokens: u.input_tokens,
+        output_tokens: u.output_tokens,
+        cached_input_tokens: u.cached_input_tokens,
+    });
     ModelReply { text: Some("x".repeat(usize::try_from(bytes).unwrap_or(0))), usage, ..ModelReply::default() }
 }
 
