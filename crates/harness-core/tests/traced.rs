@@ -41,6 +41,7 @@ async fn the_trace_opens_with_the_run_and_closes_with_how_it_ended() {
     assert_eq!((first["provider"].as_str(), first["model"].as_str()), (Some("finish-at-once"), Some("m")));
     assert_eq!(first["harness_version"], "9.9.9");
     assert_eq!(first["limits"]["max_steps"], 4);
+    assert_eq!(first["reply_format"], "auto");
     assert_eq!(first["tools"][0]["name"], "finish");
     assert_eq!(first["tools"][0]["source"], "builtin");
     assert_eq!(first["tools"][0]["definition_hash"].as_str().unwrap().len(), 64);
