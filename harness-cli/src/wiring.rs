@@ -296,3 +296,11 @@ pub(crate) fn run_about(args: &ProviderArgs, config: &LoadedConfig) -> RunAbout 
         config_hash,
     }
 }
+
+/// Starts OpenTelemetry export when `--otlp URL` or the standard variables ask for it (see
+/// docs/traces.md). Call outside the async runtime; `Otlp::shutdown` at the end, outside too.
+pub(crate) fn otlp_export(flag: Option<&str>) -> Result<Option<harness_trace::Otlp>> {
+    let settings = harness_trace::OtlpSettings::resolve(flag, |name| std::env::var(name).ok())
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    settings.map(harness_trace::Otlp::start).transpose().map_err(|e| CliError::Usage(e.to_string()))
+}

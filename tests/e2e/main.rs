@@ -13,6 +13,7 @@ mod discovery;
 mod isolation;
 mod llama;
 mod mcp;
+mod otel;
 mod providers;
 mod replay;
 mod reply;

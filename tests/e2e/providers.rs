@@ -11,17 +11,17 @@ use serde_json::{Value, json};
 
 use crate::support::{Scratch, ran};
 
-const KEY: &str = "sk-e2e-k3y-that-must-never-print";
+pub(crate) const KEY: &str = "sk-e2e-k3y-that-must-never-print";
 
 /// A one-thread HTTP/1.1 server that answers each connection with the next canned
 /// `(status, body)` and records each request, head and body.
-struct Api {
-    base_url: String,
+pub(crate) struct Api {
+    pub(crate) base_url: String,
     seen: Arc<Mutex<Vec<String>>>,
 }
 
 impl Api {
-    fn serve(replies: Vec<(u16, Value)>) -> Self {
+    pub(crate) fn serve(replies: Vec<(u16, Value)>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -63,7 +63,7 @@ impl Api {
     }
 }
 
-fn call(id: &str, name: &str, arguments: Value) -> (u16, Value) {
+pub(crate) fn call(id: &str, name: &str, arguments: Value) -> (u16, Value) {
     (
         200,
         json!({

@@ -225,6 +225,9 @@ pub struct StartRecord {
     /// SHA-256 of the configuration.
     #[serde(default)]
     pub config_hash: Option<String>,
+    /// How the reply's text was read (format 2 traces of later harnesses).
+    #[serde(default)]
+    pub reply_format: Option<String>,
     /// The tools offered.
     #[serde(default)]
     pub tools: Vec<ToolRecord>,

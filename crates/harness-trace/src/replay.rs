@@ -194,10 +194,10 @@ pub struct UnreadLine {
     pub problem: String,
 }
 
-/// The limits a replay runs with: the recorded ones. The recorded replies come at once, so a
+/// The limits a replay runs with: the recorded ones, and the recorded reply format (which the
+/// caller may override from today's configuration). The recorded replies come at once, so a
 /// replay is faster than its record; a recorded run that ran out of time while it waited for
-/// the model is matched where its recorded replies end. The rest (the reply format, say) is
-/// today's configuration, which the caller sets.
+/// the model is matched where its recorded replies end.
 pub fn replay_options(start: &StartRecord) -> RunOptions {
     let l = &start.limits;
     RunOptions {
@@ -207,6 +207,7 @@ pub fn replay_options(start: &StartRecord) -> RunOptions {
         max_arguments_bytes: l.max_arguments_bytes,
         max_conversation_bytes: l.max_conversation_bytes,
         max_duration: l.max_duration_ms.map(std::time::Duration::from_millis),
+        reply_format: start.reply_format.as_deref().and_then(|f| f.parse().ok()).unwrap_or_default(),
         ..RunOptions::default()
     }
 }
