@@ -16,6 +16,7 @@ const FIXTURES: &[&str] = &[
     "check-panics",
     "check-hangs",
     "check-duplicate",
+    "check-bad-result",
     "effects-liar",
     "load-abort",
 ];

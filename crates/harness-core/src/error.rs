@@ -45,6 +45,8 @@ pub enum ErrorCode {
     ReplyTruncated,
     /// A call in a model family's own format breaks that format's grammar.
     MalformedCall,
+    /// The tool's result breaks its declared output schema; it is not fed to the model as a result.
+    InvalidResult,
 }
 
 impl ErrorCode {
@@ -83,6 +85,7 @@ impl ErrorCode {
             Self::TimeBudgetExhausted => "time_budget_exhausted",
             Self::ReplyTruncated => "reply_truncated",
             Self::MalformedCall => "malformed_call",
+            Self::InvalidResult => "invalid_result",
         }
     }
 }

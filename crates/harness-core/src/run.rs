@@ -166,7 +166,8 @@ async fn check_and_execute(
         Ok(check::Cleared::Finish(answer)) => StepOutcome::Finished(answer),
         Ok(check::Cleared::Execute { handler, timeout }) => {
             let timeout = execute::within(timeout, run.remaining());
-            execute::execute(handler, call, timeout, run.options.inline_calls).await
+            let outcome = execute::execute(handler, call, timeout, run.options.inline_calls).await;
+            check::check_result(registry, &call.tool, outcome)
         }
         Err(error) => {
             // A repeated call will not change its result: from now on only `finish` is offered.

@@ -160,6 +160,12 @@ impl Discovery {
                     problems.push(format!("plugin {}: {e}", manifest.name));
                     continue;
                 }
+                // Compiled at load already (an output schema that does not compile refuses the plugin).
+                if let Some(output) = &tool.output
+                    && let Err(e) = registry.set_output_schema(&tool.name, output)
+                {
+                    problems.push(format!("plugin {}: {e}", manifest.name));
+                }
                 if let Some(limit) = timeouts.of(&tool.name) {
                     registry.set_timeout(&tool.name, limit);
                 }

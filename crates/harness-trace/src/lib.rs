@@ -15,12 +15,14 @@
 #![deny(missing_docs)]
 
 pub mod format;
+mod otlp;
 mod read;
 mod replay;
 mod sink;
 mod text;
 
 pub use format::{EndRecord, ErrorObject, ReplyRecord, RunStatus, StartRecord, Status, Step, Tokens};
+pub use otlp::{CAPTURE_CONTENT, Otlp, OtlpError, OtlpSettings, OtlpSink, OtlpSinks};
 pub use read::{Ending, Line, Numbered, ReadError, Summary, Trace, parse, read};
 pub use replay::{Drift, ReplayError, ReplayReport, ReplayRouter, ToolChange, UnreadLine, replay, replay_options};
 pub use sink::Tee;

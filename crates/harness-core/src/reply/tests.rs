@@ -252,6 +252,14 @@ fn mistral_named_parallel_and_call_id() {
 }
 
 #[test]
+fn mistral_without_its_special_tokens_in_the_text() {
+    let r = read("[TOOL_CALLS]get_weather{\"city\": \"Nice\"}[TOOL_CALLS]calculate{\"expression\": \"2\"}");
+    assert_eq!(names(&r), ["get_weather", "calculate"]);
+    let e = read("[TOOL_CALLS]get weather[ARGS]{}").error.unwrap();
+    assert_eq!(e.code, ErrorCode::MalformedCall);
+}
+
+#[test]
 fn mistral_older_list_and_magistral_think() {
     let r = read(
         "[THINK]should I? [TOOL_CALLS]calculate[ARGS]{}[/THINK][TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Lyon\"}, \"id\": \"abcdefghi\"}, {\"name\": \"calculate\", \"arguments\": {\"expression\": \"1\"}}]",
@@ -511,4 +519,64 @@ fn format_names_round_trip() {
     }
     let e = "qwen".parse::<ReplyFormat>().unwrap_err();
     assert!(e.contains("hermes") && e.contains("gemma4"), "{e}");
+}
+
+// --- more cases per family: unicode, nested JSON in strings, cut, malformed -------------------
+
+#[test]
+fn qwen3_coder_unicode_and_json_text_in_a_string_parameter() {
+    let r = read(
+        "<tool_call>\n<function=search>\n<parameter=query>\n{\"tool\": \"calculate\", \"arguments\": {}} — 日本語 ✓\n</parameter>\n</function>\n</tool_call>",
+    );
+    assert_eq!(r.calls[0].arguments["query"], "{\"tool\": \"calculate\", \"arguments\": {}} — 日本語 ✓");
+    assert_eq!(names(&r), ["search"], "JSON inside a string value is never a call of its own");
+}
+
+#[test]
+fn mistral_unicode_and_nested_json_string() {
+    let r = read(
+        "Voilà ! [TOOL_CALLS]search[ARGS]{\"query\": \"{\\\"name\\\": \\\"x\\\"} [ARGS] ü\", \"filters\": {\"k\": [{}]}}",
+    );
+    assert_eq!(r.calls[0].arguments["query"], "{\"name\": \"x\"} [ARGS] ü");
+    assert_eq!(r.content, "Voilà !");
+}
+
+#[test]
+fn llama_cut_and_malformed() {
+    let r =
+        read_as("<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Os", ReplyFormat::Auto, true);
+    assert_eq!(code(&r), Some(ErrorCode::ReplyTruncated));
+    let e = read("<|python_tag|>{\"parameters\": {}}").error.unwrap();
+    assert_eq!((e.code, e.details["format"].as_str()), (ErrorCode::MalformedCall, Some("llama3")));
+    let e = read("<|python_tag|>{\"name\": \"calculate\", \"parameters\": [1]}").error.unwrap();
+    assert_eq!(e.code, ErrorCode::MalformedCall);
+    assert!(e.message.contains("array"), "{}", e.message);
+}
+
+#[test]
+fn harmony_two_calls_unicode_and_malformed() {
+    let text = "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Kraków\"}<|call|><|start|>assistant<|channel|>commentary to=functions.calculate json<|message|>{\"expression\": \"<|call|>\"}<|call|>";
+    let r = read(text);
+    assert_eq!(names(&r), ["get_weather", "calculate"]);
+    assert_eq!(r.calls[1].arguments["expression"], "<|call|>");
+    let e = read("<|channel|>commentary to=functions.calculate<|message|>{\"expression\": \"1\"} and more<|call|>")
+        .error
+        .unwrap();
+    assert_eq!((e.code, e.details["format"].as_str()), (ErrorCode::MalformedCall, Some("harmony")));
+}
+
+#[test]
+fn deepseek_v32_malformed_tags() {
+    let e = read("<｜DSML｜function_calls><｜DSML｜invoke>{}</｜DSML｜invoke></｜DSML｜function_calls>").error.unwrap();
+    assert_eq!((e.code, e.details["format"].as_str()), (ErrorCode::MalformedCall, Some("deepseek_v32")));
+    assert!(e.message.contains("name"), "{}", e.message);
+    let e = read("<｜DSML｜function_calls><｜DSML｜invoke name=\"calculate\"><｜DSML｜argument name=\"x\">1</｜DSML｜argument></｜DSML｜invoke></｜DSML｜function_calls>").error.unwrap();
+    assert_eq!(e.code, ErrorCode::MalformedCall);
+}
+
+#[test]
+fn kimi_k2_unicode_names_and_ids_without_the_functions_prefix() {
+    let r =
+        read("<|tool_call_begin|>get_weather:3<|tool_call_argument_begin|>{\"city\": \"São Paulo\"}<|tool_call_end|>");
+    assert_eq!((names(&r), r.calls[0].arguments["city"].as_str()), (vec!["get_weather"], Some("São Paulo")));
 }

@@ -125,7 +125,7 @@ fn timed_out(tool: &str, limit: Duration) -> StepOutcome {
 }
 
 /// Validates and runs one call outside a run, exactly as a step would (unknown tool, schema,
-/// timeout, error mapping), for callers that are not a router: an MCP server, plugin checks.
+/// timeout, error mapping, the result against the output schema), for callers that are not a router: an MCP server, plugin checks.
 ///
 /// `finish` is not a tool to call here and is `unknown_tool`.
 pub async fn call_tool(registry: &ToolRegistry, tool: &str, arguments: Value) -> Result<Value, HarnessError> {
@@ -144,7 +144,8 @@ pub async fn call_tool(registry: &ToolRegistry, tool: &str, arguments: Value) ->
         unreachable!("filtered on having a handler above");
     };
     let mut call = ToolCall { id: String::new(), tool: tool.to_owned(), arguments };
-    match execute(handler, &mut call, found.timeout, false).await {
+    let outcome = execute(handler, &mut call, found.timeout, false).await;
+    match super::check::check_result(registry, tool, outcome) {
         StepOutcome::Ran(result) | StepOutcome::Finished(result) => Ok(result),
         StepOutcome::Failed(error, _) => Err(error),
     }
