@@ -57,9 +57,12 @@ pub(crate) fn policy(args: &PolicyArgs, config: &LoadedConfig, skip: Option<&str
     let mut policy = ApprovalPolicy::default();
     let file = &config.config.policy;
     let name = config.path.as_ref().map_or_else(|| "config".to_owned(), |p| p.display().to_string());
-    for (effect, value) in
-        [(Effect::Pure, &file.pure), (Effect::Reads, &file.reads), (Effect::Writes, &file.writes), (Effect::Network, &file.network)]
-    {
+    for (effect, value) in [
+        (Effect::Pure, &file.pure),
+        (Effect::Reads, &file.reads),
+        (Effect::Writes, &file.writes),
+        (Effect::Network, &file.network),
+    ] {
         if let Some(v) = value {
             policy.set_class(effect, decision(v, &format!("{name}: policy.{}", effect.as_str()))?);
         }

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 use harness_core::{
-    Answer, Approvals, NoTrace, RunEnd, RunStart, RunStatus, StepStatus, ToolRegistry, TraceEntry, TraceSink,
-    TraceWriter, resume_traced, run_traced_with,
+    Answer, Approvals, RunEnd, RunStart, RunStatus, StepStatus, ToolRegistry, TraceEntry, TraceSink, TraceWriter,
+    resume_traced, run_traced_with,
 };
 use harness_trace::{Resumable, resumption};
 use serde_json::{Value, json};
@@ -17,10 +17,10 @@ use crate::config::LoadedConfig;
 use crate::error::CliError;
 use crate::setup::{PluginArgs, load_plugins};
 use crate::wiring::{
-    LoopArgs, ProviderArgs, build_provider, check_tool_choice, provider_name, run_about, run_options, runtime,
-    status_name,
+    LoopArgs, ProviderArgs, build_provider, check_tool_choice, otlp_export, provider_name, run_about, run_options,
+    runtime, status_name,
 };
-use harness_trace::{cut, printable};
+use harness_trace::{Tee, cut, printable};
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -58,6 +58,10 @@ pub(crate) struct RunArgs {
     /// line saying how the run ended (see docs/traces.md).
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
+    /// Export the run's spans (OpenTelemetry GenAI conventions) over OTLP/HTTP to the collector at URL, such as
+    /// http://localhost:4318; OTEL_EXPORTER_OTLP_ENDPOINT does the same (see docs/traces.md).
+    #[arg(long, value_name = "URL")]
+    otlp: Option<String>,
     /// Print one JSON object with status, answer, steps and error instead of the answer alone.
     #[arg(long)]
     json: bool,
@@ -137,13 +141,16 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     let mcp_servers = crate::mcp::add_mcp_tools(&args.plugins, &config, &mut registry, !args.quiet)?;
     check_tool_choice(&args.provider, &config, &registry, &provider_name(&args.provider, &config))?;
 
+    let otlp = otlp_export(args.otlp.as_deref())?;
     let runtime = runtime(1)?;
-    let mut no_trace = NoTrace;
-    let sink: &mut dyn TraceSink = match trace_file.as_mut() {
-        Some(t) => t,
-        None => &mut no_trace,
-    };
-    let mut progress = Progress { inner: sink, quiet: args.quiet };
+    let mut sinks = Tee::new();
+    if let Some(file) = trace_file.as_mut() {
+        sinks.push(file);
+    }
+    if let Some(otlp) = &otlp {
+        sinks.push(otlp.sink());
+    }
+    let mut progress = Progress { inner: &mut sinks, quiet: args.quiet };
     let about = run_about(&args.provider, &config);
     let outcome = match resumed {
         Some(r) => runtime.block_on(resume_traced(
@@ -167,9 +174,13 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
             ))
         }
     };
+    drop(sinks);
     // An abandoned in-process call may still be running; the process must not wait for it.
     runtime.shutdown_background();
     mcp_servers.shutdown();
+    if let Some(otlp) = otlp {
+        otlp.shutdown();
+    }
 
     let stdout = io::stdout();
     let mut out = stdout.lock();

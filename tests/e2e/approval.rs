@@ -22,7 +22,10 @@ fn stop_before_the_write(s: &Scratch) -> Value {
         call("write_file", json!({"path": "out.txt", "content": "42"})),
         call("finish", json!({"answer": "never reached"})),
     ]);
-    let r = ran(s.harness().args(["run", "write 6*7", "--config", "h.toml", "--json", "--trace", "t.jsonl", "--script"]).arg(&script));
+    let r = ran(s
+        .harness()
+        .args(["run", "write 6*7", "--config", "h.toml", "--json", "--trace", "t.jsonl", "--script"])
+        .arg(&script));
     assert_eq!(r.code, 4, "{}", r.stderr);
     assert!(!s.path("root/out.txt").exists(), "nothing written before approval");
     r.json()
@@ -37,8 +40,14 @@ fn a_write_waits_for_approval_then_resumes_and_writes() {
     assert_eq!((&out["pending"]["key"], &out["pending"]["effect"]), (&json!("files.write_file"), &json!("writes")));
     let t = s.trace_lines("t.jsonl");
     let last_step = &t[t.len() - 2];
-    assert_eq!((&last_step["status"], &last_step["error"]["details"]["pending"]["id"]), (&json!("awaiting_approval"), &json!("call_2")));
-    assert_eq!((&t.last().unwrap()["kind"], &t.last().unwrap()["status"]), (&json!("end"), &json!("awaiting_approval")));
+    assert_eq!(
+        (&last_step["status"], &last_step["error"]["details"]["pending"]["id"]),
+        (&json!("awaiting_approval"), &json!("call_2"))
+    );
+    assert_eq!(
+        (&t.last().unwrap()["kind"], &t.last().unwrap()["status"]),
+        (&json!("end"), &json!("awaiting_approval"))
+    );
 
     // The replies still to come: the model is not asked for the write again.
     let rest = s.write("rest.jsonl", &format!("{}\n", call("finish", json!({"answer": "written"}))));
@@ -79,8 +88,12 @@ fn a_denied_call_is_fed_back_as_call_denied_with_the_reason() {
 #[test]
 fn policy_from_flags_and_config_allows_or_denies_without_asking() {
     let s = scratch_with_root();
-    let script = s.script(&[call("write_file", json!({"path": "a.txt", "content": "a"})), call("finish", json!({"answer": 1}))]);
-    let r = ran(s.harness().args(["run", "x", "--config", "h.toml", "--allow", "files.write_file", "--script"]).arg(&script));
+    let script =
+        s.script(&[call("write_file", json!({"path": "a.txt", "content": "a"})), call("finish", json!({"answer": 1}))]);
+    let r = ran(s
+        .harness()
+        .args(["run", "x", "--config", "h.toml", "--allow", "files.write_file", "--script"])
+        .arg(&script));
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(s.path("root/a.txt").exists());
     s.write("d.toml", "[plugins.files]\nroot = \"root\"\n[policy]\nwrites = \"deny\"\n");

@@ -83,7 +83,7 @@ mod tests {
             (t.percentile(50.0), t.percentile(95.0), t.percentile(100.0)),
             (Some(50.0), Some(95.0), Some(100.0))
         );
-        t.add(RunStatus::Failed, 1.0, Usage { input_tokens: 3, output_tokens: 1 }, 2);
+        t.add(RunStatus::Failed, 1.0, Usage { input_tokens: 3, output_tokens: 1, cached_input_tokens: 0 }, 2);
         assert_eq!(t.trouble(), "1 failed");
         assert_eq!((t.usage.input_tokens, t.retries), (3, 2));
     }

@@ -495,7 +495,8 @@ fn message_size(message: &Message) -> usize {
     match message {
         Message::User { content } => content.len(),
         Message::Assistant { reply } => {
-            reply.text.as_ref().map_or(0, String::len) + reply.calls.iter().map(|c| json_size(&c.arguments)).sum::<usize>()
+            reply.text.as_ref().map_or(0, String::len)
+                + reply.calls.iter().map(|c| json_size(&c.arguments)).sum::<usize>()
         }
         Message::ToolResult { content, .. } => json_size(content),
     }

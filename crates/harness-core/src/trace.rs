@@ -11,10 +11,10 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::approval::Approvals;
 use crate::error::{ErrorCode, HarnessError};
 use crate::provider::{ModelProvider, ModelReply, Usage};
 use crate::registry::ToolRegistry;
-use crate::approval::Approvals;
 use crate::run::{Resumption, RunOptions, RunOutcome, RunStatus};
 
 pub use lines::{Limits, OfferedTool, RunAbout, RunEnd, RunStart, TRACE_FORMAT, definition_hash, rfc3339, sha256_hex};

@@ -482,13 +482,13 @@ async fn structured_arguments_given_as_a_json_string_are_decoded() {
 async fn usage_is_summed_over_the_steps() {
     let kit = Kit::new();
     let mut a = echo("a");
-    a.usage = Some(Usage { input_tokens: 10, output_tokens: 3 });
+    a.usage = Some(Usage { input_tokens: 10, output_tokens: 3, cached_input_tokens: 0 });
     let mut b = text("nothing useful");
-    b.usage = Some(Usage { input_tokens: 20, output_tokens: 5 });
+    b.usage = Some(Usage { input_tokens: 20, output_tokens: 5, cached_input_tokens: 0 });
     let c = finish(json!(0)); // reports no usage
     let (outcome, _, _) = drive(&kit, vec![a, b, c], RunOptions::default()).await;
     assert_eq!(outcome.status, RunStatus::Finished);
-    assert_eq!(outcome.usage, Usage { input_tokens: 30, output_tokens: 8 });
+    assert_eq!(outcome.usage, Usage { input_tokens: 30, output_tokens: 8, cached_input_tokens: 0 });
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -927,13 +927,13 @@ async fn provider_error_fails_the_run_after_one_trace_line() {
 async fn provider_error_midway_keeps_the_steps_and_usage_so_far() {
     let kit = Kit::new();
     let mut first = echo("a");
-    first.usage = Some(Usage { input_tokens: 7, output_tokens: 2 });
+    first.usage = Some(Usage { input_tokens: 7, output_tokens: 2, cached_input_tokens: 0 });
     let provider = Replay::scripted(vec![Ok(first), Ok(text("?")), Err(ProviderError::new("timeout"))]);
     let mut trace: Vec<Value> = Vec::new();
     let outcome = run(&provider, &kit.registry, REQUEST, &RunOptions::default(), &mut trace).await;
     assert_eq!(outcome.status, RunStatus::Failed);
     assert_eq!(outcome.steps, 3);
-    assert_eq!(outcome.usage, Usage { input_tokens: 7, output_tokens: 2 });
+    assert_eq!(outcome.usage, Usage { input_tokens: 7, output_tokens: 2, cached_input_tokens: 0 });
     assert_eq!(statuses(&trace), ["ok", "rejected", "error"]);
     assert_eq!(trace[2]["step"], 3);
     assert_eq!(trace[2]["error"]["code"], "provider_error");
@@ -1298,11 +1298,11 @@ async fn a_finish_among_several_calls_ends_the_run_and_the_budget_still_binds() 
 async fn usage_and_router_mode_are_traced_on_the_step_that_made_the_model_call() {
     let kit = Kit::new();
     let mut reply = calls(&[("a", "echo", json!({"text": "x"})), ("b", "echo", json!({"text": "y"}))]);
-    reply.usage = Some(harness_core::Usage { input_tokens: 10, output_tokens: 3 });
+    reply.usage = Some(harness_core::Usage { input_tokens: 10, output_tokens: 3, cached_input_tokens: 4 });
     reply.router_mode = Some("native".into());
     reply.retries = 2;
     let (outcome, trace, _) = drive(&kit, vec![reply, finish(json!(0))], RunOptions::default()).await;
-    assert_eq!(trace[0]["usage"], json!({"input_tokens": 10, "output_tokens": 3}));
+    assert_eq!(trace[0]["usage"], json!({"input_tokens": 10, "output_tokens": 3, "cached_input_tokens": 4}));
     assert!(trace[1].get("usage").is_none());
     assert_eq!((trace[0]["router_mode"].as_str(), trace[1]["router_mode"].as_str()), (Some("native"), Some("native")));
     assert_eq!(outcome.retries, 2);

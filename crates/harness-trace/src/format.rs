@@ -56,6 +56,10 @@ pub struct Tokens {
     pub input_tokens: u64,
     /// Produced by the model.
     pub output_tokens: u64,
+    /// Of `input_tokens`, those the server took from its prompt cache (0 in traces from before
+    /// it was recorded).
+    #[serde(default)]
+    pub cached_input_tokens: u64,
 }
 
 /// One structured call of a recorded reply.
@@ -225,6 +229,9 @@ pub struct StartRecord {
     /// SHA-256 of the configuration.
     #[serde(default)]
     pub config_hash: Option<String>,
+    /// How the reply's text was read (format 2 traces of later harnesses).
+    #[serde(default)]
+    pub reply_format: Option<String>,
     /// The tools offered.
     #[serde(default)]
     pub tools: Vec<ToolRecord>,

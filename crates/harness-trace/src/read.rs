@@ -195,6 +195,7 @@ impl Trace {
             if let Some(u) = s.usage {
                 tokens.input_tokens = tokens.input_tokens.saturating_add(u.input_tokens);
                 tokens.output_tokens = tokens.output_tokens.saturating_add(u.output_tokens);
+                tokens.cached_input_tokens = tokens.cached_input_tokens.saturating_add(u.cached_input_tokens);
             }
         }
         if let Some(end) = &self.end {

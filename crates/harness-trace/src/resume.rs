@@ -2,6 +2,7 @@
 //! to the reply that holds the pending call, and which call of it waits.
 
 use harness_core::{Message, ModelReply, Resumption, Usage};
+
 use serde_json::json;
 
 use crate::format::{ReplyRecord, Status};
@@ -53,10 +54,11 @@ pub fn resumption(trace: &Trace) -> Result<Resumable, ResumeError> {
     for line in trace.lines.iter() {
         let step = &line.value;
         if let Some(r) = &step.reply {
-            if let Some(u) = r.usage {
-                usage.add(Usage { input_tokens: u.input_tokens, output_tokens: u.output_tokens });
+            let model = model_reply(r);
+            if let Some(u) = model.usage {
+                usage.add(u);
             }
-            conversation.push(Message::Assistant { reply: model_reply(r) });
+            conversation.push(Message::Assistant { reply: model });
             reply = Some(r.clone());
         } else if step.error.as_ref().is_some_and(|e| e.code == "reply_too_large") {
             let bytes = step.error.as_ref().and_then(|e| e.details.get("bytes")).cloned().unwrap_or(json!(0));

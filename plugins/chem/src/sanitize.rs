@@ -193,8 +193,8 @@ impl Mol {
 
     /// RDKit's `calculateExplicitValence`, without its checks.
     fn explicit_valence(&self, i: usize, aromatic: bool) -> u32 {
-        let orders: Vec<Order> = self.bonds.iter().map(|b| b.order).collect();
-        self.explicit_valence_with(i, aromatic, &orders)
+        let halves = self.adjacency[i].iter().map(|&(_, b)| self.bonds[b].halves(i)).sum::<u32>();
+        self.valence_from_halves(i, aromatic, halves + 2 * self.atoms[i].explicit_h)
     }
 
     /// [`Mol::explicit_valence`] with the bond orders `orders` (indexed like `bonds`).
@@ -204,8 +204,14 @@ impl Mol {
 
     /// [`Mol::explicit_valence_with`] as if atom `i` had `hydrogens` written hydrogens.
     fn explicit_valence_hydrogens(&self, i: usize, aromatic: bool, orders: &[Order], hydrogens: u32) -> u32 {
+        let halves = self.adjacency[i].iter().map(|&(_, b)| orders[b].halves(i)).sum::<u32>();
+        self.valence_from_halves(i, aromatic, halves + 2 * hydrogens)
+    }
+
+    /// The explicit valence of atom `i` from its bonds and hydrogens counted in half units.
+    fn valence_from_halves(&self, i: usize, aromatic: bool, halves: u32) -> u32 {
         let atom = &self.atoms[i];
-        let mut halves: u32 = self.adjacency[i].iter().map(|&(_, b)| orders[b].halves(i)).sum::<u32>() + 2 * hydrogens;
+        let mut halves = halves;
         let list = valences(effective_z(atom.z, atom.charge));
         let default = i64::from(list.first().copied().unwrap_or(-1));
         // An aromatic atom whose bond orders overshoot its default valence is taken down to

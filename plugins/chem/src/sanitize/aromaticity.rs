@@ -40,6 +40,8 @@ impl Donor {
 struct Ring {
     atoms: Vec<usize>,
     bonds: Vec<usize>,
+    /// Which ring system (block) it belongs to; rings of different systems share no bond.
+    system: usize,
 }
 
 /// Perceives aromaticity on the Kekulé structure `orders`; `valence` and `hydrogens` are each
@@ -254,7 +256,8 @@ fn smallest_rings(mol: &Mol, adjacency: &[Vec<(usize, usize)>]) -> Vec<Ring> {
     let mut rings = Vec::new();
     let mut in_system = vec![false; mol.atoms.len()];
     let mut index = vec![usize::MAX; mol.bonds.len()];
-    for system in ring_systems(adjacency, mol.atoms.len()) {
+    let mut previous = vec![usize::MAX; mol.atoms.len()];
+    for (id, system) in ring_systems(adjacency, mol.atoms.len()).into_iter().enumerate() {
         for &a in &system {
             in_system[a] = true;
         }
@@ -270,7 +273,8 @@ fn smallest_rings(mol: &Mol, adjacency: &[Vec<(usize, usize)>]) -> Vec<Ring> {
             .iter()
             .filter_map(|&e| {
                 let bond = &mol.bonds[e];
-                shortest_path(adjacency, &in_system, bond.a, bond.b, e).map(|path| ring_from_path(adjacency, &path))
+                shortest_path(adjacency, &in_system, &mut previous, (bond.a, bond.b), e)
+                    .map(|path| ring_from_path(adjacency, &path, id))
             })
             .collect();
         candidates.sort_by_key(|r| r.bonds.len());
@@ -327,39 +331,47 @@ fn lead(vector: &[u64]) -> Option<usize> {
     vector.iter().enumerate().find(|(_, w)| **w != 0).map(|(k, w)| k * 64 + w.trailing_zeros() as usize)
 }
 
-/// Shortest path from `from` to `to` inside `system`, not using bond `skip`.
+/// Shortest path between the two atoms of `ends` inside `system`, not using bond `skip`;
+/// `previous` is scratch space, all `usize::MAX`, and left so.
 fn shortest_path(
     adjacency: &[Vec<(usize, usize)>],
     system: &[bool],
-    from: usize,
-    to: usize,
+    previous: &mut [usize],
+    ends: (usize, usize),
     skip: usize,
 ) -> Option<Vec<usize>> {
-    let mut previous = vec![usize::MAX; adjacency.len()];
+    let (from, to) = ends;
     let mut queue = std::collections::VecDeque::from([from]);
+    let mut touched = vec![from];
     previous[from] = from;
+    let mut path = None;
     while let Some(v) = queue.pop_front() {
         if v == to {
-            let mut path = vec![to];
+            let mut p = vec![to];
             let mut at = to;
             while at != from {
                 at = previous[at];
-                path.push(at);
+                p.push(at);
             }
-            return Some(path);
+            path = Some(p);
+            break;
         }
         for &(w, b) in &adjacency[v] {
             if b != skip && system[w] && previous[w] == usize::MAX {
                 previous[w] = v;
+                touched.push(w);
                 queue.push_back(w);
             }
         }
     }
-    None
+    for t in touched {
+        previous[t] = usize::MAX;
+    }
+    path
 }
 
 /// The ring closed by a path whose ends are bonded.
-fn ring_from_path(adjacency: &[Vec<(usize, usize)>], path: &[usize]) -> Ring {
+fn ring_from_path(adjacency: &[Vec<(usize, usize)>], path: &[usize], system: usize) -> Ring {
     let mut bonds = Vec::with_capacity(path.len());
     for k in 0..path.len() {
         let (a, b) = (path[k], path[(k + 1) % path.len()]);
@@ -370,7 +382,7 @@ fn ring_from_path(adjacency: &[Vec<(usize, usize)>], path: &[usize]) -> Ring {
     let mut atoms = path.to_vec();
     atoms.sort_unstable();
     bonds.sort_unstable();
-    Ring { atoms, bonds }
+    Ring { atoms, bonds, system }
 }
 
 /// Groups candidate rings that share exactly one bond (RDKit's ring neighbour map, rings of
@@ -378,7 +390,8 @@ fn ring_from_path(adjacency: &[Vec<(usize, usize)>], path: &[usize]) -> Ring {
 fn fused_systems(rings: &[&Ring]) -> Vec<Vec<usize>> {
     let n = rings.len();
     let neighbours = |a: usize, b: usize| {
-        rings[a].bonds.len() <= 24
+        rings[a].system == rings[b].system
+            && rings[a].bonds.len() <= 24
             && rings[b].bonds.len() <= 24
             && rings[a].bonds.iter().filter(|x| rings[b].bonds.binary_search(x).is_ok()).count() == 1
     };
@@ -431,13 +444,11 @@ fn huckel_on_fused(
             if !connected(rings, &chosen) {
                 continue;
             }
-            let mut count = vec![0u8; mol.atoms.len()];
-            for &r in &chosen {
-                for &a in &rings[r].atoms {
-                    count[a] = count[a].saturating_add(1);
-                }
-            }
-            let atoms: Vec<usize> = (0..mol.atoms.len()).filter(|&a| matches!(count[a], 1 | 2)).collect();
+            let mut all: Vec<usize> = chosen.iter().flat_map(|&r| rings[r].atoms.iter().copied()).collect();
+            all.sort_unstable();
+            // Atoms in one or two of the chosen rings (not the centre of acepentalene).
+            let atoms: Vec<usize> =
+                all.chunk_by(|a, b| a == b).filter(|run| matches!(run.len(), 1 | 2)).map(|run| run[0]).collect();
             if !huckel(&atoms, donor) {
                 continue;
             }

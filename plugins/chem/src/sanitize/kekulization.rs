@@ -30,12 +30,14 @@ pub(super) fn kekulize(mol: &Mol, valence: &[u32], implicit: &[u32]) -> Result<V
     }
     let mut orders: Vec<Order> = mol.bonds.iter().map(|b| b.order).collect();
     let aromatic_atom = |i: usize| mol.atoms[i].aromatic || mol.is_aromatic_atom(i);
+    // Per-atom scratch space, filled for one ring system at a time and cleared after it.
+    let mut candidate = vec![false; n];
+    let mut optional = vec![false; n];
+    let mut index: Vec<Option<usize>> = vec![None; n];
     for system in ring_systems(&mol.ring_adjacency(), mol.atoms.len()) {
         if !system.iter().any(|&i| aromatic_atom(i) || mol.atoms[i].z == 0) {
             continue;
         }
-        let mut candidate = vec![false; n];
-        let mut optional = vec![false; n];
         let mut to_single = Vec::new();
         for &i in &system {
             if mol.atoms[i].z == 0 {
@@ -52,20 +54,26 @@ pub(super) fn kekulize(mol: &Mol, valence: &[u32], implicit: &[u32]) -> Result<V
             }
         }
         let members: Vec<usize> = system.iter().copied().filter(|&i| candidate[i]).collect();
-        let mut index = vec![None; n];
         for (k, &i) in members.iter().enumerate() {
             index[i] = Some(k);
         }
-        let edges: Vec<(usize, usize, usize)> = mol
-            .bonds
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| b.present)
-            .filter(|(_, b)| b.order == Order::Aromatic || mol.atoms[b.a].z == 0 || mol.atoms[b.b].z == 0)
-            .filter_map(|(k, b)| Some((index[b.a]?, index[b.b]?, k)))
-            .collect();
-        let pairs: Vec<(usize, usize)> = edges.iter().map(|&(a, b, _)| (a, b)).collect();
+        let mut edges: Vec<(usize, usize, usize)> = Vec::new();
+        for &i in &members {
+            for &(j, k) in &mol.adjacency[i] {
+                let b = &mol.bonds[k];
+                let eligible = b.order == Order::Aromatic || mol.atoms[b.a].z == 0 || mol.atoms[b.b].z == 0;
+                if let (true, true, Some(x), Some(y)) = (eligible, i < j, index[i], index[j]) {
+                    edges.push((x, y, k));
+                }
+            }
+        }
         let member_optional: Vec<bool> = members.iter().map(|&i| optional[i]).collect();
+        for &i in &system {
+            candidate[i] = false;
+            optional[i] = false;
+            index[i] = None;
+        }
+        let pairs: Vec<(usize, usize)> = edges.iter().map(|&(a, b, _)| (a, b)).collect();
         let mate = kekule::cover(members.len(), &pairs, &member_optional).map_err(|k| {
             let failed = members.get(k).copied().unwrap_or(0);
             let p = aromatic_system(mol, failed).into_iter().map(|i| mol.atoms[i].position).min().unwrap_or(0);
