@@ -217,7 +217,7 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
 fn resumable(path: &std::path::Path, args: &RunArgs) -> Result<Resumable> {
     let trace = harness_trace::read(path).map_err(|e| CliError::Usage(e.to_string()))?;
     let r = resumption(&trace).map_err(|e| CliError::Usage(format!("--resume {}: {e}", path.display())))?;
-    let denied = args.policy.deny.iter().any(|d| *d == r.pending_id);
+    let denied = args.policy.deny.contains(&r.pending_id);
     let answered = match &args.approve {
         Some(id) if *id != r.pending_id => {
             return Err(CliError::Usage(format!(
