@@ -47,10 +47,12 @@ async fn a_full_run_with_two_tool_uses_answers_both_in_one_user_message() {
         json!([{"role": "user", "content": [{"type": "text", "text": "sums", "cache_control": {"type": "ephemeral"}}]}])
     );
 
-    // The last step: finish forced, offered alone.
+    // The last step: finish forced by name, which Anthropic honours, with the whole tool list
+    // and system prompt kept, so that the cached prefix survives.
     let second = &seen[1].body;
-    assert_eq!(second["tool_choice"], json!({"type": "any"}));
-    assert_eq!(second["tools"].as_array().unwrap().len(), 1);
+    assert_eq!(second["tool_choice"], json!({"type": "tool", "name": "finish"}));
+    assert_eq!(second["tools"], first["tools"]);
+    assert_eq!(second["system"], first["system"]);
     let m = second["messages"].as_array().unwrap();
     assert_eq!(m.len(), 3);
     assert_eq!(m[1]["role"], "assistant");
