@@ -62,6 +62,9 @@ pub(crate) struct Config {
     /// `[mcp]`: MCP servers started as sources of tools.
     #[serde(default)]
     pub(crate) mcp: McpConfig,
+    /// `[policy]`: which calls run, which are asked about, which are denied.
+    #[serde(default)]
+    pub(crate) policy: crate::approve::PolicyConfig,
 }
 
 /// The `[mcp]` table.

@@ -96,6 +96,10 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("max_steps", "8"),
     ("max_repeats", "3"),
     ("isolation", "\"by effects: process unless pure\""),
+    ("policy.pure", "\"allow\""),
+    ("policy.reads", "\"allow\""),
+    ("policy.writes", "\"ask\""),
+    ("policy.network", "\"ask\""),
 ];
 
 fn show(explicit: Option<&Path>, as_json: bool) -> Result<u8> {

@@ -4,6 +4,7 @@
 //! This binary only parses arguments, builds the configuration and wires a provider to the
 //! plugins that load; the loop, the loader and the providers live in their own crates.
 
+mod approve;
 mod batch;
 mod config;
 mod config_cmd;

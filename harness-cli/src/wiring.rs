@@ -257,6 +257,7 @@ pub(crate) fn status_name(status: RunStatus) -> &'static str {
         RunStatus::StepBudgetExhausted => "step_budget_exhausted",
         RunStatus::TimeBudgetExhausted => "time_budget_exhausted",
         RunStatus::Failed => "failed",
+        RunStatus::AwaitingApproval => "awaiting_approval",
     }
 }
 

@@ -7,6 +7,7 @@
 // Test code: a failed unwrap is a failed test, with its location.
 #![allow(clippy::unwrap_used)]
 
+mod approval;
 mod batch;
 mod check;
 mod confinement;

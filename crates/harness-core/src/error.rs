@@ -47,6 +47,10 @@ pub enum ErrorCode {
     MalformedCall,
     /// The tool's result breaks its declared output schema; it is not fed to the model as a result.
     InvalidResult,
+    /// The operator's policy or the operator denied the call; it did not run.
+    CallDenied,
+    /// The call waits for the operator's approval; the run stopped before it.
+    AwaitingApproval,
 }
 
 impl ErrorCode {
@@ -86,6 +90,8 @@ impl ErrorCode {
             Self::ReplyTruncated => "reply_truncated",
             Self::MalformedCall => "malformed_call",
             Self::InvalidResult => "invalid_result",
+            Self::CallDenied => "call_denied",
+            Self::AwaitingApproval => "awaiting_approval",
         }
     }
 }

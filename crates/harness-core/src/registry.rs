@@ -132,6 +132,7 @@ struct Compiled {
     validator: jsonschema::Validator,
     /// The declared output schema, compiled; every result is checked against it.
     output: Option<jsonschema::Validator>,
+    effect: Option<crate::approval::Effect>,
     handler: Option<Arc<dyn ToolHandler>>,
     timeout: Option<std::time::Duration>,
 }
@@ -149,6 +150,8 @@ pub struct RegisteredTool<'a> {
     pub definition: &'a ToolDefinition,
     validator: &'a jsonschema::Validator,
     output: Option<&'a jsonschema::Validator>,
+    /// Its declared effect class, when its source declares one.
+    pub effect: Option<crate::approval::Effect>,
     handler: Option<&'a Arc<dyn ToolHandler>>,
     /// How long a call may take, when limited.
     pub timeout: Option<std::time::Duration>,
@@ -224,7 +227,7 @@ impl ToolRegistry {
             .map_err(|reason| RegistryError::InvalidSchema { name: definition.name.clone(), reason })?;
         self.index.insert(definition.name.clone(), self.definitions.len());
         self.definitions.push(definition);
-        self.compiled.push(Compiled { validator, output: None, handler, timeout: None });
+        self.compiled.push(Compiled { validator, output: None, effect: None, handler, timeout: None });
         Ok(())
     }
 
@@ -250,6 +253,7 @@ impl ToolRegistry {
             definition: &self.definitions[i],
             validator: &self.compiled[i].validator,
             output: self.compiled[i].output.as_ref(),
+            effect: self.compiled[i].effect,
             handler: self.compiled[i].handler.as_ref(),
             timeout: self.compiled[i].timeout,
         })
@@ -263,6 +267,17 @@ impl ToolRegistry {
             .map_err(|reason| RegistryError::InvalidOutputSchema { name: name.to_owned(), reason })?;
         self.compiled[i].output = Some(validator);
         Ok(())
+    }
+
+    /// Declares a tool's effect class, which the approval policy governs; false when no such tool.
+    pub fn set_effect(&mut self, name: &str, effect: crate::approval::Effect) -> bool {
+        match self.index.get(name) {
+            Some(&i) => {
+                self.compiled[i].effect = Some(effect);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Limits how long each call of a tool may take; false when no such tool is registered.
@@ -310,6 +325,22 @@ fn summary(violations: &[Value]) -> String {
 }
 
 impl RegisteredTool<'_> {
+    /// The tool as the approval policy names it: `plugin.tool`, `mcp_server.tool`, or its name.
+    pub fn policy_key(&self) -> String {
+        let name = &self.definition.name;
+        match &self.definition.source {
+            ToolSource::Plugin { name: plugin, .. } => format!("{plugin}.{name}"),
+            ToolSource::Mcp { server } => format!("{server}.{name}"),
+            ToolSource::Builtin => name.clone(),
+        }
+    }
+
+    /// The effect class the policy applies: the declared one; an MCP tool's, or an
+    /// undeclared one, is `network`, the class that asks the most.
+    pub fn policy_effect(&self) -> crate::approval::Effect {
+        self.effect.unwrap_or(crate::approval::Effect::Network)
+    }
+
     /// Checks arguments against the compiled schema, reporting every violation.
     pub fn validate(&self, arguments: &Value) -> Result<(), HarnessError> {
         let violations = violations(self.validator, arguments);

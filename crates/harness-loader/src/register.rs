@@ -169,9 +169,20 @@ impl Discovery {
                 if let Some(limit) = timeouts.of(&tool.name) {
                     registry.set_timeout(&tool.name, limit);
                 }
+                registry.set_effect(&tool.name, effect_class(tool.effects));
             }
         }
         problems
+    }
+}
+
+/// The core's effect class of a declared effect, for the approval policy.
+fn effect_class(effects: Effects) -> harness_core::Effect {
+    match effects {
+        Effects::Pure => harness_core::Effect::Pure,
+        Effects::Reads => harness_core::Effect::Reads,
+        Effects::Writes => harness_core::Effect::Writes,
+        Effects::Network => harness_core::Effect::Network,
     }
 }
 

@@ -340,6 +340,7 @@ fn status_name(status: StepStatus) -> &'static str {
         StepStatus::Rejected => "rejected",
         StepStatus::Error => "error",
         StepStatus::Finished => "finished",
+        StepStatus::AwaitingApproval => "awaiting_approval",
     }
 }
 

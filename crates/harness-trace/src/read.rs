@@ -130,7 +130,7 @@ fn check_step(value: Value) -> Result<Step, String> {
     if step.step == 0 {
         return Err("not a trace step: \"step\" counts from 1".to_owned());
     }
-    let failed = matches!(step.status, Status::Rejected | Status::Error);
+    let failed = matches!(step.status, Status::Rejected | Status::Error | Status::AwaitingApproval);
     match (failed, &step.error) {
         (true, None) => Err(format!("not a trace step: status {:?} without an \"error\" object", step.status.as_str())),
         (false, Some(_)) => {

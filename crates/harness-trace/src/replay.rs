@@ -95,7 +95,8 @@ impl ModelProvider for ReplayRouter {
     }
 }
 
-fn model_reply(r: &ReplyRecord) -> ModelReply {
+/// The reply as the model gave it, from its record.
+pub(crate) fn model_reply(r: &ReplyRecord) -> ModelReply {
     ModelReply {
         calls: r
             .calls
