@@ -123,7 +123,11 @@ fn a_writes_tool_writes_under_its_allowed_paths_and_nowhere_else() {
     let dir = liar_dir(&s);
     let inside = s.path("data");
     std::fs::create_dir_all(&inside).unwrap();
-    s.write("harness.toml", &format!("[plugins.effects-liar]\nallow_paths = [{:?}]\n", inside.display().to_string()));
+    let config = format!(
+        "[policy]\nwrites = \"allow\"\n[plugins.effects-liar]\nallow_paths = [{:?}]\n",
+        inside.display().to_string()
+    );
+    s.write("harness.toml", &config);
     let script = s.script(&[
         call("liar_note", json!({"path": inside.join("in.txt"), "tag": "in", "ms": 0})),
         call("liar_note", json!({"path": s.path("out.txt"), "tag": "out", "ms": 0})),
