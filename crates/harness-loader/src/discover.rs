@@ -274,22 +274,8 @@ fn files(options: &DiscoveryOptions, found: &mut Discovery) -> Vec<PathBuf> {
 fn open_all(options: &DiscoveryOptions, paths: Vec<PathBuf>, confine: bool) -> Vec<Result<Opened, Skipped>> {
     #[cfg(unix)]
     if let Some(command) = &options.host_command {
-        return std::thread::scope(|scope| {
-            let probes: Vec<_> =
-                paths.into_iter().map(|path| scope.spawn(move || probe(command, path, confine))).collect();
-            probes
-                .into_iter()
-                .map(|p| {
-                    p.join().unwrap_or_else(|_| {
-                        Err(Skipped {
-                            path: PathBuf::new(),
-                            reason: "its probe thread failed".to_owned(),
-                            detail: None,
-                        })
-                    })
-                })
-                .collect()
-        });
+        let probed = crate::isolation::probe(command, &paths, confine);
+        return paths.into_iter().zip(probed).map(|(path, p)| checked(path, p)).collect();
     }
     let _ = (options, confine);
     paths
@@ -306,10 +292,13 @@ fn open_all(options: &DiscoveryOptions, paths: Vec<PathBuf>, confine: bool) -> V
         .collect()
 }
 
-/// Reads a manifest through a child, and checks it again here: the child ran plugin code.
+/// A manifest read through a child, checked again here: the child ran plugin code.
 #[cfg(unix)]
-fn probe(command: &HostCommand, path: PathBuf, confine: bool) -> Result<Opened, Skipped> {
-    match crate::isolation::probe(command, &path, confine) {
+fn checked(
+    path: PathBuf,
+    probed: Result<crate::isolation::probe::Probed, crate::isolation::probe::Refusal>,
+) -> Result<Opened, Skipped> {
+    match probed {
         Ok(probed) => {
             let json = serde_json::to_string(&probed.manifest).unwrap_or_default();
             let manifest = crate::library::parse_manifest(&json).map_err(|e| skip(path.clone(), &e))?;

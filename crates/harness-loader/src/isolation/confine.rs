@@ -100,7 +100,12 @@ impl Confinement {
     /// The strictest confinement: read the plugin file and the system's libraries, nothing
     /// else. Used to read a manifest, before the plugin's effects are known.
     pub fn load_only(library: &Path) -> Self {
-        let mut read = vec![library.to_path_buf()];
+        Self::loading([library])
+    }
+
+    /// The same for several plugin files, read in one child one after the other.
+    pub fn loading<'a>(libraries: impl IntoIterator<Item = &'a Path>) -> Self {
+        let mut read: Vec<PathBuf> = libraries.into_iter().map(Path::to_path_buf).collect();
         read.extend(LIBRARY_DIRS.iter().map(PathBuf::from));
         Self { read, ..Self::default() }
     }

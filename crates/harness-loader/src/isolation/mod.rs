@@ -14,7 +14,7 @@ mod conn;
 #[cfg(unix)]
 mod host;
 #[cfg(unix)]
-mod probe;
+pub(crate) mod probe;
 
 use std::ffi::OsString;
 use std::path::PathBuf;

@@ -2,7 +2,7 @@
 //! that runs in process isolation: its constructors and `tools()` run in the child, confined
 //! as strictly as possible, and a crash there is a skipped file, not a dead harness.
 
-use std::path::Path;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use harness_abi::manifest::Manifest;
@@ -39,35 +39,48 @@ impl Refusal {
     }
 }
 
-/// Loads `path` in a child started with `command`, confined to loading when `confine`.
-pub(crate) fn probe(command: &HostCommand, path: &Path, confine: bool) -> Result<Probed, Refusal> {
-    let mut conn = Conn::spawn(command, MANIFEST_LIMIT).map_err(|e| {
-        Refusal::line(format!("cannot start the plugin host ({}) to read it: {e}", command.program.display()))
-    })?;
-    let request = LoadRequest {
-        path: path.to_path_buf(),
-        confinement: confine.then(|| Confinement::load_only(path)),
-        max_result_bytes: 0,
-    };
-    let answer = conn.load(&request, Instant::now() + PROBE_TIMEOUT);
-    let answer = match answer {
-        Ok(answer) => answer,
-        Err(fail) => {
-            let how = conn.end();
-            let why = match fail {
-                ReadFail::Timeout => format!("it did not load within {} s ({how})", PROBE_TIMEOUT.as_secs()),
-                ReadFail::Closed => format!("loading it crashed its plugin host ({how})"),
-                ReadFail::Io(e) => format!("reading its plugin host failed ({e}; {how})"),
-                ReadFail::Protocol(m) => format!("its plugin host broke the protocol ({m}; {how})"),
-            };
-            return Err(Refusal::line(format!(
-                "{why}: its constructor or its manifest function failed; the harness goes on without it"
-            )));
+/// Loads each of `paths` in turn in one child started with `command` (one process start for
+/// all, not one each), confined to loading them when `confine`. A library that kills the
+/// child is refused with how it died, and a fresh child takes the files after it.
+pub(crate) fn probe(command: &HostCommand, paths: &[PathBuf], confine: bool) -> Vec<Result<Probed, Refusal>> {
+    let mut out = Vec::with_capacity(paths.len());
+    let mut conn: Option<Conn> = None;
+    for (i, path) in paths.iter().enumerate() {
+        // A fresh child confines itself once, to every file it may still be asked to load.
+        let confinement =
+            (conn.is_none() && confine).then(|| Confinement::loading(paths[i..].iter().map(PathBuf::as_path)));
+        if conn.is_none() {
+            match Conn::spawn(command, MANIFEST_LIMIT) {
+                Ok(c) => conn = Some(c),
+                Err(e) => {
+                    out.push(Err(Refusal::line(format!(
+                        "cannot start the plugin host ({}) to read it: {e}",
+                        command.program.display()
+                    ))));
+                    continue;
+                }
+            }
         }
-    };
-    drop(conn);
-    match answer {
-        Loaded::Plugin { abi_version, manifest } => Ok(Probed { abi_version, manifest }),
-        Loaded::Refused { reason, detail } => Err(Refusal { reason, detail }),
+        let Some(c) = conn.as_mut() else { continue };
+        let request = LoadRequest { path: path.clone(), confinement, max_result_bytes: 0 };
+        match c.load(&request, Instant::now() + PROBE_TIMEOUT) {
+            Ok(Loaded::Plugin { abi_version, manifest }) => out.push(Ok(Probed { abi_version, manifest })),
+            Ok(Loaded::Refused { reason, detail }) => out.push(Err(Refusal { reason, detail })),
+            Err(fail) => {
+                let how = conn.take().map_or_else(|| "it is gone".to_owned(), Conn::end);
+                out.push(Err(Refusal::line(died(fail, &how))));
+            }
+        }
     }
+    out
+}
+
+fn died(fail: ReadFail, how: &str) -> String {
+    let why = match fail {
+        ReadFail::Timeout => format!("it did not load within {} s ({how})", PROBE_TIMEOUT.as_secs()),
+        ReadFail::Closed => format!("loading it crashed its plugin host ({how})"),
+        ReadFail::Io(e) => format!("reading its plugin host failed ({e}; {how})"),
+        ReadFail::Protocol(m) => format!("its plugin host broke the protocol ({m}; {how})"),
+    };
+    format!("{why}: its constructor or its manifest function failed; the harness goes on without it")
 }
