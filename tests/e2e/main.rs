@@ -13,6 +13,7 @@ mod check;
 mod discovery;
 mod isolation;
 mod llama;
+mod lock;
 mod mcp;
 mod otel;
 mod providers;
