@@ -95,7 +95,7 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("provider", "\"offline\""),
     ("max_steps", "8"),
     ("max_repeats", "3"),
-    ("isolation", "\"in-process\""),
+    ("isolation", "\"by effects: process unless pure\""),
     ("policy.pure", "\"allow\""),
     ("policy.reads", "\"allow\""),
     ("policy.writes", "\"ask\""),

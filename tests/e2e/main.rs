@@ -10,6 +10,7 @@
 mod approval;
 mod batch;
 mod check;
+mod confinement;
 mod discovery;
 mod isolation;
 mod llama;

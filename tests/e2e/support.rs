@@ -17,6 +17,8 @@ const FIXTURES: &[&str] = &[
     "check-hangs",
     "check-duplicate",
     "check-bad-result",
+    "effects-liar",
+    "load-abort",
 ];
 
 /// The directory that holds the `harness` binary and, once built, the workspace's plugins.

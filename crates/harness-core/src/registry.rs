@@ -69,6 +69,19 @@ pub trait ToolHandler: Send + Sync {
     /// Runs the tool with arguments that already passed schema validation.
     fn call(&self, tool: &str, arguments: &Value) -> Result<Value, ToolFailure>;
 
+    /// Runs the tool, to be ended at `deadline` (the tool's timeout, cut to what is left of
+    /// the run). Handlers that end calls themselves ([`Self::enforces_timeout`]) override it;
+    /// the default runs [`Self::call`], and the loop abandons the call at the deadline.
+    fn call_by(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        deadline: Option<std::time::Instant>,
+    ) -> Result<Value, ToolFailure> {
+        let _ = deadline;
+        self.call(tool, arguments)
+    }
+
     /// Whether the handler ends a call itself at the tool's timeout (a child process it can
     /// kill). When not, the loop abandons the call at the timeout and does not wait for it.
     fn enforces_timeout(&self) -> bool {
