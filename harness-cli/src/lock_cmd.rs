@@ -34,9 +34,8 @@ pub(crate) fn current(found: &Discovery, registry: &ToolRegistry, config: &Loade
         let entry = match &definition.source {
             ToolSource::Builtin => continue,
             ToolSource::Plugin { name, version } => {
-                let plugin = found.plugins.iter().find(|p| p.library.manifest().name == *name);
-                let manifest =
-                    plugin.and_then(|p| p.library.manifest().tools.iter().find(|t| t.name == definition.name));
+                let plugin = found.plugins.iter().find(|p| p.manifest.name == *name);
+                let manifest = plugin.and_then(|p| p.manifest.tools.iter().find(|t| t.name == definition.name));
                 let canonical = match manifest {
                     Some(t) => json!({"name": t.name, "description": t.description, "parameters": t.parameters,
                         "output": t.output, "effects": t.effects.as_str()}),
@@ -45,7 +44,7 @@ pub(crate) fn current(found: &Discovery, registry: &ToolRegistry, config: &Loade
                 };
                 LockEntry {
                     source: format!("plugin {name} {version}"),
-                    library_sha256: plugin.and_then(|p| std::fs::read(p.library.path()).ok()).map(|b| sha256_hex(&b)),
+                    library_sha256: plugin.and_then(|p| std::fs::read(&p.path).ok()).map(|b| sha256_hex(&b)),
                     definition_sha256: sha256_hex(canonical.to_string().as_bytes()),
                 }
             }
