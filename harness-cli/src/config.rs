@@ -62,6 +62,8 @@ pub(crate) struct Config {
     /// `[mcp]`: MCP servers started as sources of tools.
     #[serde(default)]
     pub(crate) mcp: McpConfig,
+    /// Refuse to start when the offered tools differ from harness.lock (`--locked`).
+    pub(crate) locked: Option<bool>,
     /// `[policy]`: which calls run, which are asked about, which are denied.
     #[serde(default)]
     pub(crate) policy: crate::approve::PolicyConfig,

@@ -50,6 +50,9 @@ pub(crate) struct RunArgs {
     reason: Option<String>,
     #[command(flatten)]
     policy: crate::approve::PolicyArgs,
+    /// Refuse to start when the offered tools differ from harness.lock (see `harness lock`).
+    #[arg(long)]
+    locked: bool,
     #[command(flatten)]
     provider: ProviderArgs,
     #[command(flatten)]
@@ -140,6 +143,11 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     }
     let mcp_servers = crate::mcp::add_mcp_tools(&args.plugins, &config, &mut registry, !args.quiet)?;
     check_tool_choice(&args.provider, &config, &registry, &provider_name(&args.provider, &config))?;
+    let locked = args.locked || config.config.locked.unwrap_or(false);
+    if let Err(e) = crate::lock_cmd::check(&found, &registry, &config, locked) {
+        mcp_servers.shutdown();
+        return Err(e);
+    }
 
     let otlp = otlp_export(args.otlp.as_deref())?;
     let runtime = runtime(1)?;

@@ -14,6 +14,7 @@ mod confinement;
 mod discovery;
 mod isolation;
 mod llama;
+mod lock;
 mod mcp;
 mod otel;
 mod providers;
