@@ -21,6 +21,7 @@ use harness_core::{
     ModelProvider, ModelReply, ProposedCall, RouterRequest, RunOptions, StepStatus, ToolChoice, ToolDefinition,
     ToolFailure, ToolHandler, ToolRegistry, ToolSource, TraceEntry, TraceSink, TraceWriter, parse_reply,
 };
+use harness_loader::isolation::confine::{Confinement, EffectSet, Grants};
 use harness_loader::isolation::{HostCommand, ProcessHandler};
 use harness_loader::{DiscoveryOptions, PluginHandler, PluginLibrary, Timeouts, discover};
 use harness_providers::ScriptedProvider;
@@ -323,6 +324,55 @@ mod abi {
         let arguments = json!({"expression": "(6 + 3) * 7 - 2"});
         let handler = process_handler("calc", &PLUGINS.calc_file, "calculate", &arguments);
         bencher.bench_local(|| handler.call("calculate", black_box(&arguments)).expect("computes"));
+    }
+
+    /// A handler as [`process_handler`] makes, its child confined by the kernel (Landlock and
+    /// seccomp) as a `pure` plugin's is by default.
+    fn confined_handler(plugin: &str, file: &Path) -> ProcessHandler {
+        let command = HostCommand { program: PLUGINS.harness.clone(), args: vec![PLUGIN_HOST_MODE.into()] };
+        let path = file.canonicalize().expect("the plugin file exists");
+        let confinement = Confinement::for_effects(&path, EffectSet::default(), &Grants::default());
+        ProcessHandler::new(plugin, path, json!({}), command, max_result_bytes(), Timeouts::default())
+            .confined(confinement)
+    }
+
+    /// `calculate` in `process` isolation, the child confined by the kernel: what a call
+    /// costs under the secure default.
+    #[divan::bench]
+    fn calculate_process_confined(bencher: Bencher) {
+        let arguments = json!({"expression": "(6 + 3) * 7 - 2"});
+        let handler = confined_handler("calc", &PLUGINS.calc_file);
+        handler.call("calculate", &arguments).expect("the confined plugin host starts and answers");
+        bencher.bench_local(|| handler.call("calculate", black_box(&arguments)).expect("computes"));
+    }
+
+    /// `fault_echo`, 1 KB, confined child.
+    #[divan::bench]
+    fn fault_echo_1kb_process_confined(bencher: Bencher) {
+        let arguments = fixtures::echo_arguments(1024);
+        let handler = confined_handler("fault", &PLUGINS.fault_file);
+        handler.call("fault_echo", &arguments).expect("the confined plugin host starts and answers");
+        bencher.bench_local(|| handler.call("fault_echo", black_box(&arguments)).expect("echoes"));
+    }
+
+    /// Starting a child cold: spawn, confine (Landlock and seccomp), load, init, first call.
+    #[divan::bench(sample_count = 20)]
+    fn start_child_confined(bencher: Bencher) {
+        let arguments = json!({"expression": "1"});
+        bencher.bench_local(|| {
+            let handler = confined_handler("calc", &PLUGINS.calc_file);
+            handler.call("calculate", black_box(&arguments)).expect("computes")
+        });
+    }
+
+    /// Starting a child cold, not confined: the same, for comparison.
+    #[divan::bench(sample_count = 20)]
+    fn start_child_unconfined(bencher: Bencher) {
+        let arguments = json!({"expression": "1"});
+        bencher.bench_local(|| {
+            let handler = process_handler("calc", &PLUGINS.calc_file, "calculate", &arguments);
+            black_box(handler)
+        });
     }
 }
 

@@ -18,8 +18,8 @@ use crate::config::LoadedConfig;
 use crate::error::CliError;
 use crate::setup::{PluginArgs, load_plugins};
 use crate::wiring::{
-    LoopArgs, ProviderArgs, build_provider, check_tool_choice, note_ignored_settings, provider_name, run_options,
-    runtime, script_path,
+    LoopArgs, ProviderArgs, build_provider, check_tool_choice, note_ignored_settings, otlp_export, provider_name,
+    run_about, run_options, runtime, script_path,
 };
 use progress::{Progress, human_ms, human_secs};
 
@@ -106,6 +106,10 @@ pub(crate) struct BatchArgs {
     /// Write each run's trace to DIR/ID.jsonl (the id percent-encoded for a file name).
     #[arg(long, value_name = "DIR")]
     traces: Option<PathBuf>,
+    /// Export each run's spans (OpenTelemetry GenAI conventions) over OTLP/HTTP to the collector at URL;
+    /// OTEL_EXPORTER_OTLP_ENDPOINT does the same (see docs/traces.md).
+    #[arg(long, value_name = "URL")]
+    otlp: Option<String>,
     /// At most N model requests a minute over the whole batch, spaced evenly (a hosted API's rate limit).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     rpm: Option<u32>,
@@ -227,7 +231,15 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
             args.concurrency
         );
     }
-    let batch = Arc::new(engine(router, registry, options, &args).with_source(fingerprint, shard));
+    let otlp = otlp_export(args.otlp.as_deref())?;
+    let mut batch = engine(router, registry, options, &args)
+        .with_source(fingerprint, shard)
+        .with_about(run_about(&args.provider, &config));
+    if let Some(otlp) = &otlp {
+        let tracer = otlp.sink_factory();
+        batch = batch.with_sink(Box::new(move || Box::new(tracer.sink())));
+    }
+    let batch = Arc::new(batch);
     let concurrency = usize::from(args.concurrency).min(todo.len());
     let mut progress = Progress::new(todo.len(), Duration::from_secs_f64(args.progress_every), args.quiet);
     let threads = std::thread::available_parallelism().map_or(1, usize::from).min(concurrency).max(1);
@@ -236,6 +248,9 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
     // An abandoned in-process call may still be running; the process must not wait for it.
     rt.shutdown_background();
     mcp_servers.shutdown();
+    if let Some(otlp) = otlp {
+        otlp.shutdown();
+    }
     progress.finish();
     let tally = ran?;
 

@@ -25,7 +25,7 @@ pub(crate) struct Config {
     pub(crate) api_key: Option<toml::Value>,
     /// Tool choice override (`--tool-choice`): required, auto, none, or a tool's name.
     pub(crate) tool_choice: Option<String>,
-    /// How the tool choice is forced (`--router-mode`): auto, native, prompt.
+    /// How the tool choice is forced (`--router-mode`): auto, native, constrained, prompt.
     pub(crate) router_mode: Option<String>,
     /// Whole-request timeout of a model request, in seconds (`--timeout`).
     pub(crate) timeout: Option<f64>,
@@ -33,8 +33,9 @@ pub(crate) struct Config {
     pub(crate) connect_timeout: Option<f64>,
     /// Retries of a model request (`--retries`).
     pub(crate) retries: Option<u32>,
-    /// The most tokens a reply may take (Anthropic needs one; 4096 when unset).
-    pub(crate) max_tokens: Option<u32>,
+    /// The most tokens a model reply may take (`--max-reply-tokens`); `max_tokens` is its old name.
+    #[serde(alias = "max_tokens")]
+    pub(crate) max_reply_tokens: Option<u32>,
     /// `[openrouter]`: the app attribution headers.
     #[serde(default)]
     pub(crate) openrouter: OpenRouterConfig,
@@ -61,6 +62,11 @@ pub(crate) struct Config {
     /// `[mcp]`: MCP servers started as sources of tools.
     #[serde(default)]
     pub(crate) mcp: McpConfig,
+    /// Refuse to start when the offered tools differ from harness.lock (`--locked`).
+    pub(crate) locked: Option<bool>,
+    /// `[policy]`: which calls run, which are asked about, which are denied.
+    #[serde(default)]
+    pub(crate) policy: crate::approve::PolicyConfig,
 }
 
 /// The `[mcp]` table.
@@ -231,11 +237,13 @@ mod tests {
         .unwrap();
         assert_eq!((c.base_url.as_deref(), c.api_key_env.as_deref()), (Some("http://h/v1"), Some("K")));
         assert_eq!(
-            (c.timeout, c.connect_timeout, c.retries, c.max_tokens),
+            (c.timeout, c.connect_timeout, c.retries, c.max_reply_tokens),
             (Some(30.0), Some(2.5), Some(1), Some(512))
         );
         assert_eq!(c.openrouter.x_title.as_deref(), Some("X"));
         assert!(toml::from_str::<Config>("[openrouter]\napi_key = \"k\"").is_err());
+        let c: Config = toml::from_str("max_reply_tokens = 64\nrouter_mode = \"constrained\"").unwrap();
+        assert_eq!((c.max_reply_tokens, c.router_mode.as_deref()), (Some(64), Some("constrained")));
     }
 
     #[test]

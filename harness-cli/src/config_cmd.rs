@@ -91,8 +91,16 @@ struct Setting {
 }
 
 /// Defaults of the top-level settings a file may leave out.
-const DEFAULTS: &[(&str, &str)] =
-    &[("provider", "\"offline\""), ("max_steps", "8"), ("max_repeats", "3"), ("isolation", "\"in-process\"")];
+const DEFAULTS: &[(&str, &str)] = &[
+    ("provider", "\"offline\""),
+    ("max_steps", "8"),
+    ("max_repeats", "3"),
+    ("isolation", "\"by effects: process unless pure\""),
+    ("policy.pure", "\"allow\""),
+    ("policy.reads", "\"allow\""),
+    ("policy.writes", "\"ask\""),
+    ("policy.network", "\"ask\""),
+];
 
 fn show(explicit: Option<&Path>, as_json: bool) -> Result<u8> {
     let loaded = LoadedConfig::load(explicit)?;

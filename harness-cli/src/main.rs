@@ -4,10 +4,12 @@
 //! This binary only parses arguments, builds the configuration and wires a provider to the
 //! plugins that load; the loop, the loader and the providers live in their own crates.
 
+mod approve;
 mod batch;
 mod config;
 mod config_cmd;
 mod error;
+mod lock_cmd;
 mod mcp;
 mod plugins;
 mod replay;
@@ -59,6 +61,8 @@ enum Command {
     },
     /// Run a recorded trace again (its model replies as the router) against today's plugins, and report any drift.
     Replay(Box<replay::ReplayArgs>),
+    /// Write harness.lock beside the configuration: each offered tool's source and definition hash.
+    Lock(Box<lock_cmd::LockArgs>),
     /// Read a run's trace: a table of its steps, or a self-contained HTML report (see docs/traces.md).
     Trace {
         #[command(subcommand)]
@@ -84,6 +88,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => replay::replay(*args),
         Command::Reply { command } => reply::reply(command),
         Command::Config { command } => config_cmd::config(command),
+        Command::Lock(args) => lock_cmd::lock(*args),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

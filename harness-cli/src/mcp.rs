@@ -33,6 +33,10 @@ pub(crate) struct ServeArgs {
     /// Write one JSON object per call to FILE, as a run's trace does per step.
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
+    /// Export an execute_tool span per call over OTLP/HTTP to the collector at URL (see docs/traces.md);
+    /// OTEL_EXPORTER_OTLP_ENDPOINT does the same.
+    #[arg(long, value_name = "URL")]
+    otlp: Option<String>,
     #[command(flatten)]
     plugins: PluginArgs,
 }
@@ -51,14 +55,17 @@ fn serve(args: ServeArgs) -> Result<u8> {
     for problem in found.register_tools(&mut registry) {
         eprintln!("harness: warning: {problem}");
     }
-    let trace: Option<Box<dyn TraceSink>> = match &args.trace {
-        Some(path) => {
-            let file = File::create(path)
-                .map_err(|e| CliError::Usage(format!("cannot create trace file {}: {e}", path.display())))?;
-            Some(Box::new(TraceWriter::new(BufWriter::new(file))))
-        }
-        None => None,
-    };
+    let otlp = crate::wiring::otlp_export(args.otlp.as_deref())?;
+    let mut sinks = harness_trace::Tee::new();
+    if let Some(path) = &args.trace {
+        let file = File::create(path)
+            .map_err(|e| CliError::Usage(format!("cannot create trace file {}: {e}", path.display())))?;
+        sinks.push(TraceWriter::new(BufWriter::new(file)));
+    }
+    if let Some(otlp) = &otlp {
+        sinks.push(otlp.sink());
+    }
+    let trace: Option<Box<dyn TraceSink>> = (args.trace.is_some() || otlp.is_some()).then(|| Box::new(sinks) as _);
     let options = ServeOptions {
         max_arguments_bytes: config.config.limits.arguments_bytes.unwrap_or(RunOptions::default().max_arguments_bytes),
         trace,
@@ -74,6 +81,9 @@ fn serve(args: ServeArgs) -> Result<u8> {
     let served = runtime.block_on(ToolServer::new(registry, options).serve_stdio());
     // A blocked read of stdin, or an abandoned in-process call, must not keep the process alive.
     runtime.shutdown_background();
+    if let Some(otlp) = otlp {
+        otlp.shutdown();
+    }
     served.map(|()| 0).map_err(|e| CliError::Failure(e.to_string()))
 }
 

@@ -4,9 +4,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
+use harness_abi::manifest::Manifest;
 #[cfg(unix)]
 use harness_loader::isolation::HostCommand;
 use harness_loader::isolation::Isolation;
+use harness_loader::isolation::confine::Enforcement;
 use harness_loader::{Discovery, LoadedPlugin, PluginLibrary, ToolState};
 use harness_testkit::scaffold::{self, Dependency, Scaffold, ScaffoldError};
 use harness_testkit::{CheckOptions, Executor};
@@ -124,7 +126,7 @@ fn state_text(state: &ToolState) -> String {
 }
 
 fn plugin_json(p: &LoadedPlugin, full: bool) -> Value {
-    let m = p.library.manifest();
+    let m = &p.manifest;
     let tools: Vec<Value> = p
         .tools
         .iter()
@@ -138,9 +140,32 @@ fn plugin_json(p: &LoadedPlugin, full: bool) -> Value {
         })
         .collect();
     json!({
-        "name": m.name, "version": m.version, "description": m.description, "abi_version": p.library.abi_version(),
-        "path": p.library.path(), "test_only": m.test_only, "initialised": p.initialised, "tools": tools,
+        "name": m.name, "version": m.version, "description": m.description, "abi_version": p.abi_version,
+        "path": p.path, "test_only": m.test_only, "initialised": p.initialised, "tools": tools,
+        "isolation": p.isolation.as_str(), "enforcement": enforcement_json(p),
     })
+}
+
+/// What the kernel enforces on a plugin: `landlock+seccomp` with what the child may touch, or
+/// `none` with the reason.
+fn enforcement_json(p: &LoadedPlugin) -> Value {
+    match &p.enforcement {
+        Enforcement::Kernel { landlock_abi } => json!({
+            "kind": p.enforcement.label(), "landlock_abi": landlock_abi, "confinement": p.confinement,
+        }),
+        Enforcement::None { reason } => json!({ "kind": "none", "reason": reason }),
+    }
+}
+
+fn enforcement_text(p: &LoadedPlugin) -> String {
+    match &p.enforcement {
+        Enforcement::Kernel { .. } => format!(
+            "enforcement: {} (a child per effect class: {})",
+            p.enforcement.label(),
+            p.confinement.keys().cloned().collect::<Vec<_>>().join(", ")
+        ),
+        Enforcement::None { reason } => format!("enforcement: none ({reason})"),
+    }
 }
 
 fn list(out: &mut String, found: &Discovery, as_json: bool) {
@@ -157,16 +182,10 @@ fn list(out: &mut String, found: &Discovery, as_json: bool) {
         say!(out, "no plugins found");
     }
     for p in &found.plugins {
-        let m = p.library.manifest();
+        let m = &p.manifest;
         let test_only = if m.test_only { " (test only)" } else { "" };
-        say!(
-            out,
-            "{} {} (ABI {}){test_only}  {}",
-            m.name,
-            m.version,
-            p.library.abi_version(),
-            p.library.path().display()
-        );
+        say!(out, "{} {} (ABI {}){test_only}  {}", m.name, m.version, p.abi_version, p.path.display());
+        say!(out, "    isolation: {}, {}", p.isolation.as_str(), enforcement_text(p));
         for (t, s) in &p.tools {
             say!(out, "    {:<20} {:<8} {}", t.name, t.effects.as_str(), state_text(s));
         }
@@ -179,11 +198,18 @@ fn list(out: &mut String, found: &Discovery, as_json: bool) {
     }
 }
 
-fn print_library(out: &mut String, library: &PluginLibrary, tools: Option<&LoadedPlugin>, as_json: bool) {
-    let m = library.manifest();
+/// A plugin as `inspect` shows it, read from a loaded library or from discovery.
+struct Shown<'a> {
+    manifest: &'a Manifest,
+    abi_version: &'a str,
+    path: &'a Path,
+}
+
+fn print_library(out: &mut String, library: &Shown<'_>, tools: Option<&LoadedPlugin>, as_json: bool) {
+    let m = library.manifest;
     if as_json {
         let mut v = json!({ "name": m.name, "version": m.version, "description": m.description,
-            "abi_version": library.abi_version(), "path": library.path(), "test_only": m.test_only, "tools": m.tools });
+            "abi_version": library.abi_version, "path": library.path, "test_only": m.test_only, "tools": m.tools });
         if let Some(p) = tools {
             v = plugin_json(p, true);
         }
@@ -191,8 +217,11 @@ fn print_library(out: &mut String, library: &PluginLibrary, tools: Option<&Loade
         return;
     }
     say!(out, "{} {}: {}", m.name, m.version, m.description);
-    say!(out, "  path: {}", library.path().display());
-    say!(out, "  ABI:  {}{}", library.abi_version(), if m.test_only { "  (test only)" } else { "" });
+    say!(out, "  path: {}", library.path.display());
+    say!(out, "  ABI:  {}{}", library.abi_version, if m.test_only { "  (test only)" } else { "" });
+    if let Some(p) = tools {
+        say!(out, "  isolation: {}, {}", p.isolation.as_str(), enforcement_text(p));
+    }
     for t in &m.tools {
         let state = tools
             .and_then(|p| p.tools.iter().find(|(x, _)| x.name == t.name))
@@ -240,13 +269,15 @@ pub(crate) fn plugins(command: PluginsCommand) -> Result<u8> {
                 let library = PluginLibrary::load(&canonical)
                     .map_err(|e| CliError::Failure(format!("{}: {e}", canonical.display())))?;
                 let mut out = String::new();
-                print_library(&mut out, &library, None, json);
+                let shown =
+                    Shown { manifest: library.manifest(), abi_version: library.abi_version(), path: library.path() };
+                print_library(&mut out, &shown, None, json);
                 return emit(&out);
             }
             let config = LoadedConfig::load(plugins.config.as_deref())?;
             let found = load_plugins(&plugins, &config, false)?;
-            let Some(p) = found.plugins.iter().find(|p| p.library.manifest().name == target) else {
-                let names: Vec<&str> = found.plugins.iter().map(|p| p.library.manifest().name.as_str()).collect();
+            let Some(p) = found.plugins.iter().find(|p| p.manifest.name == target) else {
+                let names: Vec<&str> = found.plugins.iter().map(|p| p.manifest.name.as_str()).collect();
                 let skipped: Vec<String> =
                     found.skipped.iter().map(|s| format!("{}: {}", s.path.display(), s.reason)).collect();
                 let skipped =
@@ -257,7 +288,8 @@ pub(crate) fn plugins(command: PluginsCommand) -> Result<u8> {
                 )));
             };
             let mut out = String::new();
-            print_library(&mut out, &p.library, Some(p), json);
+            let shown = Shown { manifest: &p.manifest, abi_version: &p.abi_version, path: &p.path };
+            print_library(&mut out, &shown, Some(p), json);
             emit(&out)
         }
     }

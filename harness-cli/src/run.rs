@@ -6,8 +6,10 @@ use std::path::PathBuf;
 
 use clap::Args;
 use harness_core::{
-    NoTrace, RunEnd, RunStart, RunStatus, StepStatus, ToolRegistry, TraceEntry, TraceSink, TraceWriter, run_traced,
+    Answer, Approvals, RunEnd, RunStart, RunStatus, StepStatus, ToolRegistry, TraceEntry, TraceSink, TraceWriter,
+    resume_traced, run_traced_with,
 };
+use harness_trace::{Resumable, resumption};
 use serde_json::{Value, json};
 
 use crate::Result;
@@ -15,10 +17,10 @@ use crate::config::LoadedConfig;
 use crate::error::CliError;
 use crate::setup::{PluginArgs, load_plugins};
 use crate::wiring::{
-    LoopArgs, ProviderArgs, build_provider, check_tool_choice, provider_name, run_about, run_options, runtime,
-    status_name,
+    LoopArgs, ProviderArgs, build_provider, check_tool_choice, otlp_export, provider_name, run_about, run_options,
+    runtime, status_name,
 };
-use harness_trace::{cut, printable};
+use harness_trace::{Tee, cut, printable};
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -26,14 +28,31 @@ Exit codes:
   1  the run failed: provider error (after its retries), trace error, plugin load failure
   2  usage or configuration error: a bad flag, a missing or unreadable --script or --config file, an invalid config,
      a missing API key or model name
-  3  the step budget was exhausted without finish";
+  3  the step budget was exhausted without finish
+  4  a call waits for approval: the run stopped before it; resume with --resume TRACE --approve ID (or --deny ID)";
 
 /// Arguments of `harness run`.
 #[derive(Debug, Args)]
 #[command(after_help = EXIT_CODES)]
 pub(crate) struct RunArgs {
-    /// The request for the agent.
-    request: String,
+    /// The request for the agent (not with --resume: the trace holds it).
+    #[arg(required_unless_present = "resume")]
+    request: Option<String>,
+    /// Continue a run that stopped for approval, from its trace (rewritten in place unless --trace
+    /// names another file); give --approve ID or --deny ID for its pending call.
+    #[arg(long, value_name = "TRACE", conflicts_with = "request")]
+    resume: Option<PathBuf>,
+    /// With --resume: run the pending call with this id.
+    #[arg(long, value_name = "ID", requires = "resume")]
+    approve: Option<String>,
+    /// With --resume and --deny ID: the reason the model is told.
+    #[arg(long, value_name = "TEXT", requires = "resume")]
+    reason: Option<String>,
+    #[command(flatten)]
+    policy: crate::approve::PolicyArgs,
+    /// Refuse to start when the offered tools differ from harness.lock (see `harness lock`).
+    #[arg(long)]
+    locked: bool,
     #[command(flatten)]
     provider: ProviderArgs,
     #[command(flatten)]
@@ -42,6 +61,10 @@ pub(crate) struct RunArgs {
     /// line saying how the run ended (see docs/traces.md).
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
+    /// Export the run's spans (OpenTelemetry GenAI conventions) over OTLP/HTTP to the collector at URL, such as
+    /// http://localhost:4318; OTEL_EXPORTER_OTLP_ENDPOINT does the same (see docs/traces.md).
+    #[arg(long, value_name = "URL")]
+    otlp: Option<String>,
     /// Print one JSON object with status, answer, steps and error instead of the answer alone.
     #[arg(long)]
     json: bool,
@@ -93,11 +116,23 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     // One loop on a current-thread runtime: nothing else waits while an in-process plugin
     // call runs, so the thread handoff (most of a step's cost) is skipped.
     options.inline_calls = true;
-    let mut trace_file = match &args.trace {
-        Some(path) => Some(TraceWriter::new(BufWriter::new(
-            File::create(path)
-                .map_err(|e| CliError::Usage(format!("cannot create trace file {}: {e}", path.display())))?,
-        ))),
+    let resumed = match &args.resume {
+        Some(path) => Some(resumable(path, &args)?),
+        None => None,
+    };
+    let mut approvals = approvals_of(&args, &config, resumed.as_ref())?;
+    let trace_path = args.trace.clone().or_else(|| args.resume.clone());
+    let mut trace_file = match &trace_path {
+        Some(path) => {
+            let mut file = File::create(path)
+                .map_err(|e| CliError::Usage(format!("cannot create trace file {}: {e}", path.display())))?;
+            // A resumed run's trace is the whole run: what came before the pending call, then the rest.
+            for line in resumed.iter().flat_map(|r| &r.kept_lines) {
+                writeln!(file, "{line}")
+                    .map_err(|e| CliError::Failure(format!("cannot write trace file {}: {e}", path.display())))?;
+            }
+            Some(TraceWriter::new(BufWriter::new(file)))
+        }
         None => None,
     };
 
@@ -108,20 +143,52 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     }
     let mcp_servers = crate::mcp::add_mcp_tools(&args.plugins, &config, &mut registry, !args.quiet)?;
     check_tool_choice(&args.provider, &config, &registry, &provider_name(&args.provider, &config))?;
+    let locked = args.locked || config.config.locked.unwrap_or(false);
+    if let Err(e) = crate::lock_cmd::check(&found, &registry, &config, locked) {
+        mcp_servers.shutdown();
+        return Err(e);
+    }
 
+    let otlp = otlp_export(args.otlp.as_deref())?;
     let runtime = runtime(1)?;
-    let mut no_trace = NoTrace;
-    let sink: &mut dyn TraceSink = match trace_file.as_mut() {
-        Some(t) => t,
-        None => &mut no_trace,
-    };
-    let mut progress = Progress { inner: sink, quiet: args.quiet };
+    let mut sinks = Tee::new();
+    if let Some(file) = trace_file.as_mut() {
+        sinks.push(file);
+    }
+    if let Some(otlp) = &otlp {
+        sinks.push(otlp.sink());
+    }
+    let mut progress = Progress { inner: &mut sinks, quiet: args.quiet };
     let about = run_about(&args.provider, &config);
-    let outcome =
-        runtime.block_on(run_traced(provider.as_ref(), &registry, &args.request, &options, &about, &mut progress));
+    let outcome = match resumed {
+        Some(r) => runtime.block_on(resume_traced(
+            provider.as_ref(),
+            &registry,
+            r.resumption,
+            &options,
+            &mut progress,
+            &mut approvals,
+        )),
+        None => {
+            let request = args.request.as_deref().unwrap_or_default();
+            runtime.block_on(run_traced_with(
+                provider.as_ref(),
+                &registry,
+                request,
+                &options,
+                &about,
+                &mut progress,
+                &mut approvals,
+            ))
+        }
+    };
+    drop(sinks);
     // An abandoned in-process call may still be running; the process must not wait for it.
     runtime.shutdown_background();
     mcp_servers.shutdown();
+    if let Some(otlp) = otlp {
+        otlp.shutdown();
+    }
 
     let stdout = io::stdout();
     let mut out = stdout.lock();
@@ -130,6 +197,9 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
         let mut obj = json!({ "status": status, "answer": outcome.answer, "steps": outcome.steps, "usage": outcome.usage, "retries": outcome.retries });
         if let Some(e) = &outcome.error {
             obj["error"] = e.to_value();
+            if let Some(pending) = e.details.get("pending") {
+                obj["pending"] = pending.clone();
+            }
         }
         writeln!(out, "{obj}")
     } else {
@@ -147,5 +217,45 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
         RunStatus::Finished => 0,
         RunStatus::StepBudgetExhausted | RunStatus::TimeBudgetExhausted => 3,
         RunStatus::Failed => 1,
+        RunStatus::AwaitingApproval => 4,
     })
+}
+
+/// The stopped run in `path`, checked against the answer given for its pending call.
+fn resumable(path: &std::path::Path, args: &RunArgs) -> Result<Resumable> {
+    let trace = harness_trace::read(path).map_err(|e| CliError::Usage(e.to_string()))?;
+    let r = resumption(&trace).map_err(|e| CliError::Usage(format!("--resume {}: {e}", path.display())))?;
+    let denied = args.policy.deny.contains(&r.pending_id);
+    let answered = match &args.approve {
+        Some(id) if *id != r.pending_id => {
+            return Err(CliError::Usage(format!(
+                "--approve {id}: the pending call of {} is {} ({}); approve or deny that id",
+                path.display(),
+                r.pending_id,
+                r.pending_tool
+            )));
+        }
+        Some(_) => !denied,
+        None => denied,
+    };
+    if !answered {
+        return Err(CliError::Usage(format!(
+            "--resume {}: give --approve {id} or --deny {id} (the pending call to {})",
+            path.display(),
+            r.pending_tool,
+            id = r.pending_id
+        )));
+    }
+    Ok(r)
+}
+
+/// The run's approvals: the policy, a terminal prompt, and the answer given for a resumed call.
+fn approvals_of(args: &RunArgs, config: &LoadedConfig, resumed: Option<&Resumable>) -> Result<Approvals> {
+    let pending = resumed.map(|r| r.pending_id.as_str());
+    let mut approvals = crate::approve::approvals(crate::approve::policy(&args.policy, config, pending)?);
+    if let Some(id) = pending {
+        let answer = if args.approve.is_some() { Answer::Yes } else { Answer::No(args.reason.clone()) };
+        approvals.decide(id, answer);
+    }
+    Ok(approvals)
 }

@@ -35,7 +35,9 @@ pub(crate) struct PluginArgs {
     /// Do not search the directory that holds the harness executable.
     #[arg(long)]
     pub(crate) no_default_plugins: bool,
-    /// Where plugin tools run: in-process (fastest) or process (a crash or hang costs one call).
+    /// Where plugin tools run: in-process (fastest) or process (a crash or hang costs one call;
+    /// confined by the kernel to the plugin's declared effects). Default: process for plugins
+    /// with any tool that is not pure, in-process for pure ones.
     #[arg(long, value_name = "MODE")]
     pub(crate) isolation: Option<String>,
     /// Every tool's timeout in seconds, unless its plugin section sets its own.
@@ -95,11 +97,13 @@ pub(crate) fn discovery_options(args: &PluginArgs, config: &LoadedConfig) -> Res
         configs.insert(name.clone(), value);
         settings.insert(name.clone(), plugin_settings);
     }
-    let isolation = match args.isolation.as_deref().or(config.config.isolation.as_deref()) {
-        None => Isolation::InProcess,
-        Some(name) => Isolation::parse(name)
-            .ok_or_else(|| CliError::Usage(format!("isolation {name:?} is not a mode; use in-process or process")))?,
-    };
+    let isolation =
+        match args.isolation.as_deref().or(config.config.isolation.as_deref()) {
+            None => None,
+            Some(name) => Some(Isolation::parse(name).ok_or_else(|| {
+                CliError::Usage(format!("isolation {name:?} is not a mode; use in-process or process"))
+            })?),
+        };
     let tool_timeout = match args.tool_timeout.or(config.config.tool_timeout) {
         None => None,
         Some(secs) if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 => Some(Duration::from_secs_f64(secs)),

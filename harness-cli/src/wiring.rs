@@ -35,10 +35,14 @@ pub(crate) struct ProviderArgs {
     /// The last step always forces finish.
     #[arg(long, value_name = "CHOICE")]
     pub(crate) tool_choice: Option<String>,
-    /// How the tool choice is forced: auto (default: native, then prompt if the server does not take tools),
-    /// native (the API's tools and tool_choice), prompt (tools described in the prompt, reply text parsed).
-    #[arg(long, value_name = "MODE", value_parser = ["auto", "native", "prompt"])]
+    /// How the tool choice is forced: auto (default: native, one step down when the server shows a step does
+    /// not work), native (the API's tools and tool_choice), constrained (a JSON schema of the calls the server
+    /// decodes to), prompt (tools described in the prompt, reply text parsed).
+    #[arg(long, value_name = "MODE", value_parser = ["auto", "native", "constrained", "prompt"])]
     pub(crate) router_mode: Option<String>,
+    /// The most tokens a model reply may take, sent with every request; a reply cut there is not run. [default: 1024]
+    #[arg(long, value_name = "N")]
+    pub(crate) max_reply_tokens: Option<u32>,
     /// Whole-request timeout of a model request, in seconds. [default: 120]
     #[arg(long, value_name = "SECS")]
     pub(crate) timeout: Option<f64>,
@@ -99,6 +103,7 @@ pub(crate) fn note_ignored_settings(args: &ProviderArgs, config: &LoadedConfig, 
         ("--api-key-env", args.api_key_env.is_some()),
         ("--tool-choice", args.tool_choice.is_some()),
         ("--router-mode", args.router_mode.is_some()),
+        ("--max-reply-tokens", args.max_reply_tokens.is_some()),
         ("--timeout", args.timeout.is_some()),
         ("--connect-timeout", args.connect_timeout.is_some()),
         ("--retries", args.retries.is_some()),
@@ -184,7 +189,7 @@ fn http_provider(preset: Preset, args: &ProviderArgs, config: &LoadedConfig) -> 
         api_key_env: args.api_key_env.clone().or_else(|| file.api_key_env.clone()),
         tool_choice: tool_choice(args, config).as_deref().map(parse_tool_choice),
         router_mode,
-        max_tokens: file.max_tokens,
+        max_reply_tokens: args.max_reply_tokens.or(file.max_reply_tokens),
         app_url: file.openrouter.http_referer.clone(),
         app_title: file.openrouter.x_title.clone(),
         http,
@@ -252,6 +257,7 @@ pub(crate) fn status_name(status: RunStatus) -> &'static str {
         RunStatus::StepBudgetExhausted => "step_budget_exhausted",
         RunStatus::TimeBudgetExhausted => "time_budget_exhausted",
         RunStatus::Failed => "failed",
+        RunStatus::AwaitingApproval => "awaiting_approval",
     }
 }
 
@@ -290,4 +296,12 @@ pub(crate) fn run_about(args: &ProviderArgs, config: &LoadedConfig) -> RunAbout 
         config_source,
         config_hash,
     }
+}
+
+/// Starts OpenTelemetry export when `--otlp URL` or the standard variables ask for it (see
+/// docs/traces.md). Call outside the async runtime; `Otlp::shutdown` at the end, outside too.
+pub(crate) fn otlp_export(flag: Option<&str>) -> Result<Option<harness_trace::Otlp>> {
+    let settings = harness_trace::OtlpSettings::resolve(flag, |name| std::env::var(name).ok())
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    settings.map(harness_trace::Otlp::start).transpose().map_err(|e| CliError::Usage(e.to_string()))
 }

@@ -72,7 +72,7 @@ fn two_hundred_scripted_requests_at_concurrency_8_give_200_lines_each_from_its_o
         assert_eq!(line["answer"], i, "run {i} replayed another request's script: {line}");
         assert_eq!(line["steps"], 2);
         assert_eq!(line["error"], Value::Null);
-        assert_eq!(line["usage"], json!({"input_tokens": 0, "output_tokens": 0}));
+        assert_eq!(line["usage"], json!({"input_tokens": 0, "output_tokens": 0, "cached_input_tokens": 0}));
         assert!(line["duration_ms"].as_f64().is_some_and(|d| d > 0.0), "{line}");
         let trace = s.trace(line["trace"].as_str().unwrap());
         assert_eq!(trace[0]["result"], 2 * i, "the calculate of run {i}");
@@ -428,7 +428,8 @@ fn runs_share_one_http_client_and_its_connections() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let out = results(&s, "out.jsonl");
     assert_eq!(out.len(), 24);
-    assert!(out.iter().all(|l| l["answer"] == 42 && l["usage"] == json!({"input_tokens": 10, "output_tokens": 3})));
+    assert!(out.iter().all(|l| l["answer"] == 42
+        && l["usage"] == json!({"input_tokens": 10, "output_tokens": 3, "cached_input_tokens": 0})));
     assert_eq!(api.requests.load(Ordering::SeqCst), 24);
     let connections = api.connections.load(Ordering::SeqCst);
     // A client per run would open 24. A shared one opens about one per worker: a connection

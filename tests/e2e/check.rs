@@ -66,12 +66,13 @@ fn the_workspace_plugins_pass_with_calls_in_a_child_process() {
 #[test]
 fn each_broken_fixture_fails_exactly_its_check_naming_the_tool_and_the_input() {
     let s = Scratch::new();
-    let cases: [(&str, &str, &str, &[&str]); 5] = [
+    let cases: [(&str, &str, &str, &[&str]); 6] = [
         ("check-bad-schema", "schemas", "find_code", &[r#""pattern":"^([A-Z]+[0-9]*$""#, "does not compile"]),
         ("check-wrong-example", "examples", "add", &[r#"{"a":2,"b":2} -> "#, "returned 4, expected the result 5"]),
         ("check-panics", "accepts-valid", "share", &[r#""people":0"#, "tool_panicked", "divide by zero"]),
         ("check-hangs", "accepts-valid", "halvings", &[r#"{"n":0} -> "#, "did not answer within 1000 ms"]),
         ("check-duplicate", "manifest", "lookup", &["declared twice"]),
+        ("check-bad-result", "accepts-valid", "count", &["invalid_result", "/count: \"many\" is not of type"]),
     ];
     for (name, check, tool, needles) in cases {
         let (code, report) = check_json(&s, &fixture(name), &["--tool-timeout", "1"]);
@@ -116,6 +117,7 @@ fn crashes_and_hangs_cost_one_call_each_and_the_junit_file_reads_back() {
         ("fault_segfault", "SIGSEGV"),
         ("fault_exit", "exited with status"),
         ("fault_sleep", "did not answer within 1000 ms"),
+        ("fault_misreport", "invalid_result"),
     ] {
         let lines = failures(&report, "accepts-valid", tool);
         assert!(lines.iter().any(|l| l.contains(needle)), "{tool}: {lines:#?}");
@@ -130,10 +132,10 @@ fn crashes_and_hangs_cost_one_call_each_and_the_junit_file_reads_back() {
     let suites = junit_parser::from_reader(std::io::BufReader::new(xml.as_bytes())).unwrap();
     let names: Vec<&str> = suites.suites.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, CHECKS);
-    // One testcase per check and tool: loads once, manifest for the plugin and each of its 7
+    // One testcase per check and tool: loads once, manifest for the plugin and each of its 8
     // tools, the five others for each tool.
     let cases: usize = suites.suites.iter().map(|t| t.cases.len()).sum();
-    assert_eq!(cases, 1 + 8 + 5 * 7);
+    assert_eq!(cases, 1 + 9 + 5 * 8);
     assert_eq!(suites.tests, cases as u64);
     let accepts = &suites.suites[4];
     let failed: Vec<&str> =

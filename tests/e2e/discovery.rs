@@ -183,7 +183,7 @@ fn enable_disable_and_deny_effects_from_flags_and_config() {
     );
     let from_config = offered(&list(&s, &["--plugins-dir", dir.as_str(), "--config", "h.toml"]));
     assert!(from_config.iter().all(|t| t.starts_with("fault.")), "{from_config:?}");
-    assert_eq!(from_config.len(), 7);
+    assert_eq!(from_config.len(), 8);
 
     let l = list(&s, &[&base[..], &["--disable", "nosuch"]].concat());
     assert!(l["warnings"].to_string().contains("nosuch"), "{l}");

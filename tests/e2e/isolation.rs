@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{Scratch, plugin, ran};
+use crate::support::{Scratch, fixture, plugin, ran};
 
 fn call(tool: &str, arguments: Value) -> Value {
     json!({ "tool": tool, "arguments": arguments })
@@ -199,4 +199,126 @@ fn group_writable_plugin_directories_are_refused_unless_allowed() {
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::set_permissions(dir.join("libcalc.so"), std::fs::Permissions::from_mode(0o777)).unwrap();
     assert!(list(&[])["skipped"][0]["reason"].as_str().unwrap().contains("writable by everyone"));
+}
+
+#[test]
+fn the_run_deadline_ends_a_process_isolated_tool_that_has_no_timeout_of_its_own() {
+    let s = Scratch::new();
+    let script = s.script(&[call("fault_sleep", json!({"ms": 20_000})), finish()]);
+    let started = Instant::now();
+    let r = ran(s
+        .harness()
+        .args(["run", "x", "--json", "--enable", "fault", "--isolation", "process", "--max-seconds", "1"])
+        .args(["--trace", "t.jsonl", "--script"])
+        .arg(&script));
+    let took = started.elapsed();
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert_eq!(r.json()["status"], "time_budget_exhausted");
+    assert_eq!(s.trace("t.jsonl")[0]["error"]["code"], "tool_timeout");
+    assert!(took < Duration::from_secs(5), "the run overshot its 1 s budget: {took:?}");
+}
+
+#[test]
+fn a_call_that_times_out_queued_behind_another_never_runs_and_keeps_its_arguments() {
+    let s = Scratch::new();
+    let dir = s.path("plugins");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(fixture("effects-liar"), dir.join("libeffects_liar.so")).unwrap();
+    s.write("harness.toml", "[plugins.effects-liar]\nisolation = \"process\"\ntimeout = 1.5\n");
+    let notes = s.path("notes.txt");
+    let lines: Vec<String> = (0..4)
+        .map(|i| {
+            let note = call("liar_note", json!({"path": notes, "tag": format!("r{i}"), "ms": 1000}));
+            json!({"id": format!("r{i}"), "request": "note", "script": [note, finish()]}).to_string()
+        })
+        .collect();
+    let input = s.write("requests.jsonl", &(lines.join("\n") + "\n"));
+    let r = ran(s
+        .harness()
+        .arg("batch")
+        .arg(&input)
+        .args(["--out", "out.jsonl", "--concurrency", "4", "--traces", "traces", "--provider", "scripted"])
+        .args(["--config", "harness.toml", "--no-default-plugins", "--plugins-dir"])
+        .arg(&dir)
+        .args(["--enable", "effects-liar"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // One child serves the four runs, one call at a time: the first runs (1 s), the second is
+    // killed at its 1.5 s deadline, the others reach theirs in the queue and never run.
+    let out = std::fs::read_to_string(s.path("out.jsonl")).unwrap();
+    let mut timeouts = 0;
+    let mut never_ran = 0;
+    for line in out.lines() {
+        let result: Value = serde_json::from_str(line).unwrap();
+        let first = &s.trace(result["trace"].as_str().unwrap())[0];
+        assert_eq!(first["arguments"]["tag"], result["id"], "the trace keeps the call's arguments: {first}");
+        if first["error"]["code"] == "tool_timeout" {
+            timeouts += 1;
+            never_ran += usize::from(first["error"]["message"].as_str().unwrap().contains("never ran"));
+        }
+    }
+    assert_eq!(timeouts, 3, "{out}");
+    assert!(never_ran >= 1, "{out}");
+    // Give a call that was wrongly left running the time to finish, then count what ran.
+    std::thread::sleep(Duration::from_millis(1500));
+    let ran_calls = std::fs::read_to_string(&notes).unwrap();
+    assert_eq!(ran_calls.lines().count(), 1, "only the first call ran: {ran_calls}");
+}
+
+#[test]
+fn a_plugin_whose_constructor_aborts_is_skipped_and_the_harness_runs_on() {
+    for mode in ["process", "in-process"] {
+        let s = Scratch::new();
+        let dir = s.path("plugins");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(fixture("load-abort"), dir.join("libload_abort.so")).unwrap();
+        std::fs::copy(plugin("calc"), dir.join("libcalc.so")).unwrap();
+        let script = s.script(&[call("calculate", json!({"expression": "6*7"})), finish()]);
+        let r = ran(s
+            .harness()
+            .args(["run", "x", "--json", "--no-default-plugins", "--isolation", mode, "--plugins-dir"])
+            .arg(&dir)
+            .args(["--trace", "t.jsonl", "--script"])
+            .arg(&script));
+        assert_eq!(r.code, 0, "{mode}: {}", r.stderr);
+        assert_eq!(s.trace("t.jsonl")[0]["result"], 42, "{mode}");
+        let skipped = r.stderr.lines().find(|l| l.contains("libload_abort.so")).unwrap_or("");
+        assert!(skipped.contains("skipped") && skipped.contains("SIGABRT"), "{mode}: {}", r.stderr);
+    }
+}
+
+/// The peak resident memory of a running process, in bytes (Linux).
+fn peak_rss(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+#[test]
+fn a_child_refuses_a_100_mb_result_before_sending_it_and_the_harness_never_holds_it() {
+    let s = Scratch::new();
+    let script = s.script(&[
+        call("fault_big", json!({"bytes": 100_000_000})),
+        call("fault_sleep", json!({"ms": 3000})),
+        finish(),
+    ]);
+    let mut child = s
+        .harness()
+        .args(["run", "x", "-q", "--enable", "fault", "--isolation", "process", "--trace", "t.jsonl", "--script"])
+        .arg(&script)
+        .spawn()
+        .unwrap();
+    // Once the big call is traced, the harness sleeps in the second call: read its peak then.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::fs::read_to_string(s.path("t.jsonl")).map_or(0, |t| t.lines().count()) < 1 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let peak = peak_rss(child.id());
+    assert!(child.wait().unwrap().success());
+    let peak = peak.expect("the harness was still running");
+    assert!(peak < 64 << 20, "the harness's peak memory is {peak} bytes: it read the 100 MB result");
+    let t = s.trace("t.jsonl");
+    assert_eq!(t[0]["error"]["code"], "result_too_large");
+    let message = t[0]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("100000002 bytes"), "{message}");
 }

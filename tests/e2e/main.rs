@@ -7,11 +7,16 @@
 // Test code: a failed unwrap is a failed test, with its location.
 #![allow(clippy::unwrap_used)]
 
+mod approval;
 mod batch;
 mod check;
+mod confinement;
 mod discovery;
 mod isolation;
+mod llama;
+mod lock;
 mod mcp;
+mod otel;
 mod providers;
 mod replay;
 mod reply;

@@ -206,7 +206,20 @@ fn a_python_mcp_server_is_a_tool_source_for_a_scripted_run() {
     let r = ran(s
         .harness()
         .env("HARNESS_TEST_SECRET", "not for servers")
-        .args(["run", "x", "--config", "harness.toml", "--json", "--max-steps", "12", "--trace", "t.jsonl", "--script"])
+        .args([
+            "run",
+            "x",
+            "--config",
+            "harness.toml",
+            "--allow",
+            "network",
+            "--json",
+            "--max-steps",
+            "12",
+            "--trace",
+            "t.jsonl",
+            "--script",
+        ])
         .arg(&script));
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.json()["answer"], "done");
@@ -244,7 +257,18 @@ fn a_server_that_exits_at_once_is_reported_and_the_run_goes_on() {
     ]);
     let r = ran(s
         .harness()
-        .args(["run", "x", "--config", "harness.toml", "--json", "--trace", "t.jsonl", "--script"])
+        .args([
+            "run",
+            "x",
+            "--config",
+            "harness.toml",
+            "--allow",
+            "network",
+            "--json",
+            "--trace",
+            "t.jsonl",
+            "--script",
+        ])
         .arg(&script));
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
@@ -276,6 +300,8 @@ fn a_server_that_hangs_or_dies_mid_run_costs_calls_not_the_run() {
             "x",
             "--config",
             "harness.toml",
+            "--allow",
+            "network",
             "--json",
             "--tool-timeout",
             "1",
@@ -330,7 +356,20 @@ fn harness_mcp_serve_is_a_tool_source_of_another_harness() {
     ]);
     let r = ran(s
         .harness()
-        .args(["run", "x", "--config", "harness.toml", "--json", "--enable", "calc", "--trace", "t.jsonl", "--script"])
+        .args([
+            "run",
+            "x",
+            "--config",
+            "harness.toml",
+            "--allow",
+            "network",
+            "--json",
+            "--enable",
+            "calc",
+            "--trace",
+            "t.jsonl",
+            "--script",
+        ])
         .arg(&script));
     assert_eq!(r.code, 0, "{}", r.stderr);
     let t = s.trace("t.jsonl");
@@ -343,7 +382,8 @@ fn a_bad_server_entry_is_a_configuration_error() {
     let s = Scratch::new();
     s.write("harness.toml", "[[mcp.servers]]\nname = \"my.server\"\ncommand = \"x\"\n");
     let script = s.script(&[step("finish", json!({"answer": 1}))]);
-    let r = ran(s.harness().args(["run", "x", "--config", "harness.toml", "--script"]).arg(&script));
+    let r =
+        ran(s.harness().args(["run", "x", "--config", "harness.toml", "--allow", "network", "--script"]).arg(&script));
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("[[mcp.servers]] entry 1 (\"my.server\")"), "{}", r.stderr);
     s.write("harness.toml", "[[mcp.servers]]\nname = \"a\"\ncommand = \"x\"\nworkdir = \"/\"\n");

@@ -11,17 +11,17 @@ use serde_json::{Value, json};
 
 use crate::support::{Scratch, ran};
 
-const KEY: &str = "sk-e2e-k3y-that-must-never-print";
+pub(crate) const KEY: &str = "sk-e2e-k3y-that-must-never-print";
 
 /// A one-thread HTTP/1.1 server that answers each connection with the next canned
 /// `(status, body)` and records each request, head and body.
-struct Api {
-    base_url: String,
+pub(crate) struct Api {
+    pub(crate) base_url: String,
     seen: Arc<Mutex<Vec<String>>>,
 }
 
 impl Api {
-    fn serve(replies: Vec<(u16, Value)>) -> Self {
+    pub(crate) fn serve(replies: Vec<(u16, Value)>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -63,7 +63,7 @@ impl Api {
     }
 }
 
-fn call(id: &str, name: &str, arguments: Value) -> (u16, Value) {
+pub(crate) fn call(id: &str, name: &str, arguments: Value) -> (u16, Value) {
     (
         200,
         json!({
@@ -102,7 +102,7 @@ fn a_full_run_against_an_openai_compatible_server_ends_in_finish() {
         (out["status"].clone(), out["answer"].clone(), out["steps"].clone()),
         (json!("finished"), json!(42), json!(2))
     );
-    assert_eq!(out["usage"], json!({"input_tokens": 20, "output_tokens": 6}));
+    assert_eq!(out["usage"], json!({"input_tokens": 20, "output_tokens": 6, "cached_input_tokens": 0}));
     assert_eq!(out["retries"], 0);
     assert!(r.stderr.contains("harness: provider openai, model \"test-model\", router mode auto: "), "{}", r.stderr);
 
@@ -111,7 +111,7 @@ fn a_full_run_against_an_openai_compatible_server_ends_in_finish() {
     assert_eq!((trace[0]["tool"].clone(), trace[0]["result"].clone()), (json!("calculate"), json!(42)));
     for entry in &trace {
         assert_eq!(entry["router_mode"], "native");
-        assert_eq!(entry["usage"], json!({"input_tokens": 10, "output_tokens": 3}));
+        assert_eq!(entry["usage"], json!({"input_tokens": 10, "output_tokens": 3, "cached_input_tokens": 0}));
     }
 
     let seen = api.seen();

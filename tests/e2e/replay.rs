@@ -14,6 +14,7 @@ fn call(tool: &str, arguments: Value) -> Value {
 /// calculation, a file read, and finish.
 fn record(s: &Scratch) {
     s.write("data.txt", "first version");
+    s.write("files.toml", "[plugins.files]\nroot = \".\"\n");
     let script = s.script(&[
         json!({ "content": "no call here" }),
         call("calculate", json!({ "expression": "1/0" })),
@@ -22,19 +23,24 @@ fn record(s: &Scratch) {
         json!({ "id": "b", "tool": "read_file", "arguments": { "path": "data.txt" } }),
         call("finish", json!({ "answer": 42 })),
     ]);
-    let r = ran(s.harness().args(["run", "what is 6*7", "-q", "--trace", "t.jsonl", "--script"]).arg(&script));
+    let r = ran(s
+        .harness()
+        .args(["run", "what is 6*7", "-q", "--config", "files.toml", "--trace", "t.jsonl", "--script"])
+        .arg(&script));
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_eq!(s.trace("t.jsonl").len(), 6, "six steps recorded");
+    let steps = s.trace("t.jsonl");
+    assert_eq!(steps.len(), 6, "six steps recorded");
+    assert_eq!(steps[4]["result"]["content"], "first version", "the file was read: {}", steps[4]);
 }
 
 #[test]
 fn a_recorded_run_replays_clean() {
     let s = Scratch::new();
     record(&s);
-    let r = ran(s.harness().args(["replay", "t.jsonl"]));
+    let r = ran(s.harness().args(["replay", "t.jsonl", "--config", "files.toml"]));
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     assert_eq!(r.stdout, "replay of t.jsonl: 6 steps replayed as recorded, ended finished; no drift\n");
-    let r = ran(s.harness().args(["replay", "t.jsonl", "--json"]));
+    let r = ran(s.harness().args(["replay", "t.jsonl", "--config", "files.toml", "--json"]));
     assert_eq!(r.code, 0, "{}", r.stderr);
     let report = r.json();
     assert_eq!(report["clean"], true);
@@ -48,7 +54,7 @@ fn a_changed_result_is_reported_at_exactly_that_step() {
     record(&s);
     // The file the recorded run read has changed: step 5, which read it, drifts.
     s.write("data.txt", "second version");
-    let r = ran(s.harness().args(["replay", "t.jsonl", "--json"]));
+    let r = ran(s.harness().args(["replay", "t.jsonl", "--config", "files.toml", "--json"]));
     assert_eq!(r.code, 1, "{}", r.stderr);
     let report = r.json();
     let drift = report["drift"].as_array().unwrap();
@@ -59,7 +65,7 @@ fn a_changed_result_is_reported_at_exactly_that_step() {
     assert_eq!(drift[0]["replayed"]["content"], "second version");
     assert!(drift[0].get("tool_changed").is_none(), "the tool itself did not change: {report}");
     assert_eq!(report["tools_changed"], json!([]));
-    let r = ran(s.harness().args(["replay", "t.jsonl"]));
+    let r = ran(s.harness().args(["replay", "t.jsonl", "--config", "files.toml"]));
     assert_eq!(r.code, 1);
     assert!(r.stdout.contains("DRIFT (1 of 6 recorded steps differ"), "{}", r.stdout);
     assert!(r.stdout.contains("  step 5 read_file: result: recorded {"), "{}", r.stdout);
@@ -73,7 +79,17 @@ fn a_tool_from_another_plugin_is_named_with_its_version_and_definition() {
     std::fs::create_dir_all(s.path("q")).unwrap();
     let clash = fixture("clash");
     std::fs::copy(&clash, s.path("q").join(clash.file_name().unwrap())).unwrap();
-    let r = ran(s.harness().args(["replay", "t.jsonl", "--json", "--disable", "calc", "--plugins-dir", "q"]));
+    let r = ran(s.harness().args([
+        "replay",
+        "t.jsonl",
+        "--config",
+        "files.toml",
+        "--json",
+        "--disable",
+        "calc",
+        "--plugins-dir",
+        "q",
+    ]));
     assert_eq!(r.code, 1, "{}", r.stderr);
     let report = r.json();
     let drift = report["drift"].as_array().unwrap();
@@ -108,7 +124,7 @@ fn broken_lines_and_newer_formats_are_read_as_far_as_they_can_be() {
         })
         .collect();
     s.write("newer.jsonl", &newer);
-    let r = ran(s.harness().args(["replay", "newer.jsonl"]));
+    let r = ran(s.harness().args(["replay", "newer.jsonl", "--config", "files.toml"]));
     assert_eq!(r.code, 0, "unknown fields are ignored: {}\n{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("newer.jsonl:1: written in trace format 99"), "{}", r.stderr);
 
@@ -116,7 +132,7 @@ fn broken_lines_and_newer_formats_are_read_as_far_as_they_can_be() {
     let mut broken: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
     broken[3] = broken[3][..20].to_owned();
     s.write("broken.jsonl", &(broken.join("\n") + "\n"));
-    let r = ran(s.harness().args(["replay", "broken.jsonl", "--json"]));
+    let r = ran(s.harness().args(["replay", "broken.jsonl", "--config", "files.toml", "--json"]));
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stderr.contains("broken.jsonl:4: not JSON"), "{}", r.stderr);
     let report = r.json();

@@ -346,3 +346,25 @@ fn chem_tools_run_through_the_scripted_provider() {
     assert!((t[1]["result"]["molecular_weight"].as_f64().unwrap() - 180.159).abs() < 0.01);
     assert_eq!(t[2]["error"]["code"], "tool_error");
 }
+
+#[test]
+fn a_result_that_breaks_the_output_schema_is_invalid_result_and_never_fed_back_as_a_result() {
+    for mode in ["in-process", "process"] {
+        let s = Scratch::new();
+        let script = s.script(&[
+            call("fault_misreport", json!({"value": {"count": 3}})),
+            call("fault_misreport", json!({"value": {"count": "three"}})),
+            call("finish", json!({"answer": "done"})),
+        ]);
+        let r = ran(s
+            .harness()
+            .args(["run", "x", "--enable", "fault", "--isolation", mode, "--json", "--trace", "t.jsonl", "--script"])
+            .arg(&script));
+        assert_eq!(r.code, 0, "{mode}: {}", r.stderr);
+        let t = s.trace("t.jsonl");
+        assert_eq!(t[0]["result"], json!({"count": 3}), "{mode}");
+        assert_eq!((&t[1]["status"], &t[1]["error"]["code"]), (&json!("error"), &json!("invalid_result")), "{mode}");
+        assert_eq!(t[1]["error"]["details"]["violations"][0]["pointer"], "/count", "{}", t[1]);
+        assert!(t[1].get("result").is_none(), "the result is not kept as one: {}", t[1]);
+    }
+}

@@ -16,6 +16,9 @@ const FIXTURES: &[&str] = &[
     "check-panics",
     "check-hangs",
     "check-duplicate",
+    "check-bad-result",
+    "effects-liar",
+    "load-abort",
 ];
 
 /// The directory that holds the `harness` binary and, once built, the workspace's plugins.

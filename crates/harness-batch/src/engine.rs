@@ -9,10 +9,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use harness_core::{
-    ErrorCode, HarnessError, ModelProvider, NoTrace, RunOptions, RunOutcome, RunStatus, ToolRegistry, TraceSink,
-    TraceWriter, Usage,
+    ErrorCode, HarnessError, ModelProvider, RunAbout, RunOptions, RunOutcome, RunStatus, ToolRegistry, TraceSink,
+    TraceWriter, Usage, run_traced,
 };
 use harness_providers::ScriptedProvider;
+use harness_trace::Tee;
 use serde_json::json;
 use tokio::sync::mpsc;
 
@@ -69,6 +70,9 @@ impl Observer for Silent {
     fn tick(&mut self, _: &Tally) {}
 }
 
+/// Makes one more receiver of each run's trace records (an OpenTelemetry exporter's sink).
+pub type SinkFactory = Box<dyn Fn() -> Box<dyn TraceSink> + Send + Sync>;
+
 /// What every run of a batch shares: who answers, the tools, the limits, where traces go.
 pub struct Batch {
     router: Router,
@@ -76,6 +80,8 @@ pub struct Batch {
     options: RunOptions,
     traces: Option<PathBuf>,
     pace: Option<Pace>,
+    about: RunAbout,
+    also: Option<SinkFactory>,
     fingerprint: String,
     shard: Option<String>,
 }
@@ -101,7 +107,29 @@ pub fn create_traces_dir(dir: &Path) -> Result<()> {
 impl Batch {
     /// A batch whose runs are answered by `router`, with `registry`'s tools and `options`' limits.
     pub fn new(router: Router, registry: ToolRegistry, options: RunOptions) -> Self {
-        Self { router, registry, options, traces: None, pace: None, fingerprint: String::new(), shard: None }
+        Self {
+            router,
+            registry,
+            options,
+            traces: None,
+            pace: None,
+            about: RunAbout::default(),
+            also: None,
+            fingerprint: String::new(),
+            shard: None,
+        }
+    }
+
+    /// What each trace's first line says about the program, the model and the configuration.
+    pub fn with_about(mut self, about: RunAbout) -> Self {
+        self.about = about;
+        self
+    }
+
+    /// Hands each run's records to a sink made by `factory` too, beside its trace file.
+    pub fn with_sink(mut self, factory: SinkFactory) -> Self {
+        self.also = Some(factory);
+        self
     }
 
     /// Marks each result line with the requests file it came from (its [`Input::fingerprint`](crate::Input::fingerprint))
@@ -188,10 +216,14 @@ impl Batch {
         let started = Instant::now();
         let options = RunOptions { max_steps: request.max_steps.unwrap_or(self.options.max_steps), ..self.options };
         let trace_path = self.traces.as_ref().map(|dir| dir.join(trace_file_name(&request.key)));
-        let mut sink: Box<dyn TraceSink> = match &trace_path {
-            None => Box::new(NoTrace),
+        let mut sink = Tee::new();
+        if let Some(factory) = &self.also {
+            sink.push_boxed(factory());
+        }
+        match &trace_path {
+            None => {}
             Some(path) => match File::create(path) {
-                Ok(file) => Box::new(TraceWriter::new(BufWriter::new(file))),
+                Ok(file) => sink.push(TraceWriter::new(BufWriter::new(file))),
                 Err(e) => {
                     let error = HarnessError::new(
                         ErrorCode::TraceError,
@@ -201,7 +233,7 @@ impl Batch {
                     return Done { request, outcome: failed(error), duration: started.elapsed(), trace: None };
                 }
             },
-        };
+        }
         let own_script;
         let provider: &dyn ModelProvider = match &self.router {
             Router::Shared(p) => p.as_ref(),
@@ -237,7 +269,7 @@ impl Batch {
             }
             None => provider,
         };
-        let outcome = harness_core::run(provider, &self.registry, &request.request, &options, sink.as_mut()).await;
+        let outcome = run_traced(provider, &self.registry, &request.request, &options, &self.about, &mut sink).await;
         Done { request, outcome, duration: started.elapsed(), trace: trace_path }
     }
 }

@@ -30,7 +30,7 @@ mod results;
 mod shard;
 mod tally;
 
-pub use engine::{Batch, DefaultScript, Observer, Router, Silent, create_traces_dir, pending};
+pub use engine::{Batch, DefaultScript, Observer, Router, Silent, SinkFactory, create_traces_dir, pending};
 pub use error::{BatchError, Result};
 pub use input::{BadLine, Input, Request, Scripts};
 pub use merge::{MergeError, Merged, merge};

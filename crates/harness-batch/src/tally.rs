@@ -13,6 +13,8 @@ pub struct Tally {
     pub time_budget: usize,
     /// Runs that failed (provider or trace failure).
     pub failed: usize,
+    /// Runs stopped before a call that waits for the operator's approval.
+    pub awaiting: usize,
     /// Each run's wall time, in milliseconds.
     pub durations_ms: Vec<f64>,
     /// Tokens over every run.
@@ -29,6 +31,7 @@ impl Tally {
             RunStatus::StepBudgetExhausted => self.step_budget += 1,
             RunStatus::TimeBudgetExhausted => self.time_budget += 1,
             RunStatus::Failed => self.failed += 1,
+            RunStatus::AwaitingApproval => self.awaiting += 1,
         }
         self.durations_ms.push(duration_ms);
         self.usage.add(usage);
@@ -49,6 +52,9 @@ impl Tally {
         let budget = self.step_budget + self.time_budget;
         if budget > 0 {
             parts.push(format!("{budget} out of budget"));
+        }
+        if self.awaiting > 0 {
+            parts.push(format!("{} awaiting approval", self.awaiting));
         }
         parts.join(", ")
     }
@@ -77,7 +83,7 @@ mod tests {
             (t.percentile(50.0), t.percentile(95.0), t.percentile(100.0)),
             (Some(50.0), Some(95.0), Some(100.0))
         );
-        t.add(RunStatus::Failed, 1.0, Usage { input_tokens: 3, output_tokens: 1 }, 2);
+        t.add(RunStatus::Failed, 1.0, Usage { input_tokens: 3, output_tokens: 1, cached_input_tokens: 0 }, 2);
         assert_eq!(t.trouble(), "1 failed");
         assert_eq!((t.usage.input_tokens, t.retries), (3, 2));
     }

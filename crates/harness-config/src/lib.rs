@@ -23,10 +23,12 @@
 #![deny(missing_docs)]
 
 mod file;
+mod lock;
 mod permissions;
 mod trust;
 
 pub use file::{ConfigFile, sha256_hex};
+pub use lock::{LockEntry, ToolLock};
 pub use permissions::check_permissions;
 pub use trust::{TrustStatus, TrustStore};
 

@@ -45,6 +45,12 @@ pub enum ErrorCode {
     ReplyTruncated,
     /// A call in a model family's own format breaks that format's grammar.
     MalformedCall,
+    /// The tool's result breaks its declared output schema; it is not fed to the model as a result.
+    InvalidResult,
+    /// The operator's policy or the operator denied the call; it did not run.
+    CallDenied,
+    /// The call waits for the operator's approval; the run stopped before it.
+    AwaitingApproval,
 }
 
 impl ErrorCode {
@@ -83,6 +89,9 @@ impl ErrorCode {
             Self::TimeBudgetExhausted => "time_budget_exhausted",
             Self::ReplyTruncated => "reply_truncated",
             Self::MalformedCall => "malformed_call",
+            Self::InvalidResult => "invalid_result",
+            Self::CallDenied => "call_denied",
+            Self::AwaitingApproval => "awaiting_approval",
         }
     }
 }

@@ -29,6 +29,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod approval;
 mod error;
 mod parse;
 mod provider;
@@ -37,6 +38,7 @@ mod reply;
 mod run;
 mod trace;
 
+pub use approval::{Answer, ApprovalPolicy, Approvals, Approver, Decision, Effect, PendingCall};
 pub use error::{ErrorCode, HarnessError};
 pub use parse::{ToolCall, parse_call, parse_reply, parse_text};
 pub use provider::{Message, ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest, ToolChoice, Usage};
@@ -45,8 +47,8 @@ pub use registry::{
     ToolRegistry, ToolSource, compile_schema,
 };
 pub use reply::{ReadOptions, ReadReply, ReplyFormat, TextCall, read_reply};
-pub use run::{RunOptions, RunOutcome, RunStatus, call_tool, run};
+pub use run::{Resumption, RunOptions, RunOutcome, RunStatus, call_tool, resume, run, run_with};
 pub use trace::{
     Limits, NoTrace, OfferedTool, RunAbout, RunEnd, RunStart, StepStatus, TRACE_FORMAT, TraceEntry, TraceSink,
-    TraceWriter, definition_hash, rfc3339, run_traced, sha256_hex,
+    TraceWriter, definition_hash, resume_traced, rfc3339, run_traced, run_traced_with, sha256_hex,
 };

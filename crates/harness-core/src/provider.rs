@@ -53,7 +53,7 @@ pub struct ModelReply {
     pub truncated: bool,
     /// Tokens spent, when the provider reports them.
     pub usage: Option<Usage>,
-    /// How the provider forced the tool choice (`native`, `prompt`), for the trace.
+    /// How the provider forced the tool choice (`native`, `constrained`, `prompt`), for the trace.
     pub router_mode: Option<String>,
     /// Requests the provider retried before this reply.
     pub retries: u32,
@@ -77,6 +77,10 @@ pub struct Usage {
     pub input_tokens: u64,
     /// Tokens the model produced.
     pub output_tokens: u64,
+    /// Of `input_tokens`, those the server took from its prompt cache instead of computing them
+    /// again (llama.cpp's `timings.cache_n`, OpenAI's `cached_tokens`, Anthropic's
+    /// `cache_read_input_tokens`); 0 when the server does not say.
+    pub cached_input_tokens: u64,
 }
 
 impl Usage {
@@ -84,6 +88,7 @@ impl Usage {
     pub fn add(&mut self, other: Usage) {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
+        self.cached_input_tokens += other.cached_input_tokens;
     }
 }
 

@@ -69,6 +69,19 @@ pub trait ToolHandler: Send + Sync {
     /// Runs the tool with arguments that already passed schema validation.
     fn call(&self, tool: &str, arguments: &Value) -> Result<Value, ToolFailure>;
 
+    /// Runs the tool, to be ended at `deadline` (the tool's timeout, cut to what is left of
+    /// the run). Handlers that end calls themselves ([`Self::enforces_timeout`]) override it;
+    /// the default runs [`Self::call`], and the loop abandons the call at the deadline.
+    fn call_by(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        deadline: Option<std::time::Instant>,
+    ) -> Result<Value, ToolFailure> {
+        let _ = deadline;
+        self.call(tool, arguments)
+    }
+
     /// Whether the handler ends a call itself at the tool's timeout (a child process it can
     /// kill). When not, the loop abandons the call at the timeout and does not wait for it.
     fn enforces_timeout(&self) -> bool {
@@ -102,10 +115,24 @@ pub enum RegistryError {
         /// What the compiler said.
         reason: String,
     },
+    /// The declared output schema is not a valid JSON Schema object, or does not compile.
+    #[error("the output schema of tool {name:?} does not compile: {reason}")]
+    InvalidOutputSchema {
+        /// The tool name.
+        name: String,
+        /// What the compiler said.
+        reason: String,
+    },
+    /// No tool of this name is registered.
+    #[error("no tool named {0:?} is registered")]
+    NoSuchTool(String),
 }
 
 struct Compiled {
     validator: jsonschema::Validator,
+    /// The declared output schema, compiled; every result is checked against it.
+    output: Option<jsonschema::Validator>,
+    effect: Option<crate::approval::Effect>,
     handler: Option<Arc<dyn ToolHandler>>,
     timeout: Option<std::time::Duration>,
 }
@@ -122,6 +149,9 @@ pub struct RegisteredTool<'a> {
     /// Its definition.
     pub definition: &'a ToolDefinition,
     validator: &'a jsonschema::Validator,
+    output: Option<&'a jsonschema::Validator>,
+    /// Its declared effect class, when its source declares one.
+    pub effect: Option<crate::approval::Effect>,
     handler: Option<&'a Arc<dyn ToolHandler>>,
     /// How long a call may take, when limited.
     pub timeout: Option<std::time::Duration>,
@@ -197,7 +227,7 @@ impl ToolRegistry {
             .map_err(|reason| RegistryError::InvalidSchema { name: definition.name.clone(), reason })?;
         self.index.insert(definition.name.clone(), self.definitions.len());
         self.definitions.push(definition);
-        self.compiled.push(Compiled { validator, handler, timeout: None });
+        self.compiled.push(Compiled { validator, output: None, effect: None, handler, timeout: None });
         Ok(())
     }
 
@@ -222,9 +252,32 @@ impl ToolRegistry {
         Some(RegisteredTool {
             definition: &self.definitions[i],
             validator: &self.compiled[i].validator,
+            output: self.compiled[i].output.as_ref(),
+            effect: self.compiled[i].effect,
             handler: self.compiled[i].handler.as_ref(),
             timeout: self.compiled[i].timeout,
         })
+    }
+
+    /// Declares a tool's output schema: from now on every result of the tool is checked
+    /// against it, and a result that breaks it is `invalid_result`, never fed back as a result.
+    pub fn set_output_schema(&mut self, name: &str, schema: &Value) -> Result<(), RegistryError> {
+        let &i = self.index.get(name).ok_or_else(|| RegistryError::NoSuchTool(name.to_owned()))?;
+        let validator = compile_schema(schema)
+            .map_err(|reason| RegistryError::InvalidOutputSchema { name: name.to_owned(), reason })?;
+        self.compiled[i].output = Some(validator);
+        Ok(())
+    }
+
+    /// Declares a tool's effect class, which the approval policy governs; false when no such tool.
+    pub fn set_effect(&mut self, name: &str, effect: crate::approval::Effect) -> bool {
+        match self.index.get(name) {
+            Some(&i) => {
+                self.compiled[i].effect = Some(effect);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Limits how long each call of a tool may take; false when no such tool is registered.
@@ -242,39 +295,89 @@ impl ToolRegistry {
 /// The longest validation message kept; a huge argument would otherwise be echoed whole.
 const MAX_VIOLATION_MESSAGE: usize = 300;
 
+/// Every violation of `schema` by `value`: its JSON pointer and a message cut to a bounded length.
+fn violations(schema: &jsonschema::Validator, value: &Value) -> Vec<Value> {
+    schema
+        .iter_errors(value)
+        .map(|e| {
+            let mut message = e.to_string();
+            if message.len() > MAX_VIOLATION_MESSAGE {
+                let cut = (0..=MAX_VIOLATION_MESSAGE).rev().find(|&i| message.is_char_boundary(i)).unwrap_or(0);
+                message.truncate(cut);
+                message.push_str("...");
+            }
+            json!({ "pointer": e.instance_path().to_string(), "message": message })
+        })
+        .collect()
+}
+
+/// The violations as one line: `pointer: message; ...`, the root shown as `(root)`.
+fn summary(violations: &[Value]) -> String {
+    let parts: Vec<String> = violations
+        .iter()
+        .map(|v| {
+            let pointer = v["pointer"].as_str().unwrap_or("");
+            let at = if pointer.is_empty() { "(root)" } else { pointer };
+            format!("{at}: {}", v["message"].as_str().unwrap_or(""))
+        })
+        .collect();
+    parts.join("; ")
+}
+
 impl RegisteredTool<'_> {
+    /// The tool as the approval policy names it: `plugin.tool`, `mcp_server.tool`, or its name.
+    pub fn policy_key(&self) -> String {
+        let name = &self.definition.name;
+        match &self.definition.source {
+            ToolSource::Plugin { name: plugin, .. } => format!("{plugin}.{name}"),
+            ToolSource::Mcp { server } => format!("{server}.{name}"),
+            ToolSource::Builtin => name.clone(),
+        }
+    }
+
+    /// The effect class the policy applies: the declared one; an MCP tool's, or an
+    /// undeclared one, is `network`, the class that asks the most.
+    pub fn policy_effect(&self) -> crate::approval::Effect {
+        self.effect.unwrap_or(crate::approval::Effect::Network)
+    }
+
     /// Checks arguments against the compiled schema, reporting every violation.
     pub fn validate(&self, arguments: &Value) -> Result<(), HarnessError> {
-        let violations: Vec<Value> = self
-            .validator
-            .iter_errors(arguments)
-            .map(|e| {
-                let mut message = e.to_string();
-                if message.len() > MAX_VIOLATION_MESSAGE {
-                    let cut = (0..=MAX_VIOLATION_MESSAGE).rev().find(|&i| message.is_char_boundary(i)).unwrap_or(0);
-                    message.truncate(cut);
-                    message.push_str("...");
-                }
-                json!({ "pointer": e.instance_path().to_string(), "message": message })
-            })
-            .collect();
+        let violations = violations(self.validator, arguments);
         if violations.is_empty() {
             return Ok(());
         }
         let name = &self.definition.name;
-        let summary: Vec<String> = violations
-            .iter()
-            .map(|v| {
-                let pointer = v["pointer"].as_str().unwrap_or("");
-                let at = if pointer.is_empty() { "(root)" } else { pointer };
-                format!("{at}: {}", v["message"].as_str().unwrap_or(""))
-            })
-            .collect();
         Err(HarnessError::new(
             ErrorCode::InvalidArguments,
-            format!("the arguments do not match the schema of {name:?}: {}", summary.join("; ")),
+            format!("the arguments do not match the schema of {name:?}: {}", summary(&violations)),
             json!({ "tool": name, "violations": violations }),
         ))
+    }
+
+    /// Checks a result against the tool's declared output schema, when it declares one.
+    pub fn check_result(&self, result: &Value) -> Result<(), HarnessError> {
+        let Some(output) = self.output else {
+            return Ok(());
+        };
+        let violations = violations(output, result);
+        if violations.is_empty() {
+            return Ok(());
+        }
+        let name = &self.definition.name;
+        Err(HarnessError::new(
+            ErrorCode::InvalidResult,
+            format!(
+                "the tool {name:?} returned a result that does not match its declared output schema, so it is not given as a result: {}",
+                summary(&violations)
+            ),
+            json!({ "tool": name, "violations": violations }),
+        ))
+    }
+
+    /// Whether the tool declares an output schema.
+    pub fn has_output_schema(&self) -> bool {
+        self.output.is_some()
     }
 
     /// The handler, `None` for the built-in `finish`.
@@ -367,6 +470,23 @@ mod tests {
             json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/n"}}, "$defs": {"n": {"type": "integer"}}});
         r.register(def("local", local), Arc::new(Echo)).unwrap();
         assert!(r.get("local").unwrap().validate(&json!({"x": "no"})).is_err());
+    }
+
+    #[test]
+    fn results_are_checked_against_a_declared_output_schema() {
+        let mut r = ToolRegistry::new();
+        r.register(def("t", json!({"type": "object"})), Arc::new(Echo)).unwrap();
+        assert!(r.get("t").unwrap().check_result(&json!("anything")).is_ok(), "no schema, no check");
+        let output = json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
+        r.set_output_schema("t", &output).unwrap();
+        let tool = r.get("t").unwrap();
+        assert!(tool.check_result(&json!({"n": 1})).is_ok());
+        let e = tool.check_result(&json!({"n": "one"})).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidResult);
+        assert_eq!(e.details["violations"][0]["pointer"], "/n");
+        assert!(matches!(r.set_output_schema("nope", &output), Err(RegistryError::NoSuchTool(_))));
+        let e = r.set_output_schema("t", &json!({"type": 7})).unwrap_err();
+        assert!(matches!(e, RegistryError::InvalidOutputSchema { .. }), "{e}");
     }
 
     #[test]

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::approval::{Approvals, Decision, PendingCall, Verdict};
 use crate::error::{ErrorCode, HarnessError};
 use crate::parse::ToolCall;
 use crate::provider::{Message, ModelProvider, ModelReply, Usage};
@@ -79,6 +80,9 @@ pub enum RunStatus {
     TimeBudgetExhausted,
     /// The run could not go on (provider or trace failure).
     Failed,
+    /// A call waits for the operator's approval; the run stopped cleanly before it and can be
+    /// resumed ([`resume`]). Its error's details hold the pending call.
+    AwaitingApproval,
 }
 
 /// The result of a run.
@@ -98,7 +102,8 @@ pub struct RunOutcome {
     pub retries: u32,
 }
 
-/// Runs the router-first loop for one request.
+/// Runs the router-first loop for one request, every call allowed (a caller that governs
+/// calls itself); [`run_with`] applies an approval policy.
 pub async fn run(
     provider: &dyn ModelProvider,
     registry: &ToolRegistry,
@@ -106,9 +111,91 @@ pub async fn run(
     options: &RunOptions,
     trace: &mut dyn TraceSink,
 ) -> RunOutcome {
-    let mut run = Run::start(request, options);
-    for number in 1..=options.max_steps {
+    let mut approvals = Approvals::allow_all();
+    run_with(provider, registry, request, options, trace, &mut approvals).await
+}
+
+/// Runs the loop for one request with `approvals` deciding which calls run.
+pub async fn run_with(
+    provider: &dyn ModelProvider,
+    registry: &ToolRegistry,
+    request: &str,
+    options: &RunOptions,
+    trace: &mut dyn TraceSink,
+    approvals: &mut Approvals,
+) -> RunOutcome {
+    let run = Run::start(request, options, approvals);
+    drive(provider, registry, run, 1, None, trace).await
+}
+
+/// Where a run stopped for approval resumes: its conversation rebuilt from its trace, up to
+/// and including the reply that holds the pending call.
+#[derive(Debug, Clone)]
+pub struct Resumption {
+    /// The conversation, the request first; its last message is the reply with the pending call.
+    pub conversation: Vec<Message>,
+    /// Steps taken before the pending call's step (which runs again as the same step).
+    pub steps_taken: u32,
+    /// Which call of that reply is pending, from 0.
+    pub call_index: usize,
+    /// Whether the pending call's step was the one that asked for the reply (so its trace line
+    /// carries the reply again).
+    pub fresh: bool,
+    /// Tokens spent so far.
+    pub usage: Usage,
+}
+
+/// Continues a run that stopped for approval, exactly where it stopped: the pending call is
+/// checked again (the operator's answer given in `approvals`), and nothing already answered is
+/// asked of the model again.
+pub async fn resume(
+    provider: &dyn ModelProvider,
+    registry: &ToolRegistry,
+    from: Resumption,
+    options: &RunOptions,
+    trace: &mut dyn TraceSink,
+    approvals: &mut Approvals,
+) -> RunOutcome {
+    let mut run = Run::start("", options, approvals);
+    let first = from.steps_taken + 1;
+    let step = Step::begin(first, run.finish_only(first));
+    let at = from.conversation.len().saturating_sub(1);
+    let calls = match from.conversation.last() {
+        Some(Message::Assistant { reply }) => {
+            read::read_reply_calls(reply, registry.definitions(), options.reply_format, &step)
+        }
+        _ => {
+            let error = HarnessError::new(
+                ErrorCode::AwaitingApproval,
+                "the trace does not end with the reply of a pending call; there is nothing to resume",
+                json!({}),
+            );
+            return run.failed(from.steps_taken, error);
+        }
+    };
+    run.conversation_bytes = from.conversation.iter().map(message_size).sum();
+    run.conversation = from.conversation;
+    run.usage = from.usage;
+    run.current = Some(CurrentReply { at, calls, next: from.call_index });
+    drive(provider, registry, run, first, Some(from.fresh), trace).await
+}
+
+/// The loop, from step `first`; `fresh_first` marks the first step as the one that asked for
+/// the current reply (a resumed step).
+async fn drive(
+    provider: &dyn ModelProvider,
+    registry: &ToolRegistry,
+    mut run: Run<'_>,
+    first: u32,
+    fresh_first: Option<bool>,
+    trace: &mut dyn TraceSink,
+) -> RunOutcome {
+    let options = run.options;
+    for number in first..=options.max_steps {
         let mut step = Step::begin(number, run.finish_only(number));
+        if number == first {
+            step.fresh = fresh_first.unwrap_or(false);
+        }
         if run.out_of_time(step.started) {
             return run.time_budget_exhausted(number - 1);
         }
@@ -148,6 +235,9 @@ pub async fn run(
         if let StepOutcome::Finished(answer) = outcome {
             return run.finished(number, answer);
         }
+        if let StepOutcome::Failed(error, StepStatus::AwaitingApproval) = outcome {
+            return run.awaiting(number, error);
+        }
         run.feed_back(call, outcome);
     }
     run.step_budget_exhausted()
@@ -165,8 +255,14 @@ async fn check_and_execute(
     match cleared {
         Ok(check::Cleared::Finish(answer)) => StepOutcome::Finished(answer),
         Ok(check::Cleared::Execute { handler, timeout }) => {
+            match approve(registry, run, step, call) {
+                Verdict::Run => {}
+                Verdict::Denied(error) => return StepOutcome::Failed(error, StepStatus::Rejected),
+                Verdict::Wait(error) => return StepOutcome::Failed(error, StepStatus::AwaitingApproval),
+            }
             let timeout = execute::within(timeout, run.remaining());
-            execute::execute(handler, call, timeout, run.options.inline_calls).await
+            let outcome = execute::execute(handler, call, timeout, run.options.inline_calls).await;
+            check::check_result(registry, &call.tool, outcome)
         }
         Err(error) => {
             // A repeated call will not change its result: from now on only `finish` is offered.
@@ -176,6 +272,26 @@ async fn check_and_execute(
             StepOutcome::Failed(error, StepStatus::Rejected)
         }
     }
+}
+
+/// The approval policy's verdict on a call that passed its checks.
+fn approve(registry: &ToolRegistry, run: &mut Run<'_>, step: &Step, call: &ToolCall) -> Verdict {
+    let Some(tool) = registry.get(&call.tool) else {
+        return Verdict::Run;
+    };
+    let (key, effect) = (tool.policy_key(), tool.policy_effect());
+    if run.approvals.policy().decide(&key, effect) == Decision::Allow {
+        return Verdict::Run;
+    }
+    let pending = PendingCall {
+        id: call.id.clone(),
+        tool: call.tool.clone(),
+        key,
+        arguments: call.arguments.clone(),
+        effect,
+        step: step.number,
+    };
+    run.approvals.verdict(&pending)
 }
 
 /// What one step came to, before it is traced and fed back.
@@ -211,6 +327,7 @@ impl Step {
 /// What the loop carries from one step to the next.
 struct Run<'o> {
     options: &'o RunOptions,
+    approvals: &'o mut Approvals,
     conversation: Vec<Message>,
     /// Bytes of the conversation so far; past the limit, only `finish` is offered.
     conversation_bytes: usize,
@@ -233,9 +350,10 @@ struct CurrentReply {
 }
 
 impl<'o> Run<'o> {
-    fn start(request: &str, options: &'o RunOptions) -> Self {
+    fn start(request: &str, options: &'o RunOptions, approvals: &'o mut Approvals) -> Self {
         Self {
             options,
+            approvals,
             conversation: vec![Message::User { content: request.to_owned() }],
             conversation_bytes: request.len(),
             usage: Usage::default(),
@@ -334,6 +452,11 @@ impl<'o> Run<'o> {
         RunOutcome { status: RunStatus::Failed, answer: None, steps, error: Some(error), usage, retries }
     }
 
+    fn awaiting(&self, steps: u32, error: HarnessError) -> RunOutcome {
+        let (usage, retries) = (self.usage, self.retries);
+        RunOutcome { status: RunStatus::AwaitingApproval, answer: None, steps, error: Some(error), usage, retries }
+    }
+
     fn time_budget_exhausted(&self, steps: u32) -> RunOutcome {
         let limit = self.options.max_duration.unwrap_or_default();
         let limit_ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
@@ -364,6 +487,18 @@ impl<'o> Run<'o> {
             usage,
             retries,
         }
+    }
+}
+
+/// The size of a message as it counts towards the conversation limit.
+fn message_size(message: &Message) -> usize {
+    match message {
+        Message::User { content } => content.len(),
+        Message::Assistant { reply } => {
+            reply.text.as_ref().map_or(0, String::len)
+                + reply.calls.iter().map(|c| json_size(&c.arguments)).sum::<usize>()
+        }
+        Message::ToolResult { content, .. } => json_size(content),
     }
 }
 

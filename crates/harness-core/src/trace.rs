@@ -11,10 +11,11 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::approval::Approvals;
 use crate::error::{ErrorCode, HarnessError};
 use crate::provider::{ModelProvider, ModelReply, Usage};
 use crate::registry::ToolRegistry;
-use crate::run::{RunOptions, RunOutcome, RunStatus};
+use crate::run::{Resumption, RunOptions, RunOutcome, RunStatus};
 
 pub use lines::{Limits, OfferedTool, RunAbout, RunEnd, RunStart, TRACE_FORMAT, definition_hash, rfc3339, sha256_hex};
 
@@ -30,6 +31,8 @@ pub enum StepStatus {
     Error,
     /// The router called `finish`.
     Finished,
+    /// The call waits for the operator's approval; the run stopped before it.
+    AwaitingApproval,
 }
 
 /// One step of a run, as written to the trace.
@@ -113,6 +116,20 @@ pub async fn run_traced(
     about: &RunAbout,
     trace: &mut dyn TraceSink,
 ) -> RunOutcome {
+    let mut approvals = Approvals::allow_all();
+    run_traced_with(provider, registry, request, options, about, trace, &mut approvals).await
+}
+
+/// [`run_traced`] with an approval policy deciding which calls run.
+pub async fn run_traced_with(
+    provider: &dyn ModelProvider,
+    registry: &ToolRegistry,
+    request: &str,
+    options: &RunOptions,
+    about: &RunAbout,
+    trace: &mut dyn TraceSink,
+    approvals: &mut Approvals,
+) -> RunOutcome {
     let started = Instant::now();
     let start = RunStart::new(about, provider.name(), request, registry, options);
     if let Err(e) = trace.begin(&start) {
@@ -126,7 +143,25 @@ pub async fn run_traced(
         };
         return with_line_error(none, "first", &e);
     }
-    let outcome = crate::run::run(provider, registry, request, options, trace).await;
+    let outcome = crate::run::run_with(provider, registry, request, options, trace, approvals).await;
+    match trace.end(&RunEnd::new(&outcome, started.elapsed())) {
+        Ok(()) => outcome,
+        Err(e) => with_line_error(outcome, "last", &e),
+    }
+}
+
+/// Resumes a run that stopped for approval ([`crate::resume`]) and writes its last line; the
+/// caller has written the first line and the steps before the pending one again.
+pub async fn resume_traced(
+    provider: &dyn ModelProvider,
+    registry: &ToolRegistry,
+    from: Resumption,
+    options: &RunOptions,
+    trace: &mut dyn TraceSink,
+    approvals: &mut Approvals,
+) -> RunOutcome {
+    let started = Instant::now();
+    let outcome = crate::run::resume(provider, registry, from, options, trace, approvals).await;
     match trace.end(&RunEnd::new(&outcome, started.elapsed())) {
         Ok(()) => outcome,
         Err(e) => with_line_error(outcome, "last", &e),

@@ -261,8 +261,10 @@ fn all_tools() -> Vec<String> {
     ALL.iter().map(|s| (*s).to_owned()).collect()
 }
 
-fn finish_only() -> Vec<String> {
-    vec![FINISH.to_owned()]
+/// Whether the loop forced `finish` at this step: the tools of every other step still in the
+/// request (so that a server's cached prompt prefix survives), `finish` named as the choice.
+fn forces_finish(seen: &Seen, first: &Seen) -> bool {
+    seen.tools == first.tools && seen.tool_choice == ToolChoice::Tool(FINISH.to_owned())
 }
 
 /// The message that fed step `step` back: the last one of the conversation at step `step + 1`.
@@ -482,13 +484,13 @@ async fn structured_arguments_given_as_a_json_string_are_decoded() {
 async fn usage_is_summed_over_the_steps() {
     let kit = Kit::new();
     let mut a = echo("a");
-    a.usage = Some(Usage { input_tokens: 10, output_tokens: 3 });
+    a.usage = Some(Usage { input_tokens: 10, output_tokens: 3, cached_input_tokens: 0 });
     let mut b = text("nothing useful");
-    b.usage = Some(Usage { input_tokens: 20, output_tokens: 5 });
+    b.usage = Some(Usage { input_tokens: 20, output_tokens: 5, cached_input_tokens: 0 });
     let c = finish(json!(0)); // reports no usage
     let (outcome, _, _) = drive(&kit, vec![a, b, c], RunOptions::default()).await;
     assert_eq!(outcome.status, RunStatus::Finished);
-    assert_eq!(outcome.usage, Usage { input_tokens: 30, output_tokens: 8 });
+    assert_eq!(outcome.usage, Usage { input_tokens: 30, output_tokens: 8, cached_input_tokens: 0 });
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -776,8 +778,7 @@ async fn calling_another_tool_on_the_last_step_is_tool_not_offered() {
     let replies = vec![echo("a"), echo("b"), call_with_id("x", "echo", json!({ "text": "c" }))];
     let (outcome, trace, seen) = drive(&kit, replies, opts(3, 3)).await;
 
-    assert_eq!(seen[2].tools, finish_only());
-    assert_eq!(seen[2].tool_choice, ToolChoice::Required);
+    assert!(forces_finish(&seen[2], &seen[0]), "{:?}", seen[2].tool_choice);
     let line = &trace[2];
     assert_eq!(line["status"], "rejected");
     assert_eq!(line["offered"], "finish");
@@ -793,7 +794,7 @@ async fn a_text_call_to_another_tool_on_the_last_step_is_tool_not_offered() {
     let kit = Kit::new();
     let replies = vec![text(r#"{"tool": "echo", "arguments": {"text": "x"}}"#)];
     let (outcome, trace, seen) = drive(&kit, replies, opts(1, 3)).await;
-    assert_eq!(seen[0].tools, finish_only());
+    assert!(forces_finish(&seen[0], &seen[0]), "{:?}", seen[0].tool_choice);
     assert_eq!(trace[0]["error"]["code"], "tool_not_offered");
     assert_eq!(trace[0]["status"], "rejected");
     assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 0);
@@ -825,8 +826,7 @@ async fn the_third_identical_call_is_repeated_call_and_is_not_run() {
     assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 2, "the repeated call never ran");
 
     // The next step offers finish alone, though it is not the last of the budget.
-    assert_eq!(seen[3].tools, finish_only());
-    assert_eq!(seen[3].tool_choice, ToolChoice::Required);
+    assert!(forces_finish(&seen[3], &seen[0]), "{:?}", seen[3].tool_choice);
     assert_eq!(trace[3]["offered"], "finish");
     assert_eq!(outcome.status, RunStatus::Finished);
     assert_eq!(outcome.steps, 4);
@@ -839,8 +839,7 @@ async fn after_repeated_call_finish_stays_the_only_tool() {
     let (outcome, trace, seen) = drive(&kit, replies, RunOptions::default()).await;
     assert_eq!(codes(&trace), [None, None, Some("repeated_call"), Some("tool_not_offered"), Some("no_json"), None]);
     for (i, s) in seen.iter().enumerate().skip(3) {
-        assert_eq!(s.tools, finish_only(), "step {}", i + 1);
-        assert_eq!(s.tool_choice, ToolChoice::Required, "step {}", i + 1);
+        assert!(forces_finish(s, &seen[0]), "step {}", i + 1);
         assert_eq!(trace[i]["offered"], "finish");
     }
     assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 2);
@@ -872,7 +871,7 @@ async fn a_failing_call_made_three_times_in_a_row_is_repeated_call() {
     let (outcome, trace, seen) = drive(&kit, replies, RunOptions::default()).await;
     assert_eq!(codes(&trace), [Some("tool_error"), Some("tool_error"), Some("repeated_call"), None]);
     assert_eq!(kit.fail.calls.load(Ordering::SeqCst), 2, "the third call must not run");
-    assert_eq!(seen[3].tools, finish_only());
+    assert!(forces_finish(&seen[3], &seen[0]), "{:?}", seen[3].tool_choice);
     assert_eq!(outcome.status, RunStatus::Finished);
 }
 
@@ -927,13 +926,13 @@ async fn provider_error_fails_the_run_after_one_trace_line() {
 async fn provider_error_midway_keeps_the_steps_and_usage_so_far() {
     let kit = Kit::new();
     let mut first = echo("a");
-    first.usage = Some(Usage { input_tokens: 7, output_tokens: 2 });
+    first.usage = Some(Usage { input_tokens: 7, output_tokens: 2, cached_input_tokens: 0 });
     let provider = Replay::scripted(vec![Ok(first), Ok(text("?")), Err(ProviderError::new("timeout"))]);
     let mut trace: Vec<Value> = Vec::new();
     let outcome = run(&provider, &kit.registry, REQUEST, &RunOptions::default(), &mut trace).await;
     assert_eq!(outcome.status, RunStatus::Failed);
     assert_eq!(outcome.steps, 3);
-    assert_eq!(outcome.usage, Usage { input_tokens: 7, output_tokens: 2 });
+    assert_eq!(outcome.usage, Usage { input_tokens: 7, output_tokens: 2, cached_input_tokens: 0 });
     assert_eq!(statuses(&trace), ["ok", "rejected", "error"]);
     assert_eq!(trace[2]["step"], 3);
     assert_eq!(trace[2]["error"]["code"], "provider_error");
@@ -1009,7 +1008,7 @@ async fn a_different_call_in_between_resets_the_count() {
     let (outcome, trace, seen) = drive(&kit, replies, opts(8, 3)).await;
     assert_eq!(codes(&trace), [None, None, None, None, None, Some("repeated_call"), None]);
     assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 5);
-    assert_eq!(seen[6].tools, finish_only());
+    assert!(forces_finish(&seen[6], &seen[0]), "{:?}", seen[6].tool_choice);
     assert_eq!(outcome.status, RunStatus::Finished);
     assert_eq!(outcome.steps, 7);
 }
@@ -1056,8 +1055,7 @@ async fn the_last_step_offers_finish_alone_and_earlier_steps_offer_all() {
         assert_eq!(s.tools, all_tools(), "step {}", i + 1);
         assert_eq!(s.tool_choice, ToolChoice::Required, "step {}", i + 1);
     }
-    assert_eq!(seen[3].tools, finish_only());
-    assert_eq!(seen[3].tool_choice, ToolChoice::Required);
+    assert!(forces_finish(&seen[3], &seen[0]), "{:?}", seen[3].tool_choice);
     let offered: Vec<&str> = trace.iter().map(|l| l["offered"].as_str().unwrap()).collect();
     assert_eq!(offered, ["all", "all", "all", "finish"]);
     assert_eq!(outcome.status, RunStatus::Finished);
@@ -1068,8 +1066,7 @@ async fn the_last_step_offers_finish_alone_and_earlier_steps_offer_all() {
 async fn a_budget_of_one_step_offers_finish_alone() {
     let kit = Kit::new();
     let (outcome, trace, seen) = drive(&kit, vec![finish(json!(1))], opts(1, 3)).await;
-    assert_eq!(seen[0].tools, finish_only());
-    assert_eq!(seen[0].tool_choice, ToolChoice::Required);
+    assert!(forces_finish(&seen[0], &seen[0]), "{:?}", seen[0].tool_choice);
     assert_eq!(trace[0]["offered"], "finish");
     assert_eq!(outcome.status, RunStatus::Finished);
     assert_eq!(outcome.steps, 1);
@@ -1298,11 +1295,11 @@ async fn a_finish_among_several_calls_ends_the_run_and_the_budget_still_binds() 
 async fn usage_and_router_mode_are_traced_on_the_step_that_made_the_model_call() {
     let kit = Kit::new();
     let mut reply = calls(&[("a", "echo", json!({"text": "x"})), ("b", "echo", json!({"text": "y"}))]);
-    reply.usage = Some(harness_core::Usage { input_tokens: 10, output_tokens: 3 });
+    reply.usage = Some(harness_core::Usage { input_tokens: 10, output_tokens: 3, cached_input_tokens: 4 });
     reply.router_mode = Some("native".into());
     reply.retries = 2;
     let (outcome, trace, _) = drive(&kit, vec![reply, finish(json!(0))], RunOptions::default()).await;
-    assert_eq!(trace[0]["usage"], json!({"input_tokens": 10, "output_tokens": 3}));
+    assert_eq!(trace[0]["usage"], json!({"input_tokens": 10, "output_tokens": 3, "cached_input_tokens": 4}));
     assert!(trace[1].get("usage").is_none());
     assert_eq!((trace[0]["router_mode"].as_str(), trace[1]["router_mode"].as_str()), (Some("native"), Some("native")));
     assert_eq!(outcome.retries, 2);
@@ -1373,7 +1370,7 @@ async fn past_the_conversation_limit_only_finish_is_offered() {
     let replies = vec![echo(&"z".repeat(150)), echo("small"), finish(json!(1))];
     let (outcome, trace, seen) = drive(&kit, replies, options).await;
     assert_eq!(outcome.status, RunStatus::Finished);
-    assert_eq!(seen[1].tools, finish_only());
+    assert!(forces_finish(&seen[1], &seen[0]), "{:?}", seen[1].tool_choice);
     assert_eq!(codes(&trace), [None, Some("tool_not_offered"), None]);
 }
 

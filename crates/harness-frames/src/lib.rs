@@ -23,6 +23,7 @@ use std::io::{self, Write};
 /// Frame kinds of a request.
 const REQ_INIT: u8 = 1;
 const REQ_CALL: u8 = 2;
+const REQ_LOAD: u8 = 3;
 /// Frame kinds of a response.
 const RESP_OK: u8 = 1;
 const RESP_TOOL_ERROR: u8 = 2;
@@ -34,7 +35,13 @@ pub const LENGTH_BYTES: usize = 4;
 /// What the harness asks of the child.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Request<'a> {
-    /// Load the library and call its `init`: `{"path": ..., "config": {...}}` as JSON.
+    /// Confine the process, then load the library: `{"path", "confinement", "max_result_bytes"}`
+    /// as JSON. Answered with its manifest, or why it was refused.
+    Load {
+        /// The JSON document.
+        json: &'a [u8],
+    },
+    /// Call the loaded library's `init` with its configuration: `{"config": {...}}` as JSON.
     Init {
         /// The JSON document.
         json: &'a [u8],
@@ -95,6 +102,7 @@ fn write_frame(out: &mut impl Write, kind: u8, parts: &[&[u8]]) -> io::Result<()
 /// Writes a request frame.
 pub fn encode_request(out: &mut impl Write, request: &Request<'_>) -> io::Result<()> {
     match request {
+        Request::Load { json } => write_frame(out, REQ_LOAD, &[json]),
         Request::Init { json } => write_frame(out, REQ_INIT, &[json]),
         Request::Call { tool, arguments } => {
             let tool_len = u32::try_from(tool.len())
@@ -140,6 +148,7 @@ fn frame_end(buf: &[u8], limit: usize) -> Result<Option<usize>, FrameError> {
 pub fn decode_request_body(body: &[u8]) -> Result<Request<'_>, FrameError> {
     let (&kind, payload) = body.split_first().ok_or(FrameError::Empty)?;
     match kind {
+        REQ_LOAD => Ok(Request::Load { json: payload }),
         REQ_INIT => Ok(Request::Init { json: payload }),
         REQ_CALL => {
             let (len, rest) =
@@ -191,7 +200,11 @@ mod tests {
 
     #[test]
     fn requests_round_trip() {
-        for r in [Request::Init { json: b"{\"path\":\"/x\"}" }, Request::Call { tool: "t", arguments: b"{}" }] {
+        for r in [
+            Request::Load { json: b"{\"path\":\"/x\"}" },
+            Request::Init { json: b"{}" },
+            Request::Call { tool: "t", arguments: b"{}" },
+        ] {
             let mut wire = Vec::new();
             encode_request(&mut wire, &r).unwrap();
             assert_eq!(decode_request(&wire, 1024).unwrap(), Some((r, wire.len())));

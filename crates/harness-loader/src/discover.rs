@@ -5,12 +5,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness_abi::manifest::{Effects, ToolManifest};
-use harness_core::{ToolDefinition, ToolExample, ToolRegistry, ToolSource};
+use harness_abi::manifest::{Effects, Manifest, ToolManifest};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::handler::PluginHandler;
+use crate::isolation::confine::{Confinement, EffectSet, Enforcement, Grants};
 use crate::isolation::{HostCommand, Isolation};
 use crate::library::{LoadError, PluginLibrary};
 use crate::settings::{PluginSettings, Timeouts};
@@ -30,8 +29,9 @@ pub struct DiscoveryOptions {
     pub configs: BTreeMap<String, Value>,
     /// Each plugin's harness-side settings (isolation, timeouts).
     pub settings: BTreeMap<String, PluginSettings>,
-    /// Where tools run unless a plugin's settings say otherwise.
-    pub isolation: Isolation,
+    /// Where tools run unless a plugin's settings say otherwise; `None`, the default: in a
+    /// confined child for plugins with any tool that is not `pure`, in-process for the others.
+    pub isolation: Option<Isolation>,
     /// Every tool's timeout unless its plugin's settings say otherwise.
     pub tool_timeout: Option<Duration>,
     /// Largest tool result, in bytes: over it, `result_too_large`.
@@ -51,7 +51,7 @@ impl Default for DiscoveryOptions {
             deny_effects: Vec::new(),
             configs: BTreeMap::new(),
             settings: BTreeMap::new(),
-            isolation: Isolation::InProcess,
+            isolation: None,
             tool_timeout: None,
             max_result_bytes: 4 << 20,
             host_command: None,
@@ -61,9 +61,25 @@ impl Default for DiscoveryOptions {
 }
 
 impl DiscoveryOptions {
-    /// Where `plugin`'s tools run.
-    pub fn isolation_of(&self, plugin: &str) -> Isolation {
-        self.settings.get(plugin).and_then(|s| s.isolation).unwrap_or(self.isolation)
+    /// Where `plugin`'s tools run, given the effects of its offered tools.
+    pub fn isolation_of(&self, plugin: &str, effects: EffectSet) -> Isolation {
+        let by_effects = if effects.is_pure() { Isolation::InProcess } else { Isolation::Process };
+        self.settings.get(plugin).and_then(|s| s.isolation).or(self.isolation).unwrap_or(by_effects)
+    }
+
+    /// What the operator lets `plugin` touch when confined; `config` is its section.
+    pub fn grants_of(&self, plugin: &str, config: &Value) -> Grants {
+        let settings = self.settings.get(plugin);
+        let paths = settings.and_then(|s| s.allow_paths.clone()).unwrap_or_else(|| {
+            let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/nonexistent"));
+            // A plugin's own `root` (the files plugin's) is where it works; relative to here.
+            vec![config.get("root").and_then(Value::as_str).map_or(cwd.clone(), |r| cwd.join(r))]
+        });
+        Grants {
+            paths,
+            ports: settings.and_then(|s| s.allow_ports.clone()),
+            exec: settings.map(|s| s.allow_exec.clone()).unwrap_or_default(),
+        }
     }
 
     /// `plugin`'s timeouts, the global default filled in.
@@ -109,14 +125,35 @@ pub enum ToolState {
 /// A plugin that loaded, with the state of each of its tools.
 #[derive(Debug)]
 pub struct LoadedPlugin {
-    /// The library.
-    pub library: Arc<PluginLibrary>,
+    /// The library file (canonical).
+    pub path: PathBuf,
+    /// The ABI version it was built against.
+    pub abi_version: String,
+    /// Its manifest, checked.
+    pub manifest: Manifest,
+    /// The library, when loaded into the harness (in-process plugins with tools offered);
+    /// a plugin in process isolation is never loaded here.
+    pub library: Option<Arc<PluginLibrary>>,
     /// Whether `init` ran (it does not for plugins with no tool offered).
     pub initialised: bool,
     /// Each tool's state, in manifest order.
     pub tools: Vec<(ToolManifest, ToolState)>,
     /// Where its tools run.
     pub isolation: Isolation,
+    /// What the kernel enforces on it.
+    pub enforcement: Enforcement,
+    /// What its children may touch, by effect class (`pure`, `reads`, ...), when the kernel
+    /// enforces it: each class of its offered tools runs in a child of its own, so that each
+    /// tool is held to its own declaration.
+    pub confinement: BTreeMap<String, Confinement>,
+}
+
+/// A library file opened (in a child, or here) and its manifest read.
+struct Opened {
+    path: PathBuf,
+    abi_version: String,
+    manifest: Manifest,
+    library: Option<PluginLibrary>,
 }
 
 /// Everything discovery found.
@@ -130,6 +167,8 @@ pub struct Discovery {
     pub skipped: Vec<Skipped>,
     /// Things an operator should know: duplicates, unknown names in enable/disable, missing dirs.
     pub warnings: Vec<String>,
+    /// The children started for process-isolated plugins, kept warm for the run.
+    pub(crate) hosts: crate::register::Hosts,
 }
 
 /// The platform's library file extension, without the dot.
@@ -192,25 +231,20 @@ impl DiscoveryOptions {
     }
 }
 
-/// Searches the directories, loads every plugin file once, and decides what is offered.
-///
-/// Nothing here fails as a whole: each bad file is one `Skipped` entry and the rest load.
-pub fn discover(options: &DiscoveryOptions) -> Discovery {
-    let mut found = Discovery { options: options.clone(), ..Discovery::default() };
+/// The library files of every directory, in order: each file once, insecure ones skipped.
+fn files(options: &DiscoveryOptions, found: &mut Discovery) -> Vec<PathBuf> {
     let mut seen_files: HashSet<(u64, u64)> = HashSet::new();
     let mut seen_paths: HashSet<PathBuf> = HashSet::new();
-    let mut names: HashMap<String, PathBuf> = HashMap::new();
-    let mut tool_owner: HashMap<String, String> = HashMap::new();
-
+    let mut out = Vec::new();
     for dir in &options.dirs {
-        let files = match candidates(dir) {
+        let listed = match candidates(dir) {
             Ok(files) => files,
             Err(e) => {
                 found.warnings.push(format!("plugin directory {} cannot be read: {e}", dir.display()));
                 continue;
             }
         };
-        for file in files {
+        for file in listed {
             let Ok(path) = file.canonicalize() else {
                 found.skipped.push(Skipped {
                     path: file,
@@ -229,67 +263,80 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
                 }
                 found.warnings.push(format!("loading {} although it is insecure: {why}", path.display()));
             }
-            let library = match PluginLibrary::load(&path) {
-                Ok(library) => library,
-                Err(e) => {
-                    found.skipped.push(skip(path, &e));
-                    continue;
-                }
-            };
-            let name = library.manifest().name.clone();
-            if let Some(first) = names.get(&name) {
-                let reason = format!(
-                    "plugin {name:?} is already loaded from {}; the first in directory order wins",
-                    first.display()
-                );
-                found.skipped.push(Skipped { path, reason, detail: None });
-                continue;
-            }
-            names.insert(name.clone(), path.clone());
-            let test_only = library.manifest().test_only;
-            let mut tools = Vec::new();
-            for tool in &library.manifest().tools {
-                let mut state = options.tool_state(&name, test_only, tool);
-                if state == ToolState::Offered {
-                    if let Some(owner) = tool_owner.get(&tool.name) {
-                        found.warnings.push(format!(
-                            "tool {:?} of plugin {name:?} ({}) is not offered: plugin {owner:?} already offers a tool of that name; disable one of them with --disable {name}.{} or --disable {owner}.{}",
-                            tool.name,
-                            path.display(),
-                            tool.name,
-                            tool.name
-                        ));
-                        state = ToolState::NameTaken { by: owner.clone() };
-                    } else {
-                        tool_owner.insert(tool.name.clone(), name.clone());
-                    }
-                }
-                tools.push((tool.clone(), state));
-            }
-            let mut initialised = false;
-            let isolation = options.isolation_of(&name);
-            // In process isolation, init runs in the child, on first use: none of the
-            // plugin's code but its manifest runs in the harness.
-            if isolation == Isolation::InProcess && tools.iter().any(|(_, s)| *s == ToolState::Offered) {
-                let config = options.configs.get(&name).cloned().unwrap_or_else(|| Value::Object(Default::default()));
-                if let Err(e) = library.init(&config) {
-                    for (t, _) in &tools {
-                        tool_owner.remove(&t.name);
-                    }
-                    names.remove(&name);
-                    found.skipped.push(skip(path, &e));
-                    continue;
-                }
-                initialised = true;
-            }
-            found.plugins.push(LoadedPlugin { library: Arc::new(library), initialised, tools, isolation });
+            out.push(path);
         }
     }
+    out
+}
+
+/// Opens each file: in a child of its own when a plugin host can be started (all at once), so
+/// that no plugin code runs in the harness before its isolation is decided; here otherwise.
+fn open_all(options: &DiscoveryOptions, paths: Vec<PathBuf>, confine: bool) -> Vec<Result<Opened, Skipped>> {
+    #[cfg(unix)]
+    if let Some(command) = &options.host_command {
+        let probed = crate::isolation::probe(command, &paths, confine);
+        return paths.into_iter().zip(probed).map(|(path, p)| checked(path, p)).collect();
+    }
+    let _ = (options, confine);
+    paths
+        .into_iter()
+        .map(|path| match PluginLibrary::load(&path) {
+            Ok(library) => Ok(Opened {
+                abi_version: library.abi_version().to_owned(),
+                manifest: library.manifest().clone(),
+                library: Some(library),
+                path,
+            }),
+            Err(e) => Err(skip(path, &e)),
+        })
+        .collect()
+}
+
+/// A manifest read through a child, checked again here: the child ran plugin code.
+#[cfg(unix)]
+fn checked(
+    path: PathBuf,
+    probed: Result<crate::isolation::probe::Probed, crate::isolation::probe::Refusal>,
+) -> Result<Opened, Skipped> {
+    match probed {
+        Ok(probed) => {
+            let json = serde_json::to_string(&probed.manifest).unwrap_or_default();
+            let manifest = crate::library::parse_manifest(&json).map_err(|e| skip(path.clone(), &e))?;
+            crate::library::check_abi(&probed.abi_version).map_err(|e| skip(path.clone(), &e))?;
+            Ok(Opened { path, abi_version: probed.abi_version, manifest, library: None })
+        }
+        Err(refusal) => Err(Skipped { path, reason: refusal.reason, detail: refusal.detail }),
+    }
+}
+
+/// Names and tools decided so far, so that the first plugin of a name or tool wins.
+#[derive(Default)]
+struct Taken {
+    names: HashMap<String, PathBuf>,
+    tools: HashMap<String, String>,
+}
+
+/// Searches the directories, loads every plugin file once, and decides what is offered.
+///
+/// Nothing here fails as a whole: each bad file is one `Skipped` entry and the rest load.
+pub fn discover(options: &DiscoveryOptions) -> Discovery {
+    let mut found = Discovery { options: options.clone(), ..Discovery::default() };
+    let paths = files(options, &mut found);
+    let kernel = crate::isolation::confine::kernel_support();
+    let confine = matches!(kernel, Enforcement::Kernel { .. });
+    let mut taken = Taken::default();
+    for opened in open_all(options, paths, confine) {
+        match opened {
+            Ok(opened) => found.admit(opened, &kernel, &mut taken),
+            Err(skipped) => found.skipped.push(skipped),
+        }
+    }
+    found.start_hosts();
     for rule in options.enable.iter().chain(&options.disable) {
         let plugin = rule.split_once('.').map_or(rule.as_str(), |(p, _)| p);
         let known = found.plugins.iter().any(|p| {
-            p.library.manifest().name == plugin
-                && rule.split_once('.').is_none_or(|(_, t)| p.library.manifest().tools.iter().any(|x| x.name == t))
+            p.manifest.name == plugin
+                && rule.split_once('.').is_none_or(|(_, t)| p.manifest.tools.iter().any(|x| x.name == t))
         });
         if !known {
             found.warnings.push(format!("enable/disable names {rule:?}, but no loaded plugin or tool has that name"));
@@ -299,83 +346,112 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
 }
 
 impl Discovery {
-    #[cfg(unix)]
-    fn process_handler(
-        &self,
-        plugin: &LoadedPlugin,
-        timeouts: &Timeouts,
-    ) -> Result<Arc<dyn harness_core::ToolHandler>, String> {
-        let command = self
-            .options
-            .host_command
-            .clone()
-            .ok_or("process isolation needs a plugin-host command, and none was configured")?;
-        let name = &plugin.library.manifest().name;
-        let config = self.options.configs.get(name).cloned().unwrap_or_else(|| Value::Object(Default::default()));
-        Ok(Arc::new(crate::isolation::ProcessHandler::new(
-            name,
-            plugin.library.path().to_path_buf(),
-            config,
-            command,
-            self.options.max_result_bytes,
-            timeouts.clone(),
-        )))
-    }
-
-    #[cfg(not(unix))]
-    fn process_handler(&self, _: &LoadedPlugin, _: &Timeouts) -> Result<Arc<dyn harness_core::ToolHandler>, String> {
-        Err("process isolation is only available on Unix".to_owned())
-    }
-}
-
-fn skip(path: PathBuf, e: &LoadError) -> Skipped {
-    Skipped { path, reason: e.to_string(), detail: e.detail().map(str::to_owned) }
-}
-
-impl Discovery {
-    /// Registers every offered tool in `registry`; returns what could not be registered.
-    pub fn register_tools(&self, registry: &mut ToolRegistry) -> Vec<String> {
-        let mut problems = Vec::new();
-        for plugin in &self.plugins {
-            let manifest = plugin.library.manifest();
-            let options = &self.options;
-            let timeouts = options.timeouts_of(&manifest.name);
-            let handler: Arc<dyn harness_core::ToolHandler> = match plugin.isolation {
-                Isolation::InProcess => Arc::new(PluginHandler::new(plugin.library.clone(), options.max_result_bytes)),
-                Isolation::Process => match self.process_handler(plugin, &timeouts) {
-                    Ok(h) => h,
-                    Err(e) => {
-                        problems.push(format!("plugin {}: {e}", manifest.name));
-                        continue;
+    /// Decides what an opened plugin offers, where it runs, and what confines it.
+    fn admit(&mut self, opened: Opened, kernel: &Enforcement, taken: &mut Taken) {
+        let Opened { path, abi_version, manifest, library } = opened;
+        let name = manifest.name.clone();
+        if let Some(first) = taken.names.get(&name) {
+            let reason = format!(
+                "plugin {name:?} is already loaded from {}; the first in directory order wins",
+                first.display()
+            );
+            self.skipped.push(Skipped { path, reason, detail: None });
+            return;
+        }
+        let tools = self.tool_states(&name, &path, &manifest, taken);
+        let offered: Vec<Effects> =
+            tools.iter().filter(|(_, s)| *s == ToolState::Offered).map(|(t, _)| t.effects).collect();
+        let effects = EffectSet::of(offered.iter().copied());
+        let isolation = self.options.isolation_of(&name, effects);
+        let config = self.options.configs.get(&name).cloned().unwrap_or_else(|| Value::Object(Default::default()));
+        let mut plugin = LoadedPlugin {
+            path,
+            abi_version,
+            manifest,
+            library: None,
+            initialised: false,
+            tools,
+            isolation,
+            enforcement: Enforcement::None { reason: "it runs in the harness's own process".to_owned() },
+            confinement: BTreeMap::new(),
+        };
+        if isolation == Isolation::Process {
+            plugin.enforcement = kernel.clone();
+            match kernel {
+                Enforcement::Kernel { .. } => {
+                    let grants = self.options.grants_of(&name, &config);
+                    for effect in &offered {
+                        let confinement = Confinement::for_effects(&plugin.path, EffectSet::of([*effect]), &grants);
+                        plugin.confinement.insert(effect.as_str().to_owned(), confinement);
                     }
-                },
+                }
+                Enforcement::None { reason } if !offered.is_empty() => self.warnings.push(format!(
+                    "plugin {name:?} runs in process isolation without kernel confinement: {reason}; its declared effects ({}) are not enforced",
+                    effects.describe()
+                )),
+                Enforcement::None { .. } => {}
+            }
+            plugin.library = library.map(Arc::new);
+        } else if !offered.is_empty() {
+            // In-process: loaded here (again, after its probe) and initialised now.
+            let loaded = match library {
+                Some(library) => Ok(library),
+                None => PluginLibrary::load(&plugin.path),
             };
-            for (tool, state) in &plugin.tools {
-                if *state != ToolState::Offered {
-                    continue;
+            let outcome = loaded.and_then(|library| library.init(&config).map(|()| library));
+            match outcome {
+                Ok(library) => {
+                    plugin.library = Some(Arc::new(library));
+                    plugin.initialised = true;
                 }
-                let definition = ToolDefinition {
-                    name: tool.name.clone(),
-                    description: tool.description.clone(),
-                    parameters: tool.parameters.clone(),
-                    examples: tool
-                        .examples
-                        .iter()
-                        .map(|e| ToolExample { arguments: e.arguments.clone(), result: e.result.clone() })
-                        .collect(),
-                    source: ToolSource::Plugin { name: manifest.name.clone(), version: manifest.version.clone() },
-                };
-                if let Err(e) = registry.register(definition, handler.clone()) {
-                    problems.push(format!("plugin {}: {e}", manifest.name));
-                    continue;
-                }
-                if let Some(limit) = timeouts.of(&tool.name) {
-                    registry.set_timeout(&tool.name, limit);
+                Err(e) => {
+                    for (t, _) in &plugin.tools {
+                        if taken.tools.get(&t.name) == Some(&name) {
+                            taken.tools.remove(&t.name);
+                        }
+                    }
+                    self.skipped.push(skip(plugin.path, &e));
+                    return;
                 }
             }
         }
-        problems
+        taken.names.insert(name, plugin.path.clone());
+        self.plugins.push(plugin);
     }
+
+    /// Each tool's state; a tool whose name another plugin offers already is not offered.
+    fn tool_states(
+        &mut self,
+        name: &str,
+        path: &Path,
+        manifest: &Manifest,
+        taken: &mut Taken,
+    ) -> Vec<(ToolManifest, ToolState)> {
+        let mut tools = Vec::new();
+        for tool in &manifest.tools {
+            let mut state = self.options.tool_state(name, manifest.test_only, tool);
+            if state == ToolState::Offered {
+                if let Some(owner) = taken.tools.get(&tool.name) {
+                    self.warnings.push(format!(
+                        "tool {:?} of plugin {name:?} ({}) is not offered: plugin {owner:?} already offers a tool of that name; disable one of them with --disable {name}.{} or --disable {owner}.{}",
+                        tool.name,
+                        path.display(),
+                        tool.name,
+                        tool.name
+                    ));
+                    state = ToolState::NameTaken { by: owner.clone() };
+                } else {
+                    taken.tools.insert(tool.name.clone(), name.to_owned());
+                }
+            }
+            tools.push((tool.clone(), state));
+        }
+        tools
+    }
+}
+
+pub(crate) fn skip(path: PathBuf, e: &LoadError) -> Skipped {
+    Skipped { path, reason: e.to_string(), detail: e.detail().map(str::to_owned) }
 }
 
 #[cfg(test)]

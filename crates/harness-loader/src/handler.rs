@@ -20,16 +20,20 @@ impl PluginHandler {
     }
 }
 
+/// The failure of a result of `len` bytes over `limit`.
+pub(crate) fn too_large(len: usize, limit: usize) -> ToolFailure {
+    ToolFailure {
+        code: "result_too_large".to_owned(),
+        message: format!(
+            "the result is {len} bytes, over the limit of {limit}; it was dropped, not shown to the model. Ask for less (a smaller range, a limit argument)"
+        ),
+    }
+}
+
 /// Checks a result's size before parsing it, so an oversized result is never held as a value.
 pub(crate) fn parse_result(plugin: &str, json: &[u8], limit: usize) -> Result<Value, ToolFailure> {
     if json.len() > limit {
-        return Err(ToolFailure {
-            code: "result_too_large".to_owned(),
-            message: format!(
-                "the result is {} bytes, over the limit of {limit}; it was dropped, not shown to the model. Ask for less (a smaller range, a limit argument)",
-                json.len()
-            ),
-        });
+        return Err(too_large(json.len(), limit));
     }
     serde_json::from_slice(json).map_err(|e| ToolFailure {
         code: "tool_error".to_owned(),

@@ -24,6 +24,7 @@ pub mod isolation;
 mod library;
 mod permissions;
 mod preflight;
+mod register;
 mod settings;
 
 pub use discover::{Discovery, DiscoveryOptions, LoadedPlugin, Skipped, ToolState, discover, library_extension};

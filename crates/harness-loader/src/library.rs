@@ -121,7 +121,7 @@ impl PluginLibrary {
         std::mem::forget(library);
 
         let abi_version = (module.abi_version())().into_string();
-        check_compatible(ABI_VERSION, &abi_version).map_err(LoadError::AbiVersion)?;
+        check_abi(&abi_version)?;
         let manifest_json = (module.manifest())().into_string();
         let manifest = parse_manifest(&manifest_json)?;
         Ok(Self { path: path.to_owned(), module, abi_version, manifest })
@@ -171,6 +171,11 @@ fn describe_open_error(e: &libloading::Error) -> String {
         source = s.source();
     }
     text.lines().next().unwrap_or("").trim().to_owned()
+}
+
+/// Checks a plugin's ABI version against this harness's by our semver rule.
+pub(crate) fn check_abi(abi_version: &str) -> Result<(), LoadError> {
+    check_compatible(ABI_VERSION, abi_version).map_err(LoadError::AbiVersion)
 }
 
 /// Parses and checks a manifest: names, versions, descriptions, schemas that compile.

@@ -1,10 +1,13 @@
 //! Harness-side settings of one plugin, read from its `[plugins.<name>]` section.
 //!
-//! Three keys of a plugin's section belong to the harness, not to the plugin, and are taken
-//! out before the section reaches `init`: `isolation`, `timeout` (seconds, every tool) and
-//! `timeouts` (a table of seconds per tool).
+//! Some keys of a plugin's section belong to the harness, not to the plugin, and are taken
+//! out before the section reaches `init`: `isolation`, `timeout` (seconds, every tool),
+//! `timeouts` (a table of seconds per tool), and what a confined child may touch:
+//! `allow_paths` (directories a `reads`/`writes` plugin works under), `allow_ports` (TCP ports
+//! a `network` plugin may connect to) and `allow_exec` (programs it may run).
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -12,7 +15,7 @@ use serde_json::Value;
 use crate::isolation::Isolation;
 
 /// The keys of a plugin's section that the harness reads itself.
-pub const RESERVED_KEYS: [&str; 3] = ["isolation", "timeout", "timeouts"];
+pub const RESERVED_KEYS: [&str; 6] = ["isolation", "timeout", "timeouts", "allow_paths", "allow_ports", "allow_exec"];
 
 /// How long each tool of a plugin may take.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -37,6 +40,25 @@ pub struct PluginSettings {
     pub isolation: Option<Isolation>,
     /// Its timeouts; `default` unset takes the global default.
     pub timeouts: Timeouts,
+    /// `allow_paths`: directories it works under, when confined; `None`: its own `root`, else
+    /// the working directory.
+    pub allow_paths: Option<Vec<PathBuf>>,
+    /// `allow_ports`: TCP ports a `network` plugin may connect to; `None`: any.
+    pub allow_ports: Option<Vec<u16>>,
+    /// `allow_exec`: programs it may run; none unless listed.
+    pub allow_exec: Vec<PathBuf>,
+}
+
+fn path_list(v: &Value, at: &str) -> Result<Vec<PathBuf>, String> {
+    let bad = || format!("{at} must be a list of absolute paths, like [\"/srv/data\"], not {v}");
+    let list = v.as_array().ok_or_else(bad)?;
+    list.iter().map(|p| p.as_str().map(PathBuf::from).filter(|p| p.is_absolute()).ok_or_else(bad)).collect()
+}
+
+fn port_list(v: &Value, at: &str) -> Result<Vec<u16>, String> {
+    let bad = || format!("{at} must be a list of TCP port numbers, like [443], not {v}");
+    let list = v.as_array().ok_or_else(bad)?;
+    list.iter().map(|p| p.as_u64().and_then(|p| u16::try_from(p).ok()).ok_or_else(bad)).collect()
 }
 
 fn seconds(v: &Value, at: &str) -> Result<Duration, String> {
@@ -72,6 +94,15 @@ impl PluginSettings {
                 settings.timeouts.per_tool.insert(tool, limit);
             }
         }
+        if let Some(v) = table.remove("allow_paths") {
+            settings.allow_paths = Some(path_list(&v, &format!("[plugins.{plugin}] allow_paths"))?);
+        }
+        if let Some(v) = table.remove("allow_ports") {
+            settings.allow_ports = Some(port_list(&v, &format!("[plugins.{plugin}] allow_ports"))?);
+        }
+        if let Some(v) = table.remove("allow_exec") {
+            settings.allow_exec = path_list(&v, &format!("[plugins.{plugin}] allow_exec"))?;
+        }
         Ok((settings, config))
     }
 }
@@ -98,6 +129,9 @@ mod tests {
             (json!({"timeout": -1}), "timeout"),
             (json!({"timeouts": 3}), "timeouts"),
             (json!({"timeouts": {"t": "soon"}}), "timeouts] t"),
+            (json!({"allow_paths": ["relative"]}), "allow_paths must be a list of absolute paths"),
+            (json!({"allow_ports": [70000]}), "allow_ports must be a list of TCP port numbers"),
+            (json!({"allow_exec": "/bin/sh"}), "allow_exec"),
         ] {
             let e = PluginSettings::from_section("p", &section).unwrap_err();
             assert!(e.contains(needle), "{e}");

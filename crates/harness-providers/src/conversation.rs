@@ -126,7 +126,7 @@ fn results_turn<'t>(turns: &'t mut Vec<Turn<'_>>) -> (&'t mut Vec<ResultOut>, &'
 }
 
 /// Adds user text: to the notes of a results turn, to the user turn before it, or as a new turn.
-fn push_note(turns: &mut Vec<Turn<'_>>, text: String) {
+pub(crate) fn push_note(turns: &mut Vec<Turn<'_>>, text: String) {
     match turns.last_mut() {
         Some(Turn::Results { notes, .. }) => notes.push(text),
         Some(Turn::User(prev)) => {

@@ -81,8 +81,11 @@ pub enum Notice {
         /// What went wrong, naming the URL.
         reason: String,
     },
-    /// `--router-mode auto` switched to prompt mode for the rest of the run.
-    PromptFallback {
+    /// `--router-mode auto` stepped down the ladder (native, constrained, prompt) for the rest
+    /// of the run.
+    Fallback {
+        /// The mode in force from now on.
+        to: crate::RouterMode,
         /// Why: the server's refusal, or a reply that ignored the tools.
         reason: String,
     },
@@ -95,9 +98,9 @@ impl fmt::Display for Notice {
                 let why = if *server_asked { " (the server's Retry-After)" } else { "" };
                 write!(f, "retry {attempt}/{of} in {} ms{why}: {reason}", wait.as_millis())
             }
-            Self::PromptFallback { reason } => write!(
+            Self::Fallback { to, reason } => write!(
                 f,
-                "switching to prompt mode for the rest of the run: {reason}. Pass --router-mode prompt to start there"
+                "switching to {to} mode for the rest of the run: {reason}. Pass --router-mode {to} to start there"
             ),
         }
     }
@@ -276,6 +279,16 @@ impl HttpError {
             _ => None,
         }
     }
+
+    /// The server's refusal of constrained mode's `response_format`, when that is what this is.
+    pub(crate) fn schema_refusal(&self) -> Option<&str> {
+        match self {
+            Self::Status { said, status, .. } if status.is_client_error() && rejects_response_format(said) => {
+                Some(said)
+            }
+            _ => None,
+        }
+    }
 }
 
 fn secs(d: Duration) -> String {
@@ -386,17 +399,16 @@ impl Transport {
             Notice::Retry { attempt, of, wait, server_asked, reason } => {
                 Notice::Retry { attempt, of, wait, server_asked, reason: self.redact(&reason) }
             }
-            Notice::PromptFallback { reason } => Notice::PromptFallback { reason: self.redact(&reason) },
+            Notice::Fallback { to, reason } => Notice::Fallback { to, reason: self.redact(&reason) },
         };
         self.settings.notify.send(&notice);
     }
 
-    /// Posts `body`, retrying what is worth retrying, and returns the JSON answer.
-    pub(crate) async fn post(&self, body: &Value) -> Result<Answer, Failure> {
-        let bytes = body.to_string().into_bytes();
+    /// Posts `bytes` (a JSON body), retrying what is worth retrying, and returns the JSON answer.
+    pub(crate) async fn post(&self, bytes: &[u8]) -> Result<Answer, Failure> {
         let mut retries = 0;
         loop {
-            let error = match self.attempt(&bytes).await {
+            let error = match self.attempt(bytes).await {
                 Ok(body) => return Ok(Answer { body, retries }),
                 Err(e) => e,
             };
@@ -597,9 +609,23 @@ pub(crate) fn rejects_tools(message: &str) -> bool {
         .any(|w| m.contains(w))
 }
 
+/// Whether a server's message refuses constrained mode's `response_format` or its schema:
+/// OpenAI's "Invalid parameter: 'response_format' of type 'json_schema' is not supported",
+/// llama.cpp's "response_format type must be one of ..." and "JSON schema error at #: unsupported
+/// $ref", vLLM's guided decoding and grammar errors.
+pub(crate) fn rejects_response_format(message: &str) -> bool {
+    let m = message.to_lowercase();
+    ["response_format", "json_schema", "json schema", "grammar", "guided decoding", "structured output"]
+        .iter()
+        .any(|w| m.contains(w))
+}
+
 fn hint(status: StatusCode, said: &str, rejects_tools: bool, hints: &Hints) -> String {
     if rejects_tools {
-        return ". The server or this model does not support tools or tool_choice: try --router-mode prompt (the tools go in the prompt), or --tool-choice auto".to_owned();
+        return ". The server or this model does not support tools or tool_choice: try --router-mode constrained (a JSON schema the server decodes to) or prompt (the tools go in the prompt), or --tool-choice auto".to_owned();
+    }
+    if status.is_client_error() && rejects_response_format(said) {
+        return ". The server does not take constrained mode's response_format (a JSON schema of the tool calls): try --router-mode prompt".to_owned();
     }
     let key = hints.key_env.as_deref().unwrap_or("the API key variable");
     let model = &hints.model;
@@ -622,7 +648,7 @@ fn hint(status: StatusCode, said: &str, rejects_tools: bool, hints: &Hints) -> S
             }
         }
         400 | 422 => format!(
-            "Check the model name {model:?} (--model) and what the server says it refused; if it is about tools or tool_choice, try --router-mode prompt or --tool-choice auto"
+            "Check the model name {model:?} (--model) and what the server says it refused; if it is about tools or tool_choice, try --router-mode constrained or prompt, or --tool-choice auto"
         ),
         413 => "The conversation is too long for this server: lower --max-steps".to_owned(),
         429 => "Rate limited: wait, raise --retries, or check the account's limits and credit".to_owned(),

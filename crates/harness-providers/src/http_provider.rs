@@ -2,24 +2,33 @@
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use async_trait::async_trait;
-use harness_core::{Message, ModelProvider, ModelReply, ProviderError, RouterRequest, ToolChoice, ToolDefinition};
+use harness_core::{
+    Message, ModelProvider, ModelReply, ProviderError, RouterRequest, ToolChoice, ToolDefinition, Usage,
+};
 use serde_json::Value;
 
+use crate::conversation::{self, Turn};
 use crate::http::{Answer, Failure, HttpError, Notice, Transport};
 use crate::prompt;
 
-/// How the router's tool choice is forced.
+/// How the router's tool choice is forced: a ladder, from the API's own tool calling down to
+/// plain text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RouterMode {
-    /// Native first; prompt mode for the rest of the run once the server shows it does not
-    /// take tools (a refusal naming them, or a reply that ignores them).
+    /// Native first; one step down the ladder for the rest of the run each time the server
+    /// shows that a step does not work: tools refused or ignored (a forced request answered
+    /// with no call) lead to constrained mode, a refused `response_format` to prompt mode.
     #[default]
     Auto,
     /// The API's own `tools` and `tool_choice`.
     Native,
+    /// No `tools`: a `response_format` JSON schema that only a call of an offered tool
+    /// matches, which llama.cpp, vLLM, Ollama and OpenAI decode to (grammar-constrained
+    /// decoding); the tools are described in the system prompt, as in prompt mode.
+    Constrained,
     /// The tools and the reply shape in the system prompt; the reply text is parsed.
     Prompt,
 }
@@ -30,9 +39,13 @@ impl RouterMode {
         match self {
             Self::Auto => "auto",
             Self::Native => "native",
+            Self::Constrained => "constrained",
             Self::Prompt => "prompt",
         }
     }
+
+    /// The ladder's steps, from the top; `auto` starts at the first.
+    const LADDER: [RouterMode; 3] = [Self::Native, Self::Constrained, Self::Prompt];
 }
 
 impl fmt::Display for RouterMode {
@@ -41,9 +54,9 @@ impl fmt::Display for RouterMode {
     }
 }
 
-/// A router mode name that is not one of `auto`, `native`, `prompt`.
+/// A router mode name that is not one of `auto`, `native`, `constrained`, `prompt`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown router mode {0:?}; use auto, native or prompt")]
+#[error("unknown router mode {0:?}; use auto, native, constrained or prompt")]
 pub struct UnknownRouterMode(pub String);
 
 impl FromStr for RouterMode {
@@ -53,6 +66,7 @@ impl FromStr for RouterMode {
         match s {
             "auto" => Ok(Self::Auto),
             "native" => Ok(Self::Native),
+            "constrained" => Ok(Self::Constrained),
             "prompt" => Ok(Self::Prompt),
             other => Err(UnknownRouterMode(other.to_owned())),
         }
@@ -69,6 +83,10 @@ pub fn parse_tool_choice(value: &str) -> ToolChoice {
     }
 }
 
+/// The most tokens a reply may take when nothing says otherwise: room for one call with large
+/// arguments, and a bound on a model that rambles on.
+pub const DEFAULT_MAX_REPLY_TOKENS: u32 = 1024;
+
 /// What a wire format encodes for one request.
 pub(crate) struct Outgoing<'a> {
     pub(crate) model: &'a str,
@@ -76,17 +94,103 @@ pub(crate) struct Outgoing<'a> {
     pub(crate) conversation: &'a [Message],
     pub(crate) tools: &'a [ToolDefinition],
     pub(crate) choice: &'a ToolChoice,
-    /// Whether the API's own tool calling is used (else prompt mode).
-    pub(crate) native: bool,
-    pub(crate) max_tokens: Option<u32>,
+    /// How the choice is forced: `Native`, `Constrained` or `Prompt`, never `Auto`.
+    pub(crate) mode: RouterMode,
+    /// The most tokens the reply may take.
+    pub(crate) max_tokens: u32,
+}
+
+impl Outgoing<'_> {
+    /// The conversation as the mode sends it. In prompt mode a forced tool is said in a note
+    /// at the very end, not in the system prompt, so that the prompt a server has cached stays
+    /// a prefix of this one; constrained mode needs no note, its schema allows that tool alone.
+    pub(crate) fn turns(&self) -> Vec<Turn<'_>> {
+        if self.mode == RouterMode::Native {
+            return conversation::native(self.conversation);
+        }
+        let mut turns = conversation::text_only(self.conversation);
+        // A named choice, or "required" with one tool offered (how the loop forces `finish`).
+        let forced = match (self.choice, self.tools) {
+            (ToolChoice::Tool(name), _) => Some(name.as_str()),
+            (ToolChoice::Required, [tool]) => Some(tool.name.as_str()),
+            _ => None,
+        };
+        if let (RouterMode::Prompt, Some(name)) = (self.mode, forced) {
+            conversation::push_note(&mut turns, prompt::forced_note(name));
+        }
+        turns
+    }
+}
+
+/// The system prompt of a mode: fixed in native mode, the tools' descriptions in the text modes.
+pub(crate) fn system_prompt(mode: RouterMode, tools: &[ToolDefinition]) -> String {
+    match mode {
+        RouterMode::Native => prompt::NATIVE.to_owned(),
+        _ => prompt::prompt_mode(tools),
+    }
+}
+
+/// The tools to offer natively and the choice to send. A single forced tool goes as
+/// `required` with that tool alone offered, which every server honours (llama.cpp takes the
+/// named form for `auto`); an API that honours the named form (`named_choice`) keeps the whole
+/// list, and with it the prefix its cache holds.
+pub(crate) fn forcing<'a>(
+    tools: &'a [ToolDefinition],
+    choice: &ToolChoice,
+    named_choice: bool,
+) -> (Vec<&'a ToolDefinition>, ToolChoice) {
+    match choice {
+        ToolChoice::Tool(name) if !named_choice => {
+            (tools.iter().filter(|t| &t.name == name).collect(), ToolChoice::Required)
+        }
+        other => (tools.iter().collect(), other.clone()),
+    }
+}
+
+/// A request body: JSON, then members written exactly as given. A server that turns a schema
+/// into a grammar writes an object's properties in the schema's order, which a JSON value
+/// (its keys sorted) would lose.
+#[derive(Debug, Clone)]
+pub(crate) struct Body {
+    /// The body, an object.
+    pub(crate) json: Value,
+    /// Members appended after `json`'s own, as key and JSON text.
+    pub(crate) verbatim: Vec<(&'static str, String)>,
+}
+
+impl Body {
+    /// The JSON text sent.
+    pub(crate) fn bytes(&self) -> Vec<u8> {
+        let mut text = self.json.to_string();
+        for (key, value) in &self.verbatim {
+            // `json` is an object: its text ends with the closing brace.
+            text.pop();
+            if text.len() > 1 {
+                text.push(',');
+            }
+            text.push_str(&Value::from(*key).to_string());
+            text.push(':');
+            text.push_str(value);
+            text.push('}');
+        }
+        text.into_bytes()
+    }
 }
 
 /// A model API's body shapes.
 pub(crate) trait Wire: Send + Sync + fmt::Debug {
     /// The request body.
-    fn body(&self, out: &Outgoing<'_>) -> Value;
+    fn body(&self, out: &Outgoing<'_>) -> Body;
     /// The reply in a success body, or what is wrong with the body.
     fn reply(&self, body: &Value) -> Result<ModelReply, String>;
+    /// Whether the API takes constrained mode's `response_format` schema.
+    fn constrains(&self) -> bool;
+}
+
+/// Whether a finish reason says the reply was cut at the token limit: OpenAI-compatible
+/// `length`, Anthropic `max_tokens` (and its context-window variant).
+pub(crate) fn cut_at_limit(finish_reason: &str) -> bool {
+    matches!(finish_reason, "length" | "max_tokens" | "model_context_window_exceeded")
 }
 
 /// A model behind an HTTP API: OpenAI-compatible chat completions or Anthropic Messages.
@@ -99,10 +203,10 @@ pub struct HttpProvider {
     pub(crate) transport: Transport,
     pub(crate) model: String,
     pub(crate) mode: RouterMode,
-    /// Set once `auto` has fallen back to prompt mode.
-    pub(crate) fell_back: AtomicBool,
+    /// Where `auto` stands on the ladder: an index into `RouterMode::LADDER`; it only climbs down.
+    pub(crate) rung: AtomicUsize,
     pub(crate) tool_choice: Option<ToolChoice>,
-    pub(crate) max_tokens: Option<u32>,
+    pub(crate) max_tokens: u32,
     pub(crate) key_env: Option<String>,
     pub(crate) base_url: String,
     /// Numbers ids for calls that arrived without one.
@@ -130,10 +234,27 @@ impl HttpProvider {
         self.key_env.as_deref()
     }
 
-    /// The router mode in force now: `auto` reports `prompt` once it has fallen back.
+    /// The most tokens a reply may take, as every request says.
+    pub fn max_reply_tokens(&self) -> u32 {
+        self.max_tokens
+    }
+
+    /// The router mode in force now: `auto` reports the step of the ladder it stands on once
+    /// it has stepped down.
     pub fn router_mode(&self) -> RouterMode {
         match self.mode {
-            RouterMode::Auto if self.fell_back.load(Ordering::Relaxed) => RouterMode::Prompt,
+            RouterMode::Auto => match self.rung.load(Ordering::Relaxed) {
+                0 => RouterMode::Auto,
+                i => RouterMode::LADDER[i.min(RouterMode::LADDER.len() - 1)],
+            },
+            mode => mode,
+        }
+    }
+
+    /// The mode the next request is sent in.
+    fn sending_mode(&self) -> RouterMode {
+        match self.router_mode() {
+            RouterMode::Auto => RouterMode::Native,
             mode => mode,
         }
     }
@@ -158,24 +279,65 @@ impl HttpProvider {
         Ok(choice)
     }
 
-    async fn ask(&self, request: &RouterRequest<'_>, choice: &ToolChoice, native: bool) -> Result<Answer, Failure> {
-        let system = if native { prompt::NATIVE.to_owned() } else { prompt::prompt_mode(request.tools, choice) };
+    async fn ask(&self, request: &RouterRequest<'_>, choice: &ToolChoice, mode: RouterMode) -> Result<Answer, Failure> {
+        let system = system_prompt(mode, request.tools);
         let body = self.wire.body(&Outgoing {
             model: &self.model,
             system: &system,
             conversation: request.conversation,
             tools: request.tools,
             choice,
-            native,
+            mode,
             max_tokens: self.max_tokens,
         });
-        self.transport.post(&body).await
+        self.transport.post(&body.bytes()).await
     }
 
-    fn fall_back(&self, reason: String) {
-        if !self.fell_back.swap(true, Ordering::Relaxed) {
-            self.transport.notify(Notice::PromptFallback { reason });
+    /// The step below `mode` on this API's ladder.
+    fn below(&self, mode: RouterMode) -> Option<RouterMode> {
+        let at = RouterMode::LADDER.iter().position(|&m| m == mode)?;
+        RouterMode::LADDER[at + 1..].iter().copied().find(|&m| m != RouterMode::Constrained || self.wire.constrains())
+    }
+
+    /// In `auto` mode, steps down from `mode` for the rest of the run, saying so once; the mode
+    /// to ask in now, or `None` when there is nothing below or the mode is fixed.
+    fn step_down(&self, mode: RouterMode, reason: String) -> Option<RouterMode> {
+        if self.mode != RouterMode::Auto {
+            return None;
         }
+        let next = self.below(mode)?;
+        let index = RouterMode::LADDER.iter().position(|&m| m == next)?;
+        // Runs of a batch share the provider: the first to see the evidence says so.
+        if self.rung.fetch_max(index, Ordering::Relaxed) < index {
+            self.transport.notify(Notice::Fallback { to: next, reason });
+        }
+        Some(next)
+    }
+
+    /// What a failed request shows about `mode`: the server refused its tools or its schema.
+    fn refusal(&self, error: &HttpError, mode: RouterMode) -> Option<String> {
+        let (what, said) = match mode {
+            RouterMode::Native => ("the tools", error.tool_refusal()?),
+            RouterMode::Constrained => ("the response_format schema", error.schema_refusal()?),
+            _ => return None,
+        };
+        Some(format!("{} refused {what}: {said}", self.endpoint()))
+    }
+
+    /// Reads the reply out of a success body: ids for calls without one, the key cut out.
+    fn read(&self, body: &Value, retries: u32) -> Result<ModelReply, ProviderError> {
+        let mut reply = self.wire.reply(body).map_err(|problem| {
+            self.failed(&HttpError::Shape { url: self.transport.endpoint().to_owned(), problem }, retries)
+        })?;
+        for call in &mut reply.calls {
+            if call.id.is_none() {
+                call.id = Some(format!("call_h{}", self.next_id.fetch_add(1, Ordering::Relaxed) + 1));
+            }
+            redact_value(&self.transport, &mut call.arguments);
+        }
+        reply.text = reply.text.map(|t| self.transport.redact(&t));
+        reply.reasoning = reply.reasoning.map(|t| self.transport.redact(&t));
+        Ok(reply)
     }
 
     fn failed(&self, error: &HttpError, retries: u32) -> ProviderError {
@@ -198,48 +360,86 @@ fn redact_value(transport: &Transport, value: &mut Value) {
     }
 }
 
+/// The sum of two optional counts.
+fn add_usage(a: Option<Usage>, b: Option<Usage>) -> Option<Usage> {
+    match (a, b) {
+        (Some(mut a), Some(b)) => {
+            a.add(b);
+            Some(a)
+        }
+        (a, b) => a.or(b),
+    }
+}
+
 #[async_trait]
 impl ModelProvider for HttpProvider {
     fn name(&self) -> &str {
         &self.name
     }
 
+    /// Asks in the mode in force. In `auto` mode, a request that shows its mode does not work
+    /// (refused, or a forced request answered with no call) is asked again one step down;
+    /// the tokens of the answer set aside still count.
     async fn complete(&self, request: RouterRequest<'_>) -> Result<ModelReply, ProviderError> {
         let choice = self.choice(&request)?;
-        let mut native = self.router_mode() != RouterMode::Prompt;
-        let mut retries = 0;
-        let answer = match self.ask(&request, &choice, native).await {
-            Ok(answer) => answer,
-            Err(Failure { error, retries: before }) => match error.tool_refusal() {
-                Some(said) if native && self.mode == RouterMode::Auto => {
-                    retries = before;
-                    self.fall_back(format!("{} refused the tools: {said}", self.endpoint()));
-                    native = false;
-                    self.ask(&request, &choice, false).await.map_err(|f| self.failed(&f.error, before + f.retries))?
-                }
-                _ => return Err(self.failed(&error, before)),
-            },
-        };
-        retries += answer.retries;
-        let mut reply = self.wire.reply(&answer.body).map_err(|problem| {
-            self.failed(&HttpError::Shape { url: self.transport.endpoint().to_owned(), problem }, retries)
-        })?;
-        for call in &mut reply.calls {
-            if call.id.is_none() {
-                call.id = Some(format!("call_h{}", self.next_id.fetch_add(1, Ordering::Relaxed) + 1));
-            }
-            redact_value(&self.transport, &mut call.arguments);
-        }
-        reply.text = reply.text.map(|t| self.transport.redact(&t));
-        reply.router_mode = Some(if native { RouterMode::Native } else { RouterMode::Prompt }.as_str().to_owned());
-        reply.retries = retries;
         let forced = matches!(choice, ToolChoice::Required | ToolChoice::Tool(_));
-        if native && self.mode == RouterMode::Auto && forced && reply.calls.is_empty() {
-            self.fall_back(format!(
-                "{} ignored the tools: its reply holds text and no tool call, though one was required",
-                self.endpoint()
-            ));
+        let mut mode = self.sending_mode();
+        let mut retries = 0;
+        let mut set_aside = None;
+        loop {
+            let answer = match self.ask(&request, &choice, mode).await {
+                Ok(answer) => answer,
+                Err(Failure { error, retries: before }) => {
+                    retries += before;
+                    match self.refusal(&error, mode).and_then(|reason| self.step_down(mode, reason)) {
+                        Some(next) => {
+                            mode = next;
+                            continue;
+                        }
+                        None => return Err(self.failed(&error, retries)),
+                    }
+                }
+            };
+            retries += answer.retries;
+            let mut reply = self.read(&answer.body, retries)?;
+            if mode == RouterMode::Native && forced && reply.calls.is_empty() {
+                let reason = format!(
+                    "{} ignored the tools: its reply holds text and no tool call, though one was required",
+                    self.endpoint()
+                );
+                if let Some(next) = self.step_down(mode, reason) {
+                    set_aside = add_usage(set_aside, reply.usage);
+                    mode = next;
+                    continue;
+                }
+            }
+            reply.usage = add_usage(set_aside, reply.usage);
+            reply.router_mode = Some(mode.as_str().to_owned());
+            reply.retries = retries;
+            return Ok(reply);
         }
-        Ok(reply)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn verbatim_members_follow_the_json_in_their_own_order() {
+        let body = Body { json: json!({"b": 1, "a": 2}), verbatim: vec![("z", r#"{"tool":1,"arguments":2}"#.into())] };
+        assert_eq!(String::from_utf8(body.bytes()).unwrap(), r#"{"a":2,"b":1,"z":{"tool":1,"arguments":2}}"#);
+        let empty = Body { json: json!({}), verbatim: vec![("x", "1".into()), ("y", "[]".into())] };
+        assert_eq!(String::from_utf8(empty.bytes()).unwrap(), r#"{"x":1,"y":[]}"#);
+    }
+
+    #[test]
+    fn router_modes_read_and_print_their_names() {
+        for mode in [RouterMode::Auto, RouterMode::Native, RouterMode::Constrained, RouterMode::Prompt] {
+            assert_eq!(mode.as_str().parse::<RouterMode>(), Ok(mode));
+        }
+        let e = "grammar".parse::<RouterMode>().unwrap_err().to_string();
+        assert!(e.contains("auto, native, constrained or prompt"), "{e}");
     }
 }

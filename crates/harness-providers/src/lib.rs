@@ -7,7 +7,9 @@
 //! - [`HttpProvider`] asks a real model over HTTP: the OpenAI-compatible chat completions API
 //!   (OpenAI, OpenRouter, Ollama, llama.cpp, vLLM, LM Studio) or Anthropic's Messages API,
 //!   picked by a [`Preset`]. It forces the tool choice natively or, for servers with no tool
-//!   calling, through the prompt ([`RouterMode`]); it retries rate limits and server errors
+//!   calling, through a JSON schema the server decodes to or through the prompt
+//!   ([`RouterMode`]); it caps every reply's tokens and marks a reply cut at the cap; it keeps
+//!   each request a prefix of the next, so that a server's prompt cache serves it; it retries rate limits and server errors
 //!   with backoff ([`HttpSettings`]); and its errors name the URL, what the server said and
 //!   what to check, never the API key.
 //!
@@ -27,6 +29,7 @@
 #![deny(missing_docs)]
 
 mod anthropic;
+mod constrained;
 mod conversation;
 mod http;
 mod http_provider;
@@ -35,9 +38,11 @@ mod openai;
 mod preset;
 mod prompt;
 mod scripted;
+#[cfg(test)]
+mod testing;
 
 pub use http::{HttpSettings, Notice, Notify};
-pub use http_provider::{HttpProvider, RouterMode, UnknownRouterMode, parse_tool_choice};
+pub use http_provider::{DEFAULT_MAX_REPLY_TOKENS, HttpProvider, RouterMode, UnknownRouterMode, parse_tool_choice};
 pub use offline::OfflineRouter;
 pub use preset::{ConfigError, HttpProviderConfig, Preset};
 pub use scripted::{ScriptError, ScriptedProvider};

@@ -2,14 +2,14 @@
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicU64, AtomicUsize};
 
 use harness_core::ToolChoice;
 use reqwest::Url;
 
 use crate::anthropic::{self, Messages};
 use crate::http::{HeaderProblem, Hints, HttpSettings, Secret, Transport};
-use crate::http_provider::{HttpProvider, RouterMode, Wire};
+use crate::http_provider::{DEFAULT_MAX_REPLY_TOKENS, HttpProvider, RouterMode, Wire};
 use crate::openai::ChatCompletions;
 
 /// An HTTP provider by name: an API and its defaults, every one of which a setting overrides.
@@ -134,8 +134,10 @@ pub struct HttpProviderConfig {
     pub tool_choice: Option<ToolChoice>,
     /// How the tool choice is forced.
     pub router_mode: RouterMode,
-    /// The most tokens a reply may take (Anthropic requires one; 4096 when unset).
-    pub max_tokens: Option<u32>,
+    /// The most tokens a reply may take, sent with every request
+    /// ([`DEFAULT_MAX_REPLY_TOKENS`](crate::DEFAULT_MAX_REPLY_TOKENS) when unset); a reply that
+    /// reaches it is marked truncated.
+    pub max_reply_tokens: Option<u32>,
     /// OpenRouter's `HTTP-Referer` header: the URL of the app, for its rankings.
     pub app_url: Option<String>,
     /// OpenRouter's `X-Title` header: the name of the app.
@@ -154,7 +156,7 @@ impl HttpProviderConfig {
             api_key_env: None,
             tool_choice: None,
             router_mode: RouterMode::Auto,
-            max_tokens: None,
+            max_reply_tokens: None,
             app_url: None,
             app_title: None,
             http: HttpSettings::default(),
@@ -216,6 +218,20 @@ pub enum ConfigError {
     /// The HTTP client could not start.
     #[error("the HTTP client could not start: {0}")]
     Client(String),
+    /// A router mode the API does not have.
+    #[error(
+        "the {provider} provider has no constrained mode (its API takes no response_format schema); use --router-mode native, prompt or auto"
+    )]
+    NoConstrainedMode {
+        /// The preset.
+        provider: Preset,
+    },
+    /// A token limit of zero.
+    #[error("--max-reply-tokens 0 leaves no room for a reply; give at least 1 (the default is {default})")]
+    ZeroMaxReplyTokens {
+        /// The default limit.
+        default: u32,
+    },
 }
 
 impl HttpProvider {
@@ -294,10 +310,24 @@ impl HttpProvider {
                 if let Some(title) = &config.app_title {
                     headers.push(("X-Title".to_owned(), title.clone()));
                 }
-                Box::new(ChatCompletions { require_parameters: true })
+                Box::new(ChatCompletions { require_parameters: true, ..ChatCompletions::COMPATIBLE })
             }
-            _ => Box::new(ChatCompletions { require_parameters: false }),
+            // OpenAI's own API, not another server behind OPENAI_BASE_URL.
+            Preset::OpenAi if parsed.host_str() == Some("api.openai.com") => Box::new(ChatCompletions {
+                named_choice: true,
+                limit_field: "max_completion_tokens",
+                cache_key: true,
+                ..ChatCompletions::COMPATIBLE
+            }),
+            _ => Box::new(ChatCompletions::COMPATIBLE),
         };
+        if config.router_mode == RouterMode::Constrained && !wire.constrains() {
+            return Err(ConfigError::NoConstrainedMode { provider: preset });
+        }
+        let max_tokens = config.max_reply_tokens.unwrap_or(DEFAULT_MAX_REPLY_TOKENS);
+        if max_tokens == 0 {
+            return Err(ConfigError::ZeroMaxReplyTokens { default: DEFAULT_MAX_REPLY_TOKENS });
+        }
         let hints = Hints { key_env: key_env.clone(), key_sent: auth.is_some(), model: model.clone() };
         let transport = Transport::new(endpoint, &headers, auth, config.http.clone(), hints).map_err(|p| match p {
             HeaderProblem::Auth => ConfigError::InvalidKey { var: key_env.clone().unwrap_or_default() },
@@ -310,12 +340,38 @@ impl HttpProvider {
             transport,
             model,
             mode: config.router_mode,
-            fell_back: AtomicBool::new(false),
+            rung: AtomicUsize::new(0),
             tool_choice: config.tool_choice,
-            max_tokens: config.max_tokens,
+            max_tokens,
             key_env,
             base_url,
             next_id: AtomicU64::new(0),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wire_of(preset: Preset, base_url: Option<&str>) -> String {
+        let mut config = HttpProviderConfig::new(preset);
+        config.base_url = base_url.map(str::to_owned);
+        config.model = Some("m".into());
+        let provider = HttpProvider::with_env(config, |var| var.ends_with("_KEY").then(|| "k".to_owned())).unwrap();
+        format!("{:?}", provider.wire)
+    }
+
+    #[test]
+    fn only_openai_s_own_api_gets_the_named_choice_the_new_limit_field_and_a_cache_key() {
+        let own = wire_of(Preset::OpenAi, None);
+        assert!(own.contains("named_choice: true") && own.contains("max_completion_tokens"), "{own}");
+        assert!(own.contains("cache_key: true"), "{own}");
+        for (preset, url) in [(Preset::OpenAi, Some("http://localhost:8080/v1")), (Preset::LlamaCpp, None)] {
+            let other = wire_of(preset, url);
+            assert!(other.contains("named_choice: false") && other.contains("\"max_tokens\""), "{other}");
+            assert!(other.contains("cache_key: false"), "{other}");
+        }
+        assert_eq!(wire_of(Preset::Anthropic, None), "Messages");
     }
 }

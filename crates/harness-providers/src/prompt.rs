@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use harness_core::{ToolChoice, ToolDefinition};
+use harness_core::ToolDefinition;
 use serde_json::{Value, json};
 
 /// The system prompt when the API forces the tool choice itself.
@@ -10,9 +10,10 @@ pub(crate) const NATIVE: &str = "You are the router of a tool-using agent: you n
 Answer every turn with exactly one call of one of the offered tools (if you make several calls, they run in the order given). \
 Never answer with plain text. When the request is done, call finish with the answer.";
 
-/// The system prompt of prompt mode: the tools and the reply shape, for servers with no tool
-/// calling. `choice` names the tool this turn must call, when there is one.
-pub(crate) fn prompt_mode(tools: &[ToolDefinition], choice: &ToolChoice) -> String {
+/// The system prompt of the text modes (constrained and prompt): the tools and the reply shape,
+/// for servers with no tool calling. It depends on the tools alone, so that it stays the same
+/// from step to step and a server's prompt cache keeps it.
+pub(crate) fn prompt_mode(tools: &[ToolDefinition]) -> String {
     let mut s = String::from(
         "You are the router of a tool-using agent: you never run anything yourself. At every turn you choose one \
 tool call; the harness runs it and tells you the result.\n\nTools:\n",
@@ -28,16 +29,12 @@ tool call; the harness runs it and tells you the result.\n\nTools:\n",
         "\nAnswer every turn with exactly one JSON object and nothing else:\n{\"tool\": \"<tool name>\", \"arguments\": {...}}\n\
 When the request is done, call finish: {\"tool\": \"finish\", \"arguments\": {\"answer\": <the answer>}}",
     );
-    // A named choice, or "required" with one tool offered (how the loop forces `finish`).
-    let only = match (choice, tools) {
-        (ToolChoice::Tool(name), _) => Some(name.as_str()),
-        (ToolChoice::Required, [tool]) => Some(tool.name.as_str()),
-        _ => None,
-    };
-    if let Some(name) = only {
-        let _ = write!(s, "\nAt this turn you must call {name}.");
-    }
     s
+}
+
+/// The note that ends the conversation when one tool is forced, in the text modes.
+pub(crate) fn forced_note(name: &str) -> String {
+    format!("At this turn you must call {name}.")
 }
 
 /// A step's outcome written for a user turn, when it answers no structured call.

@@ -8,6 +8,8 @@ use async_trait::async_trait;
 use harness_core::{ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest};
 use serde_json::Value;
 
+use crate::http_provider::cut_at_limit;
+
 /// Why a script cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ScriptError {
@@ -21,7 +23,7 @@ pub enum ScriptError {
     },
     /// A line is not a reply.
     #[error(
-        "script {source_name}, line {line}: {problem}; a line is {{\"tool\": NAME, \"arguments\": {{...}}}} or {{\"content\": TEXT}}"
+        "script {source_name}, line {line}: {problem}; a line is {{\"tool\": NAME, \"arguments\": {{...}}}} or {{\"content\": TEXT}}, either with an optional \"finish_reason\" (\"length\" marks a reply cut at the token limit)"
     )]
     Line {
         /// The file (or name) of the script.
@@ -48,28 +50,38 @@ fn reply_from_line(value: Value) -> Result<ModelReply, String> {
     let Value::Object(mut obj) = value else {
         return Err("not a JSON object".to_owned());
     };
-    if let Some(content) = obj.remove("content") {
+    // Why the model stopped, as an API would say it: "length" is a reply cut at the token limit.
+    let finish_reason = match obj.remove("finish_reason") {
+        None => None,
+        Some(Value::String(reason)) => Some(reason),
+        Some(_) => return Err("\"finish_reason\" must be a string, such as \"stop\" or \"length\"".to_owned()),
+    };
+    let mut reply = if let Some(content) = obj.remove("content") {
         let Value::String(text) = content else {
             return Err("\"content\" must be a string".to_owned());
         };
         if let Some(extra) = obj.keys().next() {
             return Err(format!("unexpected key {extra:?} beside \"content\""));
         }
-        return Ok(ModelReply { text: Some(text), ..Default::default() });
-    }
-    let Some(Value::String(name)) = obj.remove("tool") else {
-        return Err("needs a \"tool\" string or a \"content\" string".to_owned());
+        ModelReply { text: Some(text), ..Default::default() }
+    } else {
+        let Some(Value::String(name)) = obj.remove("tool") else {
+            return Err("needs a \"tool\" string or a \"content\" string".to_owned());
+        };
+        let arguments = obj.remove("arguments").unwrap_or(Value::Null);
+        let id = match obj.remove("id") {
+            None => None,
+            Some(Value::String(id)) => Some(id),
+            Some(_) => return Err("\"id\" must be a string".to_owned()),
+        };
+        if let Some(extra) = obj.keys().next() {
+            return Err(format!("unexpected key {extra:?}"));
+        }
+        ModelReply { calls: vec![ProposedCall { id, name, arguments }], ..Default::default() }
     };
-    let arguments = obj.remove("arguments").unwrap_or(Value::Null);
-    let id = match obj.remove("id") {
-        None => None,
-        Some(Value::String(id)) => Some(id),
-        Some(_) => return Err("\"id\" must be a string".to_owned()),
-    };
-    if let Some(extra) = obj.keys().next() {
-        return Err(format!("unexpected key {extra:?}"));
-    }
-    Ok(ModelReply { calls: vec![ProposedCall { id, name, arguments }], ..Default::default() })
+    reply.truncated = finish_reason.as_deref().is_some_and(cut_at_limit);
+    reply.finish_reason = finish_reason;
+    Ok(reply)
 }
 
 impl ScriptedProvider {
@@ -149,6 +161,23 @@ mod tests {
         assert_eq!(replies[0].as_ref().unwrap().calls[0].name, "calculate");
         assert_eq!(replies[1].as_ref().unwrap().text.as_deref(), Some("hello"));
         assert_eq!(replies[2].as_ref().unwrap().calls[0].id.as_deref(), Some("x"));
+        assert!(!replies[0].as_ref().unwrap().truncated);
+    }
+
+    #[test]
+    fn a_finish_reason_of_length_marks_the_reply_truncated() {
+        let s = ScriptedProvider::from_jsonl(
+            "t",
+            "{\"content\": \"<tool_call>{\\\"name\\\": \\\"f\", \"finish_reason\": \"length\"}\n{\"tool\": \"f\", \"arguments\": {}, \"finish_reason\": \"length\"}\n{\"tool\": \"f\", \"finish_reason\": \"stop\"}",
+        )
+        .unwrap();
+        let replies = s.replies.lock().unwrap();
+        let (cut_text, cut_call, whole) =
+            (replies[0].as_ref().unwrap(), replies[1].as_ref().unwrap(), replies[2].as_ref().unwrap());
+        assert!(cut_text.truncated && cut_text.text.as_deref() == Some("<tool_call>{\"name\": \"f"));
+        assert!(cut_call.truncated && cut_call.calls[0].name == "f");
+        assert_eq!(cut_call.finish_reason.as_deref(), Some("length"));
+        assert!(!whole.truncated && whole.finish_reason.as_deref() == Some("stop"));
     }
 
     #[test]
@@ -158,6 +187,7 @@ mod tests {
             ("\n[1]", "line 2: not a JSON object"),
             ("{\"content\": 5}", "must be a string"),
             ("{\"tool\": \"a\", \"argumentz\": {}}", "unexpected key \"argumentz\""),
+            ("{\"content\": \"x\", \"finish_reason\": 1}", "\"finish_reason\" must be a string"),
             ("nope", "not JSON"),
         ] {
             let e = ScriptedProvider::from_jsonl("s.jsonl", text).unwrap_err().to_string();

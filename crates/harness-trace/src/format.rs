@@ -16,11 +16,14 @@ pub enum Status {
     Error,
     /// The router called `finish`.
     Finished,
+    /// The call waits for the operator's approval; the run stopped before it.
+    AwaitingApproval,
 }
 
 impl Status {
     /// Every status, in the order summaries list them.
-    pub const ALL: [Status; 4] = [Status::Ok, Status::Rejected, Status::Error, Status::Finished];
+    pub const ALL: [Status; 5] =
+        [Status::Ok, Status::Rejected, Status::Error, Status::Finished, Status::AwaitingApproval];
 
     /// The name written in the trace.
     pub fn as_str(self) -> &'static str {
@@ -29,6 +32,7 @@ impl Status {
             Status::Rejected => "rejected",
             Status::Error => "error",
             Status::Finished => "finished",
+            Status::AwaitingApproval => "awaiting_approval",
         }
     }
 }
@@ -52,6 +56,10 @@ pub struct Tokens {
     pub input_tokens: u64,
     /// Produced by the model.
     pub output_tokens: u64,
+    /// Of `input_tokens`, those the server took from its prompt cache (0 in traces from before
+    /// it was recorded).
+    #[serde(default)]
+    pub cached_input_tokens: u64,
 }
 
 /// One structured call of a recorded reply.
@@ -221,6 +229,9 @@ pub struct StartRecord {
     /// SHA-256 of the configuration.
     #[serde(default)]
     pub config_hash: Option<String>,
+    /// How the reply's text was read (format 2 traces of later harnesses).
+    #[serde(default)]
+    pub reply_format: Option<String>,
     /// The tools offered.
     #[serde(default)]
     pub tools: Vec<ToolRecord>,
@@ -243,6 +254,8 @@ pub enum RunStatus {
     TimeBudgetExhausted,
     /// The run could not go on.
     Failed,
+    /// A call waits for the operator's approval.
+    AwaitingApproval,
 }
 
 impl RunStatus {
@@ -253,6 +266,7 @@ impl RunStatus {
             RunStatus::StepBudgetExhausted => "step_budget_exhausted",
             RunStatus::TimeBudgetExhausted => "time_budget_exhausted",
             RunStatus::Failed => "failed",
+            RunStatus::AwaitingApproval => "awaiting_approval",
         }
     }
 }

@@ -15,13 +15,17 @@
 #![deny(missing_docs)]
 
 pub mod format;
+mod otlp;
 mod read;
 mod replay;
+mod resume;
 mod sink;
 mod text;
 
 pub use format::{EndRecord, ErrorObject, ReplyRecord, RunStatus, StartRecord, Status, Step, Tokens};
+pub use otlp::{CAPTURE_CONTENT, Otlp, OtlpError, OtlpSettings, OtlpSink, OtlpSinks};
 pub use read::{Ending, Line, Numbered, ReadError, Summary, Trace, parse, read};
 pub use replay::{Drift, ReplayError, ReplayReport, ReplayRouter, ToolChange, UnreadLine, replay, replay_options};
+pub use resume::{Resumable, ResumeError, resumption};
 pub use sink::Tee;
 pub use text::{brief, cut, printable};

@@ -130,7 +130,7 @@ fn check_step(value: Value) -> Result<Step, String> {
     if step.step == 0 {
         return Err("not a trace step: \"step\" counts from 1".to_owned());
     }
-    let failed = matches!(step.status, Status::Rejected | Status::Error);
+    let failed = matches!(step.status, Status::Rejected | Status::Error | Status::AwaitingApproval);
     match (failed, &step.error) {
         (true, None) => Err(format!("not a trace step: status {:?} without an \"error\" object", step.status.as_str())),
         (false, Some(_)) => {
@@ -195,6 +195,7 @@ impl Trace {
             if let Some(u) = s.usage {
                 tokens.input_tokens = tokens.input_tokens.saturating_add(u.input_tokens);
                 tokens.output_tokens = tokens.output_tokens.saturating_add(u.output_tokens);
+                tokens.cached_input_tokens = tokens.cached_input_tokens.saturating_add(u.cached_input_tokens);
             }
         }
         if let Some(end) = &self.end {

@@ -95,7 +95,8 @@ impl ModelProvider for ReplayRouter {
     }
 }
 
-fn model_reply(r: &ReplyRecord) -> ModelReply {
+/// The reply as the model gave it, from its record.
+pub(crate) fn model_reply(r: &ReplyRecord) -> ModelReply {
     ModelReply {
         calls: r
             .calls
@@ -106,7 +107,11 @@ fn model_reply(r: &ReplyRecord) -> ModelReply {
         reasoning: r.reasoning.clone(),
         finish_reason: r.finish_reason.clone(),
         truncated: r.truncated,
-        usage: r.usage.map(|u| Usage { input_tokens: u.input_tokens, output_tokens: u.output_tokens }),
+        usage: r.usage.map(|u| Usage {
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+            cached_input_tokens: u.cached_input_tokens,
+        }),
         router_mode: r.router_mode.clone(),
         retries: r.retries,
     }
@@ -120,7 +125,11 @@ fn provider_message(step: &Step) -> String {
 
 fn oversized(step: &Step) -> ModelReply {
     let bytes = step.error.as_ref().and_then(|e| e.details.get("bytes")).and_then(Value::as_u64).unwrap_or(0);
-    let usage = step.usage.map(|u| Usage { input_tokens: u.input_tokens, output_tokens: u.output_tokens });
+    let usage = step.usage.map(|u| Usage {
+        input_tokens: u.input_tokens,
+        output_tokens: u.output_tokens,
+        cached_input_tokens: u.cached_input_tokens,
+    });
     ModelReply { text: Some("x".repeat(usize::try_from(bytes).unwrap_or(0))), usage, ..ModelReply::default() }
 }
 
@@ -186,10 +195,10 @@ pub struct UnreadLine {
     pub problem: String,
 }
 
-/// The limits a replay runs with: the recorded ones. The recorded replies come at once, so a
+/// The limits a replay runs with: the recorded ones, and the recorded reply format (which the
+/// caller may override from today's configuration). The recorded replies come at once, so a
 /// replay is faster than its record; a recorded run that ran out of time while it waited for
-/// the model is matched where its recorded replies end. The rest (the reply format, say) is
-/// today's configuration, which the caller sets.
+/// the model is matched where its recorded replies end.
 pub fn replay_options(start: &StartRecord) -> RunOptions {
     let l = &start.limits;
     RunOptions {
@@ -199,6 +208,7 @@ pub fn replay_options(start: &StartRecord) -> RunOptions {
         max_arguments_bytes: l.max_arguments_bytes,
         max_conversation_bytes: l.max_conversation_bytes,
         max_duration: l.max_duration_ms.map(std::time::Duration::from_millis),
+        reply_format: start.reply_format.as_deref().and_then(|f| f.parse().ok()).unwrap_or_default(),
         ..RunOptions::default()
     }
 }

@@ -29,16 +29,14 @@
 //! module (bracket aromatics `si`, `as`, `se`, `te`; `[#6]`; `%(n)` ring numbers; `~`, `$`,
 //! `->`, `<-` bonds; `@SP`/`@TB`/`@OH` stereo classes). Hydrogens, valences and aromaticity
 //! are then worked out as RDKit does (hydrogen removal, clean-up of nitro-like groups, dative
-//! bonds to metals, RDKit's valence model, kekulization and the valence check after it,
-//! stereo marks that mark nothing), in [`smiles`] and the private `sanitize` module. RDKit
-//! quirks are kept, e.g. a bonded `[H+]` is folded into its neighbour and its charge is lost
-//! (`[H+]C` is `CH4`).
+//! bonds to metals, RDKit's valence model, kekulization, aromaticity perceived again on the
+//! Kekulé structure with the valence check after it, stereo marks that mark nothing), in
+//! [`smiles`] and the private `sanitize` module. RDKit quirks are kept, e.g. a bonded `[H+]`
+//! is folded into its neighbour and its charge is lost (`[H+]C` is `CH4`).
 //!
 //! Deliberate differences from RDKit (see the plugin's README): a blank inside the SMILES is
 //! refused with `text after the SMILES at position N` (RDKit reads what follows it as the
-//! molecule's name); the empty string is invalid (RDKit reads it as an empty molecule); and
-//! aromaticity is not perceived again after kekulization, which changes RDKit's answer on a
-//! few unusual rings.
+//! molecule's name), and the empty string is invalid (RDKit reads it as an empty molecule).
 
 mod elements;
 mod kekule;

@@ -531,3 +531,72 @@ fn element(symbol: &str) -> Option<u8> {
     let index = ELEMENTS.iter().position(|e| e.symbol == symbol)?;
     u8::try_from(index + 1).ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_all(smiles: &str) -> Result<Read, SmilesError> {
+        let chars: Vec<char> = smiles.chars().collect();
+        read(&chars, 0, chars.len())
+    }
+
+    fn error(smiles: &str) -> SmilesError {
+        match read_all(smiles) {
+            Err(e) => e,
+            Ok(r) => panic!("{smiles}: expected an error, read {} atoms", r.atoms.len()),
+        }
+    }
+
+    #[test]
+    fn ring_numbers_as_rdkit_writes_them() {
+        for (smiles, number) in [("C0CC0", 0), ("C%10CC%10", 10), ("C%(7)CC%(7)", 7), ("C%(99999)CC%(99999)", 99_999)] {
+            let r = read_all(smiles).unwrap_or_else(|e| panic!("{smiles}: {e}"));
+            assert!(r.closures.iter().all(|c| c.number == number), "{smiles}");
+        }
+        assert_eq!(error("C%01CC%01").position, 1);
+        assert!(error("C%(123456)CC").message.contains("one to five digits"));
+        assert!(error("C%1CC").message.starts_with("invalid ring number at position 1"));
+    }
+
+    #[test]
+    fn bracket_atoms_as_rdkit_reads_them() {
+        let atom = |smiles: &str| read_all(smiles).unwrap_or_else(|e| panic!("{smiles}: {e}")).atoms[0].clone();
+        assert_eq!((atom("[si]").z, atom("[si]").aromatic), (14, true));
+        assert_eq!((atom("[te]").z, atom("[te]").aromatic), (52, true));
+        assert_eq!(atom("[#6]").z, 6);
+        assert_eq!(atom("[Uuo]").z, 118);
+        assert_eq!(atom("['Rf']").z, 104);
+        assert_eq!(atom("[Sc]").z, 21);
+        assert_eq!(atom("[O-0]").charge, 0);
+        assert_eq!(atom("[C+256]").charge, 0);
+        assert_eq!(atom("[C+1000]").charge, -24);
+        assert_eq!(atom("[FeH300]").hcount, 44);
+        assert_eq!(atom("[C@SP]").chirality, Chirality::NonTetrahedral);
+        assert_eq!(atom("[C@TH2]").chirality, Chirality::Tetrahedral);
+        assert_eq!(atom("[13CH4:7]").isotope, Some(13));
+        assert!(error("[C@TB21]").message.starts_with("invalid stereo at position 2: @TB21"));
+        assert!(error("[#119]").message.starts_with("invalid atomic number at position 2"));
+        assert!(error("[C+00]").message.starts_with("unexpected character at position 4: '0'"));
+        assert!(error("[2147483647C]").message.starts_with("number too large at position 1"));
+        assert!(error("[H@]").message.starts_with("invalid stereo at position 0: a hydrogen"));
+        assert!(error("[sc]").message.starts_with("unexpected character at position 2: 'c'"));
+    }
+
+    #[test]
+    fn bonds_as_rdkit_reads_them() {
+        let symbols = |smiles: &str| -> Vec<Option<Symbol>> {
+            read_all(smiles).unwrap_or_else(|e| panic!("{smiles}: {e}")).bonds.iter().map(|b| b.symbol).collect()
+        };
+        assert_eq!(symbols("C~C$C"), [Some(Symbol::Any), Some(Symbol::Quadruple)]);
+        assert_eq!(symbols("C->[Fe]<-N"), [Some(Symbol::DativeRight), Some(Symbol::DativeLeft)]);
+        assert_eq!(
+            symbols("C\\\\C=C\\C"),
+            [Some(Symbol::Directional), Some(Symbol::Double), Some(Symbol::Directional)]
+        );
+        assert_eq!(error("C\\\\\\C").position, 3);
+        assert_eq!(error("C=-C").position, 2);
+        assert_eq!(error("C(.C)C").position, 2);
+        assert_eq!(error("C..C").position, 2);
+    }
+}

@@ -1,6 +1,7 @@
 //! What RDKit's `MolFromSmiles` does to a parsed graph, reproduced so that hydrogens, atom
 //! counts and validity match it (the steps and rules follow RDKit's `SmilesToMol`, `RemoveHs`,
-//! `cleanUp`, `cleanUpOrganometallics`, valence code and `Kekulize`):
+//! `cleanUp`, `cleanUpOrganometallics`, valence code, `Kekulize`, `setAromaticity`, `adjustHs`
+//! and `assignStereochemistry`):
 //!
 //! 1. a bond written without a symbol (or with `/`, `\`) between two aromatic atoms is
 //!    aromatic, on a ring or not (biphenyl's link becomes single only in step 6); between an
@@ -18,29 +19,28 @@
 //! 5. valences are checked and implicit hydrogens assigned with RDKit's model: an aromatic
 //!    bond counts 1.5, a charged atom is judged by the element with as many electrons (`[N+]`
 //!    like C, `[O-]` like F; negative P, S, As, Se keep their own hypervalent valences); a
-//!    lower-case atom without aromatic bonds is treated like its upper-case form;
+//!    lower-case atom counts as aromatic even without aromatic bonds;
 //! 6. `Kekulize`, ring system by ring system: lower-case atoms must lie on a ring; the
 //!    aromatic bonds of aromatic atoms become single, and the atoms with a free valence each
 //!    get one double bond along the system's aromatic bonds (a perfect matching, where RDKit
 //!    backtracks; a `*` may or may not take one);
-//! 7. the valence check again on the Kekulé structure (`Cn=1ccnc1` fails it: N valence 4),
-//!    and new hydrogen counts for upper-case atoms whose aromatic bonds changed
-//!    (`c1ccccc1:C` is toluene);
+//! 7. `setAromaticity` on the Kekulé structure (smallest rings, electron donors, Hückel on
+//!    fused combinations), `adjustHs`, and the valence check and hydrogen count again on the
+//!    result: `Cn=1ccnc1` fails it (N valence 4 in a ring no longer aromatic), `c1ccccc1:C` is
+//!    toluene, `C1CC=sCC1` has an SH, `C1=Cs2C=CC=CC2=CC=C1` an S without one;
 //! 8. `assignStereochemistry`'s clean-up: a tetrahedral mark that marks no stereocentre is
 //!    dropped with the one hydrogen written for it (`C[Cu@@H](C)C` is C3H9Cu).
-//!
-//! RDKit then perceives aromaticity again (`setAromaticity`, `adjustHs`); the plugin does not,
-//! which changes RDKit's answer on a few unusual rings (the plugin's README lists them).
 
 use crate::elements::ELEMENTS;
 use crate::reader::Chirality;
 use crate::smiles::{Atom, SmilesError};
 
+mod aromaticity;
 mod kekulization;
 mod rings;
 mod stereo;
 
-use kekulization::{kekule_hydrogens, kekulize};
+use kekulization::{final_hydrogens, kekulize};
 use rings::ring_bonds;
 
 /// An atom as written in the SMILES.
@@ -177,7 +177,7 @@ impl Mol {
     fn mark_rings(&mut self) {
         let ring = ring_bonds(&self.ring_adjacency(), self.bonds.len());
         for (bond, in_ring) in self.bonds.iter_mut().zip(ring) {
-            bond.in_ring = in_ring;
+            bond.in_ring = in_ring && !matches!(bond.order, Order::Dative { .. });
         }
     }
 
@@ -185,24 +185,33 @@ impl Mol {
         self.adjacency[i].len()
     }
 
-    /// Whether RDKit's valence and Kekulé rules treat atom `i` as aromatic: whether it bears
-    /// an aromatic bond. A lower-case atom on a ring with only explicit bonds is treated like
-    /// its upper-case form, as RDKit does (`C1CC=sCC1` has an SH).
+    /// RDKit's `isAromaticAtom` before kekulization: written lower-case, or bearing an
+    /// aromatic bond.
     fn is_aromatic_atom(&self, i: usize) -> bool {
-        self.adjacency[i].iter().any(|&(_, b)| self.bonds[b].order == Order::Aromatic)
+        self.atoms[i].aromatic || self.adjacency[i].iter().any(|&(_, b)| self.bonds[b].order == Order::Aromatic)
     }
 
     /// RDKit's `calculateExplicitValence`, without its checks.
     fn explicit_valence(&self, i: usize, aromatic: bool) -> u32 {
-        let orders: Vec<Order> = self.bonds.iter().map(|b| b.order).collect();
-        self.explicit_valence_with(i, aromatic, &orders)
+        let halves = self.adjacency[i].iter().map(|&(_, b)| self.bonds[b].halves(i)).sum::<u32>();
+        self.valence_from_halves(i, aromatic, halves + 2 * self.atoms[i].explicit_h)
     }
 
     /// [`Mol::explicit_valence`] with the bond orders `orders` (indexed like `bonds`).
     fn explicit_valence_with(&self, i: usize, aromatic: bool, orders: &[Order]) -> u32 {
+        self.explicit_valence_hydrogens(i, aromatic, orders, self.atoms[i].explicit_h)
+    }
+
+    /// [`Mol::explicit_valence_with`] as if atom `i` had `hydrogens` written hydrogens.
+    fn explicit_valence_hydrogens(&self, i: usize, aromatic: bool, orders: &[Order], hydrogens: u32) -> u32 {
+        let halves = self.adjacency[i].iter().map(|&(_, b)| orders[b].halves(i)).sum::<u32>();
+        self.valence_from_halves(i, aromatic, halves + 2 * hydrogens)
+    }
+
+    /// The explicit valence of atom `i` from its bonds and hydrogens counted in half units.
+    fn valence_from_halves(&self, i: usize, aromatic: bool, halves: u32) -> u32 {
         let atom = &self.atoms[i];
-        let mut halves: u32 =
-            self.adjacency[i].iter().map(|&(_, b)| orders[b].halves(i)).sum::<u32>() + 2 * atom.explicit_h;
+        let mut halves = halves;
         let list = valences(effective_z(atom.z, atom.charge));
         let default = i64::from(list.first().copied().unwrap_or(-1));
         // An aromatic atom whose bond orders overshoot its default valence is taken down to
@@ -432,7 +441,8 @@ pub(crate) fn sanitize(
     }
 
     let orders = kekulize(&mol, &valence, &implicit)?;
-    let mut implicit = kekule_hydrogens(&mol, &orders, &implicit)?;
+    let aromaticity = aromaticity::perceive(&mol, &orders, &valence, &implicit);
+    let mut implicit = final_hydrogens(&mol, &orders, &aromaticity, &implicit)?;
     stereo::drop_stereo_hydrogens(&mut mol, &orders, &mut implicit);
 
     Ok(mol

@@ -371,7 +371,7 @@ mod tests {
 
     #[test]
     fn arbitrary_strings_never_panic() {
-        let alphabet: Vec<char> = "CcNnOoSsPBrlIF[]()=#$:/\\@+-123%0H.*Aaeit ".chars().collect();
+        let alphabet: Vec<char> = "CcNnOoSsPBrlIF[]()=#$:~<>/\\@+-123%0H.*Aaeit ".chars().collect();
         let mut state: u64 = 42;
         for _ in 0..4000 {
             let mut s = String::new();

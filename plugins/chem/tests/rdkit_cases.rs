@@ -59,33 +59,9 @@ fn plugin(smiles: &str) -> Result<(String, usize, f64), String> {
     Ok((formula, v.atom_count.unwrap_or(0), w.molecular_weight))
 }
 
-/// RDKit runs its aromaticity perception again after kekulization (`setAromaticity`, then
-/// `adjustHs`); the plugin does not. Where that changes RDKit's answer the plugin differs.
-const AROMATICITY_AGAIN: &str = "RDKit perceives aromaticity again after kekulization; the plugin does not";
-
-/// Cases where the plugin knowingly differs, each with its reason and the plugin's answer
-/// (a formula, or `invalid`), so that a change in either shows here.
-const KNOWN: &[(&str, &str, &str)] = &[
-    // RDKit calls the Kekulé ring around Sb aromatic and keeps an H on the carbon: C7H11Sb.
-    ("C1=CC=C(=C1)[Sb](C)C", "C7H10Sb", AROMATICITY_AGAIN),
-    // RDKit calls the thiopyran ring aromatic again, so its S keeps no H: C10H9S.
-    ("C1=Cs2C=CC=CC2=CC=C1", "C10H10S", AROMATICITY_AGAIN),
-    // RDKit does not call the ring with [c+] aromatic again and rejects the triple bond's C.
-    ("OC(Cc#1cccc[c+]1)\\C=C\\[C@H]2CCC(=O)N2CCCCSCc3nn[nH]n3", "C20H26N5O2S+", AROMATICITY_AGAIN),
-    // RDKit does not call the thiazole with c=s aromatic again, so its S takes an H: C10H8N6S.
-    ("c1cc(cc(c1)n2cnnn2)c3c=sc(n3)N", "C10H7N6S", AROMATICITY_AGAIN),
-];
-
 /// Where the plugin deliberately answers differently from RDKit: the reason, and whether the
 /// plugin's answer is the one intended (an invalid SMILES whose message says why).
 fn deliberate(case: &Case<'_>, got: &Result<(String, usize, f64), String>) -> Option<(&'static str, bool)> {
-    if let Some(&(_, want, reason)) = KNOWN.iter().find(|(smiles, ..)| *smiles == case.smiles) {
-        let intended = match got {
-            Ok((formula, ..)) => formula == want,
-            Err(_) => want == "invalid",
-        };
-        return Some((reason, intended));
-    }
     let trimmed = case.smiles.trim();
     if trimmed.contains(char::is_whitespace) {
         // RDKit stops at the first blank and reads the rest as the molecule's name, so

@@ -63,6 +63,15 @@ pub struct ExitArgs {
     pub code: i32,
 }
 
+/// What `fault_misreport` declares it returns (and returns only when asked to).
+#[derive(harness_sdk::serde::Serialize, JsonSchema)]
+#[serde(crate = "harness_sdk::serde")]
+#[schemars(crate = "harness_sdk::schemars")]
+pub struct Count {
+    /// A count.
+    pub count: u64,
+}
+
 /// The `fault` plugin; it holds no state.
 pub struct Fault;
 
@@ -123,6 +132,14 @@ impl Plugin for Fault {
                 },
             )
             .example(json!({"ms": 0}), json!({"slept_ms": 0})),
+            Tool::new(
+                "fault_misreport",
+                "Declare a result of {\"count\": integer}, and return the value given, whatever it is.",
+                Effects::Pure,
+                |_: &Fault, a: EchoArgs| Ok::<_, ToolError>(a.value),
+            )
+            .output::<Count>()
+            .example(json!({"value": {"count": 1}}), json!({"count": 1})),
             Tool::new("fault_big", "Return a string of the given size.", Effects::Pure, |_: &Fault, a: BigArgs| {
                 let n = usize::try_from(a.bytes).map_err(|_| ToolError::tool_error("too big for this machine"))?;
                 Ok::<_, ToolError>("x".repeat(n))

@@ -11,7 +11,7 @@ use std::time::Duration;
 use harness_testkit::{CheckName, CheckOptions, Status, build_library, check};
 
 #[test]
-fn the_checks_find_the_panic_and_the_hang_and_nothing_else() {
+fn the_checks_find_the_panic_the_hang_and_the_bad_result_and_nothing_else() {
     let library = build_library(env!("CARGO"), env!("CARGO_PKG_NAME")).expect("fault builds");
     let options = CheckOptions {
         cases: 8,
@@ -25,7 +25,7 @@ fn the_checks_find_the_panic_and_the_hang_and_nothing_else() {
     let accepts = report.check(CheckName::AcceptsValid).expect("accepts-valid ran");
     let failed: Vec<&str> =
         accepts.outcomes.iter().filter(|o| o.status == Status::Failed).filter_map(|o| o.tool.as_deref()).collect();
-    assert_eq!(failed, ["fault_panic", "fault_sleep"], "{table}");
+    assert_eq!(failed, ["fault_panic", "fault_sleep", "fault_misreport"], "{table}");
     let lines = report.failure_lines();
     assert!(
         lines
@@ -37,6 +37,11 @@ fn the_checks_find_the_panic_and_the_hang_and_nothing_else() {
     assert!(
         lines.iter().any(|l| l.starts_with("accepts-valid: tool \"fault_sleep\" with {\"ms\":")
             && l.contains("did not answer within 500 ms")),
+        "{table}"
+    );
+    assert!(
+        lines.iter().any(|l| l.starts_with("accepts-valid: tool \"fault_misreport\" with {\"value\":")
+            && l.contains("invalid_result")),
         "{table}"
     );
     // The example that expects a panic holds: a caught panic is the tool error it declares.

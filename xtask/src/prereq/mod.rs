@@ -5,6 +5,7 @@
 mod chromium;
 mod llama;
 mod mcp;
+mod phoenix;
 mod slurm;
 
 use crate::Context;
@@ -33,6 +34,11 @@ const ALL: &[Prereq] = &[
         name: "mcp",
         about: "a Python venv with the official MCP SDK, for the MCP interop tests",
         ensure: mcp::ensure,
+    },
+    Prereq {
+        name: "phoenix",
+        about: "Arize Phoenix in a Python venv (PyPI arize-phoenix), for the OpenTelemetry export tests",
+        ensure: phoenix::ensure,
     },
     Prereq {
         name: "slurm",

@@ -23,33 +23,41 @@ pub(super) fn read(text: &str, r: &mut Reading<'_>) {
     r.content(&text[pos..]);
 }
 
-/// `NAME[ARGS]{...}` or `NAME[CALL_ID]ID[ARGS]{...}` at `p`.
+/// `NAME[ARGS]{...}` or `NAME[CALL_ID]ID[ARGS]{...}` at `p`; also `NAME{...}`, as servers
+/// that drop special tokens from the text (`skip_special_tokens`) hand it back.
 fn read_named(text: &str, marker: usize, p: usize, r: &mut Reading<'_>) -> Option<usize> {
-    let Some(bracket) = find_from(text, p, "[") else {
-        r.cut(marker, Some(&text[p..]));
-        return None;
-    };
-    let name = text[p..bracket].trim();
-    if name.is_empty() || name.contains(char::is_whitespace) || name.contains(['{', '}', '"']) {
-        r.malformed(p, "expected the tool's name right after [TOOL_CALLS]");
+    let bytes = text.as_bytes();
+    let mut q = p;
+    while q < bytes.len() && !matches!(bytes[q], b'[' | b'{' | b'"') && !bytes[q].is_ascii_whitespace() {
+        q += 1;
+    }
+    let name = &text[p..q];
+    if q >= bytes.len() {
+        r.cut(marker, Some(name));
         return None;
     }
-    let args = if starts(text, bracket, ARGS) {
-        bracket
-    } else if starts(text, bracket, CALL_ID) {
-        let Some(args) = find_from(text, bracket, ARGS) else {
+    if name.is_empty() || !matches!(bytes[q], b'[' | b'{') {
+        r.malformed(p, "expected the tool's name, then [ARGS], right after [TOOL_CALLS]");
+        return None;
+    }
+    let args = if bytes[q] == b'{' {
+        q
+    } else if starts(text, q, ARGS) {
+        q + ARGS.len()
+    } else if starts(text, q, CALL_ID) {
+        let Some(args) = find_from(text, q, ARGS) else {
             r.cut(marker, Some(name));
             return None;
         };
-        args
-    } else if ARGS.starts_with(&text[bracket..]) || CALL_ID.starts_with(&text[bracket..]) {
+        args + ARGS.len()
+    } else if ARGS.starts_with(&text[q..]) || CALL_ID.starts_with(&text[q..]) {
         r.cut(marker, Some(name));
         return None;
     } else {
-        r.malformed(bracket, &format!("expected [ARGS] or [CALL_ID] after the name {name:?}"));
+        r.malformed(q, &format!("expected [ARGS] or [CALL_ID] after the name {name:?}"));
         return None;
     };
-    let (value, end) = r.json_at(text, skip_ws(text, args + ARGS.len()), marker, Some(name))?;
+    let (value, end) = r.json_at(text, skip_ws(text, args), marker, Some(name))?;
     let arguments = r.object_arguments(args, name, value)?;
     r.call(name, arguments);
     Some(end)

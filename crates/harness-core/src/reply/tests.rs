@@ -252,6 +252,14 @@ fn mistral_named_parallel_and_call_id() {
 }
 
 #[test]
+fn mistral_without_its_special_tokens_in_the_text() {
+    let r = read("[TOOL_CALLS]get_weather{\"city\": \"Nice\"}[TOOL_CALLS]calculate{\"expression\": \"2\"}");
+    assert_eq!(names(&r), ["get_weather", "calculate"]);
+    let e = read("[TOOL_CALLS]get weather[ARGS]{}").error.unwrap();
+    assert_eq!(e.code, ErrorCode::MalformedCall);
+}
+
+#[test]
 fn mistral_older_list_and_magistral_think() {
     let r = read(
         "[THINK]should I? [TOOL_CALLS]calculate[ARGS]{}[/THINK][TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Lyon\"}, \"id\": \"abcdefghi\"}, {\"name\": \"calculate\", \"arguments\": {\"expression\": \"1\"}}]",

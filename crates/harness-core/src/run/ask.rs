@@ -6,7 +6,7 @@ use serde_json::json;
 use super::{Run, RunOutcome, Step, micros, record};
 use crate::error::{ErrorCode, HarnessError};
 use crate::provider::{ModelProvider, ModelReply, RouterRequest, ToolChoice};
-use crate::registry::ToolRegistry;
+use crate::registry::{FINISH, ToolRegistry};
 use crate::trace::{StepStatus, TraceSink};
 
 /// Asks the router for its next reply, counting its usage and retries into the run.
@@ -18,10 +18,14 @@ pub(super) async fn ask_router(
     step: &mut Step,
     trace: &mut dyn TraceSink,
 ) -> Result<ModelReply, RunOutcome> {
-    // With `finish` the only tool offered, "required" forces it as surely as naming it, and
-    // every server honours "required" (llama.cpp treats a named choice as "auto").
-    let tools = if step.finish_only { registry.finish_only() } else { registry.definitions() };
-    let request = RouterRequest { conversation: &run.conversation, tools, tool_choice: &ToolChoice::Required };
+    // A forced `finish` keeps every tool in the request and names `finish`: the provider knows
+    // its server, and either sends the named form with the whole list (OpenAI, Anthropic: the
+    // prompt prefix a server has cached survives) or "required" with `finish` alone (servers
+    // that take the named form for "auto", as llama.cpp does). The loop itself still refuses
+    // any other tool at that step (`tool_not_offered`).
+    let choice = if step.finish_only { ToolChoice::Tool(FINISH.to_owned()) } else { ToolChoice::Required };
+    let request =
+        RouterRequest { conversation: &run.conversation, tools: registry.definitions(), tool_choice: &choice };
     let asked = match run.deadline {
         None => provider.complete(request).await,
         Some(d) => match tokio::time::timeout_at(d.into(), provider.complete(request)).await {

@@ -1,15 +1,17 @@
 //! Check the call: its size, that the tool exists and is offered, its arguments against the
-//! tool's schema, and that it is not the same call made again and again.
+//! tool's schema, and that it is not the same call made again and again; and, once it ran, its
+//! result against the tool's output schema.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::json_size;
+use super::{StepOutcome, json_size};
 use crate::error::{ErrorCode, HarnessError};
 use crate::parse::ToolCall;
 use crate::registry::{FINISH, ToolHandler, ToolRegistry};
+use crate::trace::StepStatus;
 
 /// A call that passed every check: what to do with it.
 pub(super) enum Cleared {
@@ -83,6 +85,18 @@ pub(super) fn check_call(
         ));
     };
     Ok(Cleared::Execute { handler, timeout: tool.timeout })
+}
+
+/// Holds a result to the tool's declared output schema: one that breaks it becomes an error
+/// step (`invalid_result`, with the violations) and is never fed back as a result.
+pub(super) fn check_result(registry: &ToolRegistry, tool: &str, outcome: StepOutcome) -> StepOutcome {
+    let StepOutcome::Ran(result) = &outcome else {
+        return outcome;
+    };
+    match registry.get(tool).map(|t| t.check_result(result)) {
+        Some(Err(error)) => StepOutcome::Failed(error, StepStatus::Error),
+        _ => outcome,
+    }
 }
 
 /// Spots the same call made again and again.

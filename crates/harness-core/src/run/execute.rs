@@ -2,7 +2,7 @@
 //! bounded by its timeout, with panics caught and failures mapped to stable error codes.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -32,12 +32,16 @@ pub(super) async fn execute(
     inline: bool,
 ) -> StepOutcome {
     let tool = Arc::<str>::from(call.tool.as_str());
+    // The deadline is fixed now, so that time spent queued counts against it.
+    let deadline = timeout.map(|t| Instant::now() + t);
     // A call with a timeout stays inline only when its handler ends it at the deadline itself.
     let ran = if inline && (timeout.is_none() || handler.enforces_timeout()) && handler.may_run_inline() {
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler.call(&tool, &call.arguments)));
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            handler.call_by(&tool, &call.arguments, deadline)
+        }));
         Ok(result)
     } else {
-        off_thread(handler, call, &tool, timeout).await
+        off_thread(handler, call, &tool, timeout, deadline).await
     };
     let failure = match ran {
         Ok(Ok(Ok(value))) => return StepOutcome::Ran(value),
@@ -65,14 +69,16 @@ async fn off_thread(
     call: &mut ToolCall,
     tool: &Arc<str>,
     timeout: Option<Duration>,
+    deadline: Option<Instant>,
 ) -> Result<Caught, StepOutcome> {
     let enforces = handler.enforces_timeout();
-    // An abandoned call keeps its arguments; keep a copy for the trace only when that can happen.
-    let kept = (timeout.is_some() && !enforces).then(|| call.arguments.clone());
+    // An abandoned call keeps its arguments for the trace; only a call with a timeout can be.
+    let kept = timeout.is_some().then(|| call.arguments.clone());
     let arguments = std::mem::take(&mut call.arguments);
     let t = tool.clone();
     let task = tokio::task::spawn_blocking(move || {
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler.call(&t, &arguments)));
+        let result =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler.call_by(&t, &arguments, deadline)));
         (arguments, result)
     });
     let joined = match timeout {
@@ -119,7 +125,7 @@ fn timed_out(tool: &str, limit: Duration) -> StepOutcome {
 }
 
 /// Validates and runs one call outside a run, exactly as a step would (unknown tool, schema,
-/// timeout, error mapping), for callers that are not a router: an MCP server, plugin checks.
+/// timeout, error mapping, the result against the output schema), for callers that are not a router: an MCP server, plugin checks.
 ///
 /// `finish` is not a tool to call here and is `unknown_tool`.
 pub async fn call_tool(registry: &ToolRegistry, tool: &str, arguments: Value) -> Result<Value, HarnessError> {
@@ -138,7 +144,8 @@ pub async fn call_tool(registry: &ToolRegistry, tool: &str, arguments: Value) ->
         unreachable!("filtered on having a handler above");
     };
     let mut call = ToolCall { id: String::new(), tool: tool.to_owned(), arguments };
-    match execute(handler, &mut call, found.timeout, false).await {
+    let outcome = execute(handler, &mut call, found.timeout, false).await;
+    match super::check::check_result(registry, tool, outcome) {
         StepOutcome::Ran(result) | StepOutcome::Finished(result) => Ok(result),
         StepOutcome::Failed(error, _) => Err(error),
     }

@@ -106,6 +106,8 @@ pub struct RunStart {
     /// SHA-256 of the configuration file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub config_hash: Option<String>,
+    /// How the reply's text was read (`auto`, or a model family's call format).
+    pub reply_format: &'static str,
     /// Every tool offered, `finish` first.
     pub tools: Vec<OfferedTool>,
     /// The run's limits.
@@ -127,6 +129,7 @@ impl RunStart {
             router_mode: about.router_mode.clone(),
             config_source: about.config_source.clone(),
             config_hash: about.config_hash.clone(),
+            reply_format: options.reply_format.as_str(),
             tools: registry.definitions().iter().map(offered_tool).collect(),
             limits: Limits::from(options),
             started_at: rfc3339(SystemTime::now()),

@@ -1,4 +1,4 @@
-//! The child side: load one library, answer call frames until stdin closes.
+//! The child side: confine itself, load one library, answer call frames until stdin closes.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
@@ -6,16 +6,48 @@ use std::os::fd::FromRawFd;
 use std::path::PathBuf;
 
 use harness_frames::{LENGTH_BYTES, Request, Response, decode_request_body, encode_response, frame_length};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::FRAME_LIMIT;
-use crate::library::PluginLibrary;
+use super::confine::Confinement;
+use crate::library::{LoadError, PluginLibrary};
+
+/// The body of a load frame.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct LoadRequest {
+    /// The library file (canonical).
+    pub(crate) path: PathBuf,
+    /// What the child confines itself to before loading; `None`: nothing.
+    pub(crate) confinement: Option<Confinement>,
+    /// Largest result the child sends; a larger one is refused here, before it is sent.
+    pub(crate) max_result_bytes: usize,
+}
+
+/// The answer to a load frame: the manifest, or why the library was refused.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Loaded {
+    /// It loaded.
+    Plugin {
+        /// The ABI version it was built against.
+        abi_version: String,
+        /// Its manifest, checked.
+        manifest: harness_abi::manifest::Manifest,
+    },
+    /// It did not.
+    Refused {
+        /// One line.
+        reason: String,
+        /// The long report, when there is one.
+        detail: Option<String>,
+    },
+}
 
 /// The body of an init frame.
-#[derive(Deserialize)]
+#[derive(Serialize, Deserialize)]
 pub(crate) struct InitRequest {
-    pub(crate) path: PathBuf,
+    /// The plugin's configuration section.
     pub(crate) config: Value,
 }
 
@@ -54,8 +86,14 @@ pub fn serve_plugin_host() -> i32 {
     }
 }
 
+/// The loaded library and the result limit it answers under.
+struct Hosted {
+    library: PluginLibrary,
+    max_result_bytes: usize,
+}
+
 fn serve(mut input: impl Read, mut out: impl Write) -> io::Result<()> {
-    let mut library: Option<PluginLibrary> = None;
+    let mut hosted: Option<Hosted> = None;
     let mut body = Vec::new();
     loop {
         let mut prefix = [0u8; LENGTH_BYTES];
@@ -69,36 +107,69 @@ fn serve(mut input: impl Read, mut out: impl Write) -> io::Result<()> {
         input.read_exact(&mut body)?;
         let request = decode_request_body(&body).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
         match request {
-            Request::Init { json } => match init(json) {
-                Ok(loaded) => {
-                    library = Some(loaded);
-                    encode_response(&mut out, &Response::Ok(b"null"))?;
-                }
+            Request::Load { json } => {
+                let (answer, loaded) = load(json);
+                hosted = loaded;
+                let answer = serde_json::to_vec(&answer).unwrap_or_else(|_| b"null".to_vec());
+                encode_response(&mut out, &Response::Ok(&answer))?;
+            }
+            Request::Init { json } => match init(hosted.as_ref(), json) {
+                Ok(()) => encode_response(&mut out, &Response::Ok(b"null"))?,
                 Err(message) => encode_response(&mut out, &Response::Fatal(&message))?,
             },
-            Request::Call { tool, arguments } => {
-                let Some(lib) = library.as_ref() else {
-                    encode_response(&mut out, &Response::Fatal("a call came before init"))?;
-                    out.flush()?;
-                    continue;
-                };
-                let arguments = String::from_utf8_lossy(arguments);
-                match lib.call(tool, &arguments) {
-                    Ok(json) => encode_response(&mut out, &Response::Ok(json.as_bytes()))?,
-                    Err(error) => {
-                        let json = serde_json::to_vec(&error).unwrap_or_else(|_| b"{}".to_vec());
-                        encode_response(&mut out, &Response::ToolError(&json))?;
-                    }
-                }
-            }
+            Request::Call { tool, arguments } => match hosted.as_ref() {
+                None => encode_response(&mut out, &Response::Fatal("a call came before the library loaded"))?,
+                Some(h) => answer_call(h, tool, arguments, &mut out)?,
+            },
         }
         out.flush()?;
     }
 }
 
-fn init(json: &[u8]) -> Result<PluginLibrary, String> {
+/// Confines the process, then loads the library: its constructors run confined.
+fn load(json: &[u8]) -> (Loaded, Option<Hosted>) {
+    let refused = |reason: String| Loaded::Refused { reason, detail: None };
+    let request: LoadRequest = match serde_json::from_slice(json) {
+        Ok(r) => r,
+        Err(e) => return (refused(format!("bad load frame: {e}")), None),
+    };
+    if let Some(confinement) = &request.confinement
+        && let Err(e) = super::confine::apply(confinement)
+    {
+        return (refused(format!("the plugin host cannot confine itself: {e}")), None);
+    }
+    match PluginLibrary::load(&request.path) {
+        Ok(library) => {
+            let answer =
+                Loaded::Plugin { abi_version: library.abi_version().to_owned(), manifest: library.manifest().clone() };
+            (answer, Some(Hosted { library, max_result_bytes: request.max_result_bytes }))
+        }
+        Err(e @ LoadError::Layout { .. }) => {
+            (Loaded::Refused { reason: e.to_string(), detail: e.detail().map(str::to_owned) }, None)
+        }
+        Err(e) => (refused(e.to_string()), None),
+    }
+}
+
+fn init(hosted: Option<&Hosted>, json: &[u8]) -> Result<(), String> {
+    let hosted = hosted.ok_or("init came before the library loaded")?;
     let request: InitRequest = serde_json::from_slice(json).map_err(|e| format!("bad init frame: {e}"))?;
-    let library = PluginLibrary::load(&request.path).map_err(|e| e.to_string())?;
-    library.init(&request.config).map_err(|e| e.to_string())?;
-    Ok(library)
+    hosted.library.init(&request.config).map_err(|e| e.to_string())
+}
+
+/// Calls the tool and sends its answer; a result over the limit is refused here, unsent.
+fn answer_call(hosted: &Hosted, tool: &str, arguments: &[u8], out: &mut impl Write) -> io::Result<()> {
+    let arguments = String::from_utf8_lossy(arguments);
+    let failure = match hosted.library.call(tool, &arguments) {
+        Ok(json) if json.len() <= hosted.max_result_bytes => {
+            return encode_response(out, &Response::Ok(json.as_bytes()));
+        }
+        Ok(json) => {
+            let f = crate::handler::too_large(json.len(), hosted.max_result_bytes);
+            harness_abi::manifest::ToolError { code: f.code, message: f.message }
+        }
+        Err(error) => error,
+    };
+    let json = serde_json::to_vec(&failure).unwrap_or_else(|_| b"{}".to_vec());
+    encode_response(out, &Response::ToolError(&json))
 }

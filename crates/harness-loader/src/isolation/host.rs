@@ -1,131 +1,66 @@
-//! The host side: one child per plugin, started on first use, replaced after a crash.
+//! The host side: one child per plugin, started on first use, replaced after a crash. Calls
+//! from several runs (batch, MCP serve) queue for the one child; each waits at most until its
+//! own deadline, and a call whose deadline passes in the queue never runs.
 
-use std::io::{self, BufWriter, Read, Write};
-use std::os::fd::AsRawFd;
-use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use harness_core::{ToolFailure, ToolHandler};
-use harness_frames::{LENGTH_BYTES, Request, Response, decode_response_body, encode_request, frame_length};
-use serde_json::{Value, json};
+use harness_frames::{Request, Response};
+use serde_json::Value;
 
-use super::{FRAME_LIMIT, HostCommand, signal_name};
+use super::child::{InitRequest, LoadRequest, Loaded};
+use super::confine::Confinement;
+use super::conn::{Conn, ReadFail};
+use super::{HostCommand, frame_limit};
 use crate::handler::parse_result;
 use crate::settings::Timeouts;
 
 /// How long a child may take to load and initialise its library.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A running child and its pipes.
-struct Conn {
-    child: Child,
-    stdin: BufWriter<ChildStdin>,
-    stdout: ChildStdout,
-    body: Vec<u8>,
-}
-
-impl Drop for Conn {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Why a response did not come.
-enum ReadFail {
-    Timeout,
-    Closed,
-    Io(io::Error),
-    Protocol(String),
-}
-
-impl Conn {
-    /// Reads exactly `buf.len()` bytes, giving up at `deadline`.
-    fn read_exact_by(stdout: &mut ChildStdout, buf: &mut [u8], deadline: Option<Instant>) -> Result<(), ReadFail> {
-        let mut filled = 0;
-        while filled < buf.len() {
-            if let Some(deadline) = deadline {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return Err(ReadFail::Timeout);
-                }
-                let ms = i32::try_from(left.as_millis().max(1)).unwrap_or(i32::MAX);
-                let mut fd = libc::pollfd { fd: stdout.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-                // SAFETY: one valid pollfd for a descriptor this process owns.
-                let ready = unsafe { libc::poll(&mut fd, 1, ms) };
-                if ready < 0 {
-                    let e = io::Error::last_os_error();
-                    if e.kind() == io::ErrorKind::Interrupted {
-                        continue;
-                    }
-                    return Err(ReadFail::Io(e));
-                }
-                if ready == 0 {
-                    return Err(ReadFail::Timeout);
-                }
-            }
-            match stdout.read(&mut buf[filled..]) {
-                Ok(0) => return Err(ReadFail::Closed),
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(ReadFail::Io(e)),
-            }
-        }
-        Ok(())
-    }
-
-    /// Reads one response frame into `self.body` and decodes it.
-    fn read_response(&mut self, deadline: Option<Instant>) -> Result<Response<'_>, ReadFail> {
-        let mut prefix = [0u8; LENGTH_BYTES];
-        Self::read_exact_by(&mut self.stdout, &mut prefix, deadline)?;
-        let len = frame_length(prefix, FRAME_LIMIT).map_err(|e| ReadFail::Protocol(e.to_string()))?;
-        self.body.resize(len, 0);
-        Self::read_exact_by(&mut self.stdout, &mut self.body, deadline)?;
-        decode_response_body(&self.body).map_err(|e| ReadFail::Protocol(e.to_string()))
-    }
-
-    fn send(&mut self, request: &Request<'_>) -> io::Result<()> {
-        encode_request(&mut self.stdin, request)?;
-        self.stdin.flush()
-    }
-
-    /// Ends the child and says how it ended.
-    fn end(mut self) -> String {
-        let status = match self.child.try_wait() {
-            Ok(Some(status)) => Some(status),
-            _ => {
-                let _ = self.child.kill();
-                self.child.wait().ok()
-            }
-        };
-        status.map_or_else(|| "its status is unknown".to_owned(), describe)
-    }
-}
-
-fn describe(status: ExitStatus) -> String {
-    match (status.code(), status.signal()) {
-        (Some(code), _) => format!("it exited with status {code}"),
-        (None, Some(signal)) => format!("it was killed by {}", signal_name(signal)),
-        _ => "it ended".to_owned(),
-    }
+/// The child, and whether a call has it.
+#[derive(Default)]
+struct Slot {
+    busy: bool,
+    conn: Option<Conn>,
 }
 
 /// Runs a plugin's tools in a child process; implements the core's `ToolHandler`.
 pub struct ProcessHandler {
     plugin: String,
-    path: PathBuf,
+    load: LoadRequest,
     config: Value,
     command: HostCommand,
-    max_result_bytes: usize,
     timeouts: Timeouts,
-    conn: Mutex<Option<Conn>>,
+    slot: Mutex<Slot>,
+    free: Condvar,
+}
+
+/// Gives the child back to the queue, even when the call panicked.
+struct Turn<'a> {
+    handler: &'a ProcessHandler,
+    conn: Option<Conn>,
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        let mut slot = self.handler.lock();
+        slot.busy = false;
+        slot.conn = self.conn.take();
+        drop(slot);
+        self.handler.free.notify_one();
+    }
+}
+
+fn failure(code: &str, message: String) -> ToolFailure {
+    ToolFailure { code: code.to_owned(), message }
 }
 
 impl ProcessHandler {
-    /// A handler for the plugin `plugin` in library `path`, configured with `config`.
+    /// A handler for the plugin `plugin` in library `path`, configured with `config`; its
+    /// child is not confined unless [`Self::confined`] says how.
     pub fn new(
         plugin: &str,
         path: PathBuf,
@@ -134,62 +69,200 @@ impl ProcessHandler {
         max_result_bytes: usize,
         timeouts: Timeouts,
     ) -> Self {
-        Self { plugin: plugin.to_owned(), path, config, command, max_result_bytes, timeouts, conn: Mutex::new(None) }
-    }
-
-    fn failure(code: &str, message: String) -> ToolFailure {
-        ToolFailure { code: code.to_owned(), message }
-    }
-
-    fn start(&self) -> Result<Conn, ToolFailure> {
-        let mut child = Command::new(&self.command.program)
-            .args(&self.command.args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| {
-                Self::failure(
-                    "tool_crashed",
-                    format!(
-                        "cannot start the plugin host for {} ({}): {e}",
-                        self.plugin,
-                        self.command.program.display()
-                    ),
-                )
-            })?;
-        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            let _ = child.kill();
-            return Err(Self::failure("tool_crashed", "the plugin host has no pipes".to_owned()));
-        };
-        let mut conn = Conn { child, stdin: BufWriter::new(stdin), stdout, body: Vec::new() };
-        let init = json!({ "path": self.path, "config": self.config }).to_string();
-        if let Err(e) = conn.send(&Request::Init { json: init.as_bytes() }) {
-            return Err(Self::failure(
-                "tool_crashed",
-                format!("the plugin host for {} died at start: {e}", self.plugin),
-            ));
+        Self {
+            plugin: plugin.to_owned(),
+            load: LoadRequest { path, confinement: None, max_result_bytes },
+            config,
+            command,
+            timeouts,
+            slot: Mutex::new(Slot::default()),
+            free: Condvar::new(),
         }
-        let outcome = match conn.read_response(Some(Instant::now() + START_TIMEOUT)) {
-            Ok(Response::Ok(_)) => Ok(()),
-            Ok(Response::Fatal(m)) => Err(format!("the plugin host could not start {}: {m}", self.plugin)),
-            Ok(Response::ToolError(_)) => Err("the plugin host answered init with a tool error".to_owned()),
-            Err(_) => Err(String::new()),
+    }
+
+    /// The same handler, its child confined by `confinement` before it loads the library.
+    pub fn confined(mut self, confinement: Confinement) -> Self {
+        self.load.confinement = Some(confinement);
+        self
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Slot> {
+        self.slot.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits for the child to be free, until `deadline`; `None` when the deadline passed first.
+    fn take_turn(&self, deadline: Option<Instant>) -> Option<Turn<'_>> {
+        let mut slot = self.lock();
+        while slot.busy {
+            slot = match deadline {
+                None => self.free.wait(slot).unwrap_or_else(PoisonError::into_inner),
+                Some(d) => {
+                    let left = d.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return None;
+                    }
+                    self.free.wait_timeout(slot, left).unwrap_or_else(PoisonError::into_inner).0
+                }
+            };
+        }
+        slot.busy = true;
+        let conn = slot.conn.take();
+        Some(Turn { handler: self, conn })
+    }
+
+    /// Starts a child, confines it, loads and initialises the library, by `deadline`.
+    fn start(&self, deadline: Instant) -> Result<Conn, ToolFailure> {
+        let crashed = |m: String| failure("tool_crashed", m);
+        let mut conn = Conn::spawn(&self.command, frame_limit(self.load.max_result_bytes)).map_err(|e| {
+            crashed(format!(
+                "cannot start the plugin host for {} ({}): {e}",
+                self.plugin,
+                self.command.program.display()
+            ))
+        })?;
+        let loaded = match conn.load(&self.load, deadline) {
+            Ok(loaded) => loaded,
+            Err(ReadFail::Timeout) => {
+                let how = conn.end();
+                return Err(failure(
+                    "tool_timeout",
+                    format!("the plugin host for {} did not load it in time ({how})", self.plugin),
+                ));
+            }
+            Err(_) => {
+                let how = conn.end();
+                return Err(crashed(format!("the plugin host for {} died while loading it: {how}", self.plugin)));
+            }
+        };
+        if let Loaded::Refused { reason, .. } = loaded {
+            return Err(failure("tool_error", format!("the plugin host could not load {}: {reason}", self.plugin)));
+        }
+        let init = serde_json::to_vec(&InitRequest { config: self.config.clone() }).unwrap_or_default();
+        let outcome = match conn.send(&Request::Init { json: &init }) {
+            Err(_) => Err(None),
+            Ok(()) => match conn.read_response(Some(deadline)) {
+                Ok(Response::Ok(_)) => Ok(()),
+                Ok(Response::Fatal(m)) => Err(Some(format!("the plugin host could not start {}: {m}", self.plugin))),
+                Ok(Response::ToolError(_)) => Err(Some("the plugin host answered init with a tool error".to_owned())),
+                Err(_) => Err(None),
+            },
         };
         match outcome {
             Ok(()) => Ok(conn),
-            Err(m) if m.is_empty() => {
+            Err(Some(m)) => Err(failure("tool_error", m)),
+            Err(None) => {
                 let how = conn.end();
-                Err(Self::failure("tool_crashed", format!("the plugin host for {} died at start: {how}", self.plugin)))
+                Err(crashed(format!("the plugin host for {} died at start: {how}", self.plugin)))
             }
-            Err(m) => Err(Self::failure("tool_error", m)),
         }
     }
+
+    /// Starts the child now rather than at the first call, so that a library that cannot
+    /// load or initialise is known before a run begins.
+    pub fn prestart(&self) -> Result<(), ToolFailure> {
+        let Some(mut turn) = self.take_turn(None) else {
+            return Err(failure("tool_crashed", "the plugin host is gone".to_owned()));
+        };
+        if turn.conn.is_none() {
+            turn.conn = Some(self.start(Instant::now() + START_TIMEOUT)?);
+        }
+        Ok(())
+    }
+
+    /// The earlier of the caller's deadline and the tool's own timeout from now.
+    fn deadline_of(&self, tool: &str, deadline: Option<Instant>) -> Option<Instant> {
+        let own = self.timeouts.of(tool).map(|t| Instant::now() + t);
+        match (deadline, own) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Calls a tool in the child; at `timeout` the child is killed and the call is `tool_timeout`.
+    pub fn call_with_timeout(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        timeout: Option<Duration>,
+    ) -> Result<Value, ToolFailure> {
+        self.call_until(tool, arguments, timeout.map(|t| Instant::now() + t))
+    }
+
+    /// Calls a tool in the child, ended at `deadline`: queued past it, the call never runs;
+    /// running past it, the child is killed. Either way the call is `tool_timeout`.
+    fn call_until(&self, tool: &str, arguments: &Value, deadline: Option<Instant>) -> Result<Value, ToolFailure> {
+        let asked = Instant::now();
+        let Some(mut turn) = self.take_turn(deadline) else {
+            return Err(failure(
+                "tool_timeout",
+                format!(
+                    "{tool:?} waited {} ms for its plugin process, busy with other calls, and was cancelled at its deadline; it never ran",
+                    asked.elapsed().as_millis()
+                ),
+            ));
+        };
+        if turn.conn.is_none() {
+            turn.conn = Some(self.start(deadline.unwrap_or_else(|| Instant::now() + START_TIMEOUT))?);
+        }
+        let Some(conn) = turn.conn.as_mut() else {
+            return Err(failure("tool_crashed", "the plugin host is gone".to_owned()));
+        };
+        let arguments = arguments.to_string();
+        let outcome = match conn.send(&Request::Call { tool, arguments: arguments.as_bytes() }) {
+            Err(_) => Err(ReadFail::Closed),
+            Ok(()) => match conn.read_response(deadline) {
+                Ok(Response::Ok(json)) => Ok(parse_result(&self.plugin, json, self.load.max_result_bytes)),
+                Ok(Response::ToolError(json)) => Ok(Err(tool_error(json))),
+                Ok(Response::Fatal(m)) => Err(ReadFail::Protocol(m.to_owned())),
+                Err(fail) => Err(fail),
+            },
+        };
+        let fail = match outcome {
+            Ok(result) => return result,
+            Err(fail) => fail,
+        };
+        let how = turn.conn.take().map_or_else(|| "it is gone".to_owned(), Conn::end);
+        Err(match fail {
+            ReadFail::Timeout => failure(
+                "tool_timeout",
+                format!(
+                    "{tool:?} did not answer within {} ms; its process was killed and the next call starts a fresh one",
+                    asked.elapsed().as_millis()
+                ),
+            ),
+            ReadFail::Closed => failure(
+                "tool_crashed",
+                format!("{tool:?} crashed its plugin process ({how}); the next call starts a fresh one"),
+            ),
+            ReadFail::Io(e) => failure(
+                "tool_crashed",
+                format!(
+                    "reading from the plugin process of {tool:?} failed ({e}; {how}); the next call starts a fresh one"
+                ),
+            ),
+            ReadFail::Protocol(m) => failure(
+                "tool_crashed",
+                format!(
+                    "the plugin process of {tool:?} broke the protocol ({m}; {how}); the next call starts a fresh one"
+                ),
+            ),
+        })
+    }
+}
+
+fn tool_error(json: &[u8]) -> ToolFailure {
+    serde_json::from_slice::<harness_abi::manifest::ToolError>(json)
+        .map(|e| ToolFailure { code: e.code, message: e.message })
+        .unwrap_or_else(|_| failure("tool_error", "the plugin host sent an unreadable error".to_owned()))
 }
 
 impl ToolHandler for ProcessHandler {
     fn call(&self, tool: &str, arguments: &Value) -> Result<Value, ToolFailure> {
-        self.call_with_timeout(tool, arguments, self.timeouts.of(tool))
+        self.call_until(tool, arguments, self.deadline_of(tool, None))
+    }
+
+    fn call_by(&self, tool: &str, arguments: &Value, deadline: Option<Instant>) -> Result<Value, ToolFailure> {
+        self.call_until(tool, arguments, self.deadline_of(tool, deadline))
     }
 
     fn enforces_timeout(&self) -> bool {
@@ -199,75 +272,5 @@ impl ToolHandler for ProcessHandler {
     // It waits on its child's pipe with poll(2), never on the async runtime.
     fn may_run_inline(&self) -> bool {
         true
-    }
-}
-
-impl ProcessHandler {
-    /// Calls a tool in the child; at `timeout` the child is killed and the call is `tool_timeout`.
-    pub fn call_with_timeout(
-        &self,
-        tool: &str,
-        arguments: &Value,
-        timeout: Option<Duration>,
-    ) -> Result<Value, ToolFailure> {
-        let mut slot = self.conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if slot.is_none() {
-            *slot = Some(self.start()?);
-        }
-        let Some(conn) = slot.as_mut() else {
-            return Err(Self::failure("tool_crashed", "the plugin host is gone".to_owned()));
-        };
-        let deadline = timeout.map(|t| Instant::now() + t);
-        let arguments = arguments.to_string();
-        let sent = conn.send(&Request::Call { tool, arguments: arguments.as_bytes() });
-        let outcome = match sent {
-            Err(_) => Err(ReadFail::Closed),
-            Ok(()) => match conn.read_response(deadline) {
-                Ok(Response::Ok(json)) => Ok(parse_result(&self.plugin, json, self.max_result_bytes)),
-                Ok(Response::ToolError(json)) => {
-                    Ok(Err(serde_json::from_slice::<harness_abi::manifest::ToolError>(json)
-                        .map(|e| ToolFailure { code: e.code, message: e.message })
-                        .unwrap_or_else(|_| {
-                            Self::failure("tool_error", "the plugin host sent an unreadable error".to_owned())
-                        })))
-                }
-                Ok(Response::Fatal(m)) => Err(ReadFail::Protocol(m.to_owned())),
-                Err(fail) => Err(fail),
-            },
-        };
-        match outcome {
-            Ok(result) => result,
-            Err(fail) => {
-                let Some(conn) = slot.take() else {
-                    return Err(Self::failure("tool_crashed", "the plugin host is gone".to_owned()));
-                };
-                let how = conn.end();
-                Err(match fail {
-                    ReadFail::Timeout => Self::failure(
-                        "tool_timeout",
-                        format!(
-                            "{tool:?} did not answer within {} ms; its process was killed and the next call starts a fresh one",
-                            timeout.map_or(0, |t| t.as_millis())
-                        ),
-                    ),
-                    ReadFail::Closed => Self::failure(
-                        "tool_crashed",
-                        format!("{tool:?} crashed its plugin process ({how}); the next call starts a fresh one"),
-                    ),
-                    ReadFail::Io(e) => Self::failure(
-                        "tool_crashed",
-                        format!(
-                            "reading from the plugin process of {tool:?} failed ({e}; {how}); the next call starts a fresh one"
-                        ),
-                    ),
-                    ReadFail::Protocol(m) => Self::failure(
-                        "tool_crashed",
-                        format!(
-                            "the plugin process of {tool:?} broke the protocol ({m}; {how}); the next call starts a fresh one"
-                        ),
-                    ),
-                })
-            }
-        }
     }
 }

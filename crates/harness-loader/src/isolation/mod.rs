@@ -8,8 +8,13 @@
 
 #[cfg(unix)]
 mod child;
+pub mod confine;
+#[cfg(unix)]
+mod conn;
 #[cfg(unix)]
 mod host;
+#[cfg(unix)]
+pub(crate) mod probe;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -18,6 +23,8 @@ use std::path::PathBuf;
 pub use child::serve_plugin_host;
 #[cfg(unix)]
 pub use host::ProcessHandler;
+#[cfg(unix)]
+pub(crate) use probe::probe;
 
 /// Where a plugin's tools run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -57,8 +64,15 @@ pub struct HostCommand {
     pub args: Vec<OsString>,
 }
 
-/// The largest frame either side accepts; a result over the result limit is refused earlier.
+/// The largest frame the child accepts; the harness accepts far less (see [`frame_limit`]).
 pub const FRAME_LIMIT: usize = 1 << 30;
+
+/// The largest answer the harness reads from a child whose results are limited to
+/// `max_result_bytes`: the child refuses a larger result itself, so a larger frame means a
+/// broken child, and it is refused on its length prefix, never read.
+pub fn frame_limit(max_result_bytes: usize) -> usize {
+    max_result_bytes.max(8 << 20).saturating_add(64 << 10)
+}
 
 /// Names a signal for people: `SIGSEGV (11)`.
 #[cfg(unix)]

@@ -22,7 +22,7 @@ async fn a_full_run_with_two_tool_uses_answers_both_in_one_user_message() {
     let outcome =
         run(&provider, &registry(), "sums", &RunOptions { max_steps: 3, ..RunOptions::default() }, &mut steps).await;
     assert_eq!((outcome.status, outcome.answer.clone()), (RunStatus::Finished, Some(json!(3))), "{outcome:?}");
-    assert_eq!(outcome.usage, Usage { input_tokens: 40, output_tokens: 16 });
+    assert_eq!(outcome.usage, Usage { input_tokens: 40, output_tokens: 16, cached_input_tokens: 0 });
     assert_eq!(steps.0[1].2.as_deref(), Some("invalid_arguments"));
 
     let seen = api.seen();
@@ -36,17 +36,23 @@ async fn a_full_run_with_two_tool_uses_answers_both_in_one_user_message() {
     }
     let first = &seen[0].body;
     assert_eq!(first["model"], "test-model");
-    assert_eq!(first["max_tokens"], 4096);
+    assert_eq!(first["max_tokens"], harness_providers::DEFAULT_MAX_REPLY_TOKENS);
     assert_eq!(first["tool_choice"], json!({"type": "any"}));
-    assert!(first["system"].as_str().unwrap().contains("exactly one call"));
+    assert!(first["system"][0]["text"].as_str().unwrap().contains("exactly one call"));
+    assert_eq!(first["system"][0]["cache_control"], json!({"type": "ephemeral"}));
     let add = &first["tools"][1];
     assert_eq!((add["name"].as_str(), add["input_schema"]["type"].as_str()), (Some("add"), Some("object")));
-    assert_eq!(first["messages"], json!([{"role": "user", "content": [{"type": "text", "text": "sums"}]}]));
+    assert_eq!(
+        first["messages"],
+        json!([{"role": "user", "content": [{"type": "text", "text": "sums", "cache_control": {"type": "ephemeral"}}]}])
+    );
 
-    // The last step: finish forced, offered alone.
+    // The last step: finish forced by name, which Anthropic honours, with the whole tool list
+    // and system prompt kept, so that the cached prefix survives.
     let second = &seen[1].body;
-    assert_eq!(second["tool_choice"], json!({"type": "any"}));
-    assert_eq!(second["tools"].as_array().unwrap().len(), 1);
+    assert_eq!(second["tool_choice"], json!({"type": "tool", "name": "finish"}));
+    assert_eq!(second["tools"], first["tools"]);
+    assert_eq!(second["system"], first["system"]);
     let m = second["messages"].as_array().unwrap();
     assert_eq!(m.len(), 3);
     assert_eq!(m[1]["role"], "assistant");
@@ -62,6 +68,7 @@ async fn a_full_run_with_two_tool_uses_answers_both_in_one_user_message() {
     let blocks = m[2]["content"].as_array().unwrap();
     assert_eq!(blocks.len(), 2);
     assert_eq!(blocks[0], json!({"type": "tool_result", "tool_use_id": "toolu_1", "content": "3"}));
+    assert_eq!(blocks[1]["cache_control"], json!({"type": "ephemeral"}));
     assert_eq!((blocks[1]["tool_use_id"].as_str(), blocks[1]["is_error"].as_bool()), (Some("toolu_2"), Some(true)));
     let error: Value = serde_json::from_str(blocks[1]["content"].as_str().unwrap()).unwrap();
     assert_eq!(error["code"], "invalid_arguments");

@@ -26,9 +26,9 @@ async fn a_full_run_sends_tools_tool_choice_and_results_and_ends_in_finish() {
 
     assert_eq!(outcome.status, RunStatus::Finished, "{:?}", outcome.error);
     assert_eq!(outcome.answer, Some(json!(5)));
-    assert_eq!(outcome.usage, Usage { input_tokens: 20, output_tokens: 6 });
+    assert_eq!(outcome.usage, Usage { input_tokens: 20, output_tokens: 6, cached_input_tokens: 0 });
     assert_eq!(outcome.retries, 0);
-    let usage = Some(Usage { input_tokens: 10, output_tokens: 3 });
+    let usage = Some(Usage { input_tokens: 10, output_tokens: 3, cached_input_tokens: 0 });
     assert_eq!(steps.0, vec![(Some("native".into()), usage, None), (Some("native".into()), usage, None)]);
 
     let seen = api.seen();
@@ -57,10 +57,15 @@ async fn a_full_run_sends_tools_tool_choice_and_results_and_ends_in_finish() {
     assert!(system.contains("exactly one call") && system.contains("finish"), "{system}");
     assert_eq!(m[1], json!({"role": "user", "content": "add 2 and 3"}));
 
-    // The last step of the budget forces finish and offers it alone.
+    // The last step of the budget forces finish: `required` with finish alone offered, the
+    // form every server honours (this is not OpenAI's own host).
     let second = &seen[1].body;
     assert_eq!(second["tool_choice"], "required");
     assert_eq!(second["tools"].as_array().unwrap().len(), 1);
+    assert_eq!(second["tools"][0]["function"]["name"], "finish");
+    for s in &seen {
+        assert_eq!(s.body["max_tokens"], harness_providers::DEFAULT_MAX_REPLY_TOKENS);
+    }
     let m = messages(second);
     assert_eq!(m.len(), 4);
     assert_eq!(
@@ -112,8 +117,8 @@ async fn a_call_in_fenced_text_with_empty_tool_calls_runs_and_its_result_goes_ba
 }
 
 #[tokio::test]
-async fn a_server_that_ignores_tool_choice_moves_auto_mode_to_prompt_mode() {
-    // As Ollama is reported to do: tool_choice accepted, then a plain text answer.
+async fn a_server_that_ignores_tool_choice_moves_auto_mode_to_constrained_mode_within_the_step() {
+    // As llama.cpp does with a model whose template has no tools: tools accepted, then prose.
     let api = MockApi::start(vec![
         openai_text("The sum is 9."),
         openai_text("{\"tool\": \"add\", \"arguments\": {\"a\": 4, \"b\": 5}}"),
@@ -121,16 +126,22 @@ async fn a_server_that_ignores_tool_choice_moves_auto_mode_to_prompt_mode() {
     ])
     .await;
     let notices = Notices::default();
-    let provider = provider(config(Preset::Ollama, &format!("{}/v1", api.origin), &notices));
+    let provider = provider(config(Preset::LlamaCpp, &format!("{}/v1", api.origin), &notices));
     let mut steps = Steps::default();
     let outcome = run(&provider, &registry(), "add 4 and 5", &RunOptions::default(), &mut steps).await;
     assert_eq!((outcome.status, outcome.answer), (RunStatus::Finished, Some(json!(9))));
 
-    // The text answer is not taken as an answer: it is no_json, fed back.
+    // The prose is set aside and the step asked again, constrained: every reply is a call, and
+    // the tokens of the answer set aside still count.
     let modes: Vec<(Option<&str>, Option<&str>)> =
         steps.0.iter().map(|(mode, _, error)| (mode.as_deref(), error.as_deref())).collect();
-    assert_eq!(modes, [(Some("native"), Some("no_json")), (Some("prompt"), None), (Some("prompt"), None)]);
-    assert!(matches!(notices.all().as_slice(), [Notice::PromptFallback { .. }]), "{}", notices.text());
+    assert_eq!(modes, [(Some("constrained"), None), (Some("constrained"), None)]);
+    assert_eq!(steps.0[0].1, Some(Usage { input_tokens: 14, output_tokens: 4, cached_input_tokens: 0 }));
+    assert!(
+        matches!(notices.all().as_slice(), [Notice::Fallback { to: RouterMode::Constrained, .. }]),
+        "{}",
+        notices.text()
+    );
     assert!(notices.text().contains("ignored the tools"), "{}", notices.text());
 
     let seen = api.seen();
@@ -142,12 +153,23 @@ async fn a_server_that_ignores_tool_choice_moves_auto_mode_to_prompt_mode() {
             system.contains("- add: Add two integers.") && system.contains("{\"tool\": \"<tool name>\""),
             "{system}"
         );
+        // The schema names the tool before its arguments: the grammar makes the model choose first.
+        let format = later.raw.find("\"response_format\"").unwrap();
+        let schema = &later.raw[format..];
+        assert!(schema.find("\"tool\":{\"const\"").unwrap() < schema.find("\"arguments\":").unwrap(), "{schema}");
     }
+    let branches = seen[1].body["response_format"]["json_schema"]["schema"]["oneOf"].as_array().unwrap().clone();
+    let tools: Vec<&str> = branches.iter().map(|b| b["properties"]["tool"]["const"].as_str().unwrap()).collect();
+    assert_eq!(tools, ["finish", "add"]);
+    assert_eq!(branches[1]["properties"]["arguments"]["required"], json!(["a", "b"]));
+    // The step asked again holds the same conversation; the next appends the call and its result.
     let m = messages(&seen[2].body);
-    assert_eq!(m[2], json!({"role": "assistant", "content": "The sum is 9."}));
-    let reminder = m[3]["content"].as_str().unwrap();
-    assert!(reminder.contains("no_json") && reminder.contains("{\\\"tool\\\": NAME"), "{reminder}");
-    assert_eq!(m[5], json!({"role": "user", "content": "Result of add: 9"}));
+    assert_eq!(
+        m[2],
+        json!({"role": "assistant", "content": "{\"tool\": \"add\", \"arguments\": {\"a\": 4, \"b\": 5}}"})
+    );
+    assert_eq!(m[3], json!({"role": "user", "content": "Result of add: 9"}));
+    assert_eq!(m.len(), 4);
 }
 
 #[tokio::test]
@@ -162,7 +184,7 @@ async fn two_calls_in_one_reply_run_in_order_and_each_result_answers_its_call() 
     let outcome = run(&provider, &registry(), "two sums", &RunOptions::default(), &mut steps).await;
     assert_eq!((outcome.status, outcome.steps), (RunStatus::Finished, 3));
     // Usage is counted once per reply, on the step that asked.
-    assert_eq!(outcome.usage, Usage { input_tokens: 20, output_tokens: 6 });
+    assert_eq!(outcome.usage, Usage { input_tokens: 20, output_tokens: 6, cached_input_tokens: 0 });
     assert!(steps.0[0].1.is_some() && steps.0[1].1.is_none());
 
     let seen = api.seen();
@@ -218,7 +240,14 @@ async fn the_tool_choice_override_applies_to_required_but_never_to_a_forced_fini
         run(&provider, &registry(), "x", &RunOptions { max_steps: 2, ..RunOptions::default() }, &mut NoTrace).await;
     assert_eq!(outcome.status, RunStatus::Finished);
     let seen = api.seen();
-    assert_eq!(seen[0].body["tool_choice"], json!({"type": "function", "function": {"name": "add"}}));
-    assert_eq!(seen[1].body["tool_choice"], "required");
-    assert_eq!(seen[1].body["tools"].as_array().unwrap().len(), 1, "finish alone");
+    let offered = |i: usize| -> Vec<String> {
+        seen[i].body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!((&seen[0].body["tool_choice"], offered(0)), (&json!("required"), vec!["add".to_owned()]));
+    assert_eq!((&seen[1].body["tool_choice"], offered(1)), (&json!("required"), vec!["finish".to_owned()]));
 }

@@ -158,7 +158,7 @@ async fn an_error_inside_a_200_body_is_read_and_retried_by_its_code() {
 }
 
 #[tokio::test]
-async fn auto_mode_falls_back_to_prompt_mode_when_the_server_refuses_tools() {
+async fn auto_mode_steps_down_to_constrained_mode_when_the_server_refuses_tools() {
     let api = MockApi::start(vec![
         Canned::json(400, json!({"error": "registry.ollama.ai/library/gemma:2b does not support tools"})),
         openai_text("```json\n{\"tool\": \"finish\", \"arguments\": {\"answer\": 3}}\n```"),
@@ -168,16 +168,20 @@ async fn auto_mode_falls_back_to_prompt_mode_when_the_server_refuses_tools() {
     let notices = Notices::default();
     let provider = provider(config(Preset::Ollama, &format!("{}/v1", api.origin), &notices));
     let reply = ask_once(&provider, &user()).await.unwrap();
-    assert_eq!(reply.router_mode.as_deref(), Some("prompt"));
-    assert_eq!(provider.router_mode(), RouterMode::Prompt);
+    assert_eq!(reply.router_mode.as_deref(), Some("constrained"));
+    assert_eq!(provider.router_mode(), RouterMode::Constrained);
     assert!(notices.text().contains("does not support tools"), "{}", notices.text());
-    // Later requests start in prompt mode: no refusal first.
+    assert!(notices.text().contains("switching to constrained mode"), "{}", notices.text());
+    // Later requests start in constrained mode: no refusal first.
     let again = ask_once(&provider, &user()).await.unwrap();
-    assert_eq!(again.router_mode.as_deref(), Some("prompt"));
+    assert_eq!(again.router_mode.as_deref(), Some("constrained"));
     let seen = api.seen();
     assert_eq!(seen.len(), 3);
     assert!(seen[0].body.get("tools").is_some());
-    assert!(seen[1].body.get("tools").is_none() && seen[2].body.get("tools").is_none());
+    for later in &seen[1..] {
+        assert!(later.body.get("tools").is_none() && later.body.get("tool_choice").is_none());
+        assert_eq!(later.body["response_format"]["type"], "json_schema");
+    }
     assert_eq!(notices.all().len(), 1);
 }
 
@@ -194,7 +198,11 @@ async fn native_mode_reports_a_tool_refusal_with_the_way_out() {
     let provider = provider(config);
     let e = ask_once(&provider, &user()).await.unwrap_err();
     assert!(e.message.contains("tools param requires --jinja flag"), "{}", e.message);
-    assert!(e.message.contains("--router-mode prompt") && e.message.contains("--tool-choice auto"), "{}", e.message);
+    assert!(
+        e.message.contains("--router-mode constrained") && e.message.contains("--tool-choice auto"),
+        "{}",
+        e.message
+    );
     assert_eq!((e.retries, api.seen().len()), (0, 1));
 }
 

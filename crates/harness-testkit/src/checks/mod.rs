@@ -70,8 +70,6 @@ pub(crate) struct Subject<'a> {
     pub(crate) options: &'a CheckOptions,
     /// Parameters schemas, compiled by the harness's own registry (the first of each name).
     params: ToolRegistry,
-    /// Output schemas, compiled the same way and keyed by tool name.
-    outputs: ToolRegistry,
     /// Why each tool (by manifest index) cannot be validated, when it cannot.
     unvalidated: Vec<Option<String>>,
     /// Where calls go, or why there are none.
@@ -101,7 +99,6 @@ impl<'a> Subject<'a> {
         timeouts: Timeouts,
     ) -> Self {
         let mut params = ToolRegistry::new();
-        let mut outputs = ToolRegistry::new();
         let mut unvalidated = Vec::new();
         for t in &manifest.tools {
             let handler: Arc<dyn ToolHandler> = Arc::new(ValidationOnly);
@@ -113,26 +110,17 @@ impl<'a> Subject<'a> {
                 Err(harness_core::RegistryError::Duplicate { .. }) => {
                     Some("an earlier tool has the same name (see manifest)".to_owned())
                 }
-                Err(harness_core::RegistryError::InvalidSchema { .. }) => {
-                    Some("its parameters schema does not compile (see schemas)".to_owned())
-                }
+                Err(_) => Some("its parameters schema does not compile (see schemas)".to_owned()),
             };
-            unvalidated.push(why);
-            if let Some(output) = &t.output {
-                let _ = outputs.register(definition(manifest, &t.name, "output", output), Arc::new(ValidationOnly));
+            // The output schema is held against results as the loop holds it (`invalid_result`).
+            if why.is_none()
+                && let Some(output) = &t.output
+            {
+                let _ = params.set_output_schema(&t.name, output);
             }
+            unvalidated.push(why);
         }
-        Self {
-            manifest,
-            options,
-            params,
-            outputs,
-            unvalidated,
-            caller,
-            timeouts,
-            cases: HashMap::new(),
-            called: HashMap::new(),
-        }
+        Self { manifest, options, params, unvalidated, caller, timeouts, cases: HashMap::new(), called: HashMap::new() }
     }
 
     /// Why tool `index` cannot be validated, if it cannot.
@@ -160,9 +148,10 @@ impl<'a> Subject<'a> {
         }
     }
 
-    /// Why a result breaks the tool's output schema, when it declares one and is broken.
+    /// Why a result breaks the tool's output schema, when it declares one and is broken: the
+    /// loop's own check, which would make the step `invalid_result`.
     pub(crate) fn output_problem(&self, tool: &str, result: &Value) -> Option<String> {
-        let e = self.outputs.get(tool)?.validate(result).err()?;
+        let e = self.params.get(tool)?.check_result(result).err()?;
         let violations: Vec<String> = e.details["violations"]
             .as_array()
             .into_iter()
@@ -172,7 +161,10 @@ impl<'a> Subject<'a> {
                 format!("{at}: {}", v["message"].as_str().unwrap_or(""))
             })
             .collect();
-        Some(format!("the result does not match the output schema: {}", violations.join("; ")))
+        Some(format!(
+            "the result does not match the output schema (a run would make it invalid_result): {}",
+            violations.join("; ")
+        ))
     }
 
     /// Calls a tool; only for tools that [`Self::uncallable`] allows.

@@ -1,6 +1,7 @@
 //! Steps 6 and 7: RDKit's `Kekulize`, ring system by ring system, and the valence check and
 //! hydrogen counts RDKit repeats on the Kekulé structure.
 
+use super::aromaticity::Aromaticity;
 use super::rings::ring_systems;
 use super::{Mol, Node, Order, err, is_early, symbol, valences};
 use crate::kekule;
@@ -29,12 +30,14 @@ pub(super) fn kekulize(mol: &Mol, valence: &[u32], implicit: &[u32]) -> Result<V
     }
     let mut orders: Vec<Order> = mol.bonds.iter().map(|b| b.order).collect();
     let aromatic_atom = |i: usize| mol.atoms[i].aromatic || mol.is_aromatic_atom(i);
+    // Per-atom scratch space, filled for one ring system at a time and cleared after it.
+    let mut candidate = vec![false; n];
+    let mut optional = vec![false; n];
+    let mut index: Vec<Option<usize>> = vec![None; n];
     for system in ring_systems(&mol.ring_adjacency(), mol.atoms.len()) {
         if !system.iter().any(|&i| aromatic_atom(i) || mol.atoms[i].z == 0) {
             continue;
         }
-        let mut candidate = vec![false; n];
-        let mut optional = vec![false; n];
         let mut to_single = Vec::new();
         for &i in &system {
             if mol.atoms[i].z == 0 {
@@ -51,20 +54,26 @@ pub(super) fn kekulize(mol: &Mol, valence: &[u32], implicit: &[u32]) -> Result<V
             }
         }
         let members: Vec<usize> = system.iter().copied().filter(|&i| candidate[i]).collect();
-        let mut index = vec![None; n];
         for (k, &i) in members.iter().enumerate() {
             index[i] = Some(k);
         }
-        let edges: Vec<(usize, usize, usize)> = mol
-            .bonds
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| b.present)
-            .filter(|(_, b)| b.order == Order::Aromatic || mol.atoms[b.a].z == 0 || mol.atoms[b.b].z == 0)
-            .filter_map(|(k, b)| Some((index[b.a]?, index[b.b]?, k)))
-            .collect();
-        let pairs: Vec<(usize, usize)> = edges.iter().map(|&(a, b, _)| (a, b)).collect();
+        let mut edges: Vec<(usize, usize, usize)> = Vec::new();
+        for &i in &members {
+            for &(j, k) in &mol.adjacency[i] {
+                let b = &mol.bonds[k];
+                let eligible = b.order == Order::Aromatic || mol.atoms[b.a].z == 0 || mol.atoms[b.b].z == 0;
+                if let (true, true, Some(x), Some(y)) = (eligible, i < j, index[i], index[j]) {
+                    edges.push((x, y, k));
+                }
+            }
+        }
         let member_optional: Vec<bool> = members.iter().map(|&i| optional[i]).collect();
+        for &i in &system {
+            candidate[i] = false;
+            optional[i] = false;
+            index[i] = None;
+        }
+        let pairs: Vec<(usize, usize)> = edges.iter().map(|&(a, b, _)| (a, b)).collect();
         let mate = kekule::cover(members.len(), &pairs, &member_optional).map_err(|k| {
             let failed = members.get(k).copied().unwrap_or(0);
             let p = aromatic_system(mol, failed).into_iter().map(|i| mol.atoms[i].position).min().unwrap_or(0);
@@ -131,28 +140,30 @@ fn takes_double_bond(mol: &Mol, i: usize, valence: u32, implicit: u32) -> bool {
     default == sum + 1 || (atom.bracket && default == sum + 2)
 }
 
-/// Step 7: the valence check RDKit repeats after kekulization, and the hydrogens it then gives
-/// an upper-case atom that had an aromatic bond (`c1ccccc1:C` is toluene, C7H8).
+/// Step 7: what RDKit does after kekulization: it perceives aromaticity again (`aromaticity`),
+/// keeps the hydrogens an aromatic atom had before (`adjustHs`), and checks valences and
+/// counts implicit hydrogens once more on the result.
 ///
-/// A lower-case atom keeps the hydrogens found in step 5: RDKit perceives its ring as
-/// aromatic again and keeps them. The check catches what the 1.5-per-bond count let through,
-/// e.g. the N of `Cn=1ccnc1`, which has valence 4 once its ring has single and double bonds.
-pub(super) fn kekule_hydrogens(mol: &Mol, orders: &[Order], implicit: &[u32]) -> Result<Vec<u32>, SmilesError> {
-    let mut hydrogens = implicit.to_vec();
+/// So `c1ccccc1:C` is toluene (the chain carbon's `:` became single), the N of `Cn=1ccnc1`
+/// fails (valence 4 in a ring that is no longer aromatic), and `C1CC=sCC1` has an SH.
+pub(super) fn final_hydrogens(
+    mol: &Mol,
+    orders: &[Order],
+    aromaticity: &Aromaticity,
+    first: &[u32],
+) -> Result<Vec<u32>, SmilesError> {
+    let final_orders: Vec<Order> = orders
+        .iter()
+        .zip(&aromaticity.bonds)
+        .map(|(&o, &aromatic)| if aromatic && matches!(o, Order::Single | Order::Double) { Order::Aromatic } else { o })
+        .collect();
+    let mut hydrogens = first.to_vec();
     for i in (0..mol.atoms.len()).filter(|&i| mol.atoms[i].present) {
-        let changed = mol.adjacency[i].iter().any(|&(_, b)| orders[b] != mol.bonds[b].order);
-        if !changed {
-            continue;
-        }
         let atom = &mol.atoms[i];
-        let aromatic = mol.adjacency[i].iter().any(|&(_, b)| orders[b] == Order::Aromatic);
-        let v = mol.explicit_valence_with(i, aromatic, orders);
-        // A triple bond written inside an aromatic ring (`c#1ccccc1`) survives: RDKit perceives
-        // the ring as aromatic again and counts the other bonds as 1.5.
-        let triple_in_ring = mol.adjacency[i]
-            .iter()
-            .any(|&(_, b)| mol.bonds[b].in_ring && matches!(orders[b], Order::Triple | Order::Quadruple));
-        if let (Err(max), false) = (mol.check_valence(i, v), triple_in_ring && atom.aromatic) {
+        let aromatic = aromaticity.atoms[i]
+            || mol.adjacency[i].iter().any(|&(_, b)| aromaticity.bonds[b] || final_orders[b] == Order::Aromatic);
+        let v = mol.explicit_valence_with(i, aromatic, &final_orders);
+        if let Err(max) = mol.check_valence(i, v) {
             let p = atom.position;
             return Err(err(
                 p,
@@ -162,11 +173,17 @@ pub(super) fn kekule_hydrogens(mol: &Mol, orders: &[Order], implicit: &[u32]) ->
                 ),
             ));
         }
-        if !atom.aromatic {
-            hydrogens[i] = mol.implicit_hydrogens(i, v, aromatic).map_err(|()| {
-                let p = atom.position;
-                err(p, format!("invalid valence at position {p}: {} cannot have valence {v}", describe(atom)))
-            })?;
+        let new = mol.implicit_hydrogens(i, v, aromatic).map_err(|()| {
+            let p = atom.position;
+            err(p, format!("invalid valence at position {p}: {} cannot have valence {v}", describe(atom)))
+        })?;
+        // `adjustHs`: an aromatic atom that would lose implicit hydrogens gets them back as
+        // written ones, and its implicit hydrogens are counted again with them.
+        hydrogens[i] = new;
+        if (aromatic || mol.is_aromatic_atom(i)) && new < first[i] {
+            let added = first[i] - new;
+            let v = mol.explicit_valence_hydrogens(i, aromatic, &final_orders, atom.explicit_h + added);
+            hydrogens[i] = added + mol.implicit_hydrogens(i, v, aromatic).unwrap_or(0);
         }
     }
     Ok(hydrogens)

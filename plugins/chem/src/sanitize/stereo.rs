@@ -8,6 +8,7 @@
 //! metal, which takes no implicit hydrogens, the hydrogen is lost: `C[Cu@@H](C)C` is C3H9Cu,
 //! while `C[Cu@H](F)Cl`, a true stereocentre, keeps it.
 
+use super::aromaticity::radicals;
 use super::{Mol, Order};
 use crate::reader::Chirality;
 
@@ -35,7 +36,10 @@ pub(super) fn drop_stereo_hydrogens(mol: &mut Mol, orders: &[Order], hydrogens: 
             continue;
         }
         let aromatic = mol.adjacency[i].iter().any(|&(_, b)| orders[b] == Order::Aromatic);
-        let valence = mol.explicit_valence_with(i, aromatic, orders).saturating_sub(1);
+        // RDKit counts the implicit hydrogens from the valence plus the radical electrons it
+        // found with the hydrogen still written (so the I of `[I@H]C` gets it back).
+        let radicals = u32::try_from(radicals(mol, i, orders)).unwrap_or(0);
+        let valence = (mol.explicit_valence_with(i, aromatic, orders) + radicals).saturating_sub(1);
         mol.atoms[i].explicit_h = 0;
         mol.atoms[i].bracket = false;
         hydrogens[i] = mol.implicit_hydrogens(i, valence, aromatic).unwrap_or(0);

@@ -1,0 +1,285 @@
+//! Approvals: the operator's say before a call with side effects runs.
+//!
+//! An [`ApprovalPolicy`] maps effect classes and individual tools to [`Decision`]s; the default
+//! allows `pure` and `reads` and asks before `writes` and `network`. A call that needs asking
+//! goes to the [`Approver`] (a terminal prompt); without one, the run stops cleanly before the
+//! call with status `awaiting_approval`, and a later run resumes it with the operator's answer
+//! given in advance ([`Approvals::decide`]).
+
+use std::collections::{HashMap, HashSet};
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::error::{ErrorCode, HarnessError};
+
+/// What a tool may do, as its source declares it (MCP tools: `network` unless configured).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Effect {
+    /// Computes from its arguments alone.
+    Pure,
+    /// Reads state outside the process.
+    Reads,
+    /// Changes state outside the process.
+    Writes,
+    /// Talks to the network.
+    Network,
+}
+
+impl Effect {
+    /// Every class, in order.
+    pub const ALL: [Effect; 4] = [Effect::Pure, Effect::Reads, Effect::Writes, Effect::Network];
+
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pure => "pure",
+            Self::Reads => "reads",
+            Self::Writes => "writes",
+            Self::Network => "network",
+        }
+    }
+
+    /// Parses the lowercase name.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|e| e.as_str() == name)
+    }
+}
+
+/// What the policy says about a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// Run it.
+    Allow,
+    /// Ask the operator first.
+    Ask,
+    /// Never run it: `call_denied`.
+    Deny,
+}
+
+impl Decision {
+    /// Parses `allow`, `ask` or `deny`.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "allow" => Some(Self::Allow),
+            "ask" => Some(Self::Ask),
+            "deny" => Some(Self::Deny),
+            _ => None,
+        }
+    }
+
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Allow => "allow",
+            Self::Ask => "ask",
+            Self::Deny => "deny",
+        }
+    }
+}
+
+/// Effect classes and tools (`plugin.tool`, `mcp_server.tool`) mapped to decisions; a tool's
+/// own entry wins over its class.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalPolicy {
+    classes: HashMap<Effect, Decision>,
+    tools: HashMap<String, Decision>,
+}
+
+impl Default for ApprovalPolicy {
+    /// Allows `pure` and `reads`; asks before `writes` and `network`.
+    fn default() -> Self {
+        let classes = HashMap::from([
+            (Effect::Pure, Decision::Allow),
+            (Effect::Reads, Decision::Allow),
+            (Effect::Writes, Decision::Ask),
+            (Effect::Network, Decision::Ask),
+        ]);
+        Self { classes, tools: HashMap::new() }
+    }
+}
+
+impl ApprovalPolicy {
+    /// Allows everything (library callers that govern calls themselves).
+    pub fn allow_all() -> Self {
+        Self { classes: Effect::ALL.into_iter().map(|e| (e, Decision::Allow)).collect(), tools: HashMap::new() }
+    }
+
+    /// Sets the decision for a whole class.
+    pub fn set_class(&mut self, effect: Effect, decision: Decision) {
+        self.classes.insert(effect, decision);
+    }
+
+    /// Sets the decision for one tool, named `plugin.tool` or `mcp_server.tool`.
+    pub fn set_tool(&mut self, key: &str, decision: Decision) {
+        self.tools.insert(key.to_owned(), decision);
+    }
+
+    /// The decision for a tool of `effect` known as `key`.
+    pub fn decide(&self, key: &str, effect: Effect) -> Decision {
+        self.tools.get(key).or_else(|| self.classes.get(&effect)).copied().unwrap_or(Decision::Ask)
+    }
+
+    /// The decision for each class, in order.
+    pub fn classes(&self) -> Vec<(Effect, Decision)> {
+        Effect::ALL.into_iter().map(|e| (e, self.classes.get(&e).copied().unwrap_or(Decision::Ask))).collect()
+    }
+}
+
+/// A call that waits for the operator.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PendingCall {
+    /// The call's id, as the trace and `--json` show it: what `--approve ID` names.
+    pub id: String,
+    /// The tool's name as offered.
+    pub tool: String,
+    /// The tool as the policy names it: `plugin.tool` or `mcp_server.tool`.
+    pub key: String,
+    /// The arguments.
+    pub arguments: Value,
+    /// Its effect class.
+    pub effect: Effect,
+    /// The step it would run at.
+    pub step: u32,
+}
+
+/// The operator's answer to one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// Run this call.
+    Yes,
+    /// Run this call and every later call of the same tool in this run.
+    Always,
+    /// Do not run it; the reason, when given, is told to the model.
+    No(Option<String>),
+    /// No one can answer now: stop the run before the call.
+    Later,
+}
+
+/// Asks the operator, for example on a terminal.
+pub trait Approver: Send {
+    /// The operator's answer to `call`.
+    fn ask(&mut self, call: &PendingCall) -> Answer;
+}
+
+/// The policy, whoever answers `ask`, and the answers already given.
+pub struct Approvals {
+    policy: ApprovalPolicy,
+    approver: Option<Box<dyn Approver>>,
+    given: HashMap<String, Answer>,
+    always: HashSet<String>,
+}
+
+/// What happens to a call, once the policy and the operator have spoken.
+pub(crate) enum Verdict {
+    /// Run it.
+    Run,
+    /// Do not run it: the error fed back.
+    Denied(HarnessError),
+    /// Stop the run before it: the error that says which call waits.
+    Wait(HarnessError),
+}
+
+impl Approvals {
+    /// A policy, with `approver` answering its `ask`s (none: runs stop before such calls).
+    pub fn new(policy: ApprovalPolicy, approver: Option<Box<dyn Approver>>) -> Self {
+        Self { policy, approver, given: HashMap::new(), always: HashSet::new() }
+    }
+
+    /// Every call runs.
+    pub fn allow_all() -> Self {
+        Self::new(ApprovalPolicy::allow_all(), None)
+    }
+
+    /// Gives the operator's answer to the call with id `id` in advance (`--approve`, `--deny`).
+    pub fn decide(&mut self, id: &str, answer: Answer) {
+        self.given.insert(id.to_owned(), answer);
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &ApprovalPolicy {
+        &self.policy
+    }
+
+    pub(crate) fn verdict(&mut self, call: &PendingCall) -> Verdict {
+        let answer = match self.policy.decide(&call.key, call.effect) {
+            Decision::Allow => return Verdict::Run,
+            Decision::Deny => return Verdict::Denied(denied(call, "the operator's policy denies it", None)),
+            Decision::Ask if self.always.contains(&call.key) => return Verdict::Run,
+            Decision::Ask => match self.given.remove(&call.id) {
+                Some(answer) => answer,
+                None => self.approver.as_mut().map_or(Answer::Later, |a| a.ask(call)),
+            },
+        };
+        match answer {
+            Answer::Yes => Verdict::Run,
+            Answer::Always => {
+                self.always.insert(call.key.clone());
+                Verdict::Run
+            }
+            Answer::No(reason) => Verdict::Denied(denied(call, "the operator denied it", reason)),
+            Answer::Later => Verdict::Wait(waiting(call)),
+        }
+    }
+}
+
+fn denied(call: &PendingCall, why: &str, reason: Option<String>) -> HarnessError {
+    let told = reason.as_deref().map_or_else(String::new, |r| format!(": {r}"));
+    HarnessError::new(
+        ErrorCode::CallDenied,
+        format!("the call to {:?} was not run: {why}{told}. Do something else, or finish", call.tool),
+        json!({ "tool": call.tool, "effect": call.effect, "reason": reason }),
+    )
+}
+
+fn waiting(call: &PendingCall) -> HarnessError {
+    HarnessError::new(
+        ErrorCode::AwaitingApproval,
+        format!(
+            "the call {} to {:?} ({}) waits for the operator's approval; resume with --resume TRACE --approve {} (or --deny {})",
+            call.id,
+            call.tool,
+            call.effect.as_str(),
+            call.id,
+            call.id
+        ),
+        json!({ "pending": call }),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(key: &str, effect: Effect) -> PendingCall {
+        PendingCall { id: "c1".into(), tool: "t".into(), key: key.into(), arguments: json!({}), effect, step: 1 }
+    }
+
+    #[test]
+    fn the_default_asks_before_writes_and_network_and_tools_win_over_classes() {
+        let mut policy = ApprovalPolicy::default();
+        assert_eq!(policy.decide("files.read_file", Effect::Reads), Decision::Allow);
+        assert_eq!(policy.decide("files.write_file", Effect::Writes), Decision::Ask);
+        assert_eq!(policy.decide("peer.shout", Effect::Network), Decision::Ask);
+        policy.set_tool("files.write_file", Decision::Allow);
+        policy.set_class(Effect::Reads, Decision::Deny);
+        assert_eq!(policy.decide("files.write_file", Effect::Writes), Decision::Allow);
+        assert_eq!(policy.decide("files.read_file", Effect::Reads), Decision::Deny);
+    }
+
+    #[test]
+    fn answers_given_in_advance_and_always() {
+        let mut a = Approvals::new(ApprovalPolicy::default(), None);
+        assert!(matches!(a.verdict(&call("files.write_file", Effect::Writes)), Verdict::Wait(_)));
+        a.decide("c1", Answer::No(Some("not today".into())));
+        match a.verdict(&call("files.write_file", Effect::Writes)) {
+            Verdict::Denied(e) => assert!(e.message.contains("not today") && e.code == ErrorCode::CallDenied),
+            _ => panic!("denied"),
+        }
+        a.decide("c1", Answer::Always);
+        assert!(matches!(a.verdict(&call("files.write_file", Effect::Writes)), Verdict::Run));
+        assert!(matches!(a.verdict(&call("files.write_file", Effect::Writes)), Verdict::Run), "always");
+    }
+}

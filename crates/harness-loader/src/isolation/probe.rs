@@ -1,0 +1,86 @@
+//! Reading a plugin's manifest through a child, so that the harness never loads a plugin
+//! that runs in process isolation: its constructors and `tools()` run in the child, confined
+//! as strictly as possible, and a crash there is a skipped file, not a dead harness.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use harness_abi::manifest::Manifest;
+
+use super::HostCommand;
+use super::child::{LoadRequest, Loaded};
+use super::confine::Confinement;
+use super::conn::{Conn, ReadFail};
+
+/// How long a child may take to load a library and answer with its manifest.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
+/// The largest manifest answer read.
+const MANIFEST_LIMIT: usize = 64 << 20;
+
+/// A plugin's ABI version and checked manifest, read in a child.
+pub(crate) struct Probed {
+    /// The ABI version it was built against.
+    pub(crate) abi_version: String,
+    /// Its manifest.
+    pub(crate) manifest: Manifest,
+}
+
+/// Why a probe failed: one line, and the long report when there is one.
+pub(crate) struct Refusal {
+    /// One line.
+    pub(crate) reason: String,
+    /// abi_stable's full report, for layout mismatches.
+    pub(crate) detail: Option<String>,
+}
+
+impl Refusal {
+    fn line(reason: String) -> Self {
+        Self { reason, detail: None }
+    }
+}
+
+/// Loads each of `paths` in turn in one child started with `command` (one process start for
+/// all, not one each), confined to loading them when `confine`. A library that kills the
+/// child is refused with how it died, and a fresh child takes the files after it.
+pub(crate) fn probe(command: &HostCommand, paths: &[PathBuf], confine: bool) -> Vec<Result<Probed, Refusal>> {
+    let mut out = Vec::with_capacity(paths.len());
+    let mut conn: Option<Conn> = None;
+    for (i, path) in paths.iter().enumerate() {
+        // A fresh child confines itself once, to every file it may still be asked to load.
+        let confinement =
+            (conn.is_none() && confine).then(|| Confinement::loading(paths[i..].iter().map(PathBuf::as_path)));
+        if conn.is_none() {
+            match Conn::spawn(command, MANIFEST_LIMIT) {
+                Ok(c) => conn = Some(c),
+                Err(e) => {
+                    out.push(Err(Refusal::line(format!(
+                        "cannot start the plugin host ({}) to read it: {e}",
+                        command.program.display()
+                    ))));
+                    continue;
+                }
+            }
+        }
+        let Some(c) = conn.as_mut() else { continue };
+        let request = LoadRequest { path: path.clone(), confinement, max_result_bytes: 0 };
+        match c.load(&request, Instant::now() + PROBE_TIMEOUT) {
+            Ok(Loaded::Plugin { abi_version, manifest }) => out.push(Ok(Probed { abi_version, manifest })),
+            Ok(Loaded::Refused { reason, detail }) => out.push(Err(Refusal { reason, detail })),
+            Err(fail) => {
+                let how = conn.take().map_or_else(|| "it is gone".to_owned(), Conn::end);
+                out.push(Err(Refusal::line(died(fail, &how))));
+            }
+        }
+    }
+    out
+}
+
+fn died(fail: ReadFail, how: &str) -> String {
+    let why = match fail {
+        ReadFail::Timeout => format!("it did not load within {} s ({how})", PROBE_TIMEOUT.as_secs()),
+        ReadFail::Closed => format!("loading it crashed its plugin host ({how})"),
+        ReadFail::Io(e) => format!("reading its plugin host failed ({e}; {how})"),
+        ReadFail::Protocol(m) => format!("its plugin host broke the protocol ({m}; {how})"),
+    };
+    format!("{why}: its constructor or its manifest function failed; the harness goes on without it")
+}

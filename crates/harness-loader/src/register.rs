@@ -1,0 +1,201 @@
+//! Filling the core's registry with every offered tool, each with the handler of its plugin's
+//! isolation: in process isolation, one child per effect class of the plugin's tools, each
+//! confined to its class.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use harness_abi::manifest::Effects;
+
+use harness_core::{ToolDefinition, ToolExample, ToolHandler, ToolRegistry, ToolSource};
+use serde_json::Value;
+
+use crate::discover::{Discovery, LoadedPlugin, ToolState};
+use crate::handler::PluginHandler;
+use crate::isolation::Isolation;
+use crate::settings::Timeouts;
+
+impl Discovery {
+    /// The handler of `plugin`'s tools of one effect class, in a child confined to that class.
+    #[cfg(unix)]
+    fn process_handler(
+        &self,
+        plugin: &LoadedPlugin,
+        effects: Effects,
+        timeouts: &Timeouts,
+    ) -> Result<Arc<crate::isolation::ProcessHandler>, String> {
+        let command = self
+            .options
+            .host_command
+            .clone()
+            .ok_or("process isolation needs a plugin-host command, and none was configured")?;
+        let name = &plugin.manifest.name;
+        let config = self.options.configs.get(name).cloned().unwrap_or_else(|| Value::Object(Default::default()));
+        let mut handler = crate::isolation::ProcessHandler::new(
+            name,
+            plugin.path.clone(),
+            config,
+            command,
+            self.options.max_result_bytes,
+            timeouts.clone(),
+        );
+        if let Some(confinement) = plugin.confinement.get(effects.as_str()) {
+            handler = handler.confined(confinement.clone());
+        }
+        Ok(Arc::new(handler))
+    }
+
+    #[cfg(not(unix))]
+    fn process_handler(&self, _: &LoadedPlugin, _: Effects, _: &Timeouts) -> Result<Arc<dyn ToolHandler>, String> {
+        Err("process isolation is only available on Unix".to_owned())
+    }
+
+    /// Starts the children of every process-isolated plugin with tools offered, all at once,
+    /// so that a plugin that cannot load or initialise there is skipped before a run, with
+    /// its reason, as an in-process one is.
+    #[cfg(unix)]
+    pub(crate) fn start_hosts(&mut self) {
+        if self.options.host_command.is_none() {
+            return;
+        }
+        let mut wanted = Vec::new();
+        for plugin in &self.plugins {
+            if plugin.isolation != Isolation::Process {
+                continue;
+            }
+            let timeouts = self.options.timeouts_of(&plugin.manifest.name);
+            let classes = offered_classes(plugin);
+            let handlers: Result<Vec<_>, String> =
+                classes.into_iter().map(|e| Ok((e, self.process_handler(plugin, e, &timeouts)?))).collect();
+            if let Ok(handlers) = handlers {
+                wanted.push((plugin.manifest.name.clone(), handlers));
+            }
+        }
+        let outcomes: Vec<Option<String>> = std::thread::scope(|scope| {
+            let started: Vec<_> = wanted
+                .iter()
+                .map(|(_, handlers)| {
+                    scope.spawn(|| handlers.iter().find_map(|(_, h)| h.prestart().err().map(|f| f.message)))
+                })
+                .collect();
+            started.into_iter().map(|t| t.join().unwrap_or_else(|_| Some("its start failed".to_owned()))).collect()
+        });
+        for ((name, handlers), failed) in wanted.into_iter().zip(outcomes) {
+            let Some(at) = self.plugins.iter().position(|p| p.manifest.name == name) else { continue };
+            match failed {
+                Some(reason) => {
+                    let plugin = self.plugins.remove(at);
+                    self.skipped.push(crate::discover::Skipped { path: plugin.path, reason, detail: None });
+                }
+                None => {
+                    self.plugins[at].initialised = true;
+                    let handlers = handlers.into_iter().map(|(e, h)| (e, h as Arc<dyn ToolHandler>)).collect();
+                    self.hosts.0.insert(name, handlers);
+                }
+            }
+        }
+    }
+
+    #[cfg(not(unix))]
+    pub(crate) fn start_hosts(&mut self) {}
+
+    /// One handler per effect class in process isolation (a child each), one in-process.
+    fn handlers(
+        &self,
+        plugin: &LoadedPlugin,
+        timeouts: &Timeouts,
+    ) -> Result<BTreeMap<Effects, Arc<dyn ToolHandler>>, String> {
+        let classes = offered_classes(plugin);
+        let shared: Arc<dyn ToolHandler> = match (plugin.isolation, &plugin.library) {
+            (Isolation::InProcess, Some(library)) => {
+                Arc::new(PluginHandler::new(library.clone(), self.options.max_result_bytes))
+            }
+            (Isolation::InProcess, None) => return Err("it was not loaded".to_owned()),
+            (Isolation::Process, _) => {
+                if let Some(started) = self.hosts.0.get(&plugin.manifest.name) {
+                    return Ok(started.clone());
+                }
+                return classes
+                    .into_iter()
+                    .map(|e| Ok((e, self.process_handler(plugin, e, timeouts)? as Arc<dyn ToolHandler>)))
+                    .collect();
+            }
+        };
+        Ok(classes.into_iter().map(|e| (e, shared.clone())).collect())
+    }
+
+    /// Registers every offered tool in `registry`; returns what could not be registered.
+    pub fn register_tools(&self, registry: &mut ToolRegistry) -> Vec<String> {
+        let mut problems = Vec::new();
+        for plugin in &self.plugins {
+            let manifest = &plugin.manifest;
+            if !plugin.tools.iter().any(|(_, s)| *s == ToolState::Offered) {
+                continue;
+            }
+            let timeouts = self.options.timeouts_of(&manifest.name);
+            let handlers = match self.handlers(plugin, &timeouts) {
+                Ok(h) => h,
+                Err(e) => {
+                    problems.push(format!("plugin {}: {e}", manifest.name));
+                    continue;
+                }
+            };
+            for (tool, state) in &plugin.tools {
+                if *state != ToolState::Offered {
+                    continue;
+                }
+                let definition = ToolDefinition {
+                    name: tool.name.clone(),
+                    description: tool.description.clone(),
+                    parameters: tool.parameters.clone(),
+                    examples: tool
+                        .examples
+                        .iter()
+                        .map(|e| ToolExample { arguments: e.arguments.clone(), result: e.result.clone() })
+                        .collect(),
+                    source: ToolSource::Plugin { name: manifest.name.clone(), version: manifest.version.clone() },
+                };
+                let Some(handler) = handlers.get(&tool.effects) else { continue };
+                if let Err(e) = registry.register(definition, handler.clone()) {
+                    problems.push(format!("plugin {}: {e}", manifest.name));
+                    continue;
+                }
+                // Compiled at load already (an output schema that does not compile refuses the plugin).
+                if let Some(output) = &tool.output
+                    && let Err(e) = registry.set_output_schema(&tool.name, output)
+                {
+                    problems.push(format!("plugin {}: {e}", manifest.name));
+                }
+                if let Some(limit) = timeouts.of(&tool.name) {
+                    registry.set_timeout(&tool.name, limit);
+                }
+                registry.set_effect(&tool.name, effect_class(tool.effects));
+            }
+        }
+        problems
+    }
+}
+
+/// The core's effect class of a declared effect, for the approval policy.
+fn effect_class(effects: Effects) -> harness_core::Effect {
+    match effects {
+        Effects::Pure => harness_core::Effect::Pure,
+        Effects::Reads => harness_core::Effect::Reads,
+        Effects::Writes => harness_core::Effect::Writes,
+        Effects::Network => harness_core::Effect::Network,
+    }
+}
+
+fn offered_classes(plugin: &LoadedPlugin) -> BTreeSet<Effects> {
+    plugin.tools.iter().filter(|(_, s)| *s == ToolState::Offered).map(|(t, _)| t.effects).collect()
+}
+
+/// The started children of process-isolated plugins, by plugin and effect class.
+#[derive(Default)]
+pub(crate) struct Hosts(pub(crate) HashMap<String, BTreeMap<Effects, Arc<dyn ToolHandler>>>);
+
+impl std::fmt::Debug for Hosts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
+    }
+}

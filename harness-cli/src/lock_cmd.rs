@@ -1,0 +1,115 @@
+//! `harness lock` and `--locked`: the offered tools' sources and definition hashes, written to
+//! `harness.lock` beside the configuration and held against each start.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use harness_config::{LockEntry, ToolLock, sha256_hex};
+use harness_core::{ToolRegistry, ToolSource};
+use harness_loader::Discovery;
+use serde_json::json;
+
+use crate::Result;
+use crate::config::LoadedConfig;
+use crate::error::CliError;
+use crate::setup::{PluginArgs, load_plugins};
+
+/// Arguments of `harness lock`.
+#[derive(Debug, Args)]
+pub(crate) struct LockArgs {
+    #[command(flatten)]
+    plugins: PluginArgs,
+}
+
+/// Where the lock file lives: beside the configuration, else in the working directory.
+pub(crate) fn lock_path(config: &LoadedConfig) -> PathBuf {
+    let dir = config.path.as_deref().and_then(Path::parent).filter(|p| !p.as_os_str().is_empty());
+    dir.map_or_else(|| PathBuf::from("harness.lock"), |d| d.join("harness.lock"))
+}
+
+/// The lock of what is offered now.
+pub(crate) fn current(found: &Discovery, registry: &ToolRegistry, config: &LoadedConfig) -> ToolLock {
+    let mut lock = ToolLock::default();
+    for definition in registry.definitions() {
+        let entry = match &definition.source {
+            ToolSource::Builtin => continue,
+            ToolSource::Plugin { name, version } => {
+                let plugin = found.plugins.iter().find(|p| p.manifest.name == *name);
+                let manifest = plugin.and_then(|p| p.manifest.tools.iter().find(|t| t.name == definition.name));
+                let canonical = match manifest {
+                    Some(t) => json!({"name": t.name, "description": t.description, "parameters": t.parameters,
+                        "output": t.output, "effects": t.effects.as_str()}),
+                    None => json!({"name": definition.name, "description": definition.description,
+                        "parameters": definition.parameters}),
+                };
+                LockEntry {
+                    source: format!("plugin {name} {version}"),
+                    library_sha256: plugin.and_then(|p| std::fs::read(&p.path).ok()).map(|b| sha256_hex(&b)),
+                    definition_sha256: sha256_hex(canonical.to_string().as_bytes()),
+                }
+            }
+            ToolSource::Mcp { server } => {
+                let command = config.config.mcp.servers.iter().find(|s| s.name == *server);
+                let command = command.map_or_else(String::new, |s| format!("{} {}", s.command, s.args.join(" ")));
+                let canonical = json!({"name": definition.name, "description": definition.description,
+                    "parameters": definition.parameters, "effects": "network"});
+                LockEntry {
+                    source: format!("mcp {server}: {}", command.trim_end()),
+                    library_sha256: None,
+                    definition_sha256: sha256_hex(canonical.to_string().as_bytes()),
+                }
+            }
+        };
+        lock.tools.insert(definition.name.clone(), entry);
+    }
+    lock
+}
+
+/// Holds what is offered to `harness.lock`: a difference refuses to start when locked, and is
+/// a warning otherwise.
+pub(crate) fn check(found: &Discovery, registry: &ToolRegistry, config: &LoadedConfig, locked: bool) -> Result<()> {
+    let path = lock_path(config);
+    let usage = |e: harness_config::ConfigError| CliError::Usage(e.to_string());
+    let Some(lock) = ToolLock::read(&path).map_err(usage)? else {
+        if locked {
+            return Err(CliError::Usage(format!(
+                "--locked: there is no lock file {}; write it with `harness lock` once you have reviewed the tools",
+                path.display()
+            )));
+        }
+        return Ok(());
+    };
+    let diff = lock.diff(&current(found, registry, config));
+    if diff.is_empty() {
+        return Ok(());
+    }
+    let lines = diff.iter().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n");
+    if locked {
+        return Err(CliError::Usage(format!(
+            "the offered tools do not match {}:\n{lines}\nreview the change, then run `harness lock` to accept it",
+            path.display()
+        )));
+    }
+    eprintln!(
+        "harness: warning: the offered tools do not match {} (pass --locked to refuse):\n{lines}",
+        path.display()
+    );
+    Ok(())
+}
+
+/// Runs `harness lock`.
+pub(crate) fn lock(args: LockArgs) -> Result<u8> {
+    let config = LoadedConfig::load(args.plugins.config.as_deref())?;
+    let found = load_plugins(&args.plugins, &config, true)?;
+    let mut registry = ToolRegistry::new();
+    for problem in found.register_tools(&mut registry) {
+        eprintln!("harness: warning: {problem}");
+    }
+    let servers = crate::mcp::add_mcp_tools(&args.plugins, &config, &mut registry, true)?;
+    let lock = current(&found, &registry, &config);
+    servers.shutdown();
+    let path = lock_path(&config);
+    lock.write(&path).map_err(|e| CliError::Failure(e.to_string()))?;
+    println!("wrote {}: {} tools", path.display(), lock.tools.len());
+    Ok(0)
+}

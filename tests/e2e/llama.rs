@@ -1,0 +1,192 @@
+//! `harness run` against a real llama.cpp `llama-server` serving a real small model,
+//! SmolLM2-135M-Instruct, whose chat template knows no tools: the router-mode ladder and the
+//! prompt cache, measured on the server itself.
+//!
+//! The server and the model come from `cargo xtask setup llama` (built once, cached outside the
+//! clone); `cargo xtask test` sets `HARNESS_LLAMA_SERVER` and `HARNESS_LLAMA_MODEL`. Each test
+//! starts its own server on a free loopback port and stops it when done.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::{Scratch, ran};
+
+const SETUP: &str = "run `cargo xtask setup llama` (or `cargo xtask test`, which sets it)";
+
+/// A `llama-server` child process, killed when dropped.
+pub(crate) struct LlamaServer {
+    child: Child,
+    /// `http://127.0.0.1:PORT/v1`.
+    pub(crate) base_url: String,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn var(name: &str) -> PathBuf {
+    let value = std::env::var_os(name)
+        .unwrap_or_else(|| panic!("{name} is not set: the real llama.cpp server tests need it; {SETUP}"));
+    let path = PathBuf::from(value);
+    assert!(path.is_file(), "{name}={} is no file; {SETUP}", path.display());
+    path
+}
+
+impl LlamaServer {
+    /// Starts the server with one slot of `context` tokens and waits until it serves.
+    pub(crate) fn start(context: u32) -> Self {
+        let (server, model) = (var("HARNESS_LLAMA_SERVER"), var("HARNESS_LLAMA_MODEL"));
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("llama-server.log");
+        let child = Command::new(server)
+            .arg("-m")
+            .arg(model)
+            .args(["--host", "127.0.0.1", "--port", &port.to_string(), "-c", &context.to_string(), "-np", "1"])
+            // One thread: on a busy machine more of them spin against each other (30 times slower
+            // here). Greedy sampling with a fixed seed: the same replies every run.
+            .args(["-t", "1", "-tb", "1", "--temp", "0", "--seed", "1"])
+            // No repacking of the weights into AMX tiles: a sandbox that hides AMX state makes
+            // the repacked matrix code crash on CPUs that report AMX.
+            .arg("--no-repack")
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&log).unwrap())
+            .stderr(std::fs::File::create(dir.path().join("llama-server.err")).unwrap())
+            .spawn()
+            .unwrap();
+        let mut server = Self { child, base_url: format!("http://127.0.0.1:{port}/v1"), log, _dir: dir };
+        server.wait_healthy(port);
+        server
+    }
+
+    fn wait_healthy(&mut self, port: u16) {
+        let deadline = Instant::now() + Duration::from_secs(180);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("llama-server exited with {status} before serving:\n{}", self.logs());
+            }
+            if health(port) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        panic!("llama-server did not answer /health within 180 s:\n{}", self.logs());
+    }
+
+    fn logs(&self) -> String {
+        let err = self.log.with_extension("err");
+        let mut text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        text.push_str(&std::fs::read_to_string(err).unwrap_or_default());
+        let start = text.len().saturating_sub(4000);
+        let start = text.char_indices().map(|(i, _)| i).find(|&i| i >= start).unwrap_or(text.len());
+        text[start..].to_owned()
+    }
+}
+
+impl Drop for LlamaServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Whether `GET /health` answers 200.
+fn health(port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else { return false };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let request = format!("GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
+    if stream.write_all(request.as_bytes()).is_err() {
+        return false;
+    }
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer.starts_with("HTTP/1.1 200")
+}
+
+/// `harness run REQUEST` against the server with the calculator alone, a trace in `t.jsonl`.
+fn harness(s: &Scratch, server: &LlamaServer, request: &str) -> Command {
+    let mut cmd = s.harness();
+    cmd.args(["run", request, "--provider", "llamacpp", "--base-url", &server.base_url, "--enable", "calc"]).args([
+        "--timeout",
+        "300",
+        "--json",
+        "--trace",
+        "t.jsonl",
+    ]);
+    cmd
+}
+
+/// Error codes that say a reply was not read as a call.
+const UNREAD: &[&str] = &["no_json", "invalid_json", "reply_truncated", "unknown_tool", "reply_too_large"];
+
+#[test]
+fn a_model_whose_template_knows_no_tools_is_forced_through_constrained_mode() {
+    let server = LlamaServer::start(4096);
+    let s = Scratch::new();
+    // A 135M model under greedy decoding: asked "what is 6*7" it fills finish's untyped
+    // `answer` with copies of the tool's schema until the token limit; this request it answers
+    // in complete calls. The grammar fixes the shape; the model still decides the length.
+    let r = ran(harness(&s, &server, "calculate 2+2").args(["--max-steps", "3", "--max-reply-tokens", "256"]));
+    // The run ends: finished, or its budget spent; never a provider error.
+    assert!(matches!(r.code, 0 | 3), "exit {}: {}\n{}", r.code, r.stderr, server.logs());
+    assert!(
+        r.stderr.contains("ignored the tools") && r.stderr.contains("switching to constrained mode"),
+        "{}",
+        r.stderr
+    );
+
+    let trace = s.trace("t.jsonl");
+    assert!(!trace.is_empty());
+    for step in &trace {
+        // Every reply was read as a call: the step has a tool, and no error says otherwise.
+        let code = step["error"]["code"].as_str();
+        assert!(step["tool"].is_string() && !code.is_some_and(|c| UNREAD.contains(&c)), "not read as a call: {step}");
+        assert_eq!(step["router_mode"], "constrained", "{step}");
+    }
+    let out = r.json();
+    assert!(out["usage"]["input_tokens"].as_u64().unwrap() > 0, "{out}");
+}
+
+#[test]
+fn each_request_reuses_all_that_the_previous_one_sent() {
+    let server = LlamaServer::start(4096);
+    let s = Scratch::new();
+    // The calculator forced at every step but the last: several model calls, none of them finish.
+    let r = ran(harness(&s, &server, "what is 6*7, then 6*8, then 6*9").args([
+        "--router-mode",
+        "constrained",
+        "--tool-choice",
+        "calculate",
+        "--max-steps",
+        "4",
+        "--max-repeats",
+        "0",
+        "--max-reply-tokens",
+        "96",
+    ]));
+    assert!(matches!(r.code, 0 | 3), "exit {}: {}\n{}", r.code, r.stderr, server.logs());
+
+    let asked: Vec<(u64, u64, bool)> = s
+        .trace("t.jsonl")
+        .iter()
+        .filter_map(|step| {
+            let usage = step.get("usage").filter(|u| u.is_object())?;
+            let n = |k: &str| usage[k].as_u64().unwrap();
+            Some((n("input_tokens"), n("cached_input_tokens"), step["offered"] == "finish"))
+        })
+        .collect();
+    assert!(asked.len() >= 3, "{asked:?}");
+    assert_eq!(asked[0].1, 0, "a fresh server has nothing cached: {asked:?}");
+    // The last step forces finish; its request keeps every tool in the system prompt and narrows
+    // only the schema, so it too reuses all that the step before sent.
+    assert!(asked.last().is_some_and(|a| a.2), "the last step forces finish: {asked:?}");
+    for pair in asked.windows(2) {
+        let ((before, _, _), (_, cached, _)) = (pair[0], pair[1]);
+        assert!(cached >= before, "a request reused {cached} tokens of the previous one's {before}: {asked:?}");
+    }
+    let total: Value = r.json()["usage"].clone();
+    assert!(total["cached_input_tokens"].as_u64().unwrap() >= asked[1].1, "{total}");
+}
