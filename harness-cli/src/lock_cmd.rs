@@ -7,6 +7,7 @@ use clap::Args;
 use harness_config::{LockEntry, ToolLock, sha256_hex};
 use harness_core::{ToolRegistry, ToolSource};
 use harness_loader::Discovery;
+use harness_mcp::{McpSources, McpTool, McpToolState};
 use serde_json::json;
 
 use crate::Result;
@@ -28,7 +29,7 @@ pub(crate) fn lock_path(config: &LoadedConfig) -> PathBuf {
 }
 
 /// The lock of what is offered now.
-pub(crate) fn current(found: &Discovery, registry: &ToolRegistry, config: &LoadedConfig) -> ToolLock {
+pub(crate) fn current(found: &Discovery, mcp: &McpSources, registry: &ToolRegistry, config: &LoadedConfig) -> ToolLock {
     let mut lock = ToolLock::default();
     for definition in registry.definitions() {
         let entry = match &definition.source {
@@ -51,12 +52,21 @@ pub(crate) fn current(found: &Discovery, registry: &ToolRegistry, config: &Loade
             ToolSource::Mcp { server } => {
                 let command = config.config.mcp.servers.iter().find(|s| s.name == *server);
                 let command = command.map_or_else(String::new, |s| format!("{} {}", s.command, s.args.join(" ")));
-                let canonical = json!({"name": definition.name, "description": definition.description,
-                    "parameters": definition.parameters, "effects": "network"});
+                // The same hash a change mid-run is caught by (see harness_mcp::McpTool).
+                let offered = McpToolState::Offered { name: definition.name.clone() };
+                let listed = mcp.servers().iter().filter(|s| s.config().name == *server);
+                let tool = listed.flat_map(|s| s.tools()).find(|t| t.state == offered).cloned();
+                let tool = tool.unwrap_or_else(|| McpTool {
+                    name: definition.name.clone(),
+                    description: definition.description.clone(),
+                    parameters: definition.parameters.clone(),
+                    output: None,
+                    state: offered,
+                });
                 LockEntry {
                     source: format!("mcp {server}: {}", command.trim_end()),
                     library_sha256: None,
-                    definition_sha256: sha256_hex(canonical.to_string().as_bytes()),
+                    definition_sha256: tool.definition_sha256(&definition.name),
                 }
             }
         };
@@ -67,7 +77,13 @@ pub(crate) fn current(found: &Discovery, registry: &ToolRegistry, config: &Loade
 
 /// Holds what is offered to `harness.lock`: a difference refuses to start when locked, and is
 /// a warning otherwise.
-pub(crate) fn check(found: &Discovery, registry: &ToolRegistry, config: &LoadedConfig, locked: bool) -> Result<()> {
+pub(crate) fn check(
+    found: &Discovery,
+    mcp: &McpSources,
+    registry: &ToolRegistry,
+    config: &LoadedConfig,
+    locked: bool,
+) -> Result<()> {
     let path = lock_path(config);
     let usage = |e: harness_config::ConfigError| CliError::Usage(e.to_string());
     let Some(lock) = ToolLock::read(&path).map_err(usage)? else {
@@ -79,7 +95,7 @@ pub(crate) fn check(found: &Discovery, registry: &ToolRegistry, config: &LoadedC
         }
         return Ok(());
     };
-    let diff = lock.diff(&current(found, registry, config));
+    let diff = lock.diff(&current(found, mcp, registry, config));
     if diff.is_empty() {
         return Ok(());
     }
@@ -106,7 +122,7 @@ pub(crate) fn lock(args: LockArgs) -> Result<u8> {
         eprintln!("harness: warning: {problem}");
     }
     let servers = crate::mcp::add_mcp_tools(&args.plugins, &config, &mut registry, true)?;
-    let lock = current(&found, &registry, &config);
+    let lock = current(&found, &servers, &registry, &config);
     servers.shutdown();
     let path = lock_path(&config);
     lock.write(&path).map_err(|e| CliError::Failure(e.to_string()))?;

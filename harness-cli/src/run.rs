@@ -144,7 +144,7 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     let mcp_servers = crate::mcp::add_mcp_tools(&args.plugins, &config, &mut registry, !args.quiet)?;
     check_tool_choice(&args.provider, &config, &registry, &provider_name(&args.provider, &config))?;
     let locked = args.locked || config.config.locked.unwrap_or(false);
-    if let Err(e) = crate::lock_cmd::check(&found, &registry, &config, locked) {
+    if let Err(e) = crate::lock_cmd::check(&found, &mcp_servers, &registry, &config, locked) {
         mcp_servers.shutdown();
         return Err(e);
     }

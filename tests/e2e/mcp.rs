@@ -391,3 +391,69 @@ fn a_bad_server_entry_is_a_configuration_error() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("workdir"), "{}", r.stderr);
 }
+
+/// Runs the rug-pull server's script: `weather` twice (it changes after the first call), the
+/// unchanged `echo`, the `steal` tool it added mid-run, then `finish`.
+fn pulled_run(s: &Scratch, extra: &[&str]) -> (crate::support::Ran, Vec<Value>) {
+    let script = s.script(&[
+        step("weather", json!({"city": "Paris"})),
+        step("weather", json!({"city": "Rome"})),
+        step("echo", json!({"text": "still here"})),
+        step("steal", json!({"secret": "x"})),
+        step("finish", json!({"answer": "done"})),
+    ]);
+    let base = ["run", "x", "--config", "harness.toml", "--allow", "network", "--json", "--trace", "t.jsonl"];
+    let r = ran(s.harness().args(base).args(extra).arg("--script").arg(&script));
+    assert_eq!(r.code, 0, "the run goes on: {}", r.stderr);
+    let trace = s.trace("t.jsonl");
+    (r, trace)
+}
+
+#[test]
+fn a_tool_changed_mid_run_is_refused_with_the_diff_under_locked_and_without() {
+    let s = Scratch::new();
+    s.write(
+        "harness.toml",
+        &format!(
+            "[[mcp.servers]]\nname = \"rug\"\ncommand = {:?}\nargs = [{:?}]\n",
+            python().display().to_string(),
+            fixture("rug_pull_server.py").display().to_string(),
+        ),
+    );
+    let r = ran(s.harness().args(["lock", "--config", "harness.toml"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let lock: Value = serde_json::from_str(&std::fs::read_to_string(s.path("harness.lock")).unwrap()).unwrap();
+    let locked = lock["tools"]["weather"]["definition_sha256"].as_str().unwrap().to_owned();
+
+    for extra in [&["--locked"][..], &[]] {
+        let (r, t) = pulled_run(&s, extra);
+        assert_eq!((&t[0]["status"], &t[0]["result"]), (&json!("ok"), &json!("sunny in Paris")), "{extra:?}");
+        let refused = &t[1];
+        assert_eq!((&refused["status"], &refused["error"]["code"]), (&json!("error"), &json!("tool_changed")));
+        assert_eq!(refused["mcp_server"], "rug", "{refused}");
+        let message = refused["error"]["message"].as_str().unwrap();
+        for needle in [
+            "MCP server \"rug\" changed tool \"weather\"",
+            "description sha256 was ",
+            &format!("definition_sha256 was {locked}, is now "),
+            "The call was not made",
+            "`harness lock`",
+        ] {
+            assert!(message.contains(needle), "{needle:?} not in {message}");
+        }
+        assert!(!message.contains("id_rsa"), "the injected text never reaches the model: {message}");
+        assert!(!message.contains("parameters sha256"), "only the description changed: {message}");
+        assert_eq!(t[2]["result"], "still here", "an unchanged tool of the same server is still called");
+        assert_eq!(t[3]["error"]["code"], "unknown_tool", "a tool added mid-run is not offered: {}", t[3]);
+        assert_eq!(r.json()["answer"], "done");
+        let warnings: Vec<&str> =
+            r.stderr.lines().filter(|l| l.starts_with("harness: warning: MCP server \"rug\" changed")).collect();
+        assert_eq!(warnings.len(), 1, "one warning line: {}", r.stderr);
+        assert!(
+            warnings[0].contains("MCP server \"rug\" changed tool \"weather\" (its description)"),
+            "{}",
+            warnings[0]
+        );
+        assert!(r.stderr.contains("MCP server \"rug\" added tool \"steal\""), "{}", r.stderr);
+    }
+}

@@ -51,6 +51,8 @@ pub enum ErrorCode {
     CallDenied,
     /// The call waits for the operator's approval; the run stopped before it.
     AwaitingApproval,
+    /// The tool's source changed or removed it after the run offered it; it is not called.
+    ToolChanged,
 }
 
 impl ErrorCode {
@@ -61,6 +63,7 @@ impl ErrorCode {
             "tool_crashed" => Self::ToolCrashed,
             "tool_timeout" => Self::ToolTimeout,
             "result_too_large" => Self::ResultTooLarge,
+            "tool_changed" => Self::ToolChanged,
             // The SDK's own check, when arguments pass the schema but not the author's type.
             "invalid_arguments" => Self::InvalidArguments,
             _ => Self::ToolError,
@@ -92,6 +95,7 @@ impl ErrorCode {
             Self::InvalidResult => "invalid_result",
             Self::CallDenied => "call_denied",
             Self::AwaitingApproval => "awaiting_approval",
+            Self::ToolChanged => "tool_changed",
         }
     }
 }

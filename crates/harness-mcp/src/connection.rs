@@ -1,18 +1,19 @@
 //! One live MCP session with a server child, and the runtime that drives every session.
 
 use std::future::Future;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use harness_core::ToolFailure;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation, JsonObject,
 };
-use rmcp::service::RunningService;
-use rmcp::{Peer, RoleClient, ServiceError, ServiceExt};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::{ClientCacheConfig, ClientHandler, MAX_CLIENT_CACHE_TTL, Peer, RoleClient, ServiceError, ServiceExt};
 
 use crate::child::{self, ChildWatch};
 use crate::config::McpServerConfig;
+use crate::watch::ToolWatch;
 
 /// How long a server that lost its connection gets to be seen exiting, for a better message.
 const EXIT_GRACE: Duration = Duration::from_millis(500);
@@ -63,9 +64,30 @@ impl Drop for Driver {
     }
 }
 
-/// The harness as an MCP client.
-fn client_config() -> ClientConfig {
-    ClientConfig::new(ClientCapabilities::default(), Implementation::new("harness", env!("CARGO_PKG_VERSION")))
+/// The harness as an MCP client: it says who it is, and hears when a server's tools change.
+struct Client {
+    watch: Arc<ToolWatch>,
+}
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(ClientCapabilities::default(), Implementation::new("harness", env!("CARGO_PKG_VERSION")))
+    }
+
+    /// Lists the tools again at once, so that a change is reported when it happens, not only
+    /// at the next call (which lists them again too: the notification may still be on its way).
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        // A failure here is met again, and reported, by the next call's own listing.
+        let _ = self.watch.refresh(&context.peer).await;
+    }
+}
+
+/// The client's cache of `tools/list`: kept for the run unless the server sets its own
+/// lifetime, and dropped when the server says its tools changed. A call then lists the tools
+/// for nothing, and a change is seen in the order the server sent it, before the answers that
+/// follow it. A failed listing is never answered from the cache: that would hide a change.
+fn tool_list_cache() -> ClientCacheConfig {
+    ClientCacheConfig::default().with_default_ttl(MAX_CLIENT_CACHE_TTL).with_serve_stale_on_error(false)
 }
 
 /// A started server: its session, what it said of itself, and its tools as listed.
@@ -79,8 +101,9 @@ pub(crate) struct Started {
 pub(crate) struct Connection {
     server: String,
     peer: Peer<RoleClient>,
-    service: Mutex<Option<RunningService<RoleClient, ClientConfig>>>,
+    service: Mutex<Option<RunningService<RoleClient, Client>>>,
     child: ChildWatch,
+    watch: Arc<ToolWatch>,
 }
 
 /// Starts `config`'s server, completes the handshake and lists its tools, all within
@@ -92,11 +115,12 @@ pub(crate) async fn connect(
 ) -> Result<Started, String> {
     let (pipes, child) =
         child::spawn(config, forward_stderr).map_err(|e| format!("cannot run {:?}: {e}", config.command))?;
+    let watch = Arc::new(ToolWatch::new(&config.name));
+    let client = Client { watch: watch.clone() };
     let handshake = async {
-        let service = client_config()
-            .serve((pipes.stdout, pipes.stdin))
-            .await
-            .map_err(|e| format!("the MCP handshake failed: {e}"))?;
+        let service =
+            client.serve((pipes.stdout, pipes.stdin)).await.map_err(|e| format!("the MCP handshake failed: {e}"))?;
+        service.peer().set_response_cache_config(tool_list_cache()).await;
         let tools = service.peer().list_all_tools().await.map_err(|e| format!("listing its tools failed: {e}"))?;
         Ok::<_, String>((service, tools))
     };
@@ -107,8 +131,8 @@ pub(crate) async fn connect(
                 .peer_info()
                 .and_then(|i| i.server_info.as_ref().map(|s| (s.name.clone(), s.version.clone())));
             let peer = service.peer().clone();
-            let connection =
-                Connection { server: config.name.clone(), peer, service: Mutex::new(Some(service)), child };
+            let service = Mutex::new(Some(service));
+            let connection = Connection { server: config.name.clone(), peer, service, child, watch };
             return Ok(Started { connection, server_info, tools });
         }
         Ok(Err(reason)) => match child.wait_exit(EXIT_GRACE).await {
@@ -133,58 +157,83 @@ impl Connection {
         &self.server
     }
 
+    /// Its tools as offered, and what it has changed since.
+    pub(crate) fn watch(&self) -> &ToolWatch {
+        &self.watch
+    }
+
     /// How the server's process ended, if it has.
     pub(crate) fn exit(&self) -> Option<String> {
         self.child.exit()
     }
 
     /// Calls `tool` with `arguments`; a dead server or a lost connection is `tool_crashed`, a
-    /// call over `timeout` is `tool_timeout`, the server refusing the call is `tool_error`.
+    /// call over `timeout` is `tool_timeout`, the server refusing the call is `tool_error`, a
+    /// tool the server changed or removed since it was offered is `tool_changed` (not called).
     pub(crate) async fn call(
         &self,
         tool: &str,
         arguments: JsonObject,
         timeout: Option<Duration>,
     ) -> Result<CallToolResult, ToolFailure> {
-        let server = &self.server;
-        let gone = |exit: String| ToolFailure {
-            code: "tool_crashed".to_owned(),
-            message: format!("MCP server {server:?} {exit}; its tools cannot be called any more in this run"),
-        };
         if let Some(exit) = self.exit() {
-            return Err(gone(exit));
+            return Err(self.gone(exit));
         }
-        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
-        let request = self.peer.call_tool(params);
-        let answer = match timeout {
-            None => request.await,
-            Some(limit) => match tokio::time::timeout(limit, request).await {
-                Ok(answer) => answer,
-                Err(_) => {
-                    let ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
-                    return Err(ToolFailure {
-                        code: "tool_timeout".to_owned(),
-                        message: format!(
-                            "MCP server {server:?} did not answer {tool:?} within {ms} ms; the call was abandoned"
-                        ),
-                    });
-                }
-            },
-        };
-        match answer {
-            Ok(result) => Ok(result),
-            Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
-                let exit = self.child.wait_exit(EXIT_GRACE).await;
-                Err(gone(exit.unwrap_or_else(|| "closed the connection".to_owned())))
+        let request = async {
+            // Listed again first (from the cache, unless the server said its tools changed).
+            if let Err(e) = self.watch.refresh(&self.peer).await {
+                return Err(self.failure(tool, e, true).await);
             }
-            Err(ServiceError::McpError(e)) => Err(ToolFailure {
-                code: "tool_error".to_owned(),
-                message: format!("MCP server {server:?} refused the call to {tool:?}: {} ({})", e.message, e.code.0),
-            }),
-            Err(e) => Err(ToolFailure {
-                code: "tool_error".to_owned(),
-                message: format!("the call to {tool:?} on MCP server {server:?} failed: {e}"),
-            }),
+            if let Some(refused) = self.watch.refusal(tool) {
+                return Err(refused);
+            }
+            let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+            match self.peer.call_tool(params).await {
+                Ok(result) => Ok(result),
+                Err(e) => Err(self.failure(tool, e, false).await),
+            }
+        };
+        let Some(limit) = timeout else {
+            return request.await;
+        };
+        tokio::time::timeout(limit, request).await.unwrap_or_else(|_| {
+            let ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
+            Err(ToolFailure {
+                code: "tool_timeout".to_owned(),
+                message: format!(
+                    "MCP server {:?} did not answer {tool:?} within {ms} ms; the call was abandoned",
+                    self.server
+                ),
+            })
+        })
+    }
+
+    /// The failure of a server that is gone.
+    fn gone(&self, exit: String) -> ToolFailure {
+        ToolFailure {
+            code: "tool_crashed".to_owned(),
+            message: format!("MCP server {:?} {exit}; its tools cannot be called any more in this run", self.server),
+        }
+    }
+
+    /// What a failed request on the way to calling `tool` is: the call itself, or (`listing`)
+    /// the listing of the tools that comes before it.
+    async fn failure(&self, tool: &str, error: ServiceError, listing: bool) -> ToolFailure {
+        let server = &self.server;
+        let tool_error = |message: String| ToolFailure { code: "tool_error".to_owned(), message };
+        match error {
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+                let exit = self.child.wait_exit(EXIT_GRACE).await;
+                self.gone(exit.unwrap_or_else(|| "closed the connection".to_owned()))
+            }
+            // Fail closed: a tool not confirmed unchanged is not called.
+            e if listing => tool_error(format!(
+                "MCP server {server:?} could not list its tools again to confirm that {tool:?} is unchanged ({e}); the call was not made"
+            )),
+            ServiceError::McpError(e) => {
+                tool_error(format!("MCP server {server:?} refused the call to {tool:?}: {} ({})", e.message, e.code.0))
+            }
+            e => tool_error(format!("the call to {tool:?} on MCP server {server:?} failed: {e}")),
         }
     }
 

@@ -42,6 +42,7 @@ mod error;
 mod handler;
 mod serve;
 mod source;
+mod watch;
 
 pub use config::{INHERITED_ENV, McpServerConfig, is_model_tool_name, qualified_name, validate_servers};
 pub use error::McpError;

@@ -63,6 +63,8 @@ pub struct McpTool {
     pub description: String,
     /// JSON Schema of its arguments.
     pub parameters: Value,
+    /// JSON Schema of its structured result, when it declares one.
+    pub output: Option<Value>,
     /// Whether and how it is offered.
     pub state: McpToolState,
 }
@@ -145,7 +147,7 @@ impl McpSources {
                 Ok(s) => McpServer {
                     config,
                     server_info: s.server_info,
-                    tools: s.tools.into_iter().map(listed).collect(),
+                    tools: s.tools.into_iter().map(McpTool::listed).collect(),
                     started: Ok(Arc::new(s.connection)),
                 },
                 Err(why) => McpServer { config, started: Err(why), server_info: None, tools: Vec::new() },
@@ -172,6 +174,7 @@ impl McpSources {
                 continue;
             };
             let server_name = server.config.name.clone();
+            let mut offered = Vec::new();
             for tool in &mut server.tools {
                 let name = if registry.get(&tool.name).is_none() {
                     tool.name.clone()
@@ -203,6 +206,7 @@ impl McpSources {
                         if let Some(limit) = self.options.call_timeout {
                             registry.set_timeout(&name, limit);
                         }
+                        offered.push((tool.clone(), name.clone()));
                         tool.state = McpToolState::Offered { name };
                     }
                     Err(e) => {
@@ -211,6 +215,7 @@ impl McpSources {
                     }
                 }
             }
+            connection.watch().pin(&server.tools, offered);
         }
         problems
     }
@@ -233,13 +238,26 @@ impl McpSources {
     }
 }
 
-fn listed(tool: rmcp::model::Tool) -> McpTool {
-    let description = tool.description.map(|d| d.into_owned()).or(tool.title).unwrap_or_default();
-    McpTool {
-        name: tool.name.into_owned(),
-        description,
-        parameters: Value::Object((*tool.input_schema).clone()),
-        state: McpToolState::Listed,
+impl McpTool {
+    /// The tool as its server listed it, not yet registered.
+    pub(crate) fn listed(tool: rmcp::model::Tool) -> Self {
+        let description = tool.description.map(|d| d.into_owned()).or(tool.title).unwrap_or_default();
+        Self {
+            name: tool.name.into_owned(),
+            description,
+            parameters: Value::Object((*tool.input_schema).clone()),
+            output: tool.output_schema.map(|s| Value::Object((*s).clone())),
+            state: McpToolState::Listed,
+        }
+    }
+
+    /// The SHA-256 of its canonical definition when offered as `offered_as`: name, description,
+    /// parameter and output schemas, and effects (always `network`: MCP declares none). This
+    /// is the hash `harness.lock` holds, and the one a tool changed mid-run is caught by.
+    pub fn definition_sha256(&self, offered_as: &str) -> String {
+        let canonical = serde_json::json!({"name": offered_as, "description": self.description,
+            "parameters": self.parameters, "output": self.output, "effects": "network"});
+        harness_config::sha256_hex(canonical.to_string().as_bytes())
     }
 }
 
