@@ -7,6 +7,8 @@
 //! - [`McpSources`] starts the MCP servers of `[[mcp.servers]]` as child processes, lists their
 //!   tools and registers them beside plugin tools: their schemas are compiled and their calls
 //!   validated like any other tool's. A server that fails to start is reported, not fatal.
+//!   The tools are pinned as offered: one its server changes or removes mid-run
+//!   (`notifications/tools/list_changed`) is refused, `tool_changed`, for the rest of the run.
 //!
 //! The smallest use, as a tool source:
 //!
