@@ -1,7 +1,7 @@
 //! `harness batch`: many requests from a JSON Lines file, at most `--concurrency` at once, one
-//! result line each, appended as each run ends; rerun with the same `--out` to resume. The
-//! engine is `harness-batch`; this module parses the flags, wires the provider and plugins to
-//! it, and reports.
+//! result line each, appended as each run ends; rerun with the same `--out` to resume, and with
+//! `--approvals` to resume the runs that stopped for approval. The engine is `harness-batch`;
+//! this module parses the flags, wires the provider, plugins and policy to it, and reports.
 
 pub(crate) mod progress;
 
@@ -10,7 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use harness_batch::{Batch, DefaultScript, ResultsFile, Router, Scripts, Shard, ShardSpec, Tally, input, pending};
+use harness_batch::{
+    Answers, Batch, DefaultScript, Earlier, Input, ResultsFile, Router, Scripts, Shard, ShardSpec, Tally, input, plan,
+    read_answers,
+};
 use harness_core::ToolRegistry;
 
 use crate::Result;
@@ -25,11 +28,13 @@ use progress::{Progress, human_ms, human_secs};
 
 const EXIT_CODES: &str = "\
 Exit codes:
-  0  the batch ran to its end, whatever each run's status (see --out and the summary); bad input lines are
-     reported and skipped
+  0  the batch ran to its end, whatever each run's status (see --out and the summary), and no run awaits
+     approval; bad input lines are reported and skipped
   1  the batch stopped: the results file or a trace could not be written, plugins failed to load
   2  usage or configuration error: a bad flag, an unreadable requests file, a results file another batch
-     is writing, an invalid config, a missing API key or model name";
+     is writing, an invalid config, a missing API key or model name, a bad line in --approvals (nothing ran)
+  4  the batch ran to its end, and runs of it await approval: answer their pending calls in an approvals
+     file and rerun with --approvals FILE";
 
 /// `harness batch`: a batch to run, or `merge`.
 #[derive(Debug, Args)]
@@ -113,6 +118,13 @@ pub(crate) struct BatchArgs {
     /// At most N model requests a minute over the whole batch, spaced evenly (a hosted API's rate limit).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     rpm: Option<u32>,
+    /// JSON Lines answers to the calls that runs stopped before (status awaiting_approval):
+    /// {"id": REQUEST_ID, "call": CALL_ID, "approve": true} or {..., "approve": false, "reason": TEXT}.
+    /// Those runs resume from their traces; awaiting runs without an answer keep waiting.
+    #[arg(long, value_name = "FILE")]
+    approvals: Option<PathBuf>,
+    #[command(flatten)]
+    policy: crate::approve::PolicyArgs,
     /// Seconds between progress lines when stderr is not a terminal.
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     progress_every: f64,
@@ -168,6 +180,7 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
     }
     let config = LoadedConfig::load(args.plugins.config.as_deref())?;
     let options = run_options(&args.limits, &config)?;
+    let policy = crate::approve::policy(&args.policy, &config, None)?;
     let name = provider_name(&args.provider, &config);
     let (router, scripts) = if name == "scripted" {
         note_ignored_settings(&args.provider, &config, &name, args.quiet);
@@ -207,10 +220,12 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
             "harness: batch: {out_name}: cut off a torn last line (a batch was killed while writing it); its request runs again"
         );
     }
+    let answers = answers(args.approvals.as_deref(), &input, &earlier, args.quiet)?;
     let selected = input.requests.len();
     let fingerprint = input.fingerprint;
-    let todo = pending(input.requests, &earlier);
-    let skipped = selected - todo.len();
+    let plan = plan(input.requests, &earlier, &answers, out_path)?;
+    let (todo, skipped) = (plan.todo, plan.skipped);
+    let resumed = todo.iter().filter(|j| j.resumes()).count();
     if let Some(dir) = &args.traces {
         harness_batch::create_traces_dir(dir)?;
     }
@@ -225,14 +240,16 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
 
     let shard_text = if shard.count > 1 { format!(" (shard {}/{})", shard.index, shard.count) } else { String::new() };
     if !args.quiet {
+        let resuming = if resumed > 0 { format!(" ({resumed} resumed with their answers)") } else { String::new() };
         eprintln!(
-            "harness: batch: {selected} requests{shard_text}, {skipped} already in {out_name}, {} to run, {} at a time",
+            "harness: batch: {selected} requests{shard_text}, {skipped} already in {out_name}, {} to run{resuming}, {} at a time",
             todo.len(),
             args.concurrency
         );
     }
     let otlp = otlp_export(args.otlp.as_deref())?;
     let mut batch = engine(router, registry, options, &args)
+        .with_policy(policy)
         .with_source(fingerprint, shard)
         .with_about(run_about(&args.provider, &config));
     if let Some(otlp) = &otlp {
@@ -255,7 +272,30 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
     let tally = ran?;
 
     println!("{}", summary(&tally, progress.elapsed(), selected, skipped, input.bad.len(), &shard_text, out_path));
-    Ok(0)
+    let waiting = plan.waiting + tally.awaiting;
+    if waiting == 0 {
+        return Ok(0);
+    }
+    println!(
+        "{waiting} runs await approval (their pending calls are in {out_name}, status awaiting_approval): write an approvals file, one {{\"id\": REQUEST_ID, \"call\": CALL_ID, \"approve\": true}} (or \"approve\": false, \"reason\": TEXT) a line, and rerun with --approvals FILE"
+    );
+    Ok(4)
+}
+
+/// The `--approvals` file's answers, checked against the requests and results; the lines for
+/// runs that no longer wait are noted (a rerun of the same command is harmless).
+fn answers(path: Option<&Path>, input: &Input, earlier: &Earlier, quiet: bool) -> Result<Answers> {
+    let Some(path) = path else { return Ok(Answers::default()) };
+    let answers = read_answers(path, input, earlier)?;
+    if !quiet {
+        for (line, id) in &answers.stale {
+            eprintln!(
+                "harness: note: {}:{line}: request {id:?} does not await approval (resumed already, or never stopped); line unused",
+                path.display()
+            );
+        }
+    }
+    Ok(answers)
 }
 
 /// The engine, with this invocation's traces directory and request pace.
@@ -289,8 +329,8 @@ fn summary(
     if ran > 0 {
         let rate = if secs > 0.0 { ran as f64 / secs } else { 0.0 };
         lines.push(format!(
-            "status: finished {}, step_budget_exhausted {}, time_budget_exhausted {}, failed {}",
-            tally.finished, tally.step_budget, tally.time_budget, tally.failed
+            "status: finished {}, step_budget_exhausted {}, time_budget_exhausted {}, failed {}, awaiting_approval {}",
+            tally.finished, tally.step_budget, tally.time_budget, tally.failed, tally.awaiting
         ));
         let p = |q| tally.percentile(q).map_or_else(|| "-".to_owned(), human_ms);
         lines.push(format!(

@@ -107,3 +107,128 @@ fn policy_from_flags_and_config_allows_or_denies_without_asking() {
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("policy.writes = \"maybe\""), "{}", r.stderr);
 }
+
+/// Requests w1, w2, w3 each write a file (files.write_file, effect writes) then finish; p only
+/// calculates.
+fn writing_batch(s: &Scratch) -> std::path::PathBuf {
+    let write = |id: &str, file: &str| {
+        let script = [call("write_file", json!({"path": file, "content": id})), call("finish", json!({"answer": id}))];
+        json!({"id": id, "request": format!("write {file}"), "script": script}).to_string()
+    };
+    let pure = json!({"id": "p", "request": "6*7", "script": [call("calculate", json!({"expression": "6*7"})), call("finish", json!({"answer": 42}))]});
+    let lines = [write("w1", "a.txt"), write("w2", "b.txt"), pure.to_string(), write("w3", "c.txt")];
+    s.write("requests.jsonl", &(lines.join("\n") + "\n"))
+}
+
+/// The latest result line of each id in a results file.
+fn latest(s: &Scratch, name: &str) -> std::collections::HashMap<String, Value> {
+    let text = std::fs::read_to_string(s.path(name)).unwrap();
+    text.lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|v| (v["id"].as_str().unwrap().to_owned(), v))
+        .collect()
+}
+
+fn batch(s: &Scratch, input: &std::path::Path, out: &str) -> std::process::Command {
+    let mut cmd = s.harness();
+    cmd.arg("batch").arg(input).args(["--out", out, "--config", "h.toml", "--provider", "scripted", "-q"]);
+    cmd
+}
+
+#[test]
+fn a_batch_stops_writes_for_approval_and_resumes_them_from_an_approvals_file() {
+    let s = scratch_with_root();
+    let input = writing_batch(&s);
+    let r = ran(&mut batch(&s, &input, "out.jsonl"));
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    assert!(r.stdout.contains("awaiting_approval 3") && r.stdout.contains("3 runs await approval"), "{}", r.stdout);
+    assert!(r.stdout.contains("rerun with --approvals FILE"), "{}", r.stdout);
+    for file in ["a.txt", "b.txt", "c.txt"] {
+        assert!(!s.path("root").join(file).exists(), "{file} written before approval");
+    }
+    let first = latest(&s, "out.jsonl");
+    assert_eq!(first["p"]["status"], "finished");
+    let w1 = &first["w1"];
+    assert_eq!(w1["status"], "awaiting_approval", "{w1}");
+    assert_eq!(
+        (&w1["pending"]["id"], &w1["pending"]["key"], &w1["pending"]["effect"]),
+        (&json!("call_1"), &json!("files.write_file"), &json!("writes"))
+    );
+    assert_eq!(w1["pending"]["arguments"], json!({"path": "a.txt", "content": "w1"}));
+    // Without --traces, the trace an awaiting run resumes from is kept beside the results.
+    assert_eq!(w1["trace"], "out.jsonl.pending/w1.jsonl");
+    assert_eq!(s.trace("out.jsonl.pending/w1.jsonl")[0]["status"], "awaiting_approval");
+
+    // Bad answers stop the batch before anything runs, each named by file and line.
+    s.write(
+        "bad.jsonl",
+        "{\"id\": \"nope\", \"call\": \"call_1\", \"approve\": true}\n{\"id\": \"w1\", \"call\": \"call_7\", \"approve\": true}\n{\"id\": \"w2\"\n",
+    );
+    let r = ran(batch(&s, &input, "out.jsonl").args(["--approvals", "bad.jsonl"]));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    for expected in [
+        "bad.jsonl:1: no request has the id \"nope\"",
+        "bad.jsonl:2: request \"w1\" waits on call call_1 (files.write_file), not call_7: answer call_1",
+        "bad.jsonl:3: ",
+    ] {
+        assert!(r.stderr.contains(expected), "{expected} not in {}", r.stderr);
+    }
+    assert_eq!(std::fs::read_to_string(s.path("out.jsonl")).unwrap().lines().count(), 4, "nothing ran");
+
+    // w1 approved, w2 denied, w3 unanswered.
+    s.write(
+        "approvals.jsonl",
+        "{\"id\": \"w1\", \"call\": \"call_1\", \"approve\": true}\n{\"id\": \"w2\", \"call\": \"call_1\", \"approve\": false, \"reason\": \"not in this repository\"}\n",
+    );
+    let r = ran(batch(&s, &input, "out.jsonl").args(["--approvals", "approvals.jsonl"]));
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    assert!(r.stdout.contains("2 ran") && r.stdout.contains("1 runs await approval"), "{}", r.stdout);
+    assert_eq!(std::fs::read_to_string(s.path("root/a.txt")).unwrap(), "w1");
+    assert!(!s.path("root/b.txt").exists() && !s.path("root/c.txt").exists());
+    let now = latest(&s, "out.jsonl");
+    assert_eq!((&now["w1"]["status"], &now["w1"]["answer"]), (&json!("finished"), &json!("w1")));
+    assert_eq!((&now["w2"]["status"], &now["w2"]["answer"]), (&json!("finished"), &json!("w2")));
+    assert_eq!(now["w3"]["status"], "awaiting_approval", "an unanswered run keeps waiting");
+    assert_eq!(std::fs::read_to_string(s.path("out.jsonl")).unwrap().lines().count(), 6, "w3 and p not run again");
+    // The resumed runs continue where they stopped: the model is not asked again for the write.
+    let w1 = s.trace(now["w1"]["trace"].as_str().unwrap());
+    let steps: Vec<(Value, Value)> = w1.iter().map(|l| (l["tool"].clone(), l["status"].clone())).collect();
+    assert_eq!(steps, [(json!("write_file"), json!("ok")), (json!("finish"), json!("finished"))]);
+    let w2 = s.trace(now["w2"]["trace"].as_str().unwrap());
+    assert_eq!(w2[0]["error"]["code"], "call_denied", "{:?}", w2);
+    assert!(w2[0]["error"]["message"].as_str().unwrap().contains("not in this repository"));
+
+    // The same command again changes nothing: the answered runs no longer wait.
+    let r = ran(batch(&s, &input, "out.jsonl").args(["--approvals", "approvals.jsonl"]));
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    assert_eq!(std::fs::read_to_string(s.path("out.jsonl")).unwrap().lines().count(), 6);
+
+    // A merge keeps each id's latest line.
+    let r = ran(s.harness().args(["batch", "merge", "--out", "merged.jsonl", "out.jsonl"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let merged = std::fs::read_to_string(s.path("merged.jsonl")).unwrap();
+    assert_eq!(merged.lines().count(), 4, "{merged}");
+    assert_eq!(latest(&s, "merged.jsonl")["w1"]["status"], "finished");
+}
+
+#[test]
+fn a_batch_allowed_to_write_runs_straight_through() {
+    let s = scratch_with_root();
+    let input = writing_batch(&s);
+    let r = ran(batch(&s, &input, "out.jsonl").args(["--allow", "writes", "--traces", "tr"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(latest(&s, "out.jsonl").values().all(|l| l["status"] == "finished"));
+    assert_eq!(std::fs::read_to_string(s.path("root/c.txt")).unwrap(), "w3");
+    assert!(!s.path("out.jsonl.pending").exists());
+
+    // With --traces, an awaiting run's trace is there, and resumes from it.
+    let r = ran(batch(&s, &input, "ask.jsonl").args(["--traces", "tr2"]));
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    assert_eq!(latest(&s, "ask.jsonl")["w3"]["trace"], "tr2/w3.jsonl");
+    s.write("ok.jsonl", "{\"id\": \"w3\", \"call\": \"call_1\", \"approve\": true}\n");
+    std::fs::remove_file(s.path("root/c.txt")).unwrap();
+    let r = ran(batch(&s, &input, "ask.jsonl").args(["--traces", "tr2", "--approvals", "ok.jsonl"]));
+    assert_eq!(r.code, 4, "w1 and w2 still wait: {}", r.stderr);
+    assert_eq!(std::fs::read_to_string(s.path("root/c.txt")).unwrap(), "w3");
+    assert_eq!(s.trace("tr2/w3.jsonl").len(), 2);
+}

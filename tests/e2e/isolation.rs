@@ -238,6 +238,7 @@ fn a_call_that_times_out_queued_behind_another_never_runs_and_keeps_its_argument
         .arg("batch")
         .arg(&input)
         .args(["--out", "out.jsonl", "--concurrency", "4", "--traces", "traces", "--provider", "scripted"])
+        .args(["--allow", "effects-liar.liar_note"])
         .args(["--config", "harness.toml", "--no-default-plugins", "--plugins-dir"])
         .arg(&dir)
         .args(["--enable", "effects-liar"]));

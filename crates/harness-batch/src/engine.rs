@@ -1,5 +1,5 @@
 //! The runs themselves: a queue of requests, at most `concurrency` through the loop at once,
-//! each result appended to the results file as its run ends.
+//! each held to the approval policy, each result appended to the results file as its run ends.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -9,19 +9,20 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use harness_core::{
-    ErrorCode, HarnessError, ModelProvider, RunAbout, RunOptions, RunOutcome, RunStatus, ToolRegistry, TraceSink,
-    TraceWriter, Usage, run_traced,
+    ApprovalPolicy, Approvals, ErrorCode, HarnessError, Message, ModelProvider, RunAbout, RunOptions, RunOutcome,
+    RunStatus, ToolRegistry, TraceSink, TraceWriter, Usage, resume_traced, run_traced_with,
 };
 use harness_providers::ScriptedProvider;
-use harness_trace::Tee;
+use harness_trace::{Resumable, Tee};
 use serde_json::json;
 use tokio::sync::mpsc;
 
+use crate::approvals::{Answered, Answers};
 use crate::error::{BatchError, Result};
 use crate::input::Request;
 use crate::names::trace_file_name;
 use crate::pace::{Pace, Paced};
-use crate::results::{Earlier, ResultLine, ResultsFile};
+use crate::results::{Awaiting, Earlier, ResultLine, ResultsFile};
 use crate::shard::Shard;
 use crate::tally::Tally;
 
@@ -73,11 +74,13 @@ impl Observer for Silent {
 /// Makes one more receiver of each run's trace records (an OpenTelemetry exporter's sink).
 pub type SinkFactory = Box<dyn Fn() -> Box<dyn TraceSink> + Send + Sync>;
 
-/// What every run of a batch shares: who answers, the tools, the limits, where traces go.
+/// What every run of a batch shares: who answers, the tools, the limits, the approval policy,
+/// where traces go.
 pub struct Batch {
     router: Router,
     registry: ToolRegistry,
     options: RunOptions,
+    policy: ApprovalPolicy,
     traces: Option<PathBuf>,
     pace: Option<Pace>,
     about: RunAbout,
@@ -92,11 +95,98 @@ struct Done {
     outcome: RunOutcome,
     duration: Duration,
     trace: Option<PathBuf>,
+    /// A trace of the pending directory that the run's new trace replaces, removed once its
+    /// result line is written.
+    obsolete: Option<PathBuf>,
 }
 
-/// The requests of `requests` that have no result line yet, in order.
-pub fn pending(requests: Vec<Request>, earlier: &Earlier) -> VecDeque<Request> {
-    requests.into_iter().filter(|r| !earlier.done.contains(&r.key)).collect()
+/// One run to make: a request from its start, or a run that stopped for approval, resumed.
+pub struct Job {
+    request: Request,
+    resume: Option<Resume>,
+}
+
+impl From<Request> for Job {
+    fn from(request: Request) -> Self {
+        Self { request, resume: None }
+    }
+}
+
+impl Job {
+    /// The request.
+    pub fn request(&self) -> &Request {
+        &self.request
+    }
+
+    /// Whether the job resumes a run that stopped for approval.
+    pub fn resumes(&self) -> bool {
+        self.resume.is_some()
+    }
+}
+
+/// A stopped run, read back from its trace, and the operator's answer to its pending call.
+struct Resume {
+    from: Resumable,
+    source: PathBuf,
+    answered: Answered,
+}
+
+/// What a batch is to do with this shard's requests.
+pub struct Plan {
+    /// The runs to make, in file order: requests without a result, and awaiting runs that have
+    /// an answer.
+    pub todo: VecDeque<Job>,
+    /// Requests that have a result and are not run again.
+    pub skipped: usize,
+    /// Of those, runs that still await approval (no answer for them).
+    pub waiting: usize,
+}
+
+/// Plans the batch: requests with no result line run from their start; requests whose latest
+/// line awaits approval resume from their trace when `answers` answers them, and stay waiting
+/// otherwise; the rest are done. `results` names the results file in messages.
+pub fn plan(requests: Vec<Request>, earlier: &Earlier, answers: &Answers, results: &Path) -> Result<Plan> {
+    let mut plan = Plan { todo: VecDeque::new(), skipped: 0, waiting: 0 };
+    for request in requests {
+        if !earlier.done.contains(&request.key) {
+            plan.todo.push_back(request.into());
+            continue;
+        }
+        plan.skipped += 1;
+        let Some(waiting) = earlier.awaiting.get(&request.key) else { continue };
+        match answers.by_id.get(&request.key) {
+            Some(answered) => {
+                let resume = read_resume(&request.key, waiting, answered, results)?;
+                plan.skipped -= 1;
+                plan.todo.push_back(Job { request, resume: Some(resume) });
+            }
+            None => plan.waiting += 1,
+        }
+    }
+    Ok(plan)
+}
+
+/// Reads back the trace of an awaiting run to resume it with `answered`.
+fn read_resume(id: &str, waiting: &Awaiting, answered: &Answered, results: &Path) -> Result<Resume> {
+    let unresumable = |trace: &Path, problem: String| BatchError::Unresumable {
+        results: results.to_owned(),
+        line: waiting.line,
+        id: id.to_owned(),
+        trace: trace.to_owned(),
+        problem,
+    };
+    let Some(source) = &waiting.trace else {
+        return Err(unresumable(Path::new("(none)"), "its result line names no trace".to_owned()));
+    };
+    let trace = harness_trace::read(source).map_err(|e| unresumable(source, e.to_string()))?;
+    let from = harness_trace::resumption(&trace).map_err(|e| unresumable(source, e.to_string()))?;
+    if from.pending_id != answered.call {
+        return Err(unresumable(
+            source,
+            format!("the trace waits on call {}, the result line on {}", from.pending_id, answered.call),
+        ));
+    }
+    Ok(Resume { from, source: source.clone(), answered: answered.clone() })
 }
 
 /// Creates the directory each run's trace goes to.
@@ -111,6 +201,7 @@ impl Batch {
             router,
             registry,
             options,
+            policy: ApprovalPolicy::default(),
             traces: None,
             pace: None,
             about: RunAbout::default(),
@@ -118,6 +209,14 @@ impl Batch {
             fingerprint: String::new(),
             shard: None,
         }
+    }
+
+    /// Holds every call to `policy` (by default: ask before `writes` and `network`). No one is
+    /// asked during a batch: a run that reaches a call the policy asks about stops before it,
+    /// `awaiting_approval`, and resumes when a later batch is given an answer ([`plan`]).
+    pub fn with_policy(mut self, policy: ApprovalPolicy) -> Self {
+        self.policy = policy;
+        self
     }
 
     /// What each trace's first line says about the program, the model and the configuration.
@@ -153,9 +252,11 @@ impl Batch {
     }
 
     /// Runs the queue with `concurrency` workers, appending each result to `out` as it arrives.
+    /// The trace of a run that stops for approval is kept (in `--traces`' directory, or else in
+    /// [`ResultsFile::pending_dir`]), so that it can resume.
     pub async fn run(
         self: Arc<Self>,
-        todo: VecDeque<Request>,
+        todo: VecDeque<Job>,
         concurrency: usize,
         out: &mut ResultsFile,
         observer: &mut dyn Observer,
@@ -163,13 +264,14 @@ impl Batch {
         let mut tally = Tally::default();
         let queue = Arc::new(Mutex::new(todo));
         let (tx, mut rx) = mpsc::unbounded_channel();
+        let pending_dir = Arc::new(out.pending_dir());
         for _ in 0..concurrency {
-            let (batch, queue, tx) = (self.clone(), queue.clone(), tx.clone());
+            let (batch, queue, tx, pending_dir) = (self.clone(), queue.clone(), tx.clone(), pending_dir.clone());
             tokio::spawn(async move {
                 loop {
                     let next = queue.lock().unwrap_or_else(PoisonError::into_inner).pop_front();
-                    let Some(request) = next else { break };
-                    if tx.send(batch.run_one(request).await).is_err() {
+                    let Some(job) = next else { break };
+                    if tx.send(batch.run_one(job, &pending_dir).await).is_err() {
                         break;
                     }
                 }
@@ -193,6 +295,7 @@ impl Batch {
     fn record(&self, done: &Done, out: &mut ResultsFile, tally: &mut Tally) -> Result<()> {
         let duration_ms = (done.duration.as_secs_f64() * 1e6).round() / 1e3;
         let o = &done.outcome;
+        let pending = o.error.as_ref().and_then(|e| e.details.get("pending"));
         out.append(&ResultLine {
             id: &done.request.id,
             status: o.status,
@@ -202,63 +305,62 @@ impl Batch {
             error: o.error.as_ref(),
             duration_ms,
             retries: o.retries,
+            pending,
             trace: done.trace.as_deref(),
             batch: &self.fingerprint,
             line: done.request.line,
             shard: self.shard.as_deref(),
         })?;
         tally.add(o.status, duration_ms, o.usage, o.retries);
+        if let Some(path) = &done.obsolete {
+            // Its content is in the new trace; one left behind (a failed removal) misleads no one,
+            // as no result line names it any more.
+            let _ = std::fs::remove_file(path);
+        }
         Ok(())
     }
 
-    /// One request through the loop.
-    async fn run_one(&self, request: Request) -> Done {
+    /// One request through the loop, from its start or resumed.
+    async fn run_one(&self, job: Job, pending_dir: &Path) -> Done {
         let started = Instant::now();
-        let options = RunOptions { max_steps: request.max_steps.unwrap_or(self.options.max_steps), ..self.options };
-        let trace_path = self.traces.as_ref().map(|dir| dir.join(trace_file_name(&request.key)));
+        let Job { request, resume } = job;
+        let name = trace_file_name(&request.key);
+        let done =
+            |request, outcome, trace| Done { request, outcome, duration: started.elapsed(), trace, obsolete: None };
+        // A fresh run with --traces streams its trace to its file; any other run's trace is held
+        // in memory until the run ends, then kept where it is needed (or dropped).
+        let streamed = match (&self.traces, &resume) {
+            (Some(dir), None) => Some(dir.join(&name)),
+            _ => None,
+        };
+        let mut kept = Vec::new();
+        for line in resume.iter().flat_map(|r| &r.from.kept_lines) {
+            kept.extend_from_slice(line.as_bytes());
+            kept.push(b'\n');
+        }
+        let mut memory = TraceWriter::new(kept);
         let mut sink = Tee::new();
         if let Some(factory) = &self.also {
             sink.push_boxed(factory());
         }
-        match &trace_path {
-            None => {}
+        match &streamed {
+            None => sink.push(&mut memory),
             Some(path) => match File::create(path) {
                 Ok(file) => sink.push(TraceWriter::new(BufWriter::new(file))),
-                Err(e) => {
-                    let error = HarnessError::new(
-                        ErrorCode::TraceError,
-                        format!("cannot create the trace file {}: {e}", path.display()),
-                        json!({ "path": path.display().to_string() }),
-                    );
-                    return Done { request, outcome: failed(error), duration: started.elapsed(), trace: None };
-                }
+                Err(e) => return done(request, failed(trace_error(path, &e)), None),
             },
         }
-        let own_script;
-        let provider: &dyn ModelProvider = match &self.router {
-            Router::Shared(p) => p.as_ref(),
-            Router::Scripted(default) => {
-                let script = match (&request.script, default) {
-                    (Some(text), _) => ScriptedProvider::from_jsonl(&format!("line {}", request.line), text),
-                    (None, Some(d)) => ScriptedProvider::from_jsonl(&d.name, &d.text),
-                    // Lines without a script were refused when the file was read.
-                    (None, None) => ScriptedProvider::from_jsonl("(none)", ""),
-                };
-                match script {
-                    Ok(s) => {
-                        own_script = s;
-                        &own_script
-                    }
-                    Err(e) => {
-                        let error = HarnessError::new(ErrorCode::ProviderError, e.to_string(), json!({}));
-                        return Done {
-                            request,
-                            outcome: failed(error),
-                            duration: started.elapsed(),
-                            trace: trace_path,
-                        };
-                    }
-                }
+        let used = resume.as_ref().map_or(0, |r| replies_in(&r.from));
+        let own = match self.own_script(&request, used) {
+            Ok(own) => own,
+            Err(error) => return done(request, failed(error), streamed),
+        };
+        let provider: &dyn ModelProvider = match (&self.router, &own) {
+            (Router::Shared(p), _) => p.as_ref(),
+            (Router::Scripted(_), Some(script)) => script,
+            (Router::Scripted(_), None) => {
+                let error = HarnessError::new(ErrorCode::ProviderError, "no script for this run", json!({}));
+                return done(request, failed(error), streamed);
             }
         };
         let paced;
@@ -269,9 +371,91 @@ impl Batch {
             }
             None => provider,
         };
-        let outcome = run_traced(provider, &self.registry, &request.request, &options, &self.about, &mut sink).await;
-        Done { request, outcome, duration: started.elapsed(), trace: trace_path }
+        let options = RunOptions { max_steps: request.max_steps.unwrap_or(self.options.max_steps), ..self.options };
+        let mut approvals = Approvals::new(self.policy.clone(), None);
+        let (outcome, source) = match resume {
+            Some(Resume { from, source, answered }) => {
+                approvals.decide(&answered.call, answered.answer);
+                let r = &self.registry;
+                (resume_traced(provider, r, from.resumption, &options, &mut sink, &mut approvals).await, Some(source))
+            }
+            None => {
+                let (r, about) = (&self.registry, &self.about);
+                let text = &request.request;
+                (run_traced_with(provider, r, text, &options, about, &mut sink, &mut approvals).await, None)
+            }
+        };
+        drop(sink);
+        let mut done = done(request, outcome, streamed.clone());
+        if streamed.is_none() {
+            self.keep_trace(&mut done, memory.into_inner(), source, &name, pending_dir);
+        }
+        done
     }
+
+    /// Keeps a trace held in memory where it is needed: a resumed run's in the traces directory
+    /// or in place of the one it resumed from; a fresh run's in `pending` when it awaits
+    /// approval. A trace that cannot be kept fails the run: it could not resume without it.
+    fn keep_trace(&self, done: &mut Done, bytes: Vec<u8>, source: Option<PathBuf>, name: &str, pending: &Path) {
+        let awaiting = done.outcome.status == RunStatus::AwaitingApproval;
+        let path = match (&source, &self.traces) {
+            (Some(_), Some(dir)) => dir.join(name),
+            (Some(source), None) => source.clone(),
+            (None, _) if awaiting => pending.join(name),
+            (None, _) => return,
+        };
+        if let Err(e) = write_whole(&path, &bytes) {
+            done.outcome.status = RunStatus::Failed;
+            done.outcome.error = Some(trace_error(&path, &e));
+            return;
+        }
+        done.obsolete = source.filter(|s| *s != path && s.parent() == Some(pending));
+        done.trace = Some(path);
+    }
+
+    /// The scripted provider for this run: its own script or the default, the first `used`
+    /// replies skipped (a resumed run's trace holds them). None with a shared provider.
+    fn own_script(
+        &self,
+        request: &Request,
+        used: usize,
+    ) -> std::result::Result<Option<ScriptedProvider>, HarnessError> {
+        let Router::Scripted(default) = &self.router else { return Ok(None) };
+        let script = match (&request.script, default) {
+            (Some(text), _) => ScriptedProvider::from_jsonl(&format!("line {}", request.line), text),
+            (None, Some(d)) => ScriptedProvider::from_jsonl(&d.name, &d.text),
+            // Lines without a script were refused when the file was read.
+            (None, None) => ScriptedProvider::from_jsonl("(none)", ""),
+        };
+        let script = script.map_err(|e| HarnessError::new(ErrorCode::ProviderError, e.to_string(), json!({})))?;
+        script.skip(used);
+        Ok(Some(script))
+    }
+}
+
+/// Replies the model gave before the run stopped: the assistant messages of its conversation.
+fn replies_in(from: &Resumable) -> usize {
+    from.resumption.conversation.iter().filter(|m| matches!(m, Message::Assistant { .. })).count()
+}
+
+/// Writes a whole file by way of a temporary one beside it, so that a kill midway leaves the
+/// old file (a resumed run's source) as it was.
+fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut temp = path.as_os_str().to_owned();
+    temp.push(".partial");
+    std::fs::write(&temp, bytes)?;
+    std::fs::rename(&temp, path)
+}
+
+fn trace_error(path: &Path, e: &std::io::Error) -> HarnessError {
+    HarnessError::new(
+        ErrorCode::TraceError,
+        format!("cannot write the trace file {}: {e}", path.display()),
+        json!({ "path": path.display().to_string() }),
+    )
 }
 
 fn failed(error: HarnessError) -> RunOutcome {

@@ -74,6 +74,34 @@ pub enum BatchError {
         /// Why.
         source: io::Error,
     },
+    /// The approvals file cannot be read.
+    #[error("cannot read the approvals file {}: {source}", path.display())]
+    ReadApprovals {
+        /// The approvals file.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// Lines of the approvals file that cannot be used, one a line, each naming the file and line.
+    #[error("{0}\nnothing ran: fix those lines of the approvals file and run the batch again")]
+    BadApprovals(String),
+    /// A run awaiting approval was answered, but its trace cannot be resumed.
+    #[error(
+        "{}:{line}: request {id:?} awaits approval, but its trace {} cannot be resumed: {problem}; restore the trace, or remove the request's line from the approvals file (or its result line, to run it again from the start)",
+        results.display(), trace.display()
+    )]
+    Unresumable {
+        /// The results file.
+        results: PathBuf,
+        /// The awaiting result line.
+        line: usize,
+        /// The request's id.
+        id: String,
+        /// The trace.
+        trace: PathBuf,
+        /// Why.
+        problem: String,
+    },
 }
 
 impl BatchError {

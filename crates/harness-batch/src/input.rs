@@ -1,7 +1,7 @@
 //! The requests file: one `{"id", "request", "max_steps"?, "script"?}` object a line, read
 //! whole, checked line by line, and cut into this worker's shard.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use harness_providers::ScriptedProvider;
@@ -57,6 +57,8 @@ pub struct Input {
     pub bad: Vec<BadLine>,
     /// Non-blank lines in the whole file, every shard's.
     pub lines: usize,
+    /// The id (as text) of every request in the whole file, every shard's.
+    pub ids: HashSet<String>,
     /// This shard's requests whose `script` is ignored because the provider is not scripted.
     pub ignored_scripts: usize,
     /// The whole file's fingerprint (a 64-bit FNV-1a hash, in hex): every shard of one file,
@@ -72,6 +74,7 @@ impl Default for Input {
             requests: Vec::new(),
             bad: Vec::new(),
             lines: 0,
+            ids: HashSet::new(),
             ignored_scripts: 0,
             fingerprint: String::new(),
             shard: Shard::ALL,
@@ -148,6 +151,7 @@ pub fn read(path: &Path, shard: Shard, scripts: Scripts) -> Result<Input> {
             Err(problem) => input.bad.push(BadLine { line, problem }),
         }
     }
+    input.ids = claimed.into_keys().collect();
     Ok(input)
 }
 

@@ -1,5 +1,7 @@
 //! `harness batch merge`: the results files of a batch's shards joined into one, whose lines
-//! are those a single process would have written, in the order of the requests file.
+//! are those a single process would have written, in the order of the requests file. Within
+//! one input an id's latest line is its result (a run resumed after approval supersedes its
+//! `awaiting_approval` line); across inputs an id may appear once.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs::OpenOptions;
@@ -147,7 +149,8 @@ struct Agreed {
     batch: Option<(Option<String>, Seen)>,
     split: Option<(usize, Seen)>,
     shards: BTreeSet<usize>,
-    ids: HashMap<String, Seen>,
+    /// Where each id was first seen, the input's index, and its record.
+    ids: HashMap<String, (Seen, usize, usize)>,
     records: Vec<Record>,
 }
 
@@ -158,9 +161,9 @@ pub fn merge(inputs: &[PathBuf], out: &Path, requests: Option<&Path>, partial: b
         return Err(MergeError::OutExists { path: out.to_owned() });
     }
     let mut agreed = Agreed::default();
-    for path in inputs {
+    for (input, path) in inputs.iter().enumerate() {
         let bytes = std::fs::read(path).map_err(|source| MergeError::Read { path: path.clone(), source })?;
-        read_file(path, &bytes, &mut agreed)?;
+        read_file(path, input, &bytes, &mut agreed)?;
     }
     if !partial {
         complete(&agreed, requests)?;
@@ -174,8 +177,8 @@ pub fn merge(inputs: &[PathBuf], out: &Path, requests: Option<&Path>, partial: b
     })
 }
 
-/// Reads one input's lines into `agreed`, refusing what does not agree.
-fn read_file(path: &Path, bytes: &[u8], agreed: &mut Agreed) -> Result<(), MergeError> {
+/// Reads one input's lines (the `input`-th) into `agreed`, refusing what does not agree.
+fn read_file(path: &Path, input: usize, bytes: &[u8], agreed: &mut Agreed) -> Result<(), MergeError> {
     let lines = bytes.split(|&b| b == b'\n').count();
     for (i, raw) in bytes.split(|&b| b == b'\n').enumerate() {
         let line = i + 1;
@@ -201,19 +204,24 @@ fn read_file(path: &Path, bytes: &[u8], agreed: &mut Agreed) -> Result<(), Merge
         let here = (path.to_owned(), line);
         agree_batch(obj, &here, agreed)?;
         agree_shard(obj, &here, agreed)?;
-        if let Some((first_path, first_line)) = agreed.ids.get(&key) {
-            return Err(MergeError::Overlap {
-                path: path.to_owned(),
-                line,
-                id: key,
-                first_path: first_path.clone(),
-                first_line: *first_line,
-            });
-        }
-        agreed.ids.insert(key, here);
         let text = String::from_utf8_lossy(raw).trim_end_matches('\r').to_owned();
-        let order = obj.get("line").and_then(Value::as_u64);
-        agreed.records.push(Record { text: without_shard(text, obj), order });
+        let record = Record { text: without_shard(text, obj), order: obj.get("line").and_then(Value::as_u64) };
+        match agreed.ids.get(&key) {
+            Some((_, seen_in, at)) if *seen_in == input => agreed.records[*at] = record,
+            Some(((first_path, first_line), _, _)) => {
+                return Err(MergeError::Overlap {
+                    path: path.to_owned(),
+                    line,
+                    id: key,
+                    first_path: first_path.clone(),
+                    first_line: *first_line,
+                });
+            }
+            None => {
+                agreed.ids.insert(key, (here, input, agreed.records.len()));
+                agreed.records.push(record);
+            }
+        }
     }
     Ok(())
 }
@@ -401,6 +409,17 @@ mod tests {
         let e = merge(&[a, b], &f.out(), None, false).unwrap_err().to_string();
         assert!(e.contains("1.jsonl:1: shard 1/3") && e.contains("split into 2"), "{e}");
         assert!(!f.out().exists());
+    }
+
+    #[test]
+    fn an_ids_latest_line_in_one_input_supersedes_its_earlier_ones() {
+        let f = Files::new();
+        let waiting = line("a", "b1", 1, "0/2").replace("\"finished\"", "\"awaiting_approval\"");
+        let a = f.write("0.jsonl", &(waiting + &line("c", "b1", 3, "0/2") + &line("a", "b1", 1, "0/2")));
+        let b = f.write("1.jsonl", &line("b", "b1", 2, "1/2"));
+        assert_eq!(merge(&[a, b], &f.out(), None, false).unwrap().records, 3);
+        let text = std::fs::read_to_string(f.out()).unwrap();
+        assert!(!text.contains("awaiting_approval") && text.lines().count() == 3, "{text}");
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! The results file (`--out`): read back on start to skip what is done, locked against a
-//! second batch, and appended one complete line per finished run.
+//! second batch, and appended one complete line per finished run. An id's latest line is the
+//! one that counts: a run resumed after approval appends a line that supersedes its
+//! `awaiting_approval` line.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -18,7 +20,7 @@ use crate::input::id_key;
 pub struct ResultLine<'a> {
     /// The request's id, as its line gave it.
     pub id: &'a Value,
-    /// `finished`, `step_budget_exhausted`, `time_budget_exhausted` or `failed`.
+    /// `finished`, `step_budget_exhausted`, `time_budget_exhausted`, `failed` or `awaiting_approval`.
     pub status: RunStatus,
     /// `finish`'s answer, or null.
     pub answer: Option<&'a Value>,
@@ -32,7 +34,11 @@ pub struct ResultLine<'a> {
     pub duration_ms: f64,
     /// Model requests the provider retried.
     pub retries: u32,
-    /// The run's trace file, with `--traces`.
+    /// The call an `awaiting_approval` run stopped before: id, tool, key, arguments, effect, step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending: Option<&'a Value>,
+    /// The run's trace file: with `--traces`, and always for a run awaiting approval (which
+    /// resumes from it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace: Option<&'a Path>,
     /// The requests file's fingerprint: lines from one file, and so one batch, share it.
@@ -44,11 +50,26 @@ pub struct ResultLine<'a> {
     pub shard: Option<&'a str>,
 }
 
+/// A request whose latest result line says it stopped before a call that waits for approval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Awaiting {
+    /// That result line's number in the results file, from 1.
+    pub line: usize,
+    /// The pending call's id (what an approvals file answers), when the line says.
+    pub call: Option<String>,
+    /// The pending call's tool, as the policy names it (`plugin.tool`), for messages.
+    pub tool: String,
+    /// The trace the run resumes from, when the line says.
+    pub trace: Option<PathBuf>,
+}
+
 /// What the file held when the batch started.
 #[derive(Debug, Default)]
 pub struct Earlier {
-    /// Ids (as text) that already have a result line.
+    /// Ids (as text) that already have a result line, awaiting ones included.
     pub done: HashSet<String>,
+    /// Ids whose latest line is `awaiting_approval`, with what that line says.
+    pub awaiting: HashMap<String, Awaiting>,
     /// Lines that are not results (reported, left in place).
     pub foreign: Vec<(usize, String)>,
     /// Whether a torn last line, left by a killed batch, was cut off.
@@ -77,26 +98,33 @@ impl ResultsFile {
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            match result_id(line) {
-                Some(key) => {
-                    earlier.done.insert(key);
-                }
+            match read_result(line, i + 1) {
+                Some((key, awaiting)) => earlier.count(key, awaiting),
                 None => earlier.foreign.push((i + 1, String::from_utf8_lossy(line).chars().take(80).collect())),
             }
         }
         let tail = &bytes[complete..];
         if !tail.iter().all(u8::is_ascii_whitespace) {
             let failed = |source| BatchError::RepairResults { path: path.to_owned(), source };
-            if let Some(key) = result_id(tail) {
+            let at = bytes[..complete].split(|&b| b == b'\n').count();
+            if let Some((key, awaiting)) = read_result(tail, at) {
                 // A whole line that only lacks its newline (written by hand, or by another tool).
                 file.write_all(b"\n").map_err(failed)?;
-                earlier.done.insert(key);
+                earlier.count(key, awaiting);
             } else {
                 file.set_len(complete as u64).map_err(failed)?;
                 earlier.torn = true;
             }
         }
         Ok((Self { file, path: path.to_owned() }, earlier))
+    }
+
+    /// The directory where traces of runs awaiting approval are kept when there is no
+    /// `--traces`: `<out>.pending`, beside the results file.
+    pub fn pending_dir(&self) -> PathBuf {
+        let mut name = self.path.clone().into_os_string();
+        name.push(".pending");
+        PathBuf::from(name)
     }
 
     /// Appends one line and hands it to the OS, so a kill right after loses nothing.
@@ -111,12 +139,36 @@ impl ResultsFile {
     }
 }
 
-/// The id of a result line, when the line is one.
-fn result_id(line: &[u8]) -> Option<String> {
+impl Earlier {
+    /// Counts a result line; a later line of an id replaces what an earlier one said.
+    fn count(&mut self, key: String, awaiting: Option<Awaiting>) {
+        match awaiting {
+            Some(a) => self.awaiting.insert(key.clone(), a),
+            None => self.awaiting.remove(&key),
+        };
+        self.done.insert(key);
+    }
+}
+
+/// The id of a result line (numbered `at`), and what it says when its run awaits approval.
+fn read_result(line: &[u8], at: usize) -> Option<(String, Option<Awaiting>)> {
     let value: Value = serde_json::from_slice(line).ok()?;
     let obj = value.as_object()?;
-    obj.get("status")?;
-    id_key(obj.get("id")?)
+    let status = obj.get("status")?;
+    let key = id_key(obj.get("id")?)?;
+    if status != "awaiting_approval" {
+        return Some((key, None));
+    }
+    // `pending` is the batch's own field; an error's details carry the same call.
+    let pending = obj.get("pending").or_else(|| obj.get("error")?.get("details")?.get("pending"));
+    let field = |name: &str| pending.and_then(|p| p.get(name)).and_then(Value::as_str).map(str::to_owned);
+    let awaiting = Awaiting {
+        line: at,
+        call: field("id"),
+        tool: field("key").or_else(|| field("tool")).unwrap_or_default(),
+        trace: obj.get("trace").and_then(Value::as_str).map(PathBuf::from),
+    };
+    Some((key, Some(awaiting)))
 }
 
 /// Takes an exclusive lock on the file, so that two batches never append to one results file.
@@ -177,6 +229,7 @@ mod tests {
             error: None,
             duration_ms: 1.5,
             retries: 0,
+            pending: None,
             trace: None,
             batch: "0123456789abcdef",
             line: 2,
@@ -189,6 +242,30 @@ mod tests {
             text.ends_with("\"duration_ms\":1.5,\"retries\":0,\"batch\":\"0123456789abcdef\",\"line\":2}\n"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn the_latest_line_of_an_id_says_whether_it_awaits_approval() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.jsonl");
+        let waits = |id: &str, call: &str| {
+            format!(
+                "{{\"id\":\"{id}\",\"status\":\"awaiting_approval\",\"pending\":{{\"id\":\"{call}\",\"key\":\"files.write_file\"}},\"trace\":\"p/{id}.jsonl\"}}\n"
+            )
+        };
+        let text =
+            waits("a", "c1") + &waits("b", "c2") + "{\"id\":\"a\",\"status\":\"finished\"}\n" + &waits("b", "c5");
+        std::fs::write(&path, text).unwrap();
+        let (file, earlier) = ResultsFile::open(&path).unwrap();
+        assert_eq!(earlier.done, HashSet::from(["a".to_owned(), "b".to_owned()]));
+        let b = Awaiting {
+            line: 4,
+            call: Some("c5".into()),
+            tool: "files.write_file".into(),
+            trace: Some(PathBuf::from("p/b.jsonl")),
+        };
+        assert_eq!(earlier.awaiting, HashMap::from([("b".to_owned(), b)]));
+        assert_eq!(file.pending_dir(), dir.path().join("out.jsonl.pending"));
     }
 
     #[cfg(unix)]

@@ -204,6 +204,13 @@ impl Approvals {
     }
 
     pub(crate) fn verdict(&mut self, call: &PendingCall) -> Verdict {
+        // The operator's no to this very call wins over a policy that would run it (a run
+        // resumed with --deny ID, or a batch's approvals file, under --allow writes).
+        if let Some(Answer::No(_)) = self.given.get(&call.id)
+            && let Some(Answer::No(reason)) = self.given.remove(&call.id)
+        {
+            return Verdict::Denied(denied(call, "the operator denied it", reason));
+        }
         let answer = match self.policy.decide(&call.key, call.effect) {
             Decision::Allow => return Verdict::Run,
             Decision::Deny => return Verdict::Denied(denied(call, "the operator's policy denies it", None)),
@@ -281,5 +288,13 @@ mod tests {
         a.decide("c1", Answer::Always);
         assert!(matches!(a.verdict(&call("files.write_file", Effect::Writes)), Verdict::Run));
         assert!(matches!(a.verdict(&call("files.write_file", Effect::Writes)), Verdict::Run), "always");
+    }
+
+    #[test]
+    fn a_no_to_a_call_wins_over_a_policy_that_allows_it() {
+        let mut a = Approvals::allow_all();
+        a.decide("c1", Answer::No(None));
+        assert!(matches!(a.verdict(&call("files.write_file", Effect::Writes)), Verdict::Denied(_)));
+        assert!(matches!(a.verdict(&call("files.write_file", Effect::Writes)), Verdict::Run), "used once");
     }
 }

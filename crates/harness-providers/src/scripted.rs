@@ -113,6 +113,12 @@ impl ScriptedProvider {
         })
     }
 
+    /// Starts at reply `n + 1`: a run resumed from its trace, which holds the first `n`, asks
+    /// for the rest of the script only.
+    pub fn skip(&self, n: usize) {
+        self.next.store(n, Ordering::Relaxed);
+    }
+
     /// How many replies the script holds.
     pub fn len(&self) -> usize {
         self.len

@@ -1,0 +1,204 @@
+//! The approvals file (`--approvals`): the operator's answers to the calls that runs of a
+//! batch stopped before, one JSON object a line:
+//!
+//! ```json
+//! {"id": "case-1", "call": "call_2", "approve": true}
+//! {"id": "case-7", "call": "call_1", "approve": false, "reason": "not in this repository"}
+//! ```
+//!
+//! Every line is checked against the requests file and the results file before anything runs:
+//! a line that names no request, answers a call other than the one its run waits on, or is not
+//! such an object stops the batch, naming the file, the line and the fix.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+use harness_core::Answer;
+use serde::Deserialize;
+
+use crate::error::{BatchError, Result};
+use crate::input::{Input, id_key};
+use crate::results::Earlier;
+
+/// The operator's answer to one pending call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answered {
+    /// The approvals file's line, from 1.
+    pub line: usize,
+    /// The call answered.
+    pub call: String,
+    /// `Yes`, or `No` with the reason the model is told.
+    pub answer: Answer,
+}
+
+/// What an approvals file answers, by request id (as text).
+#[derive(Debug, Default)]
+pub struct Answers {
+    /// The answers for requests of this shard whose latest result awaits approval.
+    pub by_id: HashMap<String, Answered>,
+    /// Lines for requests of this shard that no longer wait (resumed already, or never
+    /// stopped): their line number and id; left unused, so that rerunning a command is harmless.
+    pub stale: Vec<(usize, String)>,
+}
+
+/// One line as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Line {
+    id: serde_json::Value,
+    call: String,
+    approve: bool,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+const FORMAT: &str = "each line is {\"id\": REQUEST_ID, \"call\": CALL_ID, \"approve\": true} or {\"id\": ..., \"call\": ..., \"approve\": false, \"reason\": TEXT}";
+
+/// What one good line comes to.
+enum Verdict {
+    /// An answer to use: the request's id (as text) and the answer.
+    Use(String, Answered),
+    /// The request is this shard's but no longer waits.
+    Stale(String),
+    /// The request is another shard's.
+    NotOurs,
+}
+
+/// Reads the approvals file at `path` and checks each line against the requests file (`input`,
+/// this shard's, which knows every id of the file) and the results file (`earlier`).
+pub fn read_answers(path: &Path, input: &Input, earlier: &Earlier) -> Result<Answers> {
+    let text =
+        std::fs::read_to_string(path).map_err(|source| BatchError::ReadApprovals { path: path.to_owned(), source })?;
+    let ours: HashSet<&str> = input.requests.iter().map(|r| r.key.as_str()).collect();
+    let mut answers = Answers::default();
+    let mut problems = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        if raw.trim().is_empty() {
+            continue;
+        }
+        match check(raw, line, input, &ours, earlier, &answers) {
+            Ok(Verdict::Use(key, answered)) => {
+                answers.by_id.insert(key, answered);
+            }
+            Ok(Verdict::Stale(key)) => answers.stale.push((line, key)),
+            Ok(Verdict::NotOurs) => {}
+            Err(problem) => problems.push(format!("{}:{line}: {problem}", path.display())),
+        }
+    }
+    if problems.is_empty() { Ok(answers) } else { Err(BatchError::BadApprovals(problems.join("\n"))) }
+}
+
+/// Checks one line; the error says what is wrong with it and what to do.
+fn check(
+    raw: &str,
+    line: usize,
+    input: &Input,
+    ours: &HashSet<&str>,
+    earlier: &Earlier,
+    answers: &Answers,
+) -> std::result::Result<Verdict, String> {
+    let parsed: Line = serde_json::from_str(raw).map_err(|e| format!("{e}; {FORMAT}"))?;
+    let key = id_key(&parsed.id)
+        .ok_or_else(|| format!("the \"id\" {} is not a non-empty string or an integer", parsed.id))?;
+    if !input.ids.contains(&key) {
+        return Err(format!(
+            "no request has the id {key:?} in the requests file; give the id of a request whose result is awaiting_approval, or remove the line"
+        ));
+    }
+    if !ours.contains(key.as_str()) {
+        return Ok(Verdict::NotOurs);
+    }
+    if let Some(first) = answers.by_id.get(&key) {
+        return Err(format!("request {key:?} is answered already on line {}; keep one answer", first.line));
+    }
+    let Some(waiting) = earlier.awaiting.get(&key) else { return Ok(Verdict::Stale(key)) };
+    match &waiting.call {
+        Some(call) if *call == parsed.call => {}
+        Some(call) => {
+            return Err(format!(
+                "request {key:?} waits on call {call} ({}), not {}: answer {call} (see its result line {} of the results file)",
+                waiting.tool, parsed.call, waiting.line
+            ));
+        }
+        None => {
+            return Err(format!(
+                "request {key:?}: its result line {} does not name its pending call, so it cannot be resumed; remove that line of the results file to run the request again",
+                waiting.line
+            ));
+        }
+    }
+    let answer = match (parsed.approve, parsed.reason) {
+        (true, None) => Answer::Yes,
+        (true, Some(_)) => {
+            return Err(
+                "a \"reason\" goes with \"approve\": false (it is told to the model when a call is denied); remove it"
+                    .to_owned(),
+            );
+        }
+        (false, reason) => Answer::No(reason),
+    };
+    Ok(Verdict::Use(key, Answered { line, call: parsed.call, answer }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Shard;
+    use crate::input::{Scripts, read};
+    use crate::results::Awaiting;
+
+    /// Requests a, b, c; a and b await approval (calls c1 and c2), c is done.
+    fn setting(dir: &Path) -> (Input, Earlier) {
+        let requests = dir.join("r.jsonl");
+        std::fs::write(
+            &requests,
+            "{\"id\":\"a\",\"request\":\"x\"}\n{\"id\":\"b\",\"request\":\"x\"}\n{\"id\":\"c\",\"request\":\"x\"}\n",
+        )
+        .unwrap();
+        let input = read(&requests, Shard::ALL, Scripts::Ignored).unwrap();
+        let mut earlier = Earlier::default();
+        for (id, call) in [("a", "c1"), ("b", "c2")] {
+            let awaiting = Awaiting { line: 1, call: Some(call.into()), tool: "files.write_file".into(), trace: None };
+            earlier.awaiting.insert(id.into(), awaiting);
+        }
+        earlier.done.extend(["a", "b", "c"].map(str::to_owned));
+        (input, earlier)
+    }
+
+    #[test]
+    fn answers_are_read_and_a_line_for_a_run_that_no_longer_waits_is_noted() {
+        let dir = tempfile::tempdir().unwrap();
+        let (input, earlier) = setting(dir.path());
+        let path = dir.path().join("a.jsonl");
+        std::fs::write(&path, "{\"id\":\"a\",\"call\":\"c1\",\"approve\":true}\n\n{\"id\":\"b\",\"call\":\"c2\",\"approve\":false,\"reason\":\"no\"}\n{\"id\":\"c\",\"call\":\"c9\",\"approve\":true}\n").unwrap();
+        let answers = read_answers(&path, &input, &earlier).unwrap();
+        assert_eq!(answers.by_id["a"], Answered { line: 1, call: "c1".into(), answer: Answer::Yes });
+        assert_eq!(answers.by_id["b"].answer, Answer::No(Some("no".into())));
+        assert_eq!(answers.stale, vec![(4, "c".to_owned())]);
+    }
+
+    #[test]
+    fn bad_lines_are_each_named_by_file_and_line_with_the_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let (input, earlier) = setting(dir.path());
+        let path = dir.path().join("a.jsonl");
+        std::fs::write(
+            &path,
+            "{\"id\":\"zz\",\"call\":\"c1\",\"approve\":true}\n{\"id\":\"a\",\"call\":\"c9\",\"approve\":true}\nnot json\n{\"id\":\"b\",\"call\":\"c2\",\"approved\":true}\n{\"id\":\"b\",\"call\":\"c2\",\"approve\":true,\"reason\":\"r\"}\n",
+        )
+        .unwrap();
+        let e = read_answers(&path, &input, &earlier).unwrap_err().to_string();
+        let name = path.display();
+        for expected in [
+            format!("{name}:1: no request has the id \"zz\""),
+            format!("{name}:2: request \"a\" waits on call c1 (files.write_file), not c9: answer c1"),
+            format!("{name}:3: expected ident"),
+            format!("{name}:4: unknown field `approved`"),
+            format!("{name}:5: a \"reason\" goes with \"approve\": false"),
+            "nothing ran".to_owned(),
+        ] {
+            assert!(e.contains(&expected), "{expected} not in {e}");
+        }
+    }
+}
