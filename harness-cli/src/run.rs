@@ -206,6 +206,9 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
         if let Some(e) = &outcome.error {
             eprintln!("harness: {status}: {e}");
         }
+        if let Some(hint) = resume_hint(&outcome, trace_path.as_deref()) {
+            eprintln!("harness: {hint}");
+        }
         match &outcome.answer {
             Some(Value::String(s)) => writeln!(out, "{s}"),
             Some(v) => writeln!(out, "{v}"),
@@ -218,6 +221,20 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
         RunStatus::StepBudgetExhausted | RunStatus::TimeBudgetExhausted => 3,
         RunStatus::Failed => 1,
         RunStatus::AwaitingApproval => 4,
+    })
+}
+
+/// How to resume a run that stopped for approval, or why it cannot be.
+fn resume_hint(outcome: &harness_core::RunOutcome, trace: Option<&std::path::Path>) -> Option<String> {
+    let pending = outcome.error.as_ref()?.details.get("pending")?;
+    let id = pending.get("id").and_then(Value::as_str).unwrap_or("ID");
+    Some(match trace {
+        Some(path) => {
+            format!("to answer: harness run --resume {} --approve {id} (or --deny {id} --reason TEXT)", path.display())
+        }
+        None => {
+            "without --trace FILE this run cannot resume; run it again with --trace to answer its call later".to_owned()
+        }
     })
 }
 

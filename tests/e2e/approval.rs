@@ -83,6 +83,14 @@ fn a_denied_call_is_fed_back_as_call_denied_with_the_reason() {
     assert_eq!((&t[1]["status"], &t[1]["error"]["code"]), (&json!("rejected"), &json!("call_denied")));
     assert!(t[1]["error"]["message"].as_str().unwrap().contains("not in this repository"));
     assert!(!s.path("root/out.txt").exists());
+
+    // Without --json, stderr says how to answer, or why the run cannot resume.
+    let write = s.script(&[call("write_file", json!({"path": "u.txt", "content": "u"}))]);
+    let r = ran(s.harness().args(["run", "x", "--config", "h.toml", "--trace", "u.jsonl", "--script"]).arg(&write));
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    assert!(r.stderr.contains("to answer: harness run --resume u.jsonl --approve call_1"), "{}", r.stderr);
+    let r = ran(s.harness().args(["run", "x", "--config", "h.toml", "--script"]).arg(&write));
+    assert!(r.stderr.contains("without --trace FILE this run cannot resume"), "{}", r.stderr);
 }
 
 #[test]
@@ -203,12 +211,21 @@ fn a_batch_stops_writes_for_approval_and_resumes_them_from_an_approvals_file() {
     assert_eq!(r.code, 4, "{}", r.stderr);
     assert_eq!(std::fs::read_to_string(s.path("out.jsonl")).unwrap().lines().count(), 6);
 
+    // Resumed with --traces, the run's whole trace moves there from the pending directory.
+    s.write("w3.jsonl", "{\"id\": \"w3\", \"call\": \"call_1\", \"approve\": true}\n");
+    let r = ran(batch(&s, &input, "out.jsonl").args(["--approvals", "w3.jsonl", "--traces", "tr"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(std::fs::read_to_string(s.path("root/c.txt")).unwrap(), "w3");
+    assert_eq!(latest(&s, "out.jsonl")["w3"]["trace"], "tr/w3.jsonl");
+    assert_eq!(s.trace_lines("tr/w3.jsonl")[0]["request"], "write c.txt", "the first line is kept");
+    assert!(!s.path("out.jsonl.pending/w3.jsonl").exists());
+
     // A merge keeps each id's latest line.
     let r = ran(s.harness().args(["batch", "merge", "--out", "merged.jsonl", "out.jsonl"]));
     assert_eq!(r.code, 0, "{}", r.stderr);
     let merged = std::fs::read_to_string(s.path("merged.jsonl")).unwrap();
     assert_eq!(merged.lines().count(), 4, "{merged}");
-    assert_eq!(latest(&s, "merged.jsonl")["w1"]["status"], "finished");
+    assert!(latest(&s, "merged.jsonl").values().all(|l| l["status"] == "finished"), "{merged}");
 }
 
 #[test]

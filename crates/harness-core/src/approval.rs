@@ -245,12 +245,11 @@ fn waiting(call: &PendingCall) -> HarnessError {
     HarnessError::new(
         ErrorCode::AwaitingApproval,
         format!(
-            "the call {} to {:?} ({}) waits for the operator's approval; resume with --resume TRACE --approve {} (or --deny {})",
+            // How to answer is the caller's to say (`harness run --resume`, a batch's approvals file).
+            "the call {} to {:?} ({}) waits for the operator's approval; the run stopped before it",
             call.id,
             call.tool,
             call.effect.as_str(),
-            call.id,
-            call.id
         ),
         json!({ "pending": call }),
     )
