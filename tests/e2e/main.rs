@@ -17,6 +17,7 @@ mod llama;
 mod lock;
 mod mcp;
 mod otel;
+mod prompt;
 mod providers;
 mod replay;
 mod reply;
