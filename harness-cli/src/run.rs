@@ -79,6 +79,8 @@ pub(crate) struct RunArgs {
 struct Progress<'a> {
     inner: &'a mut dyn TraceSink,
     quiet: bool,
+    /// Each model call's tokens, by step, for `--json` (what a prompt cache saved, step by step).
+    usage_by_step: Vec<Value>,
 }
 
 impl TraceSink for Progress<'_> {
@@ -90,6 +92,13 @@ impl TraceSink for Progress<'_> {
     }
     fn record(&mut self, entry: &TraceEntry<'_>) -> io::Result<()> {
         self.inner.record(entry)?;
+        if let Some(usage) = &entry.usage {
+            let mut line = json!({ "step": entry.step });
+            if let (Value::Object(line), Ok(Value::Object(usage))) = (&mut line, serde_json::to_value(usage)) {
+                line.extend(usage);
+            }
+            self.usage_by_step.push(line);
+        }
         if !self.quiet {
             let tool = entry.tool.unwrap_or("-");
             let args = entry.arguments.map(|a| cut(&a.to_string(), 80)).unwrap_or_default();
@@ -158,7 +167,7 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     if let Some(otlp) = &otlp {
         sinks.push(otlp.sink());
     }
-    let mut progress = Progress { inner: &mut sinks, quiet: args.quiet };
+    let mut progress = Progress { inner: &mut sinks, quiet: args.quiet, usage_by_step: Vec::new() };
     let about = run_about(&args.provider, &config);
     let outcome = match resumed {
         Some(r) => runtime.block_on(resume_traced(
@@ -182,6 +191,7 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
             ))
         }
     };
+    let usage_by_step = std::mem::take(&mut progress.usage_by_step);
     drop(sinks);
     // An abandoned in-process call may still be running; the process must not wait for it.
     runtime.shutdown_background();
@@ -194,7 +204,7 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     let mut out = stdout.lock();
     let status = status_name(outcome.status);
     let printed = if args.json {
-        let mut obj = json!({ "status": status, "answer": outcome.answer, "steps": outcome.steps, "usage": outcome.usage, "retries": outcome.retries });
+        let mut obj = json!({ "status": status, "answer": outcome.answer, "steps": outcome.steps, "usage": outcome.usage, "usage_by_step": usage_by_step, "retries": outcome.retries });
         if let Some(e) = &outcome.error {
             obj["error"] = e.to_value();
             if let Some(pending) = e.details.get("pending") {

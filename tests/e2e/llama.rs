@@ -187,6 +187,14 @@ fn each_request_reuses_all_that_the_previous_one_sent() {
         let ((before, _, _), (_, cached, _)) = (pair[0], pair[1]);
         assert!(cached >= before, "a request reused {cached} tokens of the previous one's {before}: {asked:?}");
     }
+    // `--json` reports the same tokens, step by step.
+    let by_step: Vec<(u64, u64)> = r.json()["usage_by_step"]
+        .as_array()
+        .expect("usage_by_step in --json")
+        .iter()
+        .map(|u| (u["input_tokens"].as_u64().unwrap(), u["cached_input_tokens"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(by_step, asked.iter().map(|a| (a.0, a.1)).collect::<Vec<_>>(), "--json and the trace differ");
     let total: Value = r.json()["usage"].clone();
     assert!(total["cached_input_tokens"].as_u64().unwrap() >= asked[1].1, "{total}");
 }
