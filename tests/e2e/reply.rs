@@ -30,6 +30,40 @@ fn a_call_written_inside_the_reasoning_never_runs() {
 }
 
 #[test]
+fn a_call_cut_at_the_token_limit_never_runs_and_a_whole_one_before_it_does() {
+    let s = Scratch::new();
+    let cut = |text: &str| {
+        let mut line = content(text);
+        line["finish_reason"] = json!("length");
+        line
+    };
+    let script = s.script(&[
+        // A whole call, then one cut off: the first may run, the second never.
+        cut(r#"[TOOL_CALLS]calculate[ARGS]{"expression": "6*7"}[TOOL_CALLS]calculate[ARGS]{"expression": "666"#),
+        // Only a cut call, complete-looking JSON up to the limit: nothing runs.
+        cut(r#"<tool_call>{"name": "calculate", "arguments": {"expression": "777"}}"#),
+        finish(json!(42)),
+    ]);
+    let r = ran(s.harness().args(["run", "x", "--json", "--trace", "t.jsonl", "--script"]).arg(&script));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let trace = s.trace("t.jsonl");
+    let steps: Vec<(&Value, &Value)> = trace.iter().map(|l| (&l["status"], &l["error"]["code"])).collect();
+    assert_eq!(
+        steps,
+        [
+            (&json!("ok"), &Value::Null),
+            (&json!("rejected"), &json!("reply_truncated")),
+            (&json!("rejected"), &json!("reply_truncated")),
+            (&json!("finished"), &Value::Null),
+        ],
+        "{trace:?}"
+    );
+    assert_eq!(trace[0]["result"], 42);
+    let results: Vec<&Value> = trace.iter().filter_map(|l| l.get("result")).collect();
+    assert!(!results.contains(&&json!(666)) && !results.contains(&&json!(777)), "a cut call ran: {trace:?}");
+}
+
+#[test]
 fn every_call_of_a_text_reply_runs_one_step_each() {
     let s = Scratch::new();
     let two = "<tool_call>\n{\"name\": \"calculate\", \"arguments\": {\"expression\": \"6*7\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"calculate\", \"arguments\": {\"expression\": \"1+1\"}}\n</tool_call>";
