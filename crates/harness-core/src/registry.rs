@@ -129,9 +129,9 @@ pub enum RegistryError {
 }
 
 struct Compiled {
-    validator: jsonschema::Validator,
+    validator: Arc<jsonschema::Validator>,
     /// The declared output schema, compiled; every result is checked against it.
-    output: Option<jsonschema::Validator>,
+    output: Option<Arc<jsonschema::Validator>>,
     effect: Option<crate::approval::Effect>,
     handler: Option<Arc<dyn ToolHandler>>,
     timeout: Option<std::time::Duration>,
@@ -182,6 +182,60 @@ pub fn compile_schema(schema: &Value) -> Result<jsonschema::Validator, String> {
     jsonschema::options().with_retriever(RefuseExternal).build(schema).map_err(|e| e.to_string())
 }
 
+/// A schema compiled once, kept with the document it was compiled from: whoever checks a
+/// schema at load hands this to the registry, which then never compiles it again.
+#[derive(Clone)]
+pub struct CompiledSchema {
+    source: Value,
+    validator: Arc<jsonschema::Validator>,
+}
+
+impl CompiledSchema {
+    /// Compiles `schema` as [`compile_schema`] does.
+    pub fn compile(schema: &Value) -> Result<Self, String> {
+        let validator = compile_schema(schema)?;
+        Ok(Self { source: schema.clone(), validator: Arc::new(validator) })
+    }
+
+    /// The schema document it was compiled from.
+    pub fn source(&self) -> &Value {
+        &self.source
+    }
+
+    /// Whether `value` satisfies the schema.
+    pub fn is_valid(&self, value: &Value) -> bool {
+        self.validator.is_valid(value)
+    }
+
+    /// Its validator when compiled from `schema`, else `schema` compiled now: a mismatch costs
+    /// a compile, never a validator of the wrong schema.
+    fn validator_for(self, schema: &Value) -> Result<Arc<jsonschema::Validator>, String> {
+        if self.source == *schema {
+            return Ok(self.validator);
+        }
+        compile_schema(schema).map(Arc::new)
+    }
+}
+
+impl std::fmt::Debug for CompiledSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompiledSchema").field("source", &self.source).finish_non_exhaustive()
+    }
+}
+
+/// Builds jsonschema's metaschema validator, which the first compile in a process needs
+/// (about 70 % of a start-up's instructions), on a thread of its own, so that it overlaps
+/// whatever the caller does before its first compile. Cheap to call more than once.
+pub fn prepare_schema_compiler() {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| {
+        // A thread that cannot start only means the first compile builds it, as without this.
+        let _ = std::thread::Builder::new().name("schema-warmup".into()).spawn(|| {
+            let _ = compile_schema(&json!({ "type": "object" }));
+        });
+    });
+}
+
 impl Default for ToolRegistry {
     fn default() -> Self {
         Self::new()
@@ -204,7 +258,7 @@ impl ToolRegistry {
             source: ToolSource::Builtin,
         };
         // The built-in schema is a constant; it compiles.
-        if let Err(e) = registry.insert(finish, None) {
+        if let Err(e) = registry.insert(finish, None, None) {
             unreachable!("the finish schema must compile: {e}");
         }
         registry
@@ -213,6 +267,7 @@ impl ToolRegistry {
     fn insert(
         &mut self,
         definition: ToolDefinition,
+        parameters: Option<CompiledSchema>,
         handler: Option<Arc<dyn ToolHandler>>,
     ) -> Result<(), RegistryError> {
         if let Some(&i) = self.index.get(&definition.name) {
@@ -223,8 +278,11 @@ impl ToolRegistry {
             };
             return Err(RegistryError::Duplicate { name: definition.name, existing });
         }
-        let validator = compile_schema(&definition.parameters)
-            .map_err(|reason| RegistryError::InvalidSchema { name: definition.name.clone(), reason })?;
+        let validator = match parameters {
+            Some(compiled) => compiled.validator_for(&definition.parameters),
+            None => compile_schema(&definition.parameters).map(Arc::new),
+        }
+        .map_err(|reason| RegistryError::InvalidSchema { name: definition.name.clone(), reason })?;
         self.index.insert(definition.name.clone(), self.definitions.len());
         self.definitions.push(definition);
         self.compiled.push(Compiled { validator, output: None, effect: None, handler, timeout: None });
@@ -233,7 +291,18 @@ impl ToolRegistry {
 
     /// Registers a tool, compiling its schema now so that no call ever compiles it.
     pub fn register(&mut self, definition: ToolDefinition, handler: Arc<dyn ToolHandler>) -> Result<(), RegistryError> {
-        self.insert(definition, Some(handler))
+        self.insert(definition, None, Some(handler))
+    }
+
+    /// Registers a tool whose parameters schema was compiled already (at load): no compile
+    /// here, unless `parameters` was compiled from another document than the definition's.
+    pub fn register_compiled(
+        &mut self,
+        definition: ToolDefinition,
+        parameters: CompiledSchema,
+        handler: Arc<dyn ToolHandler>,
+    ) -> Result<(), RegistryError> {
+        self.insert(definition, Some(parameters), Some(handler))
     }
 
     /// Every tool, `finish` first.
@@ -252,7 +321,7 @@ impl ToolRegistry {
         Some(RegisteredTool {
             definition: &self.definitions[i],
             validator: &self.compiled[i].validator,
-            output: self.compiled[i].output.as_ref(),
+            output: self.compiled[i].output.as_deref(),
             effect: self.compiled[i].effect,
             handler: self.compiled[i].handler.as_ref(),
             timeout: self.compiled[i].timeout,
@@ -265,7 +334,15 @@ impl ToolRegistry {
         let &i = self.index.get(name).ok_or_else(|| RegistryError::NoSuchTool(name.to_owned()))?;
         let validator = compile_schema(schema)
             .map_err(|reason| RegistryError::InvalidOutputSchema { name: name.to_owned(), reason })?;
-        self.compiled[i].output = Some(validator);
+        self.compiled[i].output = Some(Arc::new(validator));
+        Ok(())
+    }
+
+    /// Declares a tool's output schema compiled already (at load), as
+    /// [`set_output_schema`](Self::set_output_schema) does without compiling it again.
+    pub fn set_compiled_output_schema(&mut self, name: &str, schema: CompiledSchema) -> Result<(), RegistryError> {
+        let &i = self.index.get(name).ok_or_else(|| RegistryError::NoSuchTool(name.to_owned()))?;
+        self.compiled[i].output = Some(schema.validator);
         Ok(())
     }
 
@@ -446,6 +523,33 @@ mod tests {
         let e = r.register(def("u", json!({"type": "no-such-type"})), Arc::new(Echo)).unwrap_err();
         assert!(matches!(e, RegistryError::InvalidSchema { .. }), "{e}");
         assert!(r.register(def("v", json!(true)), Arc::new(Echo)).is_err());
+    }
+
+    #[test]
+    fn a_schema_compiled_at_load_is_registered_without_compiling_it_again() {
+        let mut r = ToolRegistry::new();
+        let parameters = CompiledSchema::compile(&five_properties()).unwrap();
+        let output = CompiledSchema::compile(&json!({"type": "integer"})).unwrap();
+        r.register_compiled(def("t", five_properties()), parameters.clone(), Arc::new(Echo)).unwrap();
+        r.set_compiled_output_schema("t", output.clone()).unwrap();
+        let i = r.index["t"];
+        assert!(Arc::ptr_eq(&r.compiled[i].validator, &parameters.validator), "the parameters were compiled again");
+        assert!(r.compiled[i].output.as_ref().is_some_and(|o| Arc::ptr_eq(o, &output.validator)));
+        let tool = r.get("t").unwrap();
+        assert!(tool.validate(&json!({"a": "x", "b": 1})).is_ok() && tool.validate(&json!({"a": 1})).is_err());
+        assert!(tool.check_result(&json!(1)).is_ok() && tool.check_result(&json!("1")).is_err());
+        assert!(matches!(r.set_compiled_output_schema("nope", output), Err(RegistryError::NoSuchTool(_))));
+    }
+
+    #[test]
+    fn a_schema_compiled_from_another_document_is_not_trusted() {
+        let mut r = ToolRegistry::new();
+        let other = CompiledSchema::compile(&json!({"type": "object"})).unwrap();
+        r.register_compiled(def("t", five_properties()), other.clone(), Arc::new(Echo)).unwrap();
+        assert!(!Arc::ptr_eq(&r.compiled[r.index["t"]].validator, &other.validator));
+        assert!(r.get("t").unwrap().validate(&json!({})).is_err(), "validated against the definition's schema");
+        let e = r.register_compiled(def("u", json!({"type": 7})), other, Arc::new(Echo)).unwrap_err();
+        assert!(matches!(e, RegistryError::InvalidSchema { .. }), "{e}");
     }
 
     #[test]

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::isolation::confine::{Confinement, EffectSet, Enforcement, Grants};
 use crate::isolation::{HostCommand, Isolation};
-use crate::library::{LoadError, PluginLibrary};
+use crate::library::{LoadError, PluginLibrary, ToolSchemas};
 use crate::settings::{PluginSettings, Timeouts};
 
 /// What the operator chose: directories in order, and which plugins and tools to offer.
@@ -138,6 +138,9 @@ pub struct LoadedPlugin {
     pub initialised: bool,
     /// Each tool's state, in manifest order.
     pub tools: Vec<(ToolManifest, ToolState)>,
+    /// Each tool's schemas, compiled once when the plugin was admitted, in manifest order:
+    /// the registry takes them as they are.
+    pub schemas: Vec<ToolSchemas>,
     /// Where its tools run.
     pub isolation: Isolation,
     /// What the kernel enforces on it.
@@ -280,7 +283,7 @@ fn open_all(options: &DiscoveryOptions, paths: Vec<PathBuf>, confine: bool) -> V
     let _ = (options, confine);
     paths
         .into_iter()
-        .map(|path| match PluginLibrary::load(&path) {
+        .map(|path| match PluginLibrary::load_schemas_unchecked(&path) {
             Ok(library) => Ok(Opened {
                 abi_version: library.abi_version().to_owned(),
                 manifest: library.manifest().clone(),
@@ -292,7 +295,8 @@ fn open_all(options: &DiscoveryOptions, paths: Vec<PathBuf>, confine: bool) -> V
         .collect()
 }
 
-/// A manifest read through a child, checked again here: the child ran plugin code.
+/// A manifest read through a child, checked again here (its schemas once the plugin is
+/// admitted): the child ran plugin code.
 #[cfg(unix)]
 fn checked(
     path: PathBuf,
@@ -301,7 +305,8 @@ fn checked(
     match probed {
         Ok(probed) => {
             let json = serde_json::to_string(&probed.manifest).unwrap_or_default();
-            let manifest = crate::library::parse_manifest(&json).map_err(|e| skip(path.clone(), &e))?;
+            let manifest =
+                crate::library::parse_manifest_schemas_unchecked(&json).map_err(|e| skip(path.clone(), &e))?;
             crate::library::check_abi(&probed.abi_version).map_err(|e| skip(path.clone(), &e))?;
             Ok(Opened { path, abi_version: probed.abi_version, manifest, library: None })
         }
@@ -320,6 +325,9 @@ struct Taken {
 ///
 /// Nothing here fails as a whole: each bad file is one `Skipped` entry and the rest load.
 pub fn discover(options: &DiscoveryOptions) -> Discovery {
+    // Checking the first manifest needs jsonschema's metaschema validator: it is built while
+    // the files are listed and probed, not after.
+    harness_core::prepare_schema_compiler();
     let mut found = Discovery { options: options.clone(), ..Discovery::default() };
     let paths = files(options, &mut found);
     let kernel = crate::isolation::confine::kernel_support();
@@ -358,6 +366,14 @@ impl Discovery {
             self.skipped.push(Skipped { path, reason, detail: None });
             return;
         }
+        // Compiled here, once, for the plugins that are kept; the registry takes them as they are.
+        let schemas = match crate::library::compile_schemas(&manifest) {
+            Ok(schemas) => schemas,
+            Err(e) => {
+                self.skipped.push(skip(path, &e));
+                return;
+            }
+        };
         let tools = self.tool_states(&name, &path, &manifest, taken);
         let offered: Vec<Effects> =
             tools.iter().filter(|(_, s)| *s == ToolState::Offered).map(|(t, _)| t.effects).collect();
@@ -371,6 +387,7 @@ impl Discovery {
             library: None,
             initialised: false,
             tools,
+            schemas,
             isolation,
             enforcement: Enforcement::None { reason: "it runs in the harness's own process".to_owned() },
             confinement: BTreeMap::new(),
@@ -396,7 +413,7 @@ impl Discovery {
             // In-process: loaded here (again, after its probe) and initialised now.
             let loaded = match library {
                 Some(library) => Ok(library),
-                None => PluginLibrary::load(&plugin.path),
+                None => load_as_probed(&plugin.path, &plugin.manifest),
             };
             let outcome = loaded.and_then(|library| library.init(&config).map(|()| library));
             match outcome {
@@ -448,6 +465,19 @@ impl Discovery {
         }
         tools
     }
+}
+
+/// Loads a library here whose manifest was read and checked through a plugin host: its
+/// schemas are not compiled again, and a manifest that differs from the one read there (the
+/// library changed, or answers differently in each process) refuses it.
+fn load_as_probed(path: &Path, probed: &Manifest) -> Result<PluginLibrary, LoadError> {
+    let library = PluginLibrary::load_schemas_unchecked(path)?;
+    if library.manifest() != probed {
+        return Err(LoadError::Manifest(
+            "it declared one manifest in its plugin host and another here (was the file replaced during start-up?); restart the harness".to_owned(),
+        ));
+    }
+    Ok(library)
 }
 
 pub(crate) fn skip(path: PathBuf, e: &LoadError) -> Skipped {

@@ -29,5 +29,7 @@ mod settings;
 
 pub use discover::{Discovery, DiscoveryOptions, LoadedPlugin, Skipped, ToolState, discover, library_extension};
 pub use handler::PluginHandler;
-pub use library::{LoadError, PluginLibrary, parse_manifest};
+pub use library::{
+    LoadError, PluginLibrary, ToolSchemas, compile_schemas, parse_manifest, parse_manifest_schemas_unchecked,
+};
 pub use settings::{PluginSettings, RESERVED_KEYS, Timeouts};

@@ -6,7 +6,7 @@ use harness_abi::abi_stable::library::{AbiHeaderRef, LibraryError};
 use harness_abi::abi_stable::std_types::{RResult, RStr};
 use harness_abi::manifest::{Manifest, ToolError, is_valid_plugin_name, is_valid_tool_name};
 use harness_abi::{ABI_VERSION, PluginModuleRef, ROOT_MODULE_SYMBOL, check_compatible};
-use harness_core::compile_schema;
+use harness_core::CompiledSchema;
 use serde_json::Value;
 
 /// Why a file could not be loaded as a plugin. `Display` is one line for operators.
@@ -59,6 +59,24 @@ pub struct PluginLibrary {
     manifest: Manifest,
 }
 
+/// One tool's schemas, compiled once at load and handed to the registry as they are.
+#[derive(Debug, Clone)]
+pub struct ToolSchemas {
+    /// Its parameters schema.
+    pub parameters: CompiledSchema,
+    /// Its output schema, when it declares one.
+    pub output: Option<CompiledSchema>,
+}
+
+/// Whether a manifest check compiles the tools' schemas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Schemas {
+    /// Compile each one, refusing the manifest when one does not compile.
+    Compile,
+    /// Leave them to whoever compiles them later ([`compile_schemas`]).
+    Later,
+}
+
 impl std::fmt::Debug for PluginLibrary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PluginLibrary")
@@ -105,6 +123,18 @@ impl PluginLibrary {
     ///
     /// The path should be canonical (it must contain a `/`, or the OS searches its library path).
     pub fn load(path: &Path) -> Result<Self, LoadError> {
+        Self::open_checked(path, Schemas::Compile)
+    }
+
+    /// Loads as [`load`](Self::load) does, every rule of the manifest checked but its schemas
+    /// not compiled: the caller compiles them once with [`compile_schemas`] (discovery, for the
+    /// plugins it admits), or its harness does (a plugin host). A process that compiles no
+    /// schema never builds jsonschema's metaschema validator, most of a start-up's work.
+    pub fn load_schemas_unchecked(path: &Path) -> Result<Self, LoadError> {
+        Self::open_checked(path, Schemas::Later)
+    }
+
+    fn open_checked(path: &Path, schemas: Schemas) -> Result<Self, LoadError> {
         crate::preflight::check(path).map_err(LoadError::Open)?;
         let library = open(path).map_err(|e| LoadError::Open(describe_open_error(&e)))?;
         // SAFETY: the symbol, when present, is the `LibHeader` static that abi_stable's export
@@ -123,7 +153,7 @@ impl PluginLibrary {
         let abi_version = (module.abi_version())().into_string();
         check_abi(&abi_version)?;
         let manifest_json = (module.manifest())().into_string();
-        let manifest = parse_manifest(&manifest_json)?;
+        let manifest = check_manifest(&manifest_json, schemas)?;
         Ok(Self { path: path.to_owned(), module, abi_version, manifest })
     }
 
@@ -180,6 +210,34 @@ pub(crate) fn check_abi(abi_version: &str) -> Result<(), LoadError> {
 
 /// Parses and checks a manifest: names, versions, descriptions, schemas that compile.
 pub fn parse_manifest(json: &str) -> Result<Manifest, LoadError> {
+    check_manifest(json, Schemas::Compile)
+}
+
+/// Parses and checks a manifest as [`parse_manifest`] does, except that its schemas are not
+/// compiled: [`compile_schemas`] does that, once, for the plugins that are kept.
+pub fn parse_manifest_schemas_unchecked(json: &str) -> Result<Manifest, LoadError> {
+    check_manifest(json, Schemas::Later)
+}
+
+/// Compiles each tool's schemas, in manifest order; a schema that does not compile refuses
+/// the plugin, naming the tool.
+pub fn compile_schemas(m: &Manifest) -> Result<Vec<ToolSchemas>, LoadError> {
+    let bad = LoadError::Manifest;
+    let compile = |schema: &Value, tool: &str, which: &str| {
+        CompiledSchema::compile(schema)
+            .map_err(|e| bad(format!("plugin {}, tool {tool:?}: {which} schema does not compile: {e}", m.name)))
+    };
+    m.tools
+        .iter()
+        .map(|t| {
+            let parameters = compile(&t.parameters, &t.name, "parameters")?;
+            let output = t.output.as_ref().map(|o| compile(o, &t.name, "output")).transpose()?;
+            Ok(ToolSchemas { parameters, output })
+        })
+        .collect()
+}
+
+fn check_manifest(json: &str, schemas: Schemas) -> Result<Manifest, LoadError> {
     let bad = LoadError::Manifest;
     if let Ok(Value::Object(o)) = serde_json::from_str::<Value>(json)
         && let Some(Value::String(e)) = o.get("error")
@@ -214,10 +272,9 @@ pub fn parse_manifest(json: &str) -> Result<Manifest, LoadError> {
         if t.parameters.get("type").and_then(Value::as_str) != Some("object") {
             return Err(bad(format!("{at}: parameters must be a JSON Schema with \"type\": \"object\"")));
         }
-        compile_schema(&t.parameters).map_err(|e| bad(format!("{at}: parameters schema does not compile: {e}")))?;
-        if let Some(output) = &t.output {
-            compile_schema(output).map_err(|e| bad(format!("{at}: output schema does not compile: {e}")))?;
-        }
+    }
+    if schemas == Schemas::Compile {
+        compile_schemas(&m)?;
     }
     Ok(m)
 }
@@ -234,6 +291,30 @@ mod tests {
     #[test]
     fn a_good_manifest_passes() {
         assert_eq!(parse_manifest(&manifest(T)).unwrap().tools.len(), 1);
+    }
+
+    #[test]
+    fn each_tool_s_schemas_are_compiled_in_manifest_order() {
+        let second = r#"{"name":"u","description":"d","parameters":{"type":"object","required":["x"]},"output":{"type":"integer"},"effects":"pure"}"#;
+        let m = parse_manifest(&manifest(&format!("{T},{second}"))).unwrap();
+        let schemas = compile_schemas(&m).unwrap();
+        assert_eq!(schemas.len(), m.tools.len());
+        for (tool, compiled) in m.tools.iter().zip(&schemas) {
+            assert_eq!(compiled.parameters.source(), &tool.parameters);
+            assert_eq!(compiled.output.as_ref().map(CompiledSchema::source), tool.output.as_ref());
+        }
+        assert!(!schemas[1].parameters.is_valid(&serde_json::json!({})));
+    }
+
+    #[test]
+    fn schemas_can_be_left_to_a_later_compile_and_every_other_rule_still_holds() {
+        let bad_schema = manifest(&T.replace("{\"type\":\"object\"}", "{\"type\":\"object\",\"minProperties\":\"x\"}"));
+        let m = parse_manifest_schemas_unchecked(&bad_schema).unwrap();
+        let e = compile_schemas(&m).unwrap_err().to_string();
+        assert!(e.contains("plugin p, tool \"t\": parameters schema does not compile"), "{e}");
+        assert!(parse_manifest(&bad_schema).is_err());
+        let bad_name = manifest(T).replace("\"p\"", "\"P\"");
+        assert!(parse_manifest_schemas_unchecked(&bad_name).unwrap_err().to_string().contains("plugin name"));
     }
 
     #[test]

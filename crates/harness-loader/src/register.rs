@@ -140,10 +140,11 @@ impl Discovery {
                     continue;
                 }
             };
-            for (tool, state) in &plugin.tools {
+            for (i, (tool, state)) in plugin.tools.iter().enumerate() {
                 if *state != ToolState::Offered {
                     continue;
                 }
+                let schemas = plugin.schemas.get(i);
                 let definition = ToolDefinition {
                     name: tool.name.clone(),
                     description: tool.description.clone(),
@@ -156,14 +157,23 @@ impl Discovery {
                     source: ToolSource::Plugin { name: manifest.name.clone(), version: manifest.version.clone() },
                 };
                 let Some(handler) = handlers.get(&tool.effects) else { continue };
-                if let Err(e) = registry.register(definition, handler.clone()) {
+                // Compiled when the manifest was checked: registered as they are, not compiled again.
+                let registered = match schemas {
+                    Some(s) => registry.register_compiled(definition, s.parameters.clone(), handler.clone()),
+                    None => registry.register(definition, handler.clone()),
+                };
+                if let Err(e) = registered {
                     problems.push(format!("plugin {}: {e}", manifest.name));
                     continue;
                 }
-                // Compiled at load already (an output schema that does not compile refuses the plugin).
-                if let Some(output) = &tool.output
-                    && let Err(e) = registry.set_output_schema(&tool.name, output)
-                {
+                let output = match (schemas.and_then(|s| s.output.clone()), &tool.output) {
+                    (Some(compiled), Some(output)) if compiled.source() == output => {
+                        registry.set_compiled_output_schema(&tool.name, compiled)
+                    }
+                    (_, Some(output)) => registry.set_output_schema(&tool.name, output),
+                    (_, None) => Ok(()),
+                };
+                if let Err(e) = output {
                     problems.push(format!("plugin {}: {e}", manifest.name));
                 }
                 if let Some(limit) = timeouts.of(&tool.name) {

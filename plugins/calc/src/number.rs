@@ -224,6 +224,14 @@ pub(crate) fn log2_abs(n: &BigInt) -> f64 {
 /// A literal too large for an exact number is read as a float; out of the float range too,
 /// it is an error naming it.
 pub(crate) fn literal(text: &str, at: usize) -> Result<Num, CalcError> {
+    // Most literals are small integers: read them without the decimal machinery below, which
+    // costs most of an evaluation (a big-integer parse of a formatted copy, a power of ten).
+    if text.len() <= 18
+        && text.bytes().all(|b| b.is_ascii_digit())
+        && let Ok(n) = text.parse::<u64>()
+    {
+        return Ok(Num::Exact(BigRational::from_integer(BigInt::from(n))));
+    }
     let clean: String = text.chars().filter(|c| *c != '_').collect();
     let shown = match text.char_indices().nth(24) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
@@ -269,6 +277,13 @@ mod tests {
 
     #[test]
     fn literals_are_exact_decimals() {
+        assert_eq!(literal("42", 0).unwrap(), int(42));
+        assert_eq!(literal("007", 0).unwrap(), int(7));
+        assert_eq!(literal("999999999999999999", 0).unwrap(), int(999_999_999_999_999_999));
+        assert_eq!(
+            literal("9999999999999999999", 0).unwrap(),
+            Num::Exact(BigRational::from_integer(BigInt::from(9_999_999_999_999_999_999u64)))
+        );
         assert_eq!(literal("0.1", 0).unwrap(), exact(1, 10));
         assert_eq!(literal("1_000.5e-3", 0).unwrap(), exact(10005, 10000));
         assert_eq!(literal("2.5E3", 0).unwrap(), int(2500));

@@ -72,6 +72,10 @@ pub(crate) fn probe(command: &HostCommand, paths: &[PathBuf], confine: bool) -> 
             }
         }
     }
+    // Its answers are all in: the start-up need not wait for it to exit.
+    if let Some(c) = conn {
+        c.dismiss();
+    }
     out
 }
 
