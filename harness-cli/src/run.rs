@@ -119,6 +119,9 @@ impl TraceSink for Progress<'_> {
 
 /// Runs `harness run` and returns the exit code.
 pub(crate) fn run(args: RunArgs) -> Result<u8> {
+    // The first schema compile builds jsonschema's metaschema validator (most of a start-up's
+    // work): started now, it overlaps reading the configuration, the script and the plugins.
+    harness_core::prepare_schema_compiler();
     let config = LoadedConfig::load(args.plugins.config.as_deref())?;
     let provider = build_provider(&args.provider, &config, args.quiet)?;
     let mut options = run_options(&args.limits, &config)?;
