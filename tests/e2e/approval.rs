@@ -94,6 +94,21 @@ fn a_denied_call_is_fed_back_as_call_denied_with_the_reason() {
 }
 
 #[test]
+fn a_denied_call_stays_denied_under_a_policy_that_would_allow_it() {
+    let s = scratch_with_root();
+    stop_before_the_write(&s);
+    let rest = s.write("rest.jsonl", &format!("{}\n", call("finish", json!({"answer": "gave up"}))));
+    let r = ran(s
+        .harness()
+        .args(["run", "--resume", "t.jsonl", "--deny", "call_2", "--allow", "writes"])
+        .args(["--config", "h.toml", "--json", "--script"])
+        .arg(&rest));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(s.trace("t.jsonl")[1]["error"]["code"], "call_denied");
+    assert!(!s.path("root/out.txt").exists(), "the operator said no to this call");
+}
+
+#[test]
 fn policy_from_flags_and_config_allows_or_denies_without_asking() {
     let s = scratch_with_root();
     let script =

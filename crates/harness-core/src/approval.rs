@@ -203,6 +203,13 @@ impl Approvals {
         &self.policy
     }
 
+    /// Whether the operator already answered the call with this id (a resumed run's
+    /// `--approve`/`--deny ID`, a batch's approvals file): the loop must not run it on the
+    /// policy's word alone.
+    pub(crate) fn answered(&self, id: &str) -> bool {
+        !self.given.is_empty() && self.given.contains_key(id)
+    }
+
     pub(crate) fn verdict(&mut self, call: &PendingCall) -> Verdict {
         // The operator's no to this very call wins over a policy that would run it (a run
         // resumed with --deny ID, or a batch's approvals file, under --allow writes).

@@ -280,7 +280,8 @@ fn approve(registry: &ToolRegistry, run: &mut Run<'_>, step: &Step, call: &ToolC
         return Verdict::Run;
     };
     let (key, effect) = (tool.policy_key(), tool.policy_effect());
-    if run.approvals.policy().decide(&key, effect) == Decision::Allow {
+    // An answer the operator gave to this very call (a resumed run's --deny ID) outranks the policy.
+    if !run.approvals.answered(&call.id) && run.approvals.policy().decide(&key, effect) == Decision::Allow {
         return Verdict::Run;
     }
     let pending = PendingCall {
