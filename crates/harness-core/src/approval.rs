@@ -122,6 +122,13 @@ impl ApprovalPolicy {
         self.tools.get(key).or_else(|| self.classes.get(&effect)).copied().unwrap_or(Decision::Ask)
     }
 
+    /// Whether every call of `effect` is allowed whatever the tool: no tool has a decision of
+    /// its own and the class is allowed. The loop asks this first, so that the usual step
+    /// does not build the tool's policy key.
+    pub fn allows_class_outright(&self, effect: Effect) -> bool {
+        self.tools.is_empty() && self.classes.get(&effect) == Some(&Decision::Allow)
+    }
+
     /// The decision for each class, in order.
     pub fn classes(&self) -> Vec<(Effect, Decision)> {
         Effect::ALL.into_iter().map(|e| (e, self.classes.get(&e).copied().unwrap_or(Decision::Ask))).collect()
@@ -279,6 +286,16 @@ mod tests {
         policy.set_tool("files.write_file", Decision::Allow);
         policy.set_class(Effect::Reads, Decision::Deny);
         assert_eq!(policy.decide("files.write_file", Effect::Writes), Decision::Allow);
+        assert_eq!(policy.decide("files.read_file", Effect::Reads), Decision::Deny);
+    }
+
+    #[test]
+    fn a_class_is_allowed_outright_only_when_no_tool_has_a_decision_of_its_own() {
+        let mut policy = ApprovalPolicy::default();
+        assert!(policy.allows_class_outright(Effect::Pure) && policy.allows_class_outright(Effect::Reads));
+        assert!(!policy.allows_class_outright(Effect::Writes) && !policy.allows_class_outright(Effect::Network));
+        policy.set_tool("files.read_file", Decision::Deny);
+        assert!(!policy.allows_class_outright(Effect::Reads), "a tool's own decision must be looked up");
         assert_eq!(policy.decide("files.read_file", Effect::Reads), Decision::Deny);
     }
 

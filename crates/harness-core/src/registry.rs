@@ -420,6 +420,10 @@ impl RegisteredTool<'_> {
 
     /// Checks arguments against the compiled schema, reporting every violation.
     pub fn validate(&self, arguments: &Value) -> Result<(), HarnessError> {
+        // The usual call is valid: a yes-or-no check costs a fraction of collecting errors.
+        if self.validator.is_valid(arguments) {
+            return Ok(());
+        }
         let violations = violations(self.validator, arguments);
         if violations.is_empty() {
             return Ok(());
@@ -437,6 +441,9 @@ impl RegisteredTool<'_> {
         let Some(output) = self.output else {
             return Ok(());
         };
+        if output.is_valid(result) {
+            return Ok(());
+        }
         let violations = violations(output, result);
         if violations.is_empty() {
             return Ok(());

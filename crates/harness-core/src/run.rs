@@ -279,9 +279,14 @@ fn approve(registry: &ToolRegistry, run: &mut Run<'_>, step: &Step, call: &ToolC
     let Some(tool) = registry.get(&call.tool) else {
         return Verdict::Run;
     };
-    let (key, effect) = (tool.policy_key(), tool.policy_effect());
+    let effect = tool.policy_effect();
     // An answer the operator gave to this very call (a resumed run's --deny ID) outranks the policy.
-    if !run.approvals.answered(&call.id) && run.approvals.policy().decide(&key, effect) == Decision::Allow {
+    let answered = run.approvals.answered(&call.id);
+    if !answered && run.approvals.policy().allows_class_outright(effect) {
+        return Verdict::Run;
+    }
+    let key = tool.policy_key();
+    if !answered && run.approvals.policy().decide(&key, effect) == Decision::Allow {
         return Verdict::Run;
     }
     let pending = PendingCall {
