@@ -7,6 +7,7 @@ mod llama;
 mod mcp;
 mod phoenix;
 mod slurm;
+mod venv;
 
 use crate::Context;
 
