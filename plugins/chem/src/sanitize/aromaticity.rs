@@ -257,7 +257,7 @@ fn smallest_rings(mol: &Mol, adjacency: &[Vec<(usize, usize)>]) -> Vec<Ring> {
     let mut in_system = vec![false; mol.atoms.len()];
     let mut index = vec![usize::MAX; mol.bonds.len()];
     let mut previous = vec![usize::MAX; mol.atoms.len()];
-    for (id, system) in ring_systems(adjacency, mol.atoms.len()).into_iter().enumerate() {
+    for (id, system) in ring_systems(adjacency).into_iter().enumerate() {
         for &a in &system {
             in_system[a] = true;
         }

@@ -34,7 +34,7 @@ pub(super) fn kekulize(mol: &Mol, valence: &[u32], implicit: &[u32]) -> Result<V
     let mut candidate = vec![false; n];
     let mut optional = vec![false; n];
     let mut index: Vec<Option<usize>> = vec![None; n];
-    for system in ring_systems(&mol.ring_adjacency(), mol.atoms.len()) {
+    for system in ring_systems(&mol.ring_adjacency()) {
         if !system.iter().any(|&i| aromatic_atom(i) || mol.atoms[i].z == 0) {
             continue;
         }
