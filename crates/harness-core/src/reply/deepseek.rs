@@ -25,13 +25,7 @@ fn content_v3(piece: &str, r: &mut Reading<'_>) {
 
 /// Reads the V3 / V3.1 calls of `text`.
 pub(super) fn read_v3(text: &str, r: &mut Reading<'_>) {
-    let mut pos = 0;
-    while let Some(begin) = find_from(text, pos, CALL_BEGIN) {
-        content_v3(&text[pos..begin], r);
-        let Some(end) = read_v3_call(text, begin, r) else { return };
-        pos = end;
-    }
-    content_v3(&text[pos..], r);
+    r.each_call(text, CALL_BEGIN, |r, piece| content_v3(piece, r), read_v3_call);
 }
 
 fn read_v3_call(text: &str, begin: usize, r: &mut Reading<'_>) -> Option<usize> {

@@ -22,13 +22,7 @@ enum Fault {
 
 /// Reads every call of `text`.
 pub(super) fn read(text: &str, r: &mut Reading<'_>) {
-    let mut pos = 0;
-    while let Some(open) = find_from(text, pos, OPEN) {
-        r.content(&text[pos..open]);
-        let Some(end) = read_call(text, open, r) else { return };
-        pos = end;
-    }
-    r.content(&text[pos..]);
+    r.each_call(text, OPEN, Reading::content, read_call);
 }
 
 fn read_call(text: &str, open: usize, r: &mut Reading<'_>) -> Option<usize> {

@@ -3,7 +3,7 @@
 //! Qwen3-Coder writes `<function=NAME>` ([`super::qwen_xml`]), GLM 4.5+ writes the bare name
 //! and `<arg_key>` pairs ([`super::glm`]). Several blocks in a row are several calls.
 
-use super::{Reading, ReplyFormat, find_from, glm, qwen_xml, skip_ws, starts};
+use super::{Reading, ReplyFormat, glm, qwen_xml, skip_ws, starts};
 
 const OPEN: &str = "<tool_call>";
 const CLOSE: &str = "</tool_call>";
@@ -22,19 +22,14 @@ pub(super) fn kind_of_block(after_open: &str) -> ReplyFormat {
 
 /// Reads every `<tool_call>` block of `text`, each by the grammar of the format being read.
 pub(super) fn read_tagged(text: &str, r: &mut Reading<'_>) {
-    let mut pos = 0;
-    while let Some(open) = find_from(text, pos, OPEN) {
-        r.content(&text[pos..open]);
+    r.each_call(text, OPEN, Reading::content, |text, open, r| {
         let body = open + OPEN.len();
-        let end = match r.format {
+        match r.format {
             ReplyFormat::Qwen3Coder => qwen_xml::read_block(text, open, body, r),
             ReplyFormat::Glm45 => glm::read_block(text, open, body, r),
             _ => read_json_block(text, open, body, r),
-        };
-        let Some(end) = end else { return };
-        pos = end;
-    }
-    r.content(&text[pos..]);
+        }
+    });
 }
 
 /// One Hermes block: a JSON object with `name` and `arguments`, then `</tool_call>`.

@@ -33,13 +33,7 @@ fn name_of(id: &str) -> &str {
 
 /// Reads every call of `text`.
 pub(super) fn read(text: &str, r: &mut Reading<'_>) {
-    let mut pos = 0;
-    while let Some(begin) = find_from(text, pos, CALL_BEGIN) {
-        content(&text[pos..begin], r);
-        let Some(end) = read_call(text, begin, r) else { return };
-        pos = end;
-    }
-    content(&text[pos..], r);
+    r.each_call(text, CALL_BEGIN, |r, piece| content(piece, r), read_call);
 }
 
 fn read_call(text: &str, begin: usize, r: &mut Reading<'_>) -> Option<usize> {

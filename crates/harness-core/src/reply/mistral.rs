@@ -12,15 +12,10 @@ const CALL_ID: &str = "[CALL_ID]";
 
 /// Reads every `[TOOL_CALLS]` of `text`.
 pub(super) fn read(text: &str, r: &mut Reading<'_>) {
-    let mut pos = 0;
-    while let Some(marker) = find_from(text, pos, MARKER) {
-        r.content(&text[pos..marker]);
+    r.each_call(text, MARKER, Reading::content, |text, marker, r| {
         let p = skip_ws(text, marker + MARKER.len());
-        let end = if starts(text, p, "[") { read_list(text, marker, p, r) } else { read_named(text, marker, p, r) };
-        let Some(end) = end else { return };
-        pos = end;
-    }
-    r.content(&text[pos..]);
+        if starts(text, p, "[") { read_list(text, marker, p, r) } else { read_named(text, marker, p, r) }
+    });
 }
 
 /// `NAME[ARGS]{...}` or `NAME[CALL_ID]ID[ARGS]{...}` at `p`; also `NAME{...}`, as servers

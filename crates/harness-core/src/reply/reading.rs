@@ -44,6 +44,25 @@ impl<'a> Reading<'a> {
         self.content.push_str(text);
     }
 
+    /// Reads `text` as content with calls, each opened by `marker`: `content` keeps the text
+    /// between calls, `call` reads the call opened at an offset and says where it ends (`None`
+    /// when the reading stops there, on a cut or a malformed call).
+    pub(super) fn each_call(
+        &mut self,
+        text: &str,
+        marker: &str,
+        content: fn(&mut Self, &str),
+        mut call: impl FnMut(&str, usize, &mut Self) -> Option<usize>,
+    ) {
+        let mut pos = 0;
+        while let Some(open) = super::find_from(text, pos, marker) {
+            content(self, &text[pos..open]);
+            let Some(end) = call(text, open, self) else { return };
+            pos = end;
+        }
+        content(self, &text[pos..]);
+    }
+
     /// Keeps a call.
     pub(super) fn call(&mut self, name: &str, arguments: Value) {
         self.calls.push(TextCall { name: name.trim().to_owned(), arguments });
