@@ -18,7 +18,7 @@ use crate::error::CliError;
 use crate::setup::{PluginArgs, load_plugins};
 use crate::wiring::{
     LoopArgs, ProviderArgs, build_provider, check_tool_choice, otlp_export, provider_name, run_about, run_options,
-    runtime, status_name,
+    runtime,
 };
 use harness_trace::{Tee, cut, printable};
 
@@ -205,7 +205,7 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
 
     let stdout = io::stdout();
     let mut out = stdout.lock();
-    let status = status_name(outcome.status);
+    let status = outcome.status.as_str();
     let printed = if args.json {
         let mut obj = json!({ "status": status, "answer": outcome.answer, "steps": outcome.steps, "usage": outcome.usage, "usage_by_step": usage_by_step, "retries": outcome.retries });
         if let Some(e) = &outcome.error {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use harness_core::{ModelProvider, ReplyFormat, RunAbout, RunOptions, RunStatus, ToolRegistry};
+use harness_core::{ModelProvider, ReplyFormat, RunAbout, RunOptions, ToolRegistry};
 use harness_providers::{
     HttpProvider, HttpProviderConfig, HttpSettings, OfflineRouter, Preset, RouterMode, ScriptedProvider,
     parse_tool_choice,
@@ -248,17 +248,6 @@ pub(crate) fn run_options(args: &LoopArgs, config: &LoadedConfig) -> Result<RunO
         ));
     }
     Ok(options)
-}
-
-/// A run status as it is written in JSON: `finished`, `step_budget_exhausted`, ...
-pub(crate) fn status_name(status: RunStatus) -> &'static str {
-    match status {
-        RunStatus::Finished => "finished",
-        RunStatus::StepBudgetExhausted => "step_budget_exhausted",
-        RunStatus::TimeBudgetExhausted => "time_budget_exhausted",
-        RunStatus::Failed => "failed",
-        RunStatus::AwaitingApproval => "awaiting_approval",
-    }
 }
 
 /// An async runtime for the loop: a current-thread one for `threads` of 1, else a pool of that many.

@@ -12,7 +12,7 @@ mod record;
 
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::approval::{Approvals, Decision, PendingCall, Verdict};
@@ -68,8 +68,8 @@ impl Default for RunOptions {
     }
 }
 
-/// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// How a run ended; its snake_case name is what traces, `--json` and result lines write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     /// The router called `finish`.
@@ -83,6 +83,19 @@ pub enum RunStatus {
     /// A call waits for the operator's approval; the run stopped cleanly before it and can be
     /// resumed ([`resume`]). Its error's details hold the pending call.
     AwaitingApproval,
+}
+
+impl RunStatus {
+    /// The name written in traces and JSON: `finished`, `step_budget_exhausted`, ...
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Finished => "finished",
+            RunStatus::StepBudgetExhausted => "step_budget_exhausted",
+            RunStatus::TimeBudgetExhausted => "time_budget_exhausted",
+            RunStatus::Failed => "failed",
+            RunStatus::AwaitingApproval => "awaiting_approval",
+        }
+    }
 }
 
 /// The result of a run.

@@ -144,10 +144,7 @@ pub async fn run_traced_with(
         return with_line_error(none, "first", &e);
     }
     let outcome = crate::run::run_with(provider, registry, request, options, trace, approvals).await;
-    match trace.end(&RunEnd::new(&outcome, started.elapsed())) {
-        Ok(()) => outcome,
-        Err(e) => with_line_error(outcome, "last", &e),
-    }
+    ended(outcome, started, trace)
 }
 
 /// Resumes a run that stopped for approval ([`crate::resume`]) and writes its last line; the
@@ -162,6 +159,11 @@ pub async fn resume_traced(
 ) -> RunOutcome {
     let started = Instant::now();
     let outcome = crate::run::resume(provider, registry, from, options, trace, approvals).await;
+    ended(outcome, started, trace)
+}
+
+/// Writes a run's last line; a line that cannot be written fails the run.
+fn ended(outcome: RunOutcome, started: Instant, trace: &mut dyn TraceSink) -> RunOutcome {
     match trace.end(&RunEnd::new(&outcome, started.elapsed())) {
         Ok(()) => outcome,
         Err(e) => with_line_error(outcome, "last", &e),

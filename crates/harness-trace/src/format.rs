@@ -242,34 +242,8 @@ pub struct StartRecord {
     pub started_at: String,
 }
 
-/// How a run ended, as its last line says it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RunStatus {
-    /// The router called `finish`.
-    Finished,
-    /// The step budget was spent.
-    StepBudgetExhausted,
-    /// The wall-clock limit was reached.
-    TimeBudgetExhausted,
-    /// The run could not go on.
-    Failed,
-    /// A call waits for the operator's approval.
-    AwaitingApproval,
-}
-
-impl RunStatus {
-    /// The name written in the trace.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Finished => "finished",
-            RunStatus::StepBudgetExhausted => "step_budget_exhausted",
-            RunStatus::TimeBudgetExhausted => "time_budget_exhausted",
-            RunStatus::Failed => "failed",
-            RunStatus::AwaitingApproval => "awaiting_approval",
-        }
-    }
-}
+/// How a run ended, as its last line says it: the loop's own status, read back.
+pub use harness_core::RunStatus;
 
 /// The last line: how the run ended.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
