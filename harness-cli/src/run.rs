@@ -1,7 +1,7 @@
 //! `harness run`: one request through the loop.
 
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::PathBuf;
 
 use clap::Args;
@@ -143,7 +143,8 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
                 writeln!(file, "{line}")
                     .map_err(|e| CliError::Failure(format!("cannot write trace file {}: {e}", path.display())))?;
             }
-            Some(TraceWriter::new(BufWriter::new(file)))
+            // TraceWriter builds each line whole and writes it at once: no BufWriter needed.
+            Some(TraceWriter::new(file))
         }
         None => None,
     };

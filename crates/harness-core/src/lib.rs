@@ -31,6 +31,7 @@
 
 mod approval;
 mod error;
+mod json_text;
 mod parse;
 mod provider;
 mod registry;

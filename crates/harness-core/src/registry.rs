@@ -145,6 +145,7 @@ pub struct ToolRegistry {
 }
 
 /// A registered tool, looked up by name.
+#[derive(Clone, Copy)]
 pub struct RegisteredTool<'a> {
     /// Its definition.
     pub definition: &'a ToolDefinition,

@@ -19,7 +19,7 @@ use crate::approval::{Approvals, Decision, PendingCall, Verdict};
 use crate::error::{ErrorCode, HarnessError};
 use crate::parse::ToolCall;
 use crate::provider::{Message, ModelProvider, ModelReply, Usage};
-use crate::registry::ToolRegistry;
+use crate::registry::{RegisteredTool, ToolRegistry};
 use crate::reply::ReplyFormat;
 use crate::trace::{StepStatus, TraceSink};
 
@@ -228,9 +228,16 @@ async fn drive(
         }
         let (reply, calls, index) = run.next_call();
         let read = read::read_call(reply, calls, index, &step);
+        // Looked up once: the checks, the approval, the result check and the trace line all
+        // need the tool, and each lookup hashes its name.
+        let proposed = match &read.call {
+            Ok(call) => Some(call),
+            Err(unreadable) => unreadable.call.as_ref(),
+        };
+        let tool = proposed.and_then(|c| registry.get(&c.tool));
         let (call, outcome) = match read.call {
             Ok(mut call) => {
-                let outcome = check_and_execute(registry, &mut run, &step, &mut call).await;
+                let outcome = check_and_execute(registry, tool, &mut run, &step, &mut call).await;
                 (Some(call), outcome)
             }
             Err(unreadable) => (unreadable.call, StepOutcome::Failed(unreadable.error, StepStatus::Rejected)),
@@ -241,7 +248,8 @@ async fn drive(
             run.repeats.reset();
         }
         let (reply, calls) = run.reply_of_step();
-        let entry = record::step_entry(&step, reply, calls, read.index, registry, call.as_ref(), &outcome);
+        let source = tool.map(|t| &t.definition.source);
+        let entry = record::step_entry(&step, reply, calls, read.index, source, call.as_ref(), &outcome);
         if let Err(e) = trace.record(&entry) {
             return run.failed(number, record::trace_error(&e));
         }
@@ -259,23 +267,24 @@ async fn drive(
 /// Checks a call that was read and, when it passes, executes it.
 async fn check_and_execute(
     registry: &ToolRegistry,
+    tool: Option<RegisteredTool<'_>>,
     run: &mut Run<'_>,
     step: &Step,
     call: &mut ToolCall,
 ) -> StepOutcome {
     let cleared =
-        check::check_call(registry, call, step.finish_only, &mut run.repeats, run.options.max_arguments_bytes);
+        check::check_call(registry, tool, call, step.finish_only, &mut run.repeats, run.options.max_arguments_bytes);
     match cleared {
         Ok(check::Cleared::Finish(answer)) => StepOutcome::Finished(answer),
         Ok(check::Cleared::Execute { handler, timeout }) => {
-            match approve(registry, run, step, call) {
+            match approve(tool, run, step, call) {
                 Verdict::Run => {}
                 Verdict::Denied(error) => return StepOutcome::Failed(error, StepStatus::Rejected),
                 Verdict::Wait(error) => return StepOutcome::Failed(error, StepStatus::AwaitingApproval),
             }
             let timeout = execute::within(timeout, run.remaining());
             let outcome = execute::execute(handler, call, timeout, run.options.inline_calls).await;
-            check::check_result(registry, &call.tool, outcome)
+            check::check_result(tool, outcome)
         }
         Err(error) => {
             // A repeated call will not change its result: from now on only `finish` is offered.
@@ -288,8 +297,8 @@ async fn check_and_execute(
 }
 
 /// The approval policy's verdict on a call that passed its checks.
-fn approve(registry: &ToolRegistry, run: &mut Run<'_>, step: &Step, call: &ToolCall) -> Verdict {
-    let Some(tool) = registry.get(&call.tool) else {
+fn approve(tool: Option<RegisteredTool<'_>>, run: &mut Run<'_>, step: &Step, call: &ToolCall) -> Verdict {
+    let Some(tool) = tool else {
         return Verdict::Run;
     };
     let effect = tool.policy_effect();
@@ -521,28 +530,12 @@ fn message_size(message: &Message) -> usize {
     }
 }
 
-/// Counts bytes without keeping them: the size of a value as JSON, with no allocation.
-struct ByteCount(usize);
-
-impl std::io::Write for ByteCount {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len();
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// The size of a value as JSON text; a string of JSON (as APIs send arguments) is its length.
 fn json_size(v: &Value) -> usize {
     if let Value::String(s) = v {
         return s.len();
     }
-    let mut count = ByteCount(0);
-    // Writing to a counter cannot fail.
-    let _ = serde_json::to_writer(&mut count, v);
-    count.0
+    crate::json_text::encoded_len(v)
 }
 
 fn micros(since: Instant) -> u64 {

@@ -4,6 +4,7 @@
 //! OpenTelemetry exporter (crate `harness-trace`) another, and the loop knows neither.
 
 mod lines;
+mod step_line;
 
 use std::io::{self, Write};
 use std::time::Instant;
@@ -190,27 +191,36 @@ impl TraceSink for NoTrace {
 }
 
 /// Writes the trace as JSON Lines, flushing after every line so a killed run keeps its steps.
+///
+/// Each line is built whole in a buffer kept from line to line and handed to `out` in one
+/// write: given a `File`, that is one write(2) a step, with no `BufWriter` copy in between.
 pub struct TraceWriter<W: Write + Send> {
     out: W,
+    line: Vec<u8>,
 }
 
 impl<W: Write + Send> TraceWriter<W> {
     /// A trace written to `out`.
     pub fn new(out: W) -> Self {
-        Self { out }
+        Self { out, line: Vec::with_capacity(1024) }
     }
 
     /// Gives the writer back.
     pub fn into_inner(self) -> W {
         self.out
     }
-}
 
-impl<W: Write + Send> TraceWriter<W> {
-    fn line(&mut self, line: &impl Serialize) -> io::Result<()> {
-        serde_json::to_writer(&mut self.out, line)?;
-        self.out.write_all(b"\n")?;
+    /// Writes the line in the buffer, then a newline, and flushes.
+    fn send(&mut self) -> io::Result<()> {
+        self.line.push(b'\n');
+        self.out.write_all(&self.line)?;
         self.out.flush()
+    }
+
+    fn line(&mut self, line: &impl Serialize) -> io::Result<()> {
+        self.line.clear();
+        serde_json::to_writer(&mut self.line, line)?;
+        self.send()
     }
 }
 
@@ -219,7 +229,9 @@ impl<W: Write + Send> TraceSink for TraceWriter<W> {
         self.line(start)
     }
     fn record(&mut self, entry: &TraceEntry<'_>) -> io::Result<()> {
-        self.line(entry)
+        self.line.clear();
+        step_line::write_entry(&mut self.line, entry)?;
+        self.send()
     }
     fn end(&mut self, end: &RunEnd) -> io::Result<()> {
         self.line(end)

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::{StepOutcome, json_size};
 use crate::error::{ErrorCode, HarnessError};
 use crate::parse::ToolCall;
-use crate::registry::{FINISH, ToolHandler, ToolRegistry};
+use crate::registry::{FINISH, RegisteredTool, ToolHandler, ToolRegistry};
 use crate::trace::StepStatus;
 
 /// A call that passed every check: what to do with it.
@@ -26,10 +26,11 @@ pub(super) enum Cleared {
     },
 }
 
-/// Checks one call. Oversized arguments are replaced by a note of their size, so that they
+/// Checks one call to `tool` (looked up by the caller; `None` when there is no such tool). Oversized arguments are replaced by a note of their size, so that they
 /// are not kept in the trace either.
 pub(super) fn check_call(
     registry: &ToolRegistry,
+    tool: Option<RegisteredTool<'_>>,
     call: &mut ToolCall,
     finish_only: bool,
     repeats: &mut RepeatGuard,
@@ -47,7 +48,7 @@ pub(super) fn check_call(
             json!({ "tool": call.tool, "bytes": bytes, "limit": max_arguments_bytes }),
         ));
     }
-    let Some(tool) = registry.get(&call.tool) else {
+    let Some(tool) = tool else {
         let offered: Vec<&str> =
             if finish_only { vec![FINISH] } else { registry.definitions().iter().map(|d| d.name.as_str()).collect() };
         return Err(HarnessError::new(
@@ -89,11 +90,11 @@ pub(super) fn check_call(
 
 /// Holds a result to the tool's declared output schema: one that breaks it becomes an error
 /// step (`invalid_result`, with the violations) and is never fed back as a result.
-pub(super) fn check_result(registry: &ToolRegistry, tool: &str, outcome: StepOutcome) -> StepOutcome {
+pub(super) fn check_result(tool: Option<RegisteredTool<'_>>, outcome: StepOutcome) -> StepOutcome {
     let StepOutcome::Ran(result) = &outcome else {
         return outcome;
     };
-    match registry.get(tool).map(|t| t.check_result(result)) {
+    match tool.map(|t| t.check_result(result)) {
         Some(Err(error)) => StepOutcome::Failed(error, StepStatus::Error),
         _ => outcome,
     }

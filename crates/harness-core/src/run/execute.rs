@@ -31,17 +31,16 @@ pub(super) async fn execute(
     timeout: Option<Duration>,
     inline: bool,
 ) -> StepOutcome {
-    let tool = Arc::<str>::from(call.tool.as_str());
     // The deadline is fixed now, so that time spent queued counts against it.
     let deadline = timeout.map(|t| Instant::now() + t);
     // A call with a timeout stays inline only when its handler ends it at the deadline itself.
     let ran = if inline && (timeout.is_none() || handler.enforces_timeout()) && handler.may_run_inline() {
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            handler.call_by(&tool, &call.arguments, deadline)
+            handler.call_by(&call.tool, &call.arguments, deadline)
         }));
         Ok(result)
     } else {
-        off_thread(handler, call, &tool, timeout, deadline).await
+        off_thread(handler, call, timeout, deadline).await
     };
     let failure = match ran {
         Ok(Ok(Ok(value))) => return StepOutcome::Ran(value),
@@ -52,10 +51,11 @@ pub(super) async fn execute(
         Err(outcome) => return outcome,
     };
     let code = ErrorCode::of_tool_failure(&failure.code);
+    let tool = &call.tool;
     let details = if code.as_str() == failure.code {
-        json!({ "tool": &*tool })
+        json!({ "tool": tool })
     } else {
-        json!({ "tool": &*tool, "tool_code": failure.code })
+        json!({ "tool": tool, "tool_code": failure.code })
     };
     StepOutcome::Failed(HarnessError::new(code, failure.message, details), StepStatus::Error)
 }
@@ -67,10 +67,11 @@ type Caught = std::thread::Result<Result<Value, ToolFailure>>;
 async fn off_thread(
     handler: Arc<dyn ToolHandler>,
     call: &mut ToolCall,
-    tool: &Arc<str>,
     timeout: Option<Duration>,
     deadline: Option<Instant>,
 ) -> Result<Caught, StepOutcome> {
+    // The thread needs its own copy of the name; an inline call borrows the call's.
+    let tool = &Arc::<str>::from(call.tool.as_str());
     let enforces = handler.enforces_timeout();
     // An abandoned call keeps its arguments for the trace; only a call with a timeout can be.
     let kept = timeout.is_some().then(|| call.arguments.clone());
@@ -145,7 +146,7 @@ pub async fn call_tool(registry: &ToolRegistry, tool: &str, arguments: Value) ->
     };
     let mut call = ToolCall { id: String::new(), tool: tool.to_owned(), arguments };
     let outcome = execute(handler, &mut call, found.timeout, false).await;
-    match super::check::check_result(registry, tool, outcome) {
+    match super::check::check_result(Some(found), outcome) {
         StepOutcome::Ran(result) | StepOutcome::Finished(result) => Ok(result),
         StepOutcome::Failed(error, _) => Err(error),
     }

@@ -5,22 +5,22 @@ use super::{Step, StepOutcome, micros};
 use crate::error::{ErrorCode, HarnessError};
 use crate::parse::ToolCall;
 use crate::provider::ModelReply;
-use crate::registry::{FINISH, ToolRegistry, ToolSource};
+use crate::registry::{FINISH, ToolSource};
 use crate::trace::{StepStatus, TraceEntry};
 
 use serde_json::json;
 
-/// The trace line of a step that ran (or refused) call `index` of `reply`.
+/// The trace line of a step that ran (or refused) call `index` of `reply`; `source` is where
+/// the called tool came from, when it is registered.
 pub(super) fn step_entry<'a>(
     step: &Step,
     reply: &'a ModelReply,
     calls: &'a ReplyCalls,
     index: usize,
-    registry: &'a ToolRegistry,
+    source: Option<&'a ToolSource>,
     call: Option<&'a ToolCall>,
     outcome: &'a StepOutcome,
 ) -> TraceEntry<'a> {
-    let source = call.and_then(|c| registry.get(&c.tool)).map(|t| &t.definition.source);
     let (plugin, plugin_version, mcp_server) = match source {
         Some(ToolSource::Plugin { name, version }) => (Some(name.as_str()), Some(version.as_str()), None),
         Some(ToolSource::Mcp { server }) => (None, None, Some(server.as_str())),
