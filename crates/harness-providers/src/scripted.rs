@@ -4,8 +4,11 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
+use std::fmt;
+
 use async_trait::async_trait;
 use harness_core::{ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest};
+use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use crate::http_provider::cut_at_limit;
@@ -46,35 +49,148 @@ pub struct ScriptedProvider {
     next: AtomicUsize,
 }
 
-fn reply_from_line(value: Value) -> Result<ModelReply, String> {
-    let Value::Object(mut obj) = value else {
+/// The fields of one script line, read straight from its text: the line's own object is
+/// never built (a map and a key string each, a fifth of a long scripted run's parsing), only
+/// the values of the keys a reply uses.
+#[derive(Default)]
+struct LineFields {
+    /// The line is a JSON object.
+    object: bool,
+    tool: Option<Value>,
+    content: Option<Value>,
+    arguments: Option<Value>,
+    id: Option<Value>,
+    finish_reason: Option<Value>,
+    /// The first other key in sorted order, as a map's first remaining key would be.
+    unexpected: Option<String>,
+}
+
+/// A key of a script line.
+enum Key {
+    Tool,
+    Content,
+    Arguments,
+    Id,
+    FinishReason,
+    Other(String),
+}
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = Key;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_str<E: de::Error>(self, key: &str) -> Result<Key, E> {
+                Ok(match key {
+                    "tool" => Key::Tool,
+                    "content" => Key::Content,
+                    "arguments" => Key::Arguments,
+                    "id" => Key::Id,
+                    "finish_reason" => Key::FinishReason,
+                    other => Key::Other(other.to_owned()),
+                })
+            }
+        }
+        deserializer.deserialize_identifier(KeyVisitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for LineFields {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(LineVisitor)
+    }
+}
+
+/// Reads an object's keys into [`LineFields`]; any other JSON value is read and marked as not
+/// an object, so that it is refused with the line's own message rather than serde's.
+struct LineVisitor;
+
+impl<'de> Visitor<'de> for LineVisitor {
+    type Value = LineFields;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<LineFields, A::Error> {
+        let mut fields = LineFields { object: true, ..LineFields::default() };
+        while let Some(key) = map.next_key::<Key>()? {
+            let slot = match key {
+                Key::Tool => &mut fields.tool,
+                Key::Content => &mut fields.content,
+                Key::Arguments => &mut fields.arguments,
+                Key::Id => &mut fields.id,
+                Key::FinishReason => &mut fields.finish_reason,
+                Key::Other(name) => {
+                    map.next_value::<IgnoredAny>()?;
+                    if fields.unexpected.as_ref().is_none_or(|first| name < *first) {
+                        fields.unexpected = Some(name);
+                    }
+                    continue;
+                }
+            };
+            // A key given twice keeps its last value, as a parsed object does.
+            *slot = Some(map.next_value()?);
+        }
+        Ok(fields)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<LineFields, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(LineFields::default())
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<LineFields, E> {
+        Ok(LineFields::default())
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<LineFields, E> {
+        Ok(LineFields::default())
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<LineFields, E> {
+        Ok(LineFields::default())
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<LineFields, E> {
+        Ok(LineFields::default())
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<LineFields, E> {
+        Ok(LineFields::default())
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<LineFields, E> {
+        Ok(LineFields::default())
+    }
+}
+
+fn reply_from_line(line: LineFields) -> Result<ModelReply, String> {
+    if !line.object {
         return Err("not a JSON object".to_owned());
-    };
+    }
     // Why the model stopped, as an API would say it: "length" is a reply cut at the token limit.
-    let finish_reason = match obj.remove("finish_reason") {
+    let finish_reason = match line.finish_reason {
         None => None,
         Some(Value::String(reason)) => Some(reason),
         Some(_) => return Err("\"finish_reason\" must be a string, such as \"stop\" or \"length\"".to_owned()),
     };
-    let mut reply = if let Some(content) = obj.remove("content") {
+    let mut reply = if let Some(content) = line.content {
         let Value::String(text) = content else {
             return Err("\"content\" must be a string".to_owned());
         };
-        if let Some(extra) = obj.keys().next() {
+        // Beside "content", a reply's call keys are as unexpected as any other.
+        let given = [("arguments", &line.arguments), ("id", &line.id), ("tool", &line.tool)];
+        let calls = given.into_iter().filter(|(_, v)| v.is_some()).map(|(k, _)| k);
+        if let Some(extra) = line.unexpected.as_deref().into_iter().chain(calls).min() {
             return Err(format!("unexpected key {extra:?} beside \"content\""));
         }
         ModelReply { text: Some(text), ..Default::default() }
     } else {
-        let Some(Value::String(name)) = obj.remove("tool") else {
+        let Some(Value::String(name)) = line.tool else {
             return Err("needs a \"tool\" string or a \"content\" string".to_owned());
         };
-        let arguments = obj.remove("arguments").unwrap_or(Value::Null);
-        let id = match obj.remove("id") {
+        let arguments = line.arguments.unwrap_or(Value::Null);
+        let id = match line.id {
             None => None,
             Some(Value::String(id)) => Some(id),
             Some(_) => return Err("\"id\" must be a string".to_owned()),
         };
-        if let Some(extra) = obj.keys().next() {
+        if let Some(extra) = line.unexpected {
             return Err(format!("unexpected key {extra:?}"));
         }
         ModelReply { calls: vec![ProposedCall { id, name, arguments }], ..Default::default() }
@@ -101,8 +217,8 @@ impl ScriptedProvider {
             }
             let problem =
                 |problem: String| ScriptError::Line { source_name: source_name.to_owned(), line: i + 1, problem };
-            let value: Value = serde_json::from_str(line).map_err(|e| problem(format!("not JSON: {e}")))?;
-            replies.push(reply_from_line(value).map_err(problem)?);
+            let fields: LineFields = serde_json::from_str(line).map_err(|e| problem(format!("not JSON: {e}")))?;
+            replies.push(reply_from_line(fields).map_err(problem)?);
         }
         let len = replies.len();
         Ok(Self {
@@ -167,6 +283,7 @@ mod tests {
         assert_eq!(replies[0].as_ref().unwrap().calls[0].name, "calculate");
         assert_eq!(replies[1].as_ref().unwrap().text.as_deref(), Some("hello"));
         assert_eq!(replies[2].as_ref().unwrap().calls[0].id.as_deref(), Some("x"));
+        assert_eq!(replies[2].as_ref().unwrap().calls[0].arguments, Value::String("{}".into()));
         assert!(!replies[0].as_ref().unwrap().truncated);
     }
 
@@ -195,6 +312,21 @@ mod tests {
             ("{\"tool\": \"a\", \"argumentz\": {}}", "unexpected key \"argumentz\""),
             ("{\"content\": \"x\", \"finish_reason\": 1}", "\"finish_reason\" must be a string"),
             ("nope", "not JSON"),
+            // Read key by key, the line still says what a parsed object would have said.
+            ("{\"content\": \"x\", \"tool\": \"a\"}", "unexpected key \"tool\" beside \"content\""),
+            (
+                "{\"zz\": 1, \"content\": \"x\", \"id\": \"i\", \"arguments\": {}}",
+                "unexpected key \"arguments\" beside",
+            ),
+            ("{\"content\": \"x\", \"b\": [1, {\"c\": 2}], \"tool\": \"t\"}", "unexpected key \"b\" beside"),
+            ("{\"tool\": \"a\", \"zeta\": 1, \"beta\": {}}", "unexpected key \"beta\""),
+            ("{\"tool\": \"a\", \"id\": 3}", "\"id\" must be a string"),
+            ("{\"tool\": \"a\", \"tool\": 1}", "needs a \"tool\" string"),
+            ("1", "not a JSON object"),
+            ("\"text\"", "not a JSON object"),
+            ("null", "not a JSON object"),
+            ("[[1], {\"a\": []}]", "not a JSON object"),
+            ("{\"tool\": \"a\"} x", "not JSON"),
         ] {
             let e = ScriptedProvider::from_jsonl("s.jsonl", text).unwrap_err().to_string();
             assert!(e.contains("s.jsonl") && e.contains(want), "{e}");
