@@ -5,6 +5,8 @@
 //! so that every number in `docs/benchmarks.md` is measured on the same replies, schemas and
 //! scripts as the Python reference in `benches/reference/`.
 
+pub mod first_call;
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -15,7 +15,9 @@
 //! interleaved run by run so that noise from other work on the machine falls on all of
 //! them. Each run is one fresh process: wall time from spawn to exit, and the peak resident
 //! memory (`ru_maxrss`) and CPU time the kernel reports for that child through `wait4(2)`.
-//! Then start-up: a one-step run (`finish`) with 0, 1, 10 and 50 plugin files.
+//! Then start-up: a one-step run (`finish`) with 0, 1, 10 and 50 plugin files, exec to exit;
+//! and exec to first router call: the same files, the harness against a fake model server on
+//! a loopback port that times the arrival of its first request (`harness_bench::first_call`).
 //!
 //! The harness loads only a copy of the calc library (`--no-default-plugins --plugins-dir`),
 //! so that the run does not depend on whatever else sits in `target/release`.
@@ -28,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::Instant;
 
-use harness_bench::{Shape, copy_library, library_file_name, median, release_dir, script};
+use harness_bench::{Shape, copy_library, first_call, library_file_name, median, release_dir, script};
 use serde_json::Value;
 
 /// One finished child process.
@@ -414,6 +416,7 @@ fn real_main() -> Result<(), String> {
         startup.push((n, s.median_ms()));
         let _ = writeln!(report, "{}", s.row(&format!("harness, {n} plugin files"), 1));
     }
+    first_calls(&o, &counts, dir, &mut report)?;
     if let Some(python) = &o.python {
         let mut cases = vec![Case {
             name: "Python, compiled validators",
@@ -433,5 +436,44 @@ fn real_main() -> Result<(), String> {
         }
     }
     println!("{report}");
+    Ok(())
+}
+
+/// Exec to first router call with each count of plugin files (the directories the start-up
+/// runs filled), `o.repeats * 4` runs each, interleaved.
+fn first_calls(o: &Options, counts: &[usize], dir: &Path, report: &mut String) -> Result<(), String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    let mut firsts: Vec<Vec<f64>> = vec![Vec::new(); counts.len()];
+    let mut exits: Vec<Vec<f64>> = vec![Vec::new(); counts.len()];
+    eprintln!("whole-process: exec to first router call");
+    for _ in 0..o.repeats * 4 {
+        for (i, &n) in counts.iter().enumerate() {
+            let plugins = dir.join(format!("startup-{n}"));
+            let mut cmd = first_call::harness_command(&o.harness, port, &plugins);
+            let run = first_call::measure(&mut cmd, &listener)?;
+            firsts[i].push(run.first_ms);
+            exits[i].push(run.exit_ms);
+        }
+    }
+    let _ = writeln!(
+        report,
+        "\n### Exec to first router call: spawn to the first request's last byte at a loopback model server\n"
+    );
+    let _ = writeln!(
+        report,
+        "| plugin files | runs | first call ms (median) | min – max | exit ms (median) |\n|---|---|---|---|---|"
+    );
+    for (i, &n) in counts.iter().enumerate() {
+        let f = &firsts[i];
+        let (min, max) = f.iter().fold((f64::INFINITY, 0.0f64), |(a, b), &x| (a.min(x), b.max(x)));
+        let _ = writeln!(
+            report,
+            "| {n} | {} | {:.2} | {min:.2} – {max:.2} | {:.2} |",
+            f.len(),
+            median(f),
+            median(&exits[i])
+        );
+    }
     Ok(())
 }
