@@ -198,6 +198,14 @@ pub(crate) enum HttpError {
         /// The cause, as the OS or the TLS layer put it.
         reason: String,
     },
+    /// A redirect the client would not follow; another attempt would be the same.
+    #[error("{url}: {reason}")]
+    Redirect {
+        /// The URL.
+        url: String,
+        /// Where it led and what to do.
+        reason: String,
+    },
     /// The server answered with an error status.
     #[error("{url} answered {status}: {said}{hint}")]
     Status {
@@ -265,6 +273,7 @@ impl HttpError {
             Self::ConnectTimeout { .. } | Self::Connection { .. } => true,
             Self::Status { status, rejects_tools, .. } => !rejects_tools && RETRYABLE.contains(&status.as_u16()),
             Self::Timeout { .. }
+            | Self::Redirect { .. }
             | Self::WaitTooLong { .. }
             | Self::NotJson { .. }
             | Self::TooLarge { .. }
@@ -336,6 +345,26 @@ pub(crate) enum HeaderProblem {
     Client(String),
 }
 
+/// The most redirects followed, as reqwest's default policy.
+const MAX_REDIRECTS: usize = 10;
+
+/// A client for a plain `http` endpoint: no TLS, so none of the system's root certificates
+/// (reading and parsing hundreds of files took several ms of every start-up, before the first
+/// request). A redirect to `https` is refused with what to do, rather than failing later as an
+/// unknown certificate issuer.
+fn plain_http(builder: reqwest::ClientBuilder) -> reqwest::ClientBuilder {
+    builder.tls_certs_only([]).redirect(reqwest::redirect::Policy::custom(|attempt| {
+        if attempt.url().scheme() != "http" {
+            let to = attempt.url().to_string();
+            attempt.error(format!("the http endpoint redirected to {to}: give the https base URL instead (--base-url)"))
+        } else if attempt.previous().len() >= MAX_REDIRECTS {
+            attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
+        } else {
+            attempt.follow()
+        }
+    }))
+}
+
 impl Transport {
     /// A transport for `url`. `auth` is the header that carries the key and its value; it is
     /// marked sensitive so that no debug output shows it.
@@ -361,12 +390,14 @@ impl Transport {
             map.insert(n, v);
             secret = Some(key);
         }
-        let client = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .connect_timeout(settings.connect_timeout)
             .timeout(settings.timeout)
-            .user_agent(concat!("harness/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| HeaderProblem::Client(causes(&e)))?;
+            .user_agent(concat!("harness/", env!("CARGO_PKG_VERSION")));
+        if url.scheme() == "http" {
+            builder = plain_http(builder);
+        }
+        let client = builder.build().map_err(|e| HeaderProblem::Client(causes(&e)))?;
         let mut shown_url = url.clone();
         if shown_url.password().is_some() {
             let _ = shown_url.set_password(Some("***"));
@@ -482,6 +513,8 @@ impl Transport {
             HttpError::ConnectTimeout { url, after: self.settings.connect_timeout }
         } else if e.is_timeout() {
             HttpError::Timeout { url, after: self.settings.timeout }
+        } else if e.is_redirect() {
+            HttpError::Redirect { url, reason: self.redact(&causes(e)) }
         } else {
             HttpError::Connection { url, reason: self.redact(&causes(e)) }
         }

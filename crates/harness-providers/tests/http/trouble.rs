@@ -223,3 +223,30 @@ async fn an_answer_larger_than_any_reply_is_refused_not_read_to_the_end() {
     assert!(e.message.contains("answered with more than 16777216 bytes"), "{}", e.message);
     assert_eq!(e.retries, 0);
 }
+
+#[tokio::test]
+async fn an_http_endpoint_that_redirects_to_https_is_refused_with_what_to_do() {
+    // A plain http client loads no root certificates; a redirect to https would otherwise fail
+    // as an unknown certificate issuer.
+    let api =
+        MockApi::start(vec![Canned::raw(307, "").header("location", "https://api.example.com/v1/chat/completions")])
+            .await;
+    let provider = openai_at(&api, &Notices::default()).await;
+    let e = ask_once(&provider, &user()).await.unwrap_err();
+    assert!(
+        e.message.contains("redirected to https://api.example.com/v1/chat/completions: give the https base URL"),
+        "{}",
+        e.message
+    );
+    assert_eq!(api.seen().len(), 1);
+}
+
+#[tokio::test]
+async fn an_http_endpoint_that_redirects_to_http_is_followed() {
+    let api = MockApi::start(vec![Canned::raw(307, "").header("location", "/v2/chat/completions"), finish()]).await;
+    let provider = openai_at(&api, &Notices::default()).await;
+    let reply = ask_once(&provider, &user()).await.unwrap();
+    assert_eq!(reply.calls[0].name, "finish");
+    let seen = api.seen();
+    assert_eq!((seen.len(), seen[1].path.as_str()), (2, "/v2/chat/completions"));
+}
