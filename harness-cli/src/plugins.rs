@@ -141,7 +141,7 @@ fn plugin_json(p: &LoadedPlugin, full: bool) -> Value {
         .collect();
     json!({
         "name": m.name, "version": m.version, "description": m.description, "abi_version": p.abi_version,
-        "path": p.path, "test_only": m.test_only, "initialised": p.initialised, "tools": tools,
+        "path": p.path, "test_only": m.test_only, "initialised": p.initialised, "from_cache": p.from_cache, "tools": tools,
         "isolation": p.isolation.as_str(), "enforcement": enforcement_json(p),
     })
 }

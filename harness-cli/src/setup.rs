@@ -128,7 +128,23 @@ pub(crate) fn discovery_options(args: &PluginArgs, config: &LoadedConfig) -> Res
             .ok()
             .map(|program| HostCommand { program, args: vec![crate::PLUGIN_HOST_MODE.into()] }),
         allow_insecure: args.allow_insecure_plugins,
+        cache_dir: plugin_cache_dir(),
     })
+}
+
+/// Where the plugin cache lives (docs/operators.md): `HARNESS_PLUGIN_CACHE` (a directory, or
+/// `off`), else `$XDG_CACHE_HOME/harness/plugins`, else `~/.cache/harness/plugins`.
+fn plugin_cache_dir() -> Option<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    match var("HARNESS_PLUGIN_CACHE") {
+        Some(dir) if dir.as_os_str() == "off" => None,
+        Some(dir) => Some(dir),
+        None => {
+            let base =
+                var("XDG_CACHE_HOME").filter(|d| d.is_absolute()).or_else(|| var("HOME").map(|h| h.join(".cache")))?;
+            Some(base.join("harness").join("plugins"))
+        }
+    }
 }
 
 /// Discovers plugins and reports every skipped file and warning on stderr.

@@ -9,6 +9,7 @@
 
 mod approval;
 mod batch;
+mod cache;
 mod check;
 mod confinement;
 mod discovery;

@@ -102,10 +102,12 @@ impl Scratch {
     /// The `harness` command, run in this directory.
     pub(crate) fn harness(&self) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_harness"));
-        // The trust store is the scratch directory's own: no test reads or changes the user's.
+        // The trust store and the plugin cache are the scratch directory's own: no test reads
+        // or changes the user's, and each test starts with an empty cache.
         cmd.current_dir(self.dir.path())
             .env_remove("HARNESS_PLUGIN_PATH")
-            .env("XDG_CONFIG_HOME", self.path("xdg-config"));
+            .env("XDG_CONFIG_HOME", self.path("xdg-config"))
+            .env("HARNESS_PLUGIN_CACHE", self.path("plugin-cache"));
         cmd
     }
 

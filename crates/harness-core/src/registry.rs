@@ -129,9 +129,9 @@ pub enum RegistryError {
 }
 
 struct Compiled {
-    validator: Arc<jsonschema::Validator>,
+    validator: Arc<Deferred>,
     /// The declared output schema, compiled; every result is checked against it.
-    output: Option<Arc<jsonschema::Validator>>,
+    output: Option<Arc<Deferred>>,
     effect: Option<crate::approval::Effect>,
     handler: Option<Arc<dyn ToolHandler>>,
     timeout: Option<std::time::Duration>,
@@ -149,8 +149,8 @@ pub struct ToolRegistry {
 pub struct RegisteredTool<'a> {
     /// Its definition.
     pub definition: &'a ToolDefinition,
-    validator: &'a jsonschema::Validator,
-    output: Option<&'a jsonschema::Validator>,
+    validator: &'a Deferred,
+    output: Option<&'a Deferred>,
     /// Its declared effect class, when its source declares one.
     pub effect: Option<crate::approval::Effect>,
     handler: Option<&'a Arc<dyn ToolHandler>>,
@@ -183,58 +183,118 @@ pub fn compile_schema(schema: &Value) -> Result<jsonschema::Validator, String> {
     jsonschema::options().with_retriever(RefuseExternal).build(schema).map_err(|e| e.to_string())
 }
 
+/// A schema's validator: compiled already, or being compiled on the schema thread.
+struct Deferred {
+    source: Value,
+    cell: std::sync::OnceLock<Result<Arc<jsonschema::Validator>, String>>,
+}
+
+impl Deferred {
+    /// The validator; compiles it here when the schema thread has not (yet). A caller that
+    /// comes while the schema thread compiles it waits for that compile, never runs a second.
+    fn get(&self) -> Result<&jsonschema::Validator, &str> {
+        match self.cell.get_or_init(|| compile_schema(&self.source).map(Arc::new)) {
+            Ok(v) => Ok(v),
+            Err(e) => Err(e),
+        }
+    }
+}
+
 /// A schema compiled once, kept with the document it was compiled from: whoever checks a
 /// schema at load hands this to the registry, which then never compiles it again.
 #[derive(Clone)]
 pub struct CompiledSchema {
-    source: Value,
-    validator: Arc<jsonschema::Validator>,
+    validator: Arc<Deferred>,
 }
 
 impl CompiledSchema {
-    /// Compiles `schema` as [`compile_schema`] does.
+    /// Compiles `schema` now, as [`compile_schema`] does.
     pub fn compile(schema: &Value) -> Result<Self, String> {
         let validator = compile_schema(schema)?;
-        Ok(Self { source: schema.clone(), validator: Arc::new(validator) })
+        let cell = std::sync::OnceLock::from(Ok(Arc::new(validator)));
+        Ok(Self { validator: Arc::new(Deferred { source: schema.clone(), cell }) })
+    }
+
+    /// A schema already known to compile with this build (the built-in `finish`'s, or a
+    /// plugin's that compiled when its unchanged file was admitted before), compiled on the
+    /// schema thread: no start-up waits for it, only the first check of a value, if it comes
+    /// before the compile is done. Should it not compile after all, every check of a value
+    /// against it fails, saying so.
+    pub fn deferred(schema: &Value) -> Self {
+        let validator = Arc::new(Deferred { source: schema.clone(), cell: std::sync::OnceLock::new() });
+        schema_thread::queue(validator.clone());
+        Self { validator }
     }
 
     /// The schema document it was compiled from.
     pub fn source(&self) -> &Value {
-        &self.source
+        &self.validator.source
     }
 
-    /// Whether `value` satisfies the schema.
+    /// Whether `value` satisfies the schema (false when the schema does not compile).
     pub fn is_valid(&self, value: &Value) -> bool {
-        self.validator.is_valid(value)
+        self.validator.get().is_ok_and(|v| v.is_valid(value))
     }
 
-    /// Its validator when compiled from `schema`, else `schema` compiled now: a mismatch costs
-    /// a compile, never a validator of the wrong schema.
-    fn validator_for(self, schema: &Value) -> Result<Arc<jsonschema::Validator>, String> {
-        if self.source == *schema {
+    /// Itself when compiled from `schema`, else `schema` compiled now: a mismatch costs a
+    /// compile, never a validator of the wrong schema.
+    fn validator_for(self, schema: &Value) -> Result<Arc<Deferred>, String> {
+        if self.validator.source == *schema {
             return Ok(self.validator);
         }
-        compile_schema(schema).map(Arc::new)
+        CompiledSchema::compile(schema).map(|c| c.validator)
     }
 }
 
 impl std::fmt::Debug for CompiledSchema {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CompiledSchema").field("source", &self.source).finish_non_exhaustive()
+        f.debug_struct("CompiledSchema").field("source", &self.validator.source).finish_non_exhaustive()
     }
 }
 
-/// Builds jsonschema's metaschema validator, which the first compile in a process needs
-/// (about 70 % of a start-up's instructions), on a thread of its own, so that it overlaps
-/// whatever the caller does before its first compile. Cheap to call more than once.
+/// The schema thread: it builds jsonschema's metaschema validator, which the first compile in
+/// a process needs (about 70 % of a start-up's instructions), then compiles deferred schemas
+/// in the order they came, so that neither is on the way to a run's first model request.
+mod schema_thread {
+    use std::sync::mpsc::{Sender, channel};
+    use std::sync::{Arc, Mutex, OnceLock};
+
+    use super::{Deferred, compile_schema};
+
+    static QUEUE: OnceLock<Option<Mutex<Sender<Arc<Deferred>>>>> = OnceLock::new();
+
+    /// Starts the thread, once; `None` when it cannot start (then each schema compiles at
+    /// its first use, as without the thread).
+    pub(super) fn start() -> Option<&'static Mutex<Sender<Arc<Deferred>>>> {
+        QUEUE
+            .get_or_init(|| {
+                let (tx, rx) = channel::<Arc<Deferred>>();
+                let spawned = std::thread::Builder::new().name("schema-warmup".into()).spawn(move || {
+                    let _ = compile_schema(&serde_json::json!({ "type": "object" }));
+                    for deferred in rx {
+                        let _ = deferred.get();
+                    }
+                });
+                spawned.ok().map(|_| Mutex::new(tx))
+            })
+            .as_ref()
+    }
+
+    /// Hands `deferred` to the thread; if there is none, its first use compiles it.
+    pub(super) fn queue(deferred: Arc<Deferred>) {
+        if let Some(tx) = start()
+            && let Ok(tx) = tx.lock()
+        {
+            let _ = tx.send(deferred);
+        }
+    }
+}
+
+/// Starts the schema thread (see [`CompiledSchema::deferred`]), which first builds
+/// jsonschema's metaschema validator, so that this overlaps whatever the caller does before
+/// its first compile. Cheap to call more than once.
 pub fn prepare_schema_compiler() {
-    static STARTED: std::sync::Once = std::sync::Once::new();
-    STARTED.call_once(|| {
-        // A thread that cannot start only means the first compile builds it, as without this.
-        let _ = std::thread::Builder::new().name("schema-warmup".into()).spawn(|| {
-            let _ = compile_schema(&json!({ "type": "object" }));
-        });
-    });
+    let _ = schema_thread::start();
 }
 
 impl Default for ToolRegistry {
@@ -258,9 +318,11 @@ impl ToolRegistry {
             examples: Vec::new(),
             source: ToolSource::Builtin,
         };
-        // The built-in schema is a constant; it compiles.
-        if let Err(e) = registry.insert(finish, None, None) {
-            unreachable!("the finish schema must compile: {e}");
+        // The built-in schema is a constant that compiles (a test holds it to that): it is
+        // compiled on the schema thread, not on the way to the first model request.
+        let schema = CompiledSchema::deferred(&finish.parameters);
+        if let Err(e) = registry.insert(finish, Some(schema), None) {
+            unreachable!("the finish tool is the first registered: {e}");
         }
         registry
     }
@@ -281,7 +343,7 @@ impl ToolRegistry {
         }
         let validator = match parameters {
             Some(compiled) => compiled.validator_for(&definition.parameters),
-            None => compile_schema(&definition.parameters).map(Arc::new),
+            None => CompiledSchema::compile(&definition.parameters).map(|c| c.validator),
         }
         .map_err(|reason| RegistryError::InvalidSchema { name: definition.name.clone(), reason })?;
         self.index.insert(definition.name.clone(), self.definitions.len());
@@ -333,9 +395,9 @@ impl ToolRegistry {
     /// against it, and a result that breaks it is `invalid_result`, never fed back as a result.
     pub fn set_output_schema(&mut self, name: &str, schema: &Value) -> Result<(), RegistryError> {
         let &i = self.index.get(name).ok_or_else(|| RegistryError::NoSuchTool(name.to_owned()))?;
-        let validator = compile_schema(schema)
+        let compiled = CompiledSchema::compile(schema)
             .map_err(|reason| RegistryError::InvalidOutputSchema { name: name.to_owned(), reason })?;
-        self.compiled[i].output = Some(Arc::new(validator));
+        self.compiled[i].output = Some(compiled.validator);
         Ok(())
     }
 
@@ -421,11 +483,12 @@ impl RegisteredTool<'_> {
 
     /// Checks arguments against the compiled schema, reporting every violation.
     pub fn validate(&self, arguments: &Value) -> Result<(), HarnessError> {
+        let validator = self.validator.get().map_err(|reason| self.uncompiled("parameters", reason))?;
         // The usual call is valid: a yes-or-no check costs a fraction of collecting errors.
-        if self.validator.is_valid(arguments) {
+        if validator.is_valid(arguments) {
             return Ok(());
         }
-        let violations = violations(self.validator, arguments);
+        let violations = violations(validator, arguments);
         if violations.is_empty() {
             return Ok(());
         }
@@ -442,6 +505,7 @@ impl RegisteredTool<'_> {
         let Some(output) = self.output else {
             return Ok(());
         };
+        let output = output.get().map_err(|reason| self.uncompiled("output", reason))?;
         if output.is_valid(result) {
             return Ok(());
         }
@@ -458,6 +522,20 @@ impl RegisteredTool<'_> {
             ),
             json!({ "tool": name, "violations": violations }),
         ))
+    }
+
+    /// The error of a check against a deferred schema that did not compile after all (see
+    /// [`CompiledSchema::deferred`]): the file it came from changed in a way its identity did
+    /// not show, or the cache entry that vouched for it was edited.
+    fn uncompiled(&self, which: &str, reason: &str) -> HarnessError {
+        let name = &self.definition.name;
+        HarnessError::new(
+            ErrorCode::ToolError,
+            format!(
+                "the {which} schema of tool {name:?} does not compile ({reason}), so nothing can be checked against it; its plugin was admitted from the plugin cache: delete the plugin cache (docs/operators.md) and restart the harness"
+            ),
+            json!({ "tool": name, "schema": which }),
+        )
     }
 
     /// Whether the tool declares an output schema.
@@ -490,6 +568,37 @@ mod tests {
             examples: vec![],
             source: ToolSource::Plugin { name: "p".into(), version: "1.0.0".into() },
         }
+    }
+
+    #[test]
+    fn the_finish_schema_compiles_and_is_checked_when_deferred() {
+        let registry = ToolRegistry::new();
+        let finish = registry.get(FINISH).unwrap();
+        assert!(CompiledSchema::compile(&finish.definition.parameters).is_ok());
+        assert!(finish.validate(&json!({"answer": 42})).is_ok());
+        let e = finish.validate(&json!({})).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidArguments, "{e:?}");
+    }
+
+    #[test]
+    fn a_deferred_schema_checks_as_a_compiled_one_and_one_that_does_not_compile_fails_every_check() {
+        let mut registry = ToolRegistry::new();
+        let deferred = CompiledSchema::deferred(&five_properties());
+        registry.register_compiled(def("t", five_properties()), deferred, Arc::new(Echo)).unwrap();
+        let t = registry.get("t").unwrap();
+        assert!(t.validate(&json!({"a": "x", "b": 1})).is_ok());
+        assert_eq!(t.validate(&json!({"a": "x"})).unwrap_err().code, ErrorCode::InvalidArguments);
+
+        let broken = json!({"type": 5});
+        let deferred = CompiledSchema::deferred(&broken);
+        registry.register_compiled(def("u", broken), deferred.clone(), Arc::new(Echo)).unwrap();
+        let e = registry.get("u").unwrap().validate(&json!({})).unwrap_err();
+        assert_eq!(e.code, ErrorCode::ToolError);
+        assert!(e.message.contains("parameters schema of tool \"u\" does not compile"), "{}", e.message);
+        assert!(!deferred.is_valid(&json!({})));
+        registry.set_compiled_output_schema("t", deferred).unwrap();
+        let e = registry.get("t").unwrap().check_result(&json!(1)).unwrap_err();
+        assert!(e.message.contains("output schema of tool \"t\" does not compile"), "{}", e.message);
     }
 
     fn five_properties() -> Value {

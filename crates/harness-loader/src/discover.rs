@@ -9,6 +9,7 @@ use harness_abi::manifest::{Effects, Manifest, ToolManifest};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::cache::{Cache, Identity};
 use crate::isolation::confine::{Confinement, EffectSet, Enforcement, Grants};
 use crate::isolation::{HostCommand, Isolation};
 use crate::library::{LoadError, PluginLibrary, ToolSchemas};
@@ -40,6 +41,10 @@ pub struct DiscoveryOptions {
     pub host_command: Option<HostCommand>,
     /// Load files that fail the ownership and permission check, with a warning.
     pub allow_insecure: bool,
+    /// Where the plugin cache keeps what each unchanged file declared, so that a start-up
+    /// starts no plugin host for it (see the `cache` module); `None`: every file is read
+    /// through a plugin host at every start-up.
+    pub cache_dir: Option<PathBuf>,
 }
 
 impl Default for DiscoveryOptions {
@@ -56,6 +61,7 @@ impl Default for DiscoveryOptions {
             max_result_bytes: 4 << 20,
             host_command: None,
             allow_insecure: false,
+            cache_dir: None,
         }
     }
 }
@@ -149,6 +155,8 @@ pub struct LoadedPlugin {
     /// enforces it: each class of its offered tools runs in a child of its own, so that each
     /// tool is held to its own declaration.
     pub confinement: BTreeMap<String, Confinement>,
+    /// Whether its manifest came from the plugin cache rather than a plugin host.
+    pub from_cache: bool,
 }
 
 /// A library file opened (in a child, or here) and its manifest read.
@@ -157,6 +165,18 @@ struct Opened {
     abi_version: String,
     manifest: Manifest,
     library: Option<PluginLibrary>,
+    origin: Origin,
+}
+
+/// Where an opened file's manifest was read.
+#[derive(Debug, Clone, Copy)]
+enum Origin {
+    /// Here, by loading the library (no plugin host).
+    Here,
+    /// By a plugin host, the file having this identity before it was read (`None`: no cache).
+    Probed(Option<Identity>),
+    /// From the plugin cache, for the file with this identity.
+    Cached { identity: Identity, schemas_checked: bool },
 }
 
 /// Everything discovery found.
@@ -172,6 +192,8 @@ pub struct Discovery {
     pub warnings: Vec<String>,
     /// The children started for process-isolated plugins, kept warm for the run.
     pub(crate) hosts: crate::register::Hosts,
+    /// The plugin cache, when one is used.
+    cache: Option<Cache>,
 }
 
 /// The platform's library file extension, without the dot.
@@ -272,15 +294,46 @@ fn files(options: &DiscoveryOptions, found: &mut Discovery) -> Vec<PathBuf> {
     out
 }
 
-/// Opens each file: in a child of its own when a plugin host can be started (all at once), so
-/// that no plugin code runs in the harness before its isolation is decided; here otherwise.
-fn open_all(options: &DiscoveryOptions, paths: Vec<PathBuf>, confine: bool) -> Vec<Result<Opened, Skipped>> {
+/// Opens each file: in a child of its own when a plugin host can be started (all at once, for
+/// the files the plugin cache does not answer for), so that no plugin code runs in the
+/// harness before its isolation is decided; here otherwise.
+fn open_all(
+    options: &DiscoveryOptions,
+    paths: Vec<PathBuf>,
+    confine: bool,
+    cache: Option<&Cache>,
+) -> Vec<Result<Opened, Skipped>> {
     #[cfg(unix)]
     if let Some(command) = &options.host_command {
-        let probed = crate::isolation::probe(command, &paths, confine);
-        return paths.into_iter().zip(probed).map(|(path, p)| checked(path, p)).collect();
+        let mut opened: Vec<Option<Result<Opened, Skipped>>> = Vec::with_capacity(paths.len());
+        let mut unread = Vec::new();
+        for path in paths {
+            let identity = cache.and_then(|_| Identity::of(&path));
+            match cache.zip(identity).and_then(|(c, id)| c.get(&path, id).map(|hit| (hit, id))) {
+                Some((hit, identity)) => opened.push(Some(Ok(Opened {
+                    path,
+                    abi_version: hit.abi_version,
+                    manifest: hit.manifest,
+                    library: None,
+                    origin: Origin::Cached { identity, schemas_checked: hit.schemas_checked },
+                }))),
+                None => {
+                    opened.push(None);
+                    unread.push((path, identity));
+                }
+            }
+        }
+        if unread.is_empty() {
+            return opened.into_iter().flatten().collect();
+        }
+        let files: Vec<PathBuf> = unread.iter().map(|(p, _)| p.clone()).collect();
+        let mut probed = unread.into_iter().zip(crate::isolation::probe(command, &files, confine));
+        return opened
+            .into_iter()
+            .filter_map(|o| o.or_else(|| probed.next().map(|((path, id), p)| checked(path, id, p))))
+            .collect();
     }
-    let _ = (options, confine);
+    let _ = (options, confine, cache);
     paths
         .into_iter()
         .map(|path| match PluginLibrary::load_schemas_unchecked(&path) {
@@ -289,6 +342,7 @@ fn open_all(options: &DiscoveryOptions, paths: Vec<PathBuf>, confine: bool) -> V
                 manifest: library.manifest().clone(),
                 library: Some(library),
                 path,
+                origin: Origin::Here,
             }),
             Err(e) => Err(skip(path, &e)),
         })
@@ -300,6 +354,7 @@ fn open_all(options: &DiscoveryOptions, paths: Vec<PathBuf>, confine: bool) -> V
 #[cfg(unix)]
 fn checked(
     path: PathBuf,
+    identity: Option<Identity>,
     probed: Result<crate::isolation::probe::Probed, crate::isolation::probe::Refusal>,
 ) -> Result<Opened, Skipped> {
     match probed {
@@ -308,7 +363,13 @@ fn checked(
             let manifest =
                 crate::library::parse_manifest_schemas_unchecked(&json).map_err(|e| skip(path.clone(), &e))?;
             crate::library::check_abi(&probed.abi_version).map_err(|e| skip(path.clone(), &e))?;
-            Ok(Opened { path, abi_version: probed.abi_version, manifest, library: None })
+            Ok(Opened {
+                path,
+                abi_version: probed.abi_version,
+                manifest,
+                library: None,
+                origin: Origin::Probed(identity),
+            })
         }
         Err(refusal) => Err(Skipped { path, reason: refusal.reason, detail: refusal.detail }),
     }
@@ -329,11 +390,16 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
     // the files are listed and probed, not after.
     harness_core::prepare_schema_compiler();
     let mut found = Discovery { options: options.clone(), ..Discovery::default() };
+    found.cache = options.cache_dir.as_deref().filter(|_| options.host_command.is_some()).and_then(|dir| {
+        Cache::open(dir)
+            .map_err(|why| found.warnings.push(format!("the plugin cache in {} is not used: {why}", dir.display())))
+            .ok()
+    });
     let paths = files(options, &mut found);
     let kernel = crate::isolation::confine::kernel_support();
     let confine = matches!(kernel, Enforcement::Kernel { .. });
     let mut taken = Taken::default();
-    for opened in open_all(options, paths, confine) {
+    for opened in open_all(options, paths, confine, found.cache.as_ref()) {
         match opened {
             Ok(opened) => found.admit(opened, &kernel, &mut taken),
             Err(skipped) => found.skipped.push(skipped),
@@ -356,18 +422,18 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
 impl Discovery {
     /// Decides what an opened plugin offers, where it runs, and what confines it.
     fn admit(&mut self, opened: Opened, kernel: &Enforcement, taken: &mut Taken) {
-        let Opened { path, abi_version, manifest, library } = opened;
+        let Opened { path, abi_version, manifest, library, origin } = opened;
         let name = manifest.name.clone();
         if let Some(first) = taken.names.get(&name) {
             let reason = format!(
                 "plugin {name:?} is already loaded from {}; the first in directory order wins",
                 first.display()
             );
+            self.remember(&path, origin, &abi_version, &manifest, false);
             self.skipped.push(Skipped { path, reason, detail: None });
             return;
         }
-        // Compiled here, once, for the plugins that are kept; the registry takes them as they are.
-        let schemas = match crate::library::compile_schemas(&manifest) {
+        let schemas = match self.schemas(&path, origin, &abi_version, &manifest) {
             Ok(schemas) => schemas,
             Err(e) => {
                 self.skipped.push(skip(path, &e));
@@ -391,6 +457,7 @@ impl Discovery {
             isolation,
             enforcement: Enforcement::None { reason: "it runs in the harness's own process".to_owned() },
             confinement: BTreeMap::new(),
+            from_cache: matches!(origin, Origin::Cached { .. }),
         };
         if isolation == Isolation::Process {
             plugin.enforcement = kernel.clone();
@@ -413,7 +480,7 @@ impl Discovery {
             // In-process: loaded here (again, after its probe) and initialised now.
             let loaded = match library {
                 Some(library) => Ok(library),
-                None => load_as_probed(&plugin.path, &plugin.manifest),
+                None => load_as_probed(&plugin.path, &plugin.manifest, origin),
             };
             let outcome = loaded.and_then(|library| library.init(&config).map(|()| library));
             match outcome {
@@ -434,6 +501,37 @@ impl Discovery {
         }
         taken.names.insert(name, plugin.path.clone());
         self.plugins.push(plugin);
+    }
+
+    /// A kept plugin's schemas: compiled here, once, and the registry takes them as they are;
+    /// or, for a file whose schemas the plugin cache says compiled, compiled on the schema
+    /// thread, off the way to the first model request.
+    fn schemas(
+        &self,
+        path: &Path,
+        origin: Origin,
+        abi_version: &str,
+        manifest: &Manifest,
+    ) -> Result<Vec<ToolSchemas>, LoadError> {
+        if let Origin::Cached { schemas_checked: true, .. } = origin {
+            return Ok(crate::library::deferred_schemas(manifest));
+        }
+        let schemas = crate::library::compile_schemas(manifest)?;
+        self.remember(path, origin, abi_version, manifest, true);
+        Ok(schemas)
+    }
+
+    /// Writes what a plugin host (or, for the schemas, this process) found out about a file to
+    /// the plugin cache, when there is one and it does not know it already.
+    fn remember(&self, path: &Path, origin: Origin, abi_version: &str, manifest: &Manifest, schemas: bool) {
+        let identity = match origin {
+            Origin::Probed(Some(identity)) => identity,
+            Origin::Cached { identity, schemas_checked: false } if schemas => identity,
+            _ => return,
+        };
+        if let Some(cache) = &self.cache {
+            cache.put(path, identity, abi_version, manifest, schemas);
+        }
     }
 
     /// Each tool's state; a tool whose name another plugin offers already is not offered.
@@ -470,12 +568,18 @@ impl Discovery {
 /// Loads a library here whose manifest was read and checked through a plugin host: its
 /// schemas are not compiled again, and a manifest that differs from the one read there (the
 /// library changed, or answers differently in each process) refuses it.
-fn load_as_probed(path: &Path, probed: &Manifest) -> Result<PluginLibrary, LoadError> {
+fn load_as_probed(path: &Path, probed: &Manifest, origin: Origin) -> Result<PluginLibrary, LoadError> {
     let library = PluginLibrary::load_schemas_unchecked(path)?;
     if library.manifest() != probed {
-        return Err(LoadError::Manifest(
-            "it declared one manifest in its plugin host and another here (was the file replaced during start-up?); restart the harness".to_owned(),
-        ));
+        let why = match origin {
+            Origin::Cached { .. } => {
+                "it declared another manifest here than the plugin cache holds for it (was the cache entry edited?); delete the plugin cache (docs/operators.md) and restart the harness"
+            }
+            _ => {
+                "it declared one manifest in its plugin host and another here (was the file replaced during start-up?); restart the harness"
+            }
+        };
+        return Err(LoadError::Manifest(why.to_owned()));
     }
     Ok(library)
 }

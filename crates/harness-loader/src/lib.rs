@@ -18,6 +18,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod cache;
 mod discover;
 mod handler;
 pub mod isolation;

@@ -237,6 +237,18 @@ pub fn compile_schemas(m: &Manifest) -> Result<Vec<ToolSchemas>, LoadError> {
         .collect()
 }
 
+/// Each tool's schemas as [`CompiledSchema::deferred`]: for a manifest whose schemas are known
+/// to compile with this build (the plugin cache says so), compiled off the start-up path.
+pub(crate) fn deferred_schemas(m: &Manifest) -> Vec<ToolSchemas> {
+    m.tools
+        .iter()
+        .map(|t| ToolSchemas {
+            parameters: CompiledSchema::deferred(&t.parameters),
+            output: t.output.as_ref().map(CompiledSchema::deferred),
+        })
+        .collect()
+}
+
 fn check_manifest(json: &str, schemas: Schemas) -> Result<Manifest, LoadError> {
     let bad = LoadError::Manifest;
     if let Ok(Value::Object(o)) = serde_json::from_str::<Value>(json)

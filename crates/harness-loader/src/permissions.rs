@@ -7,9 +7,16 @@
 
 use std::path::Path;
 
-/// Why `path` (canonical) is not safe to load, if it is not.
-#[cfg(unix)]
+/// Why `path` (canonical) is not safe to load, if it is not; the fix names the flag that
+/// loads it anyway.
 pub(crate) fn check(path: &Path) -> Result<(), String> {
+    check_or(path, ", or pass --allow-insecure-plugins")
+}
+
+/// Why `path` (canonical) is not safe to trust, if it is not; `escape` ends each fix (how to
+/// go on without fixing it, when there is a way).
+#[cfg(unix)]
+pub(crate) fn check_or(path: &Path, escape: &str) -> Result<(), String> {
     use std::os::unix::fs::MetadataExt;
     // SAFETY: geteuid has no preconditions and cannot fail.
     let me = unsafe { libc::geteuid() };
@@ -20,14 +27,14 @@ pub(crate) fn check(path: &Path) -> Result<(), String> {
         let sticky_dir = meta.is_dir() && mode & 0o1000 != 0;
         if meta.uid() != me && meta.uid() != 0 {
             return Err(format!(
-                "{} is owned by user {}, neither you nor root; chown it, or pass --allow-insecure-plugins",
+                "{} is owned by user {}, neither you nor root; chown it{escape}",
                 p.display(),
                 meta.uid()
             ));
         }
         if mode & 0o022 != 0 && !sticky_dir {
             return Err(format!(
-                "{} is writable by {}; run chmod go-w {}, or pass --allow-insecure-plugins",
+                "{} is writable by {}; run chmod go-w {}{escape}",
                 p.display(),
                 if mode & 0o002 != 0 { "everyone" } else { "its group" },
                 p.display()
@@ -40,6 +47,6 @@ pub(crate) fn check(path: &Path) -> Result<(), String> {
 
 /// Other platforms: no check (their permission models differ); documented in docs/security.md.
 #[cfg(not(unix))]
-pub(crate) fn check(_: &Path) -> Result<(), String> {
+pub(crate) fn check_or(_: &Path, _: &str) -> Result<(), String> {
     Ok(())
 }

@@ -1,0 +1,226 @@
+//! The plugin cache: what each library file declared (its ABI version and manifest) when a
+//! plugin host last read it, so that a start-up starts no plugin host for files that have not
+//! changed since (issue 19: the probe child was most of a start-up with ten plugin files).
+//!
+//! Why an entry can stand in for reading the file again:
+//! - it is used only for the file it was written for, recognised as git's index recognises a
+//!   file: device, inode, size, and modification and change times to the nanosecond (the
+//!   change time cannot be set back by anyone but the kernel), and by the same `harness`
+//!   executable (its own size and times), so that a new build reads every file again;
+//! - it was written only after the manifest passed every rule, and it records whether the
+//!   schemas compiled (only then are they compiled off the start-up path when the plugin is
+//!   admitted from the cache); its manifest is held to the rules again when read;
+//! - the directory holding the entries passes the check plugin files pass (the operator's or
+//!   root's, writable by no one else), else the cache is not used and a warning says why.
+//!
+//! What it does not change: a plugin whose tools run in the harness is still opened and
+//! `init`ed here at start-up, and the manifest it declares here must equal the cached one, or
+//! it is refused; a plugin in process isolation is still loaded by its own confined child,
+//! confined to the effects the entry records. Failures are never cached: a file that was
+//! refused is read again at every start-up, so its reason is always current.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use harness_abi::manifest::Manifest;
+use serde::{Deserialize, Serialize};
+
+/// The layout of an entry; entries of another layout are read again from their files.
+const FORMAT: u32 = 1;
+
+/// What identifies one state of a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Identity {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime_ns: i128,
+    ctime_ns: i128,
+}
+
+impl Identity {
+    /// The identity of `path` now; `None` when it cannot be read (no cache then).
+    #[cfg(unix)]
+    pub(crate) fn of(path: &Path) -> Option<Self> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(path).ok()?;
+        let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+        Some(Self {
+            dev: m.dev(),
+            ino: m.ino(),
+            size: m.size(),
+            mtime_ns: ns(m.mtime(), m.mtime_nsec()),
+            ctime_ns: ns(m.ctime(), m.ctime_nsec()),
+        })
+    }
+
+    #[cfg(not(unix))]
+    pub(crate) fn of(_: &Path) -> Option<Self> {
+        None
+    }
+}
+
+/// One cached file.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    format: u32,
+    /// The `harness` executable that wrote it.
+    harness: Identity,
+    /// The library file (canonical) and its identity when it was read.
+    path: PathBuf,
+    identity: Identity,
+    abi_version: String,
+    /// The manifest as JSON text, held to the manifest rules again when read.
+    manifest: String,
+    /// Whether every schema of the manifest compiled when it was written.
+    schemas_checked: bool,
+}
+
+/// A file's cached declaration.
+#[derive(Debug)]
+pub(crate) struct Cached {
+    /// The ABI version it was built against.
+    pub(crate) abi_version: String,
+    /// Its manifest, checked by the manifest rules again.
+    pub(crate) manifest: Manifest,
+    /// Whether its schemas compiled when the entry was written.
+    pub(crate) schemas_checked: bool,
+}
+
+/// The cache directory, checked and ready.
+#[derive(Debug)]
+pub(crate) struct Cache {
+    dir: PathBuf,
+    harness: Identity,
+}
+
+impl Cache {
+    /// Opens (creating it, mode 0700) the cache in `dir`; `Err` says why it is not used.
+    pub(crate) fn open(dir: &Path) -> Result<Self, String> {
+        let exe = std::env::current_exe().map_err(|e| format!("the harness cannot find its own executable: {e}"))?;
+        let harness = Identity::of(&exe).ok_or_else(|| format!("cannot read {}", exe.display()))?;
+        create_private_dir(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let dir = dir.canonicalize().map_err(|e| format!("cannot resolve {}: {e}", dir.display()))?;
+        crate::permissions::check_or(&dir, "")?;
+        Ok(Self { dir, harness })
+    }
+
+    /// The entry file of `path`: a hash of the canonical path (the entry names the path too).
+    fn entry_path(&self, path: &Path) -> PathBuf {
+        // FNV-1a: stable across builds and platforms, unlike std's hasher.
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for byte in path.as_os_str().as_encoded_bytes() {
+            hash = (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.dir.join(format!("{hash:016x}.json"))
+    }
+
+    /// The cached declaration of `path`, when an entry exists for exactly this state of the
+    /// file, written by this executable, and its manifest still passes the rules.
+    pub(crate) fn get(&self, path: &Path, identity: Identity) -> Option<Cached> {
+        let text = std::fs::read_to_string(self.entry_path(path)).ok()?;
+        let entry: Entry = serde_json::from_str(&text).ok()?;
+        if entry.format != FORMAT || entry.harness != self.harness || entry.path != path || entry.identity != identity {
+            return None;
+        }
+        crate::library::check_abi(&entry.abi_version).ok()?;
+        let manifest = crate::library::parse_manifest_schemas_unchecked(&entry.manifest).ok()?;
+        Some(Cached { abi_version: entry.abi_version, manifest, schemas_checked: entry.schemas_checked })
+    }
+
+    /// Records what `path` declared when it had `identity`, unless it has changed since
+    /// (then the next start-up reads it again). A failure to write only costs that.
+    pub(crate) fn put(&self, path: &Path, identity: Identity, abi_version: &str, manifest: &Manifest, schemas: bool) {
+        if Identity::of(path) != Some(identity) {
+            return;
+        }
+        let Ok(manifest) = serde_json::to_string(manifest) else { return };
+        let entry = Entry {
+            format: FORMAT,
+            harness: self.harness,
+            path: path.to_owned(),
+            identity,
+            abi_version: abi_version.to_owned(),
+            manifest,
+            schemas_checked: schemas,
+        };
+        let Ok(text) = serde_json::to_vec(&entry) else { return };
+        let target = self.entry_path(path);
+        // Written aside and renamed, so that a reader never sees half an entry.
+        let temporary = target.with_extension(format!("tmp{}", std::process::id()));
+        if write_private(&temporary, &text).is_err() || std::fs::rename(&temporary, &target).is_err() {
+            let _ = std::fs::remove_file(&temporary);
+        }
+    }
+}
+
+#[cfg(unix)]
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if dir.is_dir() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+}
+
+#[cfg(not(unix))]
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)
+}
+
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path)?;
+    file.write_all(bytes)
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    fn manifest() -> Manifest {
+        crate::library::parse_manifest(
+            r#"{"name":"p","version":"1.0.0","description":"d","tools":[{"name":"t","description":"d","parameters":{"type":"object"},"effects":"pure"}]}"#,
+        )
+        .expect("a valid manifest")
+    }
+
+    #[test]
+    fn an_entry_serves_only_the_state_of_the_file_it_was_written_for() {
+        let home = tempfile::tempdir().unwrap();
+        let cache = Cache::open(&home.path().join("cache")).unwrap();
+        let file = home.path().join("libp.so");
+        std::fs::write(&file, b"one").unwrap();
+        let file = file.canonicalize().unwrap();
+        let identity = Identity::of(&file).unwrap();
+        assert!(cache.get(&file, identity).is_none());
+        cache.put(&file, identity, harness_abi::ABI_VERSION, &manifest(), true);
+        let hit = cache.get(&file, identity).unwrap();
+        assert_eq!((hit.manifest, hit.schemas_checked), (manifest(), true));
+        // Rewritten in place (same inode): its size and times change.
+        std::fs::write(&file, b"two!").unwrap();
+        assert!(cache.get(&file, Identity::of(&file).unwrap()).is_none());
+        // An entry edited by hand into a manifest that breaks the rules is not used.
+        let identity = Identity::of(&file).unwrap();
+        cache.put(&file, identity, harness_abi::ABI_VERSION, &manifest(), true);
+        let entry = cache.entry_path(&file);
+        let text = std::fs::read_to_string(&entry).unwrap().replace(r#"\"name\":\"t\""#, r#"\"name\":\"finish\""#);
+        std::fs::write(&entry, text).unwrap();
+        assert!(cache.get(&file, identity).is_none());
+    }
+
+    #[test]
+    fn a_cache_directory_others_can_write_is_not_used() {
+        use std::os::unix::fs::PermissionsExt;
+        let home = tempfile::tempdir().unwrap();
+        let dir = home.path().join("cache");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = Cache::open(&dir).unwrap_err();
+        assert!(e.contains("is writable by everyone") && e.contains("chmod go-w"), "{e}");
+    }
+}

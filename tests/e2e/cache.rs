@@ -1,0 +1,118 @@
+//! The plugin cache through the binary: an unchanged file is not read through a plugin host
+//! again, a changed one is, and an edited entry cannot move a plugin into the harness.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::support::{Scratch, plugin, ran};
+
+fn copy_into(s: &Scratch, dir: &str, from: &Path) -> PathBuf {
+    let to = s.path(dir).join(from.file_name().unwrap());
+    std::fs::create_dir_all(s.path(dir)).unwrap();
+    std::fs::copy(from, &to).unwrap();
+    to
+}
+
+fn list(s: &Scratch, extra: &[&str]) -> Value {
+    let dir = s.path("p").to_string_lossy().into_owned();
+    let r =
+        ran(s.harness().args(["plugins", "list", "--json", "--no-default-plugins", "--plugins-dir", &dir]).args(extra));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    r.json()
+}
+
+fn entries(s: &Scratch) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(s.path("plugin-cache")).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn an_unchanged_file_is_read_from_the_cache_and_a_changed_one_through_its_plugin_host_again() {
+    let s = Scratch::new();
+    let file = copy_into(&s, "p", &plugin("calc"));
+    let first = list(&s, &[]);
+    assert_eq!(first["plugins"][0]["from_cache"], false, "{first}");
+    assert_eq!(entries(&s).len(), 1);
+    let second = list(&s, &[]);
+    assert_eq!(second["plugins"][0]["from_cache"], true, "{second}");
+    assert_eq!(second["plugins"][0]["tools"], first["plugins"][0]["tools"]);
+
+    // The same bytes written again: new times, so the file is read again.
+    std::fs::copy(plugin("calc"), &file).unwrap();
+    assert_eq!(list(&s, &[])["plugins"][0]["from_cache"], false);
+    assert_eq!(list(&s, &[])["plugins"][0]["from_cache"], true);
+
+    // HARNESS_PLUGIN_CACHE=off reads every file through its plugin host.
+    let dir = s.path("p").to_string_lossy().into_owned();
+    let r = ran(s.harness().env("HARNESS_PLUGIN_CACHE", "off").args([
+        "plugins",
+        "list",
+        "--json",
+        "--no-default-plugins",
+        "--plugins-dir",
+        &dir,
+    ]));
+    assert_eq!(r.json()["plugins"][0]["from_cache"], false, "{}", r.stderr);
+}
+
+#[test]
+fn a_run_from_the_cache_checks_arguments_against_the_schemas_it_compiles_off_the_start_up_path() {
+    let s = Scratch::new();
+    copy_into(&s, "p", &plugin("calc"));
+    list(&s, &[]);
+    let script = s.script(&[
+        json!({"tool": "calculate", "arguments": {"expression": 42}}),
+        json!({"tool": "calculate", "arguments": {"expression": "6*7"}}),
+        json!({"tool": "finish", "arguments": {"answer": "42"}}),
+    ]);
+    let dir = s.path("p").to_string_lossy().into_owned();
+    let r = ran(s
+        .harness()
+        .args(["run", "x", "--json", "--no-default-plugins", "--plugins-dir", &dir, "--trace", "t.jsonl", "--script"])
+        .arg(&script));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let steps = s.trace("t.jsonl");
+    assert_eq!(steps[0]["error"]["code"], "invalid_arguments", "{}", steps[0]);
+    assert_eq!(steps[1]["result"], 42, "{}", steps[1]);
+    assert_eq!(list(&s, &[])["plugins"][0]["from_cache"], true);
+}
+
+#[test]
+fn an_entry_edited_to_declare_its_tools_pure_cannot_move_a_plugin_into_the_harness() {
+    let s = Scratch::new();
+    copy_into(&s, "p", &plugin("files"));
+    std::fs::create_dir_all(s.path("root")).unwrap();
+    s.write("h.toml", "[plugins.files]\nroot = \"root\"\n");
+    let first = list(&s, &["--config", "h.toml"]);
+    assert_eq!(first["plugins"][0]["isolation"], "process", "{first}");
+    for entry in entries(&s) {
+        let text = std::fs::read_to_string(&entry).unwrap();
+        let edited = text
+            .replace(r#"\"effects\":\"reads\""#, r#"\"effects\":\"pure\""#)
+            .replace(r#"\"effects\":\"writes\""#, r#"\"effects\":\"pure\""#);
+        assert_ne!(text, edited);
+        std::fs::write(&entry, edited).unwrap();
+    }
+    let after = list(&s, &["--config", "h.toml"]);
+    assert_eq!(after["plugins"], json!([]), "{after}");
+    let reason = after["skipped"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("another manifest here than the plugin cache holds for it"), "{reason}");
+}
+
+#[test]
+fn a_cache_directory_others_can_write_is_not_used_and_a_warning_says_why() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = Scratch::new();
+    copy_into(&s, "p", &plugin("calc"));
+    std::fs::create_dir_all(s.path("plugin-cache")).unwrap();
+    std::fs::set_permissions(s.path("plugin-cache"), std::fs::Permissions::from_mode(0o777)).unwrap();
+    list(&s, &[]);
+    let again = list(&s, &[]);
+    assert_eq!(again["plugins"][0]["from_cache"], false, "{again}");
+    let warning = again["warnings"][0].as_str().unwrap();
+    assert!(warning.contains("plugin cache") && warning.contains("chmod go-w"), "{warning}");
+    assert!(entries(&s).is_empty());
+}
