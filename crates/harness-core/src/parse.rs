@@ -5,6 +5,8 @@
 //! scan is linear in the text: each top-level `{ ... }` region is handed to `serde_json`
 //! once, and a region that fails is searched once more for objects nested inside it.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value, json};
 
 use crate::error::{ErrorCode, HarnessError};
@@ -36,17 +38,27 @@ pub fn parse_reply(reply: &ModelReply, step: u32, forced: Option<&str>) -> Resul
 /// Parses one structured call: its arguments, an object or a JSON string, become an object.
 pub fn parse_call(call: &ProposedCall, step: u32) -> Result<ToolCall, HarnessError> {
     let arguments = decode_arguments(&call.name, &call.arguments)?;
-    Ok(ToolCall { id: call.id.clone().unwrap_or_else(|| format!("call_{step}")), tool: call.name.clone(), arguments })
+    Ok(ToolCall { id: call_id(call, step), tool: call.name.clone(), arguments })
+}
+
+/// A structured call's id: the provider's, or `call_<step>` when it gave none.
+pub(crate) fn call_id(call: &ProposedCall, step: u32) -> String {
+    call.id.clone().unwrap_or_else(|| format!("call_{step}"))
 }
 
 /// Turns the arguments a model gave into an object: objects pass, JSON strings are decoded.
 pub(crate) fn decode_arguments(tool: &str, raw: &Value) -> Result<Value, HarnessError> {
+    decode_arguments_in_place(tool, raw).map(Cow::into_owned)
+}
+
+/// [`decode_arguments`], borrowing arguments that already are an object rather than copying them.
+pub(crate) fn decode_arguments_in_place<'a>(tool: &str, raw: &'a Value) -> Result<Cow<'a, Value>, HarnessError> {
     match raw {
-        Value::Object(_) => Ok(raw.clone()),
-        Value::Null => Ok(Value::Object(Map::new())),
-        Value::String(s) if s.trim().is_empty() => Ok(Value::Object(Map::new())),
+        Value::Object(_) => Ok(Cow::Borrowed(raw)),
+        Value::Null => Ok(Cow::Owned(Value::Object(Map::new()))),
+        Value::String(s) if s.trim().is_empty() => Ok(Cow::Owned(Value::Object(Map::new()))),
         Value::String(s) => match serde_json::from_str::<Value>(s) {
-            Ok(v @ Value::Object(_)) => Ok(v),
+            Ok(v @ Value::Object(_)) => Ok(Cow::Owned(v)),
             Ok(other) => Err(not_an_object(tool, &other)),
             Err(e) => Err(HarnessError::new(
                 ErrorCode::InvalidJson,

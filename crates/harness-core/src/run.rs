@@ -17,11 +17,11 @@ use serde_json::{Value, json};
 
 use crate::approval::{Approvals, Decision, PendingCall, Verdict};
 use crate::error::{ErrorCode, HarnessError};
-use crate::parse::ToolCall;
 use crate::provider::{Message, ModelProvider, ModelReply, Usage};
 use crate::registry::{RegisteredTool, ToolRegistry};
 use crate::reply::ReplyFormat;
 use crate::trace::{StepStatus, TraceSink};
+use read::StepCall;
 
 pub use execute::call_tool;
 
@@ -226,7 +226,10 @@ async fn drive(
             }
             step.fresh = true;
         }
-        let (reply, calls, index) = run.next_call();
+        let index = run.next_call();
+        // Borrowed field by field: the call borrows the reply in the conversation while the
+        // gate's checks change their own state.
+        let (reply, calls) = reply_of_step(&run.conversation, run.current.as_ref());
         let read = read::read_call(reply, calls, index, &step);
         // Looked up once: the checks, the approval, the result check and the trace line all
         // need the tool, and each lookup hashes its name.
@@ -237,7 +240,7 @@ async fn drive(
         let tool = proposed.and_then(|c| registry.get(&c.tool));
         let (call, outcome) = match read.call {
             Ok(mut call) => {
-                let outcome = check_and_execute(registry, tool, &mut run, &step, &mut call).await;
+                let outcome = check_and_execute(registry, tool, &mut run.gate, run.options, &step, &mut call).await;
                 (Some(call), outcome)
             }
             Err(unreadable) => (unreadable.call, StepOutcome::Failed(unreadable.error, StepStatus::Rejected)),
@@ -245,9 +248,8 @@ async fn drive(
         // A call that never ran breaks a row of repeats; one that ran and failed is part of it,
         // since failing again is the likeliest outcome of the same call.
         if matches!(outcome, StepOutcome::Failed(_, StepStatus::Rejected)) {
-            run.repeats.reset();
+            run.gate.repeats.reset();
         }
-        let (reply, calls) = run.reply_of_step();
         let source = tool.map(|t| &t.definition.source);
         let entry = record::step_entry(&step, reply, calls, read.index, source, call.as_ref(), &outcome);
         if let Err(e) = trace.record(&entry) {
@@ -259,7 +261,8 @@ async fn drive(
         if let StepOutcome::Failed(error, StepStatus::AwaitingApproval) = outcome {
             return run.awaiting(number, error);
         }
-        run.feed_back(call, outcome);
+        let answered = call.map(|c| (c.id, c.tool));
+        run.feed_back(answered, outcome);
     }
     run.step_budget_exhausted()
 }
@@ -268,28 +271,29 @@ async fn drive(
 async fn check_and_execute(
     registry: &ToolRegistry,
     tool: Option<RegisteredTool<'_>>,
-    run: &mut Run<'_>,
+    gate: &mut Gate<'_>,
+    options: &RunOptions,
     step: &Step,
-    call: &mut ToolCall,
+    call: &mut StepCall<'_>,
 ) -> StepOutcome {
     let cleared =
-        check::check_call(registry, tool, call, step.finish_only, &mut run.repeats, run.options.max_arguments_bytes);
+        check::check_call(registry, tool, call, step.finish_only, &mut gate.repeats, options.max_arguments_bytes);
     match cleared {
         Ok(check::Cleared::Finish(answer)) => StepOutcome::Finished(answer),
         Ok(check::Cleared::Execute { handler, timeout }) => {
-            match approve(tool, run, step, call) {
+            match approve(tool, gate, step, call) {
                 Verdict::Run => {}
                 Verdict::Denied(error) => return StepOutcome::Failed(error, StepStatus::Rejected),
                 Verdict::Wait(error) => return StepOutcome::Failed(error, StepStatus::AwaitingApproval),
             }
-            let timeout = execute::within(timeout, run.remaining());
-            let outcome = execute::execute(handler, call, timeout, run.options.inline_calls).await;
+            let timeout = execute::within(timeout, gate.remaining());
+            let outcome = execute::execute(handler, call, timeout, options.inline_calls).await;
             check::check_result(tool, outcome)
         }
         Err(error) => {
             // A repeated call will not change its result: from now on only `finish` is offered.
             if error.code == ErrorCode::RepeatedCall {
-                run.finish_forced = true;
+                gate.finish_forced = true;
             }
             StepOutcome::Failed(error, StepStatus::Rejected)
         }
@@ -297,29 +301,29 @@ async fn check_and_execute(
 }
 
 /// The approval policy's verdict on a call that passed its checks.
-fn approve(tool: Option<RegisteredTool<'_>>, run: &mut Run<'_>, step: &Step, call: &ToolCall) -> Verdict {
+fn approve(tool: Option<RegisteredTool<'_>>, gate: &mut Gate<'_>, step: &Step, call: &StepCall<'_>) -> Verdict {
     let Some(tool) = tool else {
         return Verdict::Run;
     };
     let effect = tool.policy_effect();
     // An answer the operator gave to this very call (a resumed run's --deny ID) outranks the policy.
-    let answered = run.approvals.answered(&call.id);
-    if !answered && run.approvals.policy().allows_class_outright(effect) {
+    let answered = gate.approvals.answered(&call.id);
+    if !answered && gate.approvals.policy().allows_class_outright(effect) {
         return Verdict::Run;
     }
     let key = tool.policy_key();
-    if !answered && run.approvals.policy().decide(&key, effect) == Decision::Allow {
+    if !answered && gate.approvals.policy().decide(&key, effect) == Decision::Allow {
         return Verdict::Run;
     }
     let pending = PendingCall {
         id: call.id.clone(),
         tool: call.tool.clone(),
         key,
-        arguments: call.arguments.clone(),
+        arguments: call.arguments.clone().into_owned(),
         effect,
         step: step.number,
     };
-    run.approvals.verdict(&pending)
+    gate.approvals.verdict(&pending)
 }
 
 /// What one step came to, before it is traced and fed back.
@@ -355,19 +359,31 @@ impl Step {
 /// What the loop carries from one step to the next.
 struct Run<'o> {
     options: &'o RunOptions,
-    approvals: &'o mut Approvals,
     conversation: Vec<Message>,
     /// Bytes of the conversation so far; past the limit, only `finish` is offered.
     conversation_bytes: usize,
     usage: Usage,
     retries: u32,
+    gate: Gate<'o>,
+    /// The reply being worked through. A reply with several calls is executed in order, one
+    /// call per step, before the provider is asked again.
+    current: Option<CurrentReply>,
+}
+
+/// What decides whether a call may run, and for how long: kept apart from the conversation,
+/// so that a step can borrow its call from the reply while the checks change their state.
+struct Gate<'o> {
+    approvals: &'o mut Approvals,
     repeats: check::RepeatGuard,
     /// Only `finish` is offered from now on (a repeated call, a conversation grown too large).
     finish_forced: bool,
     deadline: Option<Instant>,
-    /// The reply being worked through. A reply with several calls is executed in order, one
-    /// call per step, before the provider is asked again.
-    current: Option<CurrentReply>,
+}
+
+impl Gate<'_> {
+    fn remaining(&self) -> Option<Duration> {
+        self.deadline.map(|d| d.saturating_duration_since(Instant::now()))
+    }
 }
 
 /// The reply being worked through: where it sits in the conversation, its calls, the next one.
@@ -381,29 +397,27 @@ impl<'o> Run<'o> {
     fn start(request: &str, options: &'o RunOptions, approvals: &'o mut Approvals) -> Self {
         Self {
             options,
-            approvals,
             conversation: vec![Message::User { content: request.to_owned() }],
             conversation_bytes: request.len(),
             usage: Usage::default(),
             retries: 0,
-            repeats: check::RepeatGuard::new(options.max_repeats),
-            finish_forced: false,
-            deadline: options.max_duration.map(|d| Instant::now() + d),
+            gate: Gate {
+                approvals,
+                repeats: check::RepeatGuard::new(options.max_repeats),
+                finish_forced: false,
+                deadline: options.max_duration.map(|d| Instant::now() + d),
+            },
             current: None,
         }
     }
 
     /// Whether step `number` offers `finish` alone: the last step, or after a forcing event.
     fn finish_only(&self, number: u32) -> bool {
-        self.finish_forced || number == self.options.max_steps
+        self.gate.finish_forced || number == self.options.max_steps
     }
 
     fn out_of_time(&self, now: Instant) -> bool {
-        self.deadline.is_some_and(|d| now >= d)
-    }
-
-    fn remaining(&self) -> Option<Duration> {
-        self.deadline.map(|d| d.saturating_duration_since(Instant::now()))
+        self.gate.deadline.is_some_and(|d| now >= d)
     }
 
     /// Whether the current reply still has a call to run.
@@ -435,37 +449,24 @@ impl<'o> Run<'o> {
         ))
     }
 
-    /// The reply this step takes its call from, its calls, and the call's index; moves past it.
-    fn next_call(&mut self) -> (&ModelReply, &read::ReplyCalls, usize) {
+    /// The index of the call this step takes from the current reply; moves past it.
+    fn next_call(&mut self) -> usize {
         let current = self.current.as_mut().expect("a step runs only once a reply was taken");
-        let index = current.next;
         current.next += 1;
-        let (reply, calls) = self.reply_of_step();
-        (reply, calls, index)
+        current.next - 1
     }
 
-    /// The reply the current step took its call from, and its calls.
-    fn reply_of_step(&self) -> (&ModelReply, &read::ReplyCalls) {
-        let current = self.current.as_ref().expect("a step runs only once a reply was taken");
-        match &self.conversation[current.at] {
-            Message::Assistant { reply } => (reply, &current.calls),
-            _ => unreachable!("the current reply always points at an assistant message"),
-        }
-    }
-
-    /// Feeds a step's outcome back to the router as the next message.
-    fn feed_back(&mut self, call: Option<ToolCall>, outcome: StepOutcome) {
+    /// Feeds a step's outcome back to the router as the next message; `call` is the id and
+    /// tool of the call it answers, when there was one.
+    fn feed_back(&mut self, call: Option<(String, String)>, outcome: StepOutcome) {
         let (content, is_error) = match outcome {
             StepOutcome::Ran(result) | StepOutcome::Finished(result) => (result, false),
             StepOutcome::Failed(e, _) => (e.to_value(), true),
         };
-        let (call_id, tool) = match call {
-            Some(c) => (Some(c.id), Some(c.tool)),
-            None => (None, None),
-        };
+        let (call_id, tool) = call.unzip();
         self.conversation_bytes += json_size(&content);
         if self.conversation_bytes > self.options.max_conversation_bytes {
-            self.finish_forced = true;
+            self.gate.finish_forced = true;
         }
         self.conversation.push(Message::ToolResult { call_id, tool, content, is_error });
     }
@@ -515,6 +516,18 @@ impl<'o> Run<'o> {
             usage,
             retries,
         }
+    }
+}
+
+/// The reply the current step takes its call from, and its calls.
+fn reply_of_step<'r>(
+    conversation: &'r [Message],
+    current: Option<&'r CurrentReply>,
+) -> (&'r ModelReply, &'r read::ReplyCalls) {
+    let current = current.expect("a step runs only once a reply was taken");
+    match &conversation[current.at] {
+        Message::Assistant { reply } => (reply, &current.calls),
+        _ => unreachable!("the current reply always points at an assistant message"),
     }
 }
 

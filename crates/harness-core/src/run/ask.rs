@@ -26,7 +26,7 @@ pub(super) async fn ask_router(
     let choice = if step.finish_only { ToolChoice::Tool(FINISH.to_owned()) } else { ToolChoice::Required };
     let request =
         RouterRequest { conversation: &run.conversation, tools: registry.definitions(), tool_choice: &choice };
-    let asked = match run.deadline {
+    let asked = match run.gate.deadline {
         None => provider.complete(request).await,
         Some(d) => match tokio::time::timeout_at(d.into(), provider.complete(request)).await {
             Ok(asked) => asked,

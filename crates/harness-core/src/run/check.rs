@@ -2,14 +2,15 @@
 //! tool's schema, and that it is not the same call made again and again; and, once it ran, its
 //! result against the tool's output schema.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::read::StepCall;
 use super::{StepOutcome, json_size};
 use crate::error::{ErrorCode, HarnessError};
-use crate::parse::ToolCall;
 use crate::registry::{FINISH, RegisteredTool, ToolHandler, ToolRegistry};
 use crate::trace::StepStatus;
 
@@ -31,14 +32,14 @@ pub(super) enum Cleared {
 pub(super) fn check_call(
     registry: &ToolRegistry,
     tool: Option<RegisteredTool<'_>>,
-    call: &mut ToolCall,
+    call: &mut StepCall<'_>,
     finish_only: bool,
     repeats: &mut RepeatGuard,
     max_arguments_bytes: usize,
 ) -> Result<Cleared, HarnessError> {
     let bytes = json_size(&call.arguments);
     if bytes > max_arguments_bytes {
-        call.arguments = json!({ "omitted_bytes": bytes });
+        call.arguments = Cow::Owned(json!({ "omitted_bytes": bytes }));
         return Err(HarnessError::new(
             ErrorCode::ArgumentsTooLarge,
             format!(

@@ -1,14 +1,15 @@
 //! Execute the call: its handler runs off the async workers (or inline, where that is safe),
 //! bounded by its timeout, with panics caught and failures mapped to stable error codes.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use super::StepOutcome;
+use super::read::StepCall;
 use crate::error::{ErrorCode, HarnessError};
-use crate::parse::ToolCall;
 use crate::registry::{FINISH, ToolFailure, ToolHandler, ToolRegistry};
 use crate::trace::StepStatus;
 
@@ -27,7 +28,7 @@ pub(super) fn within(tool_timeout: Option<Duration>, remaining: Option<Duration>
 /// The arguments travel to the thread and back, so they are never copied.
 pub(super) async fn execute(
     handler: Arc<dyn ToolHandler>,
-    call: &mut ToolCall,
+    call: &mut StepCall<'_>,
     timeout: Option<Duration>,
     inline: bool,
 ) -> StepOutcome {
@@ -66,7 +67,7 @@ type Caught = std::thread::Result<Result<Value, ToolFailure>>;
 /// `Err` is the step's outcome already decided: a timeout, or a thread that failed.
 async fn off_thread(
     handler: Arc<dyn ToolHandler>,
-    call: &mut ToolCall,
+    call: &mut StepCall<'_>,
     timeout: Option<Duration>,
     deadline: Option<Instant>,
 ) -> Result<Caught, StepOutcome> {
@@ -75,7 +76,7 @@ async fn off_thread(
     let enforces = handler.enforces_timeout();
     // An abandoned call keeps its arguments for the trace; only a call with a timeout can be.
     let kept = timeout.is_some().then(|| call.arguments.clone());
-    let arguments = std::mem::take(&mut call.arguments);
+    let arguments = std::mem::take(&mut call.arguments).into_owned();
     let t = tool.clone();
     let task = tokio::task::spawn_blocking(move || {
         let result =
@@ -99,7 +100,7 @@ async fn off_thread(
     };
     match joined {
         Ok((arguments, result)) => {
-            call.arguments = arguments;
+            call.arguments = Cow::Owned(arguments);
             Ok(result)
         }
         Err(e) => Err(StepOutcome::Failed(
@@ -144,7 +145,7 @@ pub async fn call_tool(registry: &ToolRegistry, tool: &str, arguments: Value) ->
     let Some(handler) = found.handler().cloned() else {
         unreachable!("filtered on having a handler above");
     };
-    let mut call = ToolCall { id: String::new(), tool: tool.to_owned(), arguments };
+    let mut call = StepCall { id: String::new(), tool: tool.to_owned(), arguments: Cow::Owned(arguments) };
     let outcome = execute(handler, &mut call, found.timeout, false).await;
     match super::check::check_result(Some(found), outcome) {
         StepOutcome::Ran(result) | StepOutcome::Finished(result) => Ok(result),

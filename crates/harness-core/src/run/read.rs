@@ -4,11 +4,13 @@
 //! ([`crate::reply`]), which splits off reasoning, finds every call in the model's own format,
 //! and ends with the first fault. A reply cut at the token limit never runs its last call.
 
-use serde_json::json;
+use std::borrow::Cow;
+
+use serde_json::{Value, json};
 
 use super::Step;
 use crate::error::{ErrorCode, HarnessError};
-use crate::parse::{ToolCall, parse_call};
+use crate::parse::{call_id, decode_arguments_in_place};
 use crate::provider::{ModelReply, ProposedCall};
 use crate::registry::{FINISH, ToolDefinition};
 use crate::reply::{ReadOptions, ReplyFormat, TextCall, read_reply};
@@ -66,39 +68,55 @@ pub(super) fn read_reply_calls(
     ReplyCalls::Text { items, format: read.format, reasoning: read.reasoning }
 }
 
+/// A call as a step holds it. Its arguments are the reply's own, borrowed, when the reply
+/// holds them as an object (the usual case: no copy of them a step); owned when they were
+/// decoded from a string or replaced by a note of their size.
+pub(super) struct StepCall<'r> {
+    /// The provider's call id, or `call_<step>`.
+    pub(super) id: String,
+    /// The tool name.
+    pub(super) tool: String,
+    /// The arguments object.
+    pub(super) arguments: Cow<'r, Value>,
+}
+
 /// The call a step read from the reply.
-pub(super) struct ReadCall {
+pub(super) struct ReadCall<'r> {
     /// Which call of the reply it is, from 0.
     pub(super) index: usize,
     /// The call, or why it could not be read.
-    pub(super) call: Result<ToolCall, Unreadable>,
+    pub(super) call: Result<StepCall<'r>, Unreadable<'r>>,
 }
 
 /// A call that could not be read.
-pub(super) struct Unreadable {
+pub(super) struct Unreadable<'r> {
     /// The call as proposed, when the reply named one (a structured call whose arguments do
     /// not parse still has an id and a tool name: the error answers that call).
-    pub(super) call: Option<ToolCall>,
+    pub(super) call: Option<StepCall<'r>>,
     /// What was wrong.
     pub(super) error: HarnessError,
 }
 
 /// Takes call `index` of the reply, for step `step`.
-pub(super) fn read_call(reply: &ModelReply, calls: &ReplyCalls, index: usize, step: &Step) -> ReadCall {
+pub(super) fn read_call<'r>(reply: &'r ModelReply, calls: &'r ReplyCalls, index: usize, step: &Step) -> ReadCall<'r> {
     let call = match calls {
         ReplyCalls::Structured { count, truncated } => match reply.calls.get(index) {
             Some(proposed) if *truncated && index + 1 == *count => {
                 Err(Unreadable { call: Some(unparsed_call(proposed, step.number)), error: cut_call(proposed) })
             }
-            Some(proposed) => parse_call(proposed, step.number)
-                .map_err(|error| Unreadable { call: Some(unparsed_call(proposed, step.number)), error }),
+            Some(proposed) => match decode_arguments_in_place(&proposed.name, &proposed.arguments) {
+                Ok(arguments) => {
+                    Ok(StepCall { id: call_id(proposed, step.number), tool: proposed.name.clone(), arguments })
+                }
+                Err(error) => Err(Unreadable { call: Some(unparsed_call(proposed, step.number)), error }),
+            },
             None => Err(Unreadable { call: None, error: no_call_left(index) }),
         },
         ReplyCalls::Text { items, .. } => match items.get(index) {
-            Some(Ok(c)) => Ok(ToolCall {
+            Some(Ok(c)) => Ok(StepCall {
                 id: format!("call_{}", step.number),
                 tool: c.name.clone(),
-                arguments: c.arguments.clone(),
+                arguments: Cow::Borrowed(&c.arguments),
             }),
             Some(Err(error)) => Err(Unreadable { call: None, error: error.clone() }),
             None => Err(Unreadable { call: None, error: no_call_left(index) }),
@@ -126,10 +144,6 @@ fn no_call_left(index: usize) -> HarnessError {
 }
 
 /// A structured call as proposed, raw arguments included, for a call that did not parse.
-fn unparsed_call(call: &ProposedCall, step: u32) -> ToolCall {
-    ToolCall {
-        id: call.id.clone().unwrap_or_else(|| format!("call_{step}")),
-        tool: call.name.clone(),
-        arguments: call.arguments.clone(),
-    }
+fn unparsed_call(call: &ProposedCall, step: u32) -> StepCall<'_> {
+    StepCall { id: call_id(call, step), tool: call.name.clone(), arguments: Cow::Borrowed(&call.arguments) }
 }

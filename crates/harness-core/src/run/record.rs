@@ -1,9 +1,8 @@
 //! Record the step: one trace line, built from what the step asked, read, checked and ran.
 
-use super::read::ReplyCalls;
+use super::read::{ReplyCalls, StepCall};
 use super::{Step, StepOutcome, micros};
 use crate::error::{ErrorCode, HarnessError};
-use crate::parse::ToolCall;
 use crate::provider::ModelReply;
 use crate::registry::{FINISH, ToolSource};
 use crate::trace::{StepStatus, TraceEntry};
@@ -18,7 +17,7 @@ pub(super) fn step_entry<'a>(
     calls: &'a ReplyCalls,
     index: usize,
     source: Option<&'a ToolSource>,
-    call: Option<&'a ToolCall>,
+    call: Option<&'a StepCall<'a>>,
     outcome: &'a StepOutcome,
 ) -> TraceEntry<'a> {
     let (plugin, plugin_version, mcp_server) = match source {
@@ -33,7 +32,7 @@ pub(super) fn step_entry<'a>(
     };
     TraceEntry {
         tool: call.map(|c| c.tool.as_str()),
-        arguments: call.map(|c| &c.arguments),
+        arguments: call.map(|c| &*c.arguments),
         result,
         plugin,
         plugin_version,
