@@ -139,6 +139,20 @@ fn str_len(s: &str) -> usize {
     }
 }
 
+/// `n` in decimal, written into `buf` without `fmt`: the ASCII digits serde_json (itoa) prints.
+pub(crate) fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    &buf[at..]
+}
+
 /// Counts bytes without keeping them.
 struct ByteCount(usize);
 

@@ -43,7 +43,18 @@ pub fn parse_call(call: &ProposedCall, step: u32) -> Result<ToolCall, HarnessErr
 
 /// A structured call's id: the provider's, or `call_<step>` when it gave none.
 pub(crate) fn call_id(call: &ProposedCall, step: u32) -> String {
-    call.id.clone().unwrap_or_else(|| format!("call_{step}"))
+    call.id.clone().unwrap_or_else(|| step_call_id(step))
+}
+
+/// `call_<step>`, the id of a call that came without one. Written without `format!`, whose
+/// formatting machinery cost about 300 instructions a step (1.5% of a scripted step).
+pub(crate) fn step_call_id(step: u32) -> String {
+    let mut buf = [0u8; 20];
+    let digits = crate::json_text::decimal(u64::from(step), &mut buf);
+    let mut id = String::with_capacity(5 + digits.len());
+    id.push_str("call_");
+    id.extend(digits.iter().map(|&d| char::from(d)));
+    id
 }
 
 /// Turns the arguments a model gave into an object: objects pass, JSON strings are decoded.
@@ -137,10 +148,10 @@ pub fn parse_text(text: &str, step: u32, forced: Option<&str>) -> Result<ToolCal
     let Scan { calls, notes, bare } = scan_text(text, true);
     if let Some(Found { tool, arguments, .. }) = calls.into_iter().next() {
         let arguments = decode_arguments(&tool, &arguments)?;
-        return Ok(ToolCall { id: format!("call_{step}"), tool, arguments });
+        return Ok(ToolCall { id: step_call_id(step), tool, arguments });
     }
     if let (Some(tool), Some(arguments)) = (forced, bare) {
-        return Ok(ToolCall { id: format!("call_{step}"), tool: tool.to_owned(), arguments });
+        return Ok(ToolCall { id: step_call_id(step), tool: tool.to_owned(), arguments });
     }
     Err(no_call_error(&notes, text.len(), |offset| offset))
 }

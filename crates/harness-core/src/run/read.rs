@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::Step;
 use crate::error::{ErrorCode, HarnessError};
-use crate::parse::{call_id, decode_arguments_in_place};
+use crate::parse::{call_id, decode_arguments_in_place, step_call_id};
 use crate::provider::{ModelReply, ProposedCall};
 use crate::registry::{FINISH, ToolDefinition};
 use crate::reply::{ReadOptions, ReplyFormat, TextCall, read_reply};
@@ -114,7 +114,7 @@ pub(super) fn read_call<'r>(reply: &'r ModelReply, calls: &'r ReplyCalls, index:
         },
         ReplyCalls::Text { items, .. } => match items.get(index) {
             Some(Ok(c)) => Ok(StepCall {
-                id: format!("call_{}", step.number),
+                id: step_call_id(step.number),
                 tool: c.name.clone(),
                 arguments: Cow::Borrowed(&c.arguments),
             }),

@@ -149,18 +149,8 @@ fn write_opt_str(out: &mut Vec<u8>, value: Option<&str>) {
 }
 
 /// A number in decimal, as serde_json (itoa) prints it.
-fn write_u64(out: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[at..]);
+fn write_u64(out: &mut Vec<u8>, n: u64) {
+    out.extend_from_slice(crate::json_text::decimal(n, &mut [0u8; 20]));
 }
 
 #[cfg(test)]
