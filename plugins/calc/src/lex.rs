@@ -52,7 +52,8 @@ impl Tok<'_> {
 /// All tokens of `text`, ending with [`Tok::End`].
 pub(crate) fn tokens(text: &str) -> Result<Vec<Token<'_>>, CalcError> {
     let bytes = text.as_bytes();
-    let mut out = Vec::new();
+    // Every token but the end takes at least one byte: one allocation, never a regrowth.
+    let mut out = Vec::with_capacity(text.len() + 1);
     let mut i = 0;
     while let Some(c) = text[i..].chars().next() {
         let at = i;
