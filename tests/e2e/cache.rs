@@ -91,8 +91,8 @@ fn an_entry_edited_to_declare_its_tools_pure_cannot_move_a_plugin_into_the_harne
     for entry in entries(&s) {
         let text = std::fs::read_to_string(&entry).unwrap();
         let edited = text
-            .replace(r#"\"effects\":\"reads\""#, r#"\"effects\":\"pure\""#)
-            .replace(r#"\"effects\":\"writes\""#, r#"\"effects\":\"pure\""#);
+            .replace(r#""effects":"reads""#, r#""effects":"pure""#)
+            .replace(r#""effects":"writes""#, r#""effects":"pure""#);
         assert_ne!(text, edited);
         std::fs::write(&entry, edited).unwrap();
     }

@@ -26,7 +26,11 @@ use harness_abi::manifest::Manifest;
 use serde::{Deserialize, Serialize};
 
 /// The layout of an entry; entries of another layout are read again from their files.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
+
+/// How long an entry nobody rewrote is kept (an entry that is used is not rewritten, so this
+/// is counted from when the file was last read through a plugin host).
+const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
 
 /// What identifies one state of a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -71,8 +75,8 @@ struct Entry {
     path: PathBuf,
     identity: Identity,
     abi_version: String,
-    /// The manifest as JSON text, held to the manifest rules again when read.
-    manifest: String,
+    /// The manifest, held to the manifest rules again when read.
+    manifest: Manifest,
     /// Whether every schema of the manifest compiled when it was written.
     schemas_checked: bool,
 }
@@ -102,18 +106,43 @@ impl Cache {
         let harness = Identity::of(&exe).ok_or_else(|| format!("cannot read {}", exe.display()))?;
         create_private_dir(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let dir = dir.canonicalize().map_err(|e| format!("cannot resolve {}: {e}", dir.display()))?;
-        crate::permissions::check_or(&dir, "")?;
+        crate::permissions::check_or(&dir, "", &mut Default::default())?;
         Ok(Self { dir, harness })
     }
 
-    /// The entry file of `path`: a hash of the canonical path (the entry names the path too).
+    /// The entry file of `path` for this executable: a hash of both (the entry names them
+    /// too), so that two builds of the harness keep an entry each rather than replacing each
+    /// other's at every start.
     fn entry_path(&self, path: &Path) -> PathBuf {
         // FNV-1a: stable across builds and platforms, unlike std's hasher.
         let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-        for byte in path.as_os_str().as_encoded_bytes() {
+        let h = &self.harness;
+        let executable = [h.dev, h.ino, h.size].map(u64::to_le_bytes);
+        let times = [h.mtime_ns, h.ctime_ns].map(i128::to_le_bytes);
+        let bytes =
+            path.as_os_str().as_encoded_bytes().iter().chain(executable.iter().flatten()).chain(times.iter().flatten());
+        for byte in bytes {
             hash = (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
         }
         self.dir.join(format!("{hash:016x}.json"))
+    }
+
+    /// Removes entries no start-up has written for [`STALE_AFTER`]: those of executables
+    /// rebuilt or removed since, and of files no longer there. Run when an entry is written,
+    /// which happens only when a file was read through a plugin host.
+    fn prune(&self) {
+        let Ok(listing) = std::fs::read_dir(&self.dir) else { return };
+        let now = std::time::SystemTime::now();
+        for entry in listing.filter_map(Result::ok) {
+            let path = entry.path();
+            let old = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| now.duration_since(t).is_ok_and(|age| age > STALE_AFTER));
+            if old && path.extension().is_some_and(|e| e == "json") {
+                let _ = std::fs::remove_file(path);
+            }
+        }
     }
 
     /// The cached declaration of `path`, when an entry exists for exactly this state of the
@@ -125,8 +154,12 @@ impl Cache {
             return None;
         }
         crate::library::check_abi(&entry.abi_version).ok()?;
-        let manifest = crate::library::parse_manifest_schemas_unchecked(&entry.manifest).ok()?;
-        Some(Cached { abi_version: entry.abi_version, manifest, schemas_checked: entry.schemas_checked })
+        crate::library::check_rules(&entry.manifest).ok()?;
+        Some(Cached {
+            abi_version: entry.abi_version,
+            manifest: entry.manifest,
+            schemas_checked: entry.schemas_checked,
+        })
     }
 
     /// Records what `path` declared when it had `identity`, unless it has changed since
@@ -135,7 +168,7 @@ impl Cache {
         if Identity::of(path) != Some(identity) {
             return;
         }
-        let Ok(manifest) = serde_json::to_string(manifest) else { return };
+        let manifest = manifest.clone();
         let entry = Entry {
             format: FORMAT,
             harness: self.harness,
@@ -152,6 +185,7 @@ impl Cache {
         if write_private(&temporary, &text).is_err() || std::fs::rename(&temporary, &target).is_err() {
             let _ = std::fs::remove_file(&temporary);
         }
+        self.prune();
     }
 }
 
@@ -208,7 +242,7 @@ mod tests {
         let identity = Identity::of(&file).unwrap();
         cache.put(&file, identity, harness_abi::ABI_VERSION, &manifest(), true);
         let entry = cache.entry_path(&file);
-        let text = std::fs::read_to_string(&entry).unwrap().replace(r#"\"name\":\"t\""#, r#"\"name\":\"finish\""#);
+        let text = std::fs::read_to_string(&entry).unwrap().replace(r#""name":"t""#, r#""name":"finish""#);
         std::fs::write(&entry, text).unwrap();
         assert!(cache.get(&file, identity).is_none());
     }

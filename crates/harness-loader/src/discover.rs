@@ -260,6 +260,7 @@ impl DiscoveryOptions {
 fn files(options: &DiscoveryOptions, found: &mut Discovery) -> Vec<PathBuf> {
     let mut seen_files: HashSet<(u64, u64)> = HashSet::new();
     let mut seen_paths: HashSet<PathBuf> = HashSet::new();
+    let mut safe_dirs: HashSet<PathBuf> = HashSet::new();
     let mut out = Vec::new();
     for dir in &options.dirs {
         let listed = match candidates(dir) {
@@ -281,7 +282,7 @@ fn files(options: &DiscoveryOptions, found: &mut Discovery) -> Vec<PathBuf> {
             if !seen_paths.insert(path.clone()) || file_id(&path).is_some_and(|id| !seen_files.insert(id)) {
                 continue;
             }
-            if let Err(why) = crate::permissions::check(&path) {
+            if let Err(why) = crate::permissions::check(&path, &mut safe_dirs) {
                 if !options.allow_insecure {
                     found.skipped.push(Skipped { path, reason: format!("insecure: {why}"), detail: None });
                     continue;

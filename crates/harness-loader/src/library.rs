@@ -257,6 +257,17 @@ fn check_manifest(json: &str, schemas: Schemas) -> Result<Manifest, LoadError> {
         return Err(bad(format!("the plugin could not build its manifest: {e}")));
     }
     let m: Manifest = serde_json::from_str(json).map_err(|e| bad(e.to_string()))?;
+    check_rules(&m)?;
+    if schemas == Schemas::Compile {
+        compile_schemas(&m)?;
+    }
+    Ok(m)
+}
+
+/// The manifest rules (names, versions, descriptions, parameters of type object), without
+/// compiling the schemas.
+pub(crate) fn check_rules(m: &Manifest) -> Result<(), LoadError> {
+    let bad = LoadError::Manifest;
     if !is_valid_plugin_name(&m.name) {
         return Err(bad(format!("plugin name {:?} must match ^[a-z][a-z0-9_-]{{0,63}}$", m.name)));
     }
@@ -285,10 +296,7 @@ fn check_manifest(json: &str, schemas: Schemas) -> Result<Manifest, LoadError> {
             return Err(bad(format!("{at}: parameters must be a JSON Schema with \"type\": \"object\"")));
         }
     }
-    if schemas == Schemas::Compile {
-        compile_schemas(&m)?;
-    }
-    Ok(m)
+    Ok(())
 }
 
 #[cfg(test)]

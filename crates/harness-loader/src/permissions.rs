@@ -5,48 +5,92 @@
 //! bit (like `/tmp`) is allowed to be world-writable: others cannot rename or remove what is
 //! not theirs in it.
 
-use std::path::Path;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
 
 /// Why `path` (canonical) is not safe to load, if it is not; the fix names the flag that
-/// loads it anyway.
-pub(crate) fn check(path: &Path) -> Result<(), String> {
-    check_or(path, ", or pass --allow-insecure-plugins")
+/// loads it anyway. Directories in `passed` passed already (with all above them), and are
+/// not checked again: the files of one directory share every directory above them.
+pub(crate) fn check(path: &Path, passed: &mut HashSet<PathBuf>) -> Result<(), String> {
+    const ESCAPE: &str = ", or pass --allow-insecure-plugins";
+    check_one(path, ESCAPE)?;
+    match path.parent() {
+        Some(dir) => check_or(dir, ESCAPE, passed),
+        None => Ok(()),
+    }
 }
 
 /// Why `path` (canonical) is not safe to trust, if it is not; `escape` ends each fix (how to
 /// go on without fixing it, when there is a way).
+pub(crate) fn check_or(path: &Path, escape: &str, passed: &mut HashSet<PathBuf>) -> Result<(), String> {
+    let mut at = Some(path);
+    let mut checked = Vec::new();
+    while let Some(p) = at {
+        if passed.contains(p) {
+            break;
+        }
+        check_one(p, escape)?;
+        checked.push(p.to_owned());
+        at = p.parent();
+    }
+    passed.extend(checked);
+    Ok(())
+}
+
+/// Why `p` alone is not safe, if it is not.
 #[cfg(unix)]
-pub(crate) fn check_or(path: &Path, escape: &str) -> Result<(), String> {
+fn check_one(p: &Path, escape: &str) -> Result<(), String> {
     use std::os::unix::fs::MetadataExt;
     // SAFETY: geteuid has no preconditions and cannot fail.
     let me = unsafe { libc::geteuid() };
-    let mut at = Some(path);
-    while let Some(p) = at {
-        let meta = std::fs::metadata(p).map_err(|e| format!("cannot check {}: {e}", p.display()))?;
-        let mode = meta.mode();
-        let sticky_dir = meta.is_dir() && mode & 0o1000 != 0;
-        if meta.uid() != me && meta.uid() != 0 {
-            return Err(format!(
-                "{} is owned by user {}, neither you nor root; chown it{escape}",
-                p.display(),
-                meta.uid()
-            ));
-        }
-        if mode & 0o022 != 0 && !sticky_dir {
-            return Err(format!(
-                "{} is writable by {}; run chmod go-w {}{escape}",
-                p.display(),
-                if mode & 0o002 != 0 { "everyone" } else { "its group" },
-                p.display()
-            ));
-        }
-        at = p.parent();
+    let meta = std::fs::metadata(p).map_err(|e| format!("cannot check {}: {e}", p.display()))?;
+    let mode = meta.mode();
+    let sticky_dir = meta.is_dir() && mode & 0o1000 != 0;
+    if meta.uid() != me && meta.uid() != 0 {
+        return Err(format!("{} is owned by user {}, neither you nor root; chown it{escape}", p.display(), meta.uid()));
+    }
+    if mode & 0o022 != 0 && !sticky_dir {
+        return Err(format!(
+            "{} is writable by {}; run chmod go-w {}{escape}",
+            p.display(),
+            if mode & 0o002 != 0 { "everyone" } else { "its group" },
+            p.display()
+        ));
     }
     Ok(())
 }
 
 /// Other platforms: no check (their permission models differ); documented in docs/security.md.
 #[cfg(not(unix))]
-pub(crate) fn check_or(_: &Path, _: &str) -> Result<(), String> {
+fn check_one(_: &Path, _: &str) -> Result<(), String> {
     Ok(())
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    #[test]
+    fn every_file_of_a_directory_others_can_write_is_refused_not_only_the_first() {
+        let home = tempfile::tempdir().unwrap();
+        let dir = home.path().canonicalize().unwrap().join("open");
+        std::fs::create_dir(&dir).unwrap();
+        let (a, b) = (dir.join("liba.so"), dir.join("libb.so"));
+        for file in [&a, &b] {
+            std::fs::write(file, b"x").unwrap();
+            std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
+        let mut passed = HashSet::new();
+        assert!(check(&a, &mut passed).is_ok());
+        assert!(passed.contains(&dir), "{passed:?}");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o775)).unwrap();
+        let mut passed = HashSet::new();
+        for file in [&a, &b] {
+            let e = check(file, &mut passed).unwrap_err();
+            assert!(e.contains("is writable by its group"), "{e}");
+        }
+        assert!(!passed.contains(&dir));
+    }
 }
