@@ -145,6 +145,9 @@ impl Series {
 
 struct Options {
     harness: PathBuf,
+    /// The plugin cache every harness run uses (`HARNESS_PLUGIN_CACHE`): the benchmark's own,
+    /// so that it neither reads nor fills the user's.
+    cache: PathBuf,
     python: Option<PathBuf>,
     steps: Vec<usize>,
     plugins: Vec<usize>,
@@ -159,6 +162,7 @@ fn list(value: &str) -> Result<Vec<usize>, String> {
 fn options() -> Result<Options, String> {
     let mut o = Options {
         harness: release_dir().join("harness"),
+        cache: PathBuf::new(),
         python: Some(
             std::env::var_os("HARNESS_BENCH_PYTHON")
                 .map_or_else(|| PathBuf::from("/tmp/bench-venv/bin/python"), Into::into),
@@ -216,6 +220,7 @@ fn harness_run(
     isolation: Option<&str>,
 ) -> Command {
     let mut cmd = Command::new(&o.harness);
+    cmd.env("HARNESS_PLUGIN_CACHE", &o.cache);
     cmd.args(["run", "bench", "--script"]).arg(script);
     cmd.args(["--max-steps", &steps.to_string(), "--max-repeats", "0", "--json", "-q", "--no-default-plugins"]);
     cmd.arg("--plugins-dir").arg(plugins).arg("--trace").arg(trace);
@@ -308,6 +313,7 @@ fn real_main() -> Result<(), String> {
     }
     let scratch = tempfile::tempdir().map_err(|e| e.to_string())?;
     let dir = scratch.path();
+    o.cache = dir.join("plugin-cache");
     let one_plugin = dir.join("plugins-1");
     std::fs::create_dir_all(&one_plugin).map_err(|e| e.to_string())?;
     std::fs::copy(&calc, one_plugin.join(library_file_name("calc"))).map_err(|e| e.to_string())?;
@@ -440,17 +446,21 @@ fn real_main() -> Result<(), String> {
 }
 
 /// Exec to first router call with each count of plugin files (the directories the start-up
-/// runs filled), `o.repeats * 4` runs each, interleaved.
+/// runs filled), `o.repeats * 4` runs each, interleaved: with the plugin cache filled by the
+/// runs before (as every start-up after the first finds it), and with the cache off (every
+/// file read through a plugin host, as the first start-up after a change).
 fn first_calls(o: &Options, counts: &[usize], dir: &Path, report: &mut String) -> Result<(), String> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
     let port = listener.local_addr().map_err(|e| e.to_string())?.port();
-    let mut firsts: Vec<Vec<f64>> = vec![Vec::new(); counts.len()];
-    let mut exits: Vec<Vec<f64>> = vec![Vec::new(); counts.len()];
+    let cases: Vec<(usize, bool)> = counts.iter().flat_map(|&n| [(n, true), (n, false)]).collect();
+    let mut firsts: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
+    let mut exits: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
     eprintln!("whole-process: exec to first router call");
     for _ in 0..o.repeats * 4 {
-        for (i, &n) in counts.iter().enumerate() {
+        for (i, &(n, cached)) in cases.iter().enumerate() {
             let plugins = dir.join(format!("startup-{n}"));
             let mut cmd = first_call::harness_command(&o.harness, port, &plugins);
+            cmd.env("HARNESS_PLUGIN_CACHE", if cached { o.cache.as_os_str() } else { "off".as_ref() });
             let run = first_call::measure(&mut cmd, &listener)?;
             firsts[i].push(run.first_ms);
             exits[i].push(run.exit_ms);
@@ -462,14 +472,15 @@ fn first_calls(o: &Options, counts: &[usize], dir: &Path, report: &mut String) -
     );
     let _ = writeln!(
         report,
-        "| plugin files | runs | first call ms (median) | min – max | exit ms (median) |\n|---|---|---|---|---|"
+        "| plugin files | plugin cache | runs | first call ms (median) | min – max | exit ms (median) |\n|---|---|---|---|---|---|"
     );
-    for (i, &n) in counts.iter().enumerate() {
+    for (i, &(n, cached)) in cases.iter().enumerate() {
         let f = &firsts[i];
         let (min, max) = f.iter().fold((f64::INFINITY, 0.0f64), |(a, b), &x| (a.min(x), b.max(x)));
+        let cache = if cached { "filled" } else { "off" };
         let _ = writeln!(
             report,
-            "| {n} | {} | {:.2} | {min:.2} – {max:.2} | {:.2} |",
+            "| {n} | {cache} | {} | {:.2} | {min:.2} – {max:.2} | {:.2} |",
             f.len(),
             median(f),
             median(&exits[i])
