@@ -306,33 +306,7 @@ fn open_all(
 ) -> Vec<Result<Opened, Skipped>> {
     #[cfg(unix)]
     if let Some(command) = &options.host_command {
-        let mut opened: Vec<Option<Result<Opened, Skipped>>> = Vec::with_capacity(paths.len());
-        let mut unread = Vec::new();
-        for path in paths {
-            let identity = cache.and_then(|_| Identity::of(&path));
-            match cache.zip(identity).and_then(|(c, id)| c.get(&path, id).map(|hit| (hit, id))) {
-                Some((hit, identity)) => opened.push(Some(Ok(Opened {
-                    path,
-                    abi_version: hit.abi_version,
-                    manifest: hit.manifest,
-                    library: None,
-                    origin: Origin::Cached { identity, schemas_checked: hit.schemas_checked },
-                }))),
-                None => {
-                    opened.push(None);
-                    unread.push((path, identity));
-                }
-            }
-        }
-        if unread.is_empty() {
-            return opened.into_iter().flatten().collect();
-        }
-        let files: Vec<PathBuf> = unread.iter().map(|(p, _)| p.clone()).collect();
-        let mut probed = unread.into_iter().zip(crate::isolation::probe(command, &files, confine));
-        return opened
-            .into_iter()
-            .filter_map(|o| o.or_else(|| probed.next().map(|((path, id), p)| checked(path, id, p))))
-            .collect();
+        return read_through_hosts(command, paths, confine, cache);
     }
     let _ = (options, confine, cache);
     paths
@@ -348,6 +322,50 @@ fn open_all(
             Err(e) => Err(skip(path, &e)),
         })
         .collect()
+}
+
+/// Each file's manifest from the plugin cache when it answers for the file, else read by a
+/// plugin host (one child for all the others), in the files' order.
+#[cfg(unix)]
+fn read_through_hosts(
+    command: &crate::isolation::HostCommand,
+    paths: Vec<PathBuf>,
+    confine: bool,
+    cache: Option<&Cache>,
+) -> Vec<Result<Opened, Skipped>> {
+    let mut opened = Vec::with_capacity(paths.len());
+    let mut unread = Vec::new();
+    for path in paths {
+        match cached(cache, path) {
+            Ok(hit) => opened.push(Some(Ok(hit))),
+            Err(miss) => {
+                opened.push(None);
+                unread.push(miss);
+            }
+        }
+    }
+    let files: Vec<PathBuf> = unread.iter().map(|(path, _)| path.clone()).collect();
+    let answers = crate::isolation::probe(command, &files, confine);
+    let mut probed = unread.into_iter().zip(answers).map(|((path, identity), p)| checked(path, identity, p));
+    opened.into_iter().filter_map(|o| o.or_else(|| probed.next())).collect()
+}
+
+/// The file as the plugin cache knows it; else the file, and its identity when there is a
+/// cache to write what a plugin host reads.
+#[cfg(unix)]
+fn cached(cache: Option<&Cache>, path: PathBuf) -> Result<Opened, (PathBuf, Option<Identity>)> {
+    let Some(cache) = cache else { return Err((path, None)) };
+    let Some(identity) = Identity::of(&path) else { return Err((path, None)) };
+    match cache.get(&path, identity) {
+        Some(hit) => Ok(Opened {
+            path,
+            abi_version: hit.abi_version,
+            manifest: hit.manifest,
+            library: None,
+            origin: Origin::Cached { identity, schemas_checked: hit.schemas_checked },
+        }),
+        None => Err((path, Some(identity))),
+    }
 }
 
 /// A manifest read through a child, checked again here (its schemas once the plugin is
