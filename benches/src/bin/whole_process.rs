@@ -404,7 +404,7 @@ fn real_main() -> Result<(), String> {
         "\n### Start-up: exec to exit of a one-step run (`finish`), N copies of the calc library\n\n{HEADER}"
     );
     let mut counts = vec![0];
-    counts.extend(&o.plugins);
+    counts.extend(o.plugins.iter().filter(|&&n| n != 0));
     let mut startup = Vec::new();
     for &n in &counts {
         let plugins = dir.join(format!("startup-{n}"));
@@ -422,7 +422,6 @@ fn real_main() -> Result<(), String> {
         startup.push((n, s.median_ms()));
         let _ = writeln!(report, "{}", s.row(&format!("harness, {n} plugin files"), 1));
     }
-    first_calls(&o, &counts, dir, &mut report)?;
     if let Some(python) = &o.python {
         let mut cases = vec![Case {
             name: "Python, compiled validators",
@@ -441,6 +440,7 @@ fn real_main() -> Result<(), String> {
             let _ = writeln!(report, "| {n} | {ms:.2} | {:.2} | {per} |", ms - base);
         }
     }
+    first_calls(&o, &counts, dir, &mut report)?;
     println!("{report}");
     Ok(())
 }
