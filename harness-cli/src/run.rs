@@ -128,6 +128,8 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     // One loop on a current-thread runtime: nothing else waits while an in-process plugin
     // call runs, so the thread handoff (most of a step's cost) is skipped.
     options.inline_calls = true;
+    // The process ends right after the run: the conversation is not freed piece by piece.
+    options.exits_after = true;
     let resumed = match &args.resume {
         Some(path) => Some(resumable(path, &args)?),
         None => None,

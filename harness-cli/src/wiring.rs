@@ -232,8 +232,10 @@ pub(crate) fn run_options(args: &LoopArgs, config: &LoadedConfig) -> Result<RunO
             Some(s) if s.is_finite() && s > 0.0 && s <= 1e9 => Some(Duration::from_secs_f64(s)),
             Some(s) => return Err(CliError::Usage(format!("--max-seconds {s}: give a positive number of seconds"))),
         },
-        // Batch runs share a runtime: calls go to blocking threads. `harness run` turns it on.
+        // Batch runs share a runtime: calls go to blocking threads. `harness run` turns it on,
+        // and exits_after too (a batch runs on after each run).
         inline_calls: false,
+        exits_after: false,
         reply_format: match args.reply_format.as_ref().or(config.config.reply_format.as_ref()) {
             None => ReplyFormat::Auto,
             Some(name) => name.parse().map_err(|e| CliError::Usage(format!("--reply-format: {e}")))?,
