@@ -18,6 +18,7 @@
 
 mod error;
 mod functions;
+mod integers;
 mod lex;
 pub mod limits;
 mod number;
@@ -74,6 +75,10 @@ pub fn evaluate(expression: &str) -> Result<Num, CalcError> {
 /// Evaluates `expression` to the tool's answer; failures are `tool_error`s whose message
 /// names the column.
 pub fn calculate(expression: &str) -> Result<Answer, ToolError> {
+    // Most expressions are integer arithmetic that fits a machine word: no big numbers then.
+    if let Some(value) = integers::evaluate(expression) {
+        return Ok(Answer::Number(value.into()));
+    }
     evaluate(expression).and_then(|n| answer(n, expression)).map_err(|e| ToolError::tool_error(e.describe(expression)))
 }
 

@@ -368,8 +368,41 @@ fn agrees(ast: &Ast, style: Style) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// Integer expressions of `+`, `-`, `*`, signs and parentheses, with literals up to 19 digits,
+/// so that some steps overflow an `i64`: the fast path on machine integers must answer what
+/// the exact evaluator does, or leave the expression to it.
+fn integer_expression() -> impl Strategy<Value = String> {
+    let literal = prop_oneof![0u64..100, 0u64..=u64::from(u32::MAX), (1u64 << 62)..=(i64::MAX as u64 + 2)]
+        .prop_map(|n| n.to_string());
+    literal.prop_recursive(6, 48, 2, |inner| {
+        prop_oneof![
+            (inner.clone(), prop_oneof![Just("+"), Just("-"), Just("*")], inner.clone())
+                .prop_map(|(a, op, b)| format!("{a} {op} {b}")),
+            inner.clone().prop_map(|a| format!("-({a})")),
+            inner.prop_map(|a| format!("({a})")),
+        ]
+    })
+}
+
+/// The exact evaluator's answer, as `calculate` would show it without its fast path.
+fn exact_answer(text: &str) -> Result<String, TestCaseError> {
+    match evaluate(text) {
+        Ok(Num::Exact(r)) if r.is_integer() => Ok(r.to_integer().to_string()),
+        other => Err(TestCaseError::fail(format!("{text}: not an exact integer: {other:?}"))),
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn integer_expressions_answer_as_the_exact_evaluator_does(text in integer_expression()) {
+        let got = match calculate(&text).map_err(|e| TestCaseError::fail(e.message))? {
+            Answer::Number(n) => n.to_string(),
+            Answer::Digits(d) => d,
+        };
+        prop_assert_eq!(got, exact_answer(&text)?, "{}", text);
+    }
 
     #[test]
     fn exact_expressions_agree_with_big_rational_arithmetic(ast in exact_ast(), style in style()) {
