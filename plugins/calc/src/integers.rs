@@ -139,3 +139,22 @@ mod tests {
         assert_eq!(evaluate(&deep), None);
     }
 }
+
+#[cfg(test)]
+mod depth {
+    use super::*;
+
+    /// Nesting near the limit: the fast path answers exactly where the exact evaluator does.
+    #[test]
+    fn nesting_is_refused_at_the_same_depth_as_the_exact_evaluator() {
+        for n in MAX_DEPTH - 3..=MAX_DEPTH + 3 {
+            let parens = format!("{}7{}", "(".repeat(n), ")".repeat(n));
+            let signs = format!("{}7", "-".repeat(n));
+            let mixed = format!("{}7{}", "-(".repeat(n / 2), ")".repeat(n / 2));
+            for text in [parens, signs, mixed] {
+                let exact = crate::evaluate(&text).is_ok();
+                assert_eq!(evaluate(&text).is_some(), exact, "{n}: {text}");
+            }
+        }
+    }
+}
