@@ -105,6 +105,13 @@ impl ProcessHandler {
                 }
             };
         }
+        // Woken as the slot came free at or after the deadline: the call never runs (no child
+        // is started for it only to be killed), and the wake-up goes on to the next waiter.
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            drop(slot);
+            self.free.notify_one();
+            return None;
+        }
         slot.busy = true;
         let conn = slot.conn.take();
         Some(Turn { handler: self, conn })
