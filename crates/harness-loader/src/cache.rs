@@ -62,6 +62,11 @@ impl Identity {
     pub(crate) fn of(_: &Path) -> Option<Self> {
         None
     }
+
+    /// The file itself (device and inode), whatever its state: one file reached by two paths.
+    pub(crate) fn file(&self) -> (u64, u64) {
+        (self.dev, self.ino)
+    }
 }
 
 /// One cached file.

@@ -201,20 +201,6 @@ pub fn library_extension() -> &'static str {
     std::env::consts::DLL_EXTENSION
 }
 
-/// The identity of a file, so that one file reached by two paths loads once.
-fn file_id(path: &Path) -> Option<(u64, u64)> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = path;
-        None
-    }
-}
-
 /// Lists the candidate library files of one directory, sorted by name for a stable order.
 fn candidates(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
@@ -256,8 +242,9 @@ impl DiscoveryOptions {
     }
 }
 
-/// The library files of every directory, in order: each file once, insecure ones skipped.
-fn files(options: &DiscoveryOptions, found: &mut Discovery) -> Vec<PathBuf> {
+/// The library files of every directory, in order, each with its identity: each file once
+/// (one file reached by two paths loads once), insecure ones skipped.
+fn files(options: &DiscoveryOptions, found: &mut Discovery) -> Vec<(PathBuf, Option<Identity>)> {
     let mut seen_files: HashSet<(u64, u64)> = HashSet::new();
     let mut seen_paths: HashSet<PathBuf> = HashSet::new();
     let mut safe_dirs: HashSet<PathBuf> = HashSet::new();
@@ -279,7 +266,8 @@ fn files(options: &DiscoveryOptions, found: &mut Discovery) -> Vec<PathBuf> {
                 });
                 continue;
             };
-            if !seen_paths.insert(path.clone()) || file_id(&path).is_some_and(|id| !seen_files.insert(id)) {
+            let identity = Identity::of(&path);
+            if !seen_paths.insert(path.clone()) || identity.is_some_and(|id| !seen_files.insert(id.file())) {
                 continue;
             }
             if let Err(why) = crate::permissions::check(&path, &mut safe_dirs) {
@@ -289,7 +277,7 @@ fn files(options: &DiscoveryOptions, found: &mut Discovery) -> Vec<PathBuf> {
                 }
                 found.warnings.push(format!("loading {} although it is insecure: {why}", path.display()));
             }
-            out.push(path);
+            out.push((path, identity));
         }
     }
     out
@@ -300,7 +288,7 @@ fn files(options: &DiscoveryOptions, found: &mut Discovery) -> Vec<PathBuf> {
 /// harness before its isolation is decided; here otherwise.
 fn open_all(
     options: &DiscoveryOptions,
-    paths: Vec<PathBuf>,
+    paths: Vec<(PathBuf, Option<Identity>)>,
     confine: bool,
     cache: Option<&Cache>,
 ) -> Vec<Result<Opened, Skipped>> {
@@ -311,7 +299,7 @@ fn open_all(
     let _ = (options, confine, cache);
     paths
         .into_iter()
-        .map(|path| match PluginLibrary::load_schemas_unchecked(&path) {
+        .map(|(path, _)| match PluginLibrary::load_schemas_unchecked(&path) {
             Ok(library) => Ok(Opened {
                 abi_version: library.abi_version().to_owned(),
                 manifest: library.manifest().clone(),
@@ -329,14 +317,14 @@ fn open_all(
 #[cfg(unix)]
 fn read_through_hosts(
     command: &crate::isolation::HostCommand,
-    paths: Vec<PathBuf>,
+    paths: Vec<(PathBuf, Option<Identity>)>,
     confine: bool,
     cache: Option<&Cache>,
 ) -> Vec<Result<Opened, Skipped>> {
     let mut opened = Vec::with_capacity(paths.len());
     let mut unread = Vec::new();
-    for path in paths {
-        match cached(cache, path) {
+    for (path, identity) in paths {
+        match cached(cache, path, identity) {
             Ok(hit) => opened.push(Some(Ok(hit))),
             Err(miss) => {
                 opened.push(None);
@@ -350,12 +338,15 @@ fn read_through_hosts(
     opened.into_iter().filter_map(|o| o.or_else(|| probed.next())).collect()
 }
 
-/// The file as the plugin cache knows it; else the file, and its identity when there is a
-/// cache to write what a plugin host reads.
+/// The file as the plugin cache knows it; else the file and its identity, under which what a
+/// plugin host reads is cached.
 #[cfg(unix)]
-fn cached(cache: Option<&Cache>, path: PathBuf) -> Result<Opened, (PathBuf, Option<Identity>)> {
-    let Some(cache) = cache else { return Err((path, None)) };
-    let Some(identity) = Identity::of(&path) else { return Err((path, None)) };
+fn cached(
+    cache: Option<&Cache>,
+    path: PathBuf,
+    identity: Option<Identity>,
+) -> Result<Opened, (PathBuf, Option<Identity>)> {
+    let (Some(cache), Some(identity)) = (cache, identity) else { return Err((path, identity)) };
     match cache.get(&path, identity) {
         Some(hit) => Ok(Opened {
             path,
