@@ -102,6 +102,8 @@ pub(crate) struct Cached {
 pub(crate) struct Cache {
     dir: PathBuf,
     harness: Identity,
+    /// Stale entries are looked for once a start-up, at its first write, not at every write.
+    pruned: std::sync::Once,
 }
 
 impl Cache {
@@ -112,7 +114,7 @@ impl Cache {
         create_private_dir(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let dir = dir.canonicalize().map_err(|e| format!("cannot resolve {}: {e}", dir.display()))?;
         crate::permissions::check_or(&dir, "", &mut Default::default())?;
-        Ok(Self { dir, harness })
+        Ok(Self { dir, harness, pruned: std::sync::Once::new() })
     }
 
     /// The entry file of `path` for this executable: a hash of both (the entry names them
@@ -133,7 +135,7 @@ impl Cache {
     }
 
     /// Removes entries no start-up has written for [`STALE_AFTER`]: those of executables
-    /// rebuilt or removed since, and of files no longer there. Run when an entry is written,
+    /// rebuilt or removed since, and of files no longer there. Run at a start-up's first write,
     /// which happens only when a file was read through a plugin host.
     fn prune(&self) {
         let Ok(listing) = std::fs::read_dir(&self.dir) else { return };
@@ -190,7 +192,7 @@ impl Cache {
         if write_private(&temporary, &text).is_err() || std::fs::rename(&temporary, &target).is_err() {
             let _ = std::fs::remove_file(&temporary);
         }
-        self.prune();
+        self.pruned.call_once(|| self.prune());
     }
 }
 
