@@ -257,15 +257,15 @@ impl std::fmt::Debug for CompiledSchema {
 /// in the order they came, so that neither is on the way to a run's first model request.
 mod schema_thread {
     use std::sync::mpsc::{Sender, channel};
-    use std::sync::{Arc, Mutex, OnceLock};
+    use std::sync::{Arc, OnceLock};
 
     use super::{Deferred, compile_schema};
 
-    static QUEUE: OnceLock<Option<Mutex<Sender<Arc<Deferred>>>>> = OnceLock::new();
+    static QUEUE: OnceLock<Option<Sender<Arc<Deferred>>>> = OnceLock::new();
 
     /// Starts the thread, once; `None` when it cannot start (then each schema compiles at
     /// its first use, as without the thread).
-    pub(super) fn start() -> Option<&'static Mutex<Sender<Arc<Deferred>>>> {
+    pub(super) fn start() -> Option<&'static Sender<Arc<Deferred>>> {
         QUEUE
             .get_or_init(|| {
                 let (tx, rx) = channel::<Arc<Deferred>>();
@@ -275,16 +275,14 @@ mod schema_thread {
                         let _ = deferred.get();
                     }
                 });
-                spawned.ok().map(|_| Mutex::new(tx))
+                spawned.ok().map(|_| tx)
             })
             .as_ref()
     }
 
     /// Hands `deferred` to the thread; if there is none, its first use compiles it.
     pub(super) fn queue(deferred: Arc<Deferred>) {
-        if let Some(tx) = start()
-            && let Ok(tx) = tx.lock()
-        {
+        if let Some(tx) = start() {
             let _ = tx.send(deferred);
         }
     }
