@@ -135,15 +135,10 @@ pub(crate) fn discovery_options(args: &PluginArgs, config: &LoadedConfig) -> Res
 /// Where the plugin cache lives (docs/operators.md): `HARNESS_PLUGIN_CACHE` (a directory, or
 /// `off`), else `$XDG_CACHE_HOME/harness/plugins`, else `~/.cache/harness/plugins`.
 fn plugin_cache_dir() -> Option<PathBuf> {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-    match var("HARNESS_PLUGIN_CACHE") {
-        Some(dir) if dir.as_os_str() == "off" => None,
-        Some(dir) => Some(dir),
-        None => {
-            let base =
-                var("XDG_CACHE_HOME").filter(|d| d.is_absolute()).or_else(|| var("HOME").map(|h| h.join(".cache")))?;
-            Some(base.join("harness").join("plugins"))
-        }
+    match std::env::var_os("HARNESS_PLUGIN_CACHE").filter(|v| !v.is_empty()) {
+        Some(dir) if dir == "off" => None,
+        Some(dir) => Some(PathBuf::from(dir)),
+        None => Some(harness_config::user_dir("XDG_CACHE_HOME", ".cache")?.join("harness").join("plugins")),
     }
 }
 

@@ -40,11 +40,7 @@ pub struct TrustStore {
 impl TrustStore {
     /// The store under `$XDG_CONFIG_HOME/harness/`, else `$HOME/.config/harness/`.
     pub fn locate() -> Result<Self, ConfigError> {
-        let nonempty = |name| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-        let base = nonempty("XDG_CONFIG_HOME")
-            .filter(|p| p.is_absolute())
-            .or_else(|| nonempty("HOME").map(|h| h.join(".config")))
-            .ok_or(ConfigError::NoStoreDir)?;
+        let base = crate::user_dir("XDG_CONFIG_HOME", ".config").ok_or(ConfigError::NoStoreDir)?;
         Ok(Self::at(base.join("harness").join("trusted.json")))
     }
 
