@@ -138,11 +138,6 @@ mod tests {
         let deep = format!("{}1{}", "(".repeat(MAX_DEPTH + 1), ")".repeat(MAX_DEPTH + 1));
         assert_eq!(evaluate(&deep), None);
     }
-}
-
-#[cfg(test)]
-mod depth {
-    use super::*;
 
     /// Nesting near the limit: the fast path answers exactly where the exact evaluator does.
     #[test]
