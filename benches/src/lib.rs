@@ -201,8 +201,9 @@ pub fn build_release() -> Built {
 
 /// Copies `library` into `dir` under `count` distinct file names (`libcopy_000.so`, ...).
 ///
-/// Every copy is a new file (a new inode), so the OS loader maps and relocates each one: a
-/// copy is loaded exactly like a different plugin would be.
+/// Every copy is a new file (a new inode), but all declare one plugin name: discovery reads
+/// each one's manifest and loads only the first. For N plugins that are really opened, use
+/// [`numbered_plugins`].
 pub fn copy_library(library: &Path, dir: &Path, count: usize) -> Vec<PathBuf> {
     std::fs::create_dir_all(dir).expect("create the plugin directory");
     (0..count)
@@ -210,6 +211,30 @@ pub fn copy_library(library: &Path, dir: &Path, count: usize) -> Vec<PathBuf> {
             let path = dir.join(library_file_name(&format!("copy_{i:03}")));
             std::fs::copy(library, &path).expect("copy the plugin library");
             path
+        })
+        .collect()
+}
+
+/// Builds the `numbered` fixture `count` times, as plugins `numbered-0` to `numbered-{count-1}`
+/// (each with one tool), and copies each build into `dir`: N distinct plugins, each of which
+/// discovery admits, opens and initialises. About 1.2 s a build after the first.
+pub fn numbered_plugins(dir: &Path, count: usize) -> Result<Vec<PathBuf>, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let built = release_dir().join(library_file_name("numbered"));
+    (0..count)
+        .map(|i| {
+            let name = format!("numbered-{i}");
+            let status = Command::new(env!("CARGO"))
+                .args(["build", "--release", "--quiet", "-p", "numbered"])
+                .env("HARNESS_NUMBERED_NAME", &name)
+                .status()
+                .map_err(|e| format!("cannot run cargo: {e}"))?;
+            if !status.success() {
+                return Err(format!("HARNESS_NUMBERED_NAME={name} cargo build --release -p numbered failed"));
+            }
+            let path = dir.join(library_file_name(&format!("numbered_{i:03}")));
+            std::fs::copy(&built, &path).map_err(|e| format!("{} to {}: {e}", built.display(), path.display()))?;
+            Ok(path)
         })
         .collect()
 }

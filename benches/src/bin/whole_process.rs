@@ -5,9 +5,10 @@
 //!   --python PATH        the venv's python with jsonschema [$HARNESS_BENCH_PYTHON, else /tmp/bench-venv/bin/python]
 //!   --no-python          the harness alone
 //!   --steps LIST         scripted steps per run [100,1000,10000]
-//!   --plugins LIST       plugin files for the start-up runs [1,10,50]
+//!   --plugins LIST       distinct plugins for the start-up runs [1,10,50]
 //!   --repeats N          runs of each fast case [5]
 //!   --slow-repeats N     runs of the Python per-call case [3]
+//!   --startup-only       only the start-up runs (no scripted step runs)
 //! ```
 //!
 //! For each step count it writes one script (N-1 `calculate` calls, then `finish`) and runs,
@@ -15,11 +16,12 @@
 //! interleaved run by run so that noise from other work on the machine falls on all of
 //! them. Each run is one fresh process: wall time from spawn to exit, and the peak resident
 //! memory (`ru_maxrss`) and CPU time the kernel reports for that child through `wait4(2)`.
-//! Then start-up: a one-step run (`finish`) with 0, 1, 10 and 50 plugin files, exec to exit;
+//! Then start-up: a one-step run (`finish`) with 0, 1, 10 and 50 distinct plugins (the
+//! `numbered` fixture built once per name, `harness_bench::numbered_plugins`), exec to exit;
 //! and exec to first router call: the same files, the harness against a fake model server on
 //! a loopback port that times the arrival of its first request (`harness_bench::first_call`).
 //!
-//! The harness loads only a copy of the calc library (`--no-default-plugins --plugins-dir`),
+//! The step runs load only a copy of the calc library (`--no-default-plugins --plugins-dir`),
 //! so that the run does not depend on whatever else sits in `target/release`.
 //! Python set-up: see benches/reference/requirements.txt. Not run by CI.
 
@@ -30,7 +32,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::Instant;
 
-use harness_bench::{Shape, copy_library, first_call, library_file_name, median, release_dir, script};
+use harness_bench::{Shape, first_call, library_file_name, median, numbered_plugins, release_dir, script};
 use serde_json::Value;
 
 /// One finished child process.
@@ -153,6 +155,7 @@ struct Options {
     plugins: Vec<usize>,
     repeats: usize,
     slow_repeats: usize,
+    startup_only: bool,
 }
 
 fn list(value: &str) -> Result<Vec<usize>, String> {
@@ -171,6 +174,7 @@ fn options() -> Result<Options, String> {
         plugins: vec![1, 10, 50],
         repeats: 5,
         slow_repeats: 3,
+        startup_only: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -183,6 +187,7 @@ fn options() -> Result<Options, String> {
             "--plugins" => o.plugins = list(&value()?)?,
             "--repeats" => o.repeats = value()?.parse().map_err(|e| format!("--repeats: {e}"))?,
             "--slow-repeats" => o.slow_repeats = value()?.parse().map_err(|e| format!("--slow-repeats: {e}"))?,
+            "--startup-only" => o.startup_only = true,
             "-h" | "--help" => {
                 println!("see the comment at the top of benches/src/bin/whole_process.rs, or docs/benchmarks.md");
                 std::process::exit(0);
@@ -328,6 +333,9 @@ fn real_main() -> Result<(), String> {
     if let Some(&largest) = o.steps.iter().max() {
         variants.push((largest, Shape::Fenced));
     }
+    if o.startup_only {
+        variants.clear();
+    }
     for (steps, shape) in variants {
         let script_path = dir.join(format!("script-{steps}-{shape:?}.jsonl"));
         std::fs::write(&script_path, script(steps, shape)).map_err(|e| e.to_string())?;
@@ -396,12 +404,12 @@ fn real_main() -> Result<(), String> {
         }
     }
 
-    // Start-up: one step (`finish`) with N plugin files; the whole process, exec to exit.
+    // Start-up: one step (`finish`) with N distinct plugins; the whole process, exec to exit.
     let finish_script = dir.join("finish.jsonl");
     std::fs::write(&finish_script, script(1, Shape::Structured)).map_err(|e| e.to_string())?;
     let _ = writeln!(
         report,
-        "\n### Start-up: exec to exit of a one-step run (`finish`), N copies of the calc library\n\n{HEADER}"
+        "\n### Start-up: exec to exit of a one-step run (`finish`), N distinct plugins (the `numbered` fixture)\n\n{HEADER}"
     );
     let mut counts = vec![0];
     counts.extend(o.plugins.iter().filter(|&&n| n != 0));
@@ -409,18 +417,18 @@ fn real_main() -> Result<(), String> {
     for &n in &counts {
         let plugins = dir.join(format!("startup-{n}"));
         std::fs::create_dir_all(&plugins).map_err(|e| e.to_string())?;
-        copy_library(&calc, &plugins, n);
+        numbered_plugins(&plugins, n)?;
         let mut cases = vec![Case {
             name: "harness (Rust)",
             command: Box::new(|| harness_run(&o, &finish_script, 1, &plugins, &trace, None)),
             repeats: o.repeats * 4,
             series: Series::default(),
         }];
-        eprintln!("whole-process: start-up with {n} plugin files");
+        eprintln!("whole-process: start-up with {n} plugins");
         run_cases(&mut cases, 1, &trace, dir)?;
         let s = &cases[0].series;
         startup.push((n, s.median_ms()));
-        let _ = writeln!(report, "{}", s.row(&format!("harness, {n} plugin files"), 1));
+        let _ = writeln!(report, "{}", s.row(&format!("harness, {n} plugins"), 1));
     }
     if let Some(python) = &o.python {
         let mut cases = vec![Case {
@@ -434,7 +442,7 @@ fn real_main() -> Result<(), String> {
         let _ = writeln!(report, "{}", cases[0].series.row("Python reference (interpreter + jsonschema import)", 1));
     }
     if let Some(&(_, base)) = startup.first() {
-        let _ = writeln!(report, "\n| plugin files | median ms | over 0 files, ms | per file, ms |\n|---|---|---|---|");
+        let _ = writeln!(report, "\n| plugins | median ms | over 0 plugins, ms | per plugin, ms |\n|---|---|---|---|");
         for &(n, ms) in &startup {
             let per = if n > 0 { format!("{:.3}", (ms - base) / n as f64) } else { "-".to_owned() };
             let _ = writeln!(report, "| {n} | {ms:.2} | {:.2} | {per} |", ms - base);
@@ -445,7 +453,7 @@ fn real_main() -> Result<(), String> {
     Ok(())
 }
 
-/// Exec to first router call with each count of plugin files (the directories the start-up
+/// Exec to first router call with each count of plugins (the directories the start-up
 /// runs filled), `o.repeats * 4` runs each, interleaved: with the plugin cache filled by the
 /// runs before (as every start-up after the first finds it), and with the cache off (every
 /// file read through a plugin host, as the first start-up after a change).
@@ -472,7 +480,7 @@ fn first_calls(o: &Options, counts: &[usize], dir: &Path, report: &mut String) -
     );
     let _ = writeln!(
         report,
-        "| plugin files | plugin cache | runs | first call ms (median) | min – max | exit ms (median) |\n|---|---|---|---|---|---|"
+        "| plugins | plugin cache | runs | first call ms (median) | min – max | exit ms (median) |\n|---|---|---|---|---|---|"
     );
     for (i, &(n, cached)) in cases.iter().enumerate() {
         let f = &firsts[i];
