@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use crate::Result;
 use crate::config::LoadedConfig;
 use crate::error::CliError;
-use crate::setup::{PluginArgs, load_plugins};
+use crate::setup::{PluginArgs, load_plugins_with, report_late_failures};
 use crate::wiring::{
     LoopArgs, ProviderArgs, build_provider, check_tool_choice, otlp_export, provider_name, run_about, run_options,
     runtime,
@@ -151,7 +151,8 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
         None => None,
     };
 
-    let found = load_plugins(&args.plugins, &config, !args.quiet)?;
+    // Plugins the cache answers for are opened at their first call, not before the first request.
+    let found = load_plugins_with(&args.plugins, &config, !args.quiet, true)?;
     let mut registry = ToolRegistry::new();
     for problem in found.register_tools(&mut registry) {
         eprintln!("harness: warning: {problem}");
@@ -199,6 +200,9 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     };
     let usage_by_step = std::mem::take(&mut progress.usage_by_step);
     drop(sinks);
+    if !args.quiet {
+        report_late_failures(&found);
+    }
     // An abandoned in-process call may still be running; the process must not wait for it.
     runtime.shutdown_background();
     mcp_servers.shutdown();

@@ -129,6 +129,7 @@ pub(crate) fn discovery_options(args: &PluginArgs, config: &LoadedConfig) -> Res
             .map(|program| HostCommand { program, args: vec![crate::PLUGIN_HOST_MODE.into()] }),
         allow_insecure: args.allow_insecure_plugins,
         cache_dir: plugin_cache_dir(),
+        open_lazily: false,
     })
 }
 
@@ -144,7 +145,19 @@ fn plugin_cache_dir() -> Option<PathBuf> {
 
 /// Discovers plugins and reports every skipped file and warning on stderr.
 pub(crate) fn load_plugins(args: &PluginArgs, config: &LoadedConfig, report: bool) -> Result<Discovery> {
-    let options = discovery_options(args, config)?;
+    load_plugins_with(args, config, report, false)
+}
+
+/// As [`load_plugins`]; with `open_lazily`, in-process plugins the plugin cache answers for
+/// are opened at the first call of one of their tools (`harness run`: see
+/// [`report_late_failures`] for what could not be opened).
+pub(crate) fn load_plugins_with(
+    args: &PluginArgs,
+    config: &LoadedConfig,
+    report: bool,
+    open_lazily: bool,
+) -> Result<Discovery> {
+    let options = DiscoveryOptions { open_lazily, ..discovery_options(args, config)? };
     let found = discover(&options);
     if report {
         for w in &found.warnings {
@@ -155,4 +168,16 @@ pub(crate) fn load_plugins(args: &PluginArgs, config: &LoadedConfig, report: boo
         }
     }
     Ok(found)
+}
+
+/// Reports on stderr each plugin opened at its first call that could not be opened: skipped
+/// as it would have been at start-up, but known only now (its calls failed with
+/// `plugin_unavailable`).
+pub(crate) fn report_late_failures(found: &Discovery) {
+    for (late, why) in found.plugins.iter().filter_map(|p| p.late.as_ref()).filter_map(|l| Some((l, l.failure()?))) {
+        eprintln!(
+            "harness: skipped {}: {why} (found at its first call: its tools were offered from the plugin cache, and their calls failed with plugin_unavailable)",
+            late.path().display()
+        );
+    }
 }

@@ -22,6 +22,40 @@ fn list(s: &Scratch, extra: &[&str]) -> Value {
     r.json()
 }
 
+/// `harness plugins list --json` with `HARNESS_PLUGIN_CACHE=off`.
+fn list_without_cache(s: &Scratch, extra: &[&str]) -> crate::support::Ran {
+    let dir = s.path("p").to_string_lossy().into_owned();
+    let mut cmd = s.harness();
+    cmd.env("HARNESS_PLUGIN_CACHE", "off").args([
+        "plugins",
+        "list",
+        "--json",
+        "--no-default-plugins",
+        "--plugins-dir",
+        &dir,
+    ]);
+    ran(cmd.args(extra))
+}
+
+/// The files plugin in `p`, configured by `h.toml` with its root `root`, listed once so that
+/// the cache holds it; then every cache entry edited to declare its tools pure. Returns the
+/// first listing.
+fn files_cached_then_declared_pure(s: &Scratch) -> Value {
+    copy_into(s, "p", &plugin("files"));
+    std::fs::create_dir_all(s.path("root")).unwrap();
+    s.write("h.toml", "[plugins.files]\nroot = \"root\"\n");
+    let first = list(s, &["--config", "h.toml"]);
+    for entry in entries(s) {
+        let text = std::fs::read_to_string(&entry).unwrap();
+        let edited = text
+            .replace(r#""effects":"reads""#, r#""effects":"pure""#)
+            .replace(r#""effects":"writes""#, r#""effects":"pure""#);
+        assert_ne!(text, edited);
+        std::fs::write(&entry, edited).unwrap();
+    }
+    first
+}
+
 fn entries(s: &Scratch) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> =
         std::fs::read_dir(s.path("plugin-cache")).unwrap().map(|e| e.unwrap().path()).collect();
@@ -46,15 +80,7 @@ fn an_unchanged_file_is_read_from_the_cache_and_a_changed_one_through_its_plugin
     assert_eq!(list(&s, &[])["plugins"][0]["from_cache"], true);
 
     // HARNESS_PLUGIN_CACHE=off reads every file through its plugin host.
-    let dir = s.path("p").to_string_lossy().into_owned();
-    let r = ran(s.harness().env("HARNESS_PLUGIN_CACHE", "off").args([
-        "plugins",
-        "list",
-        "--json",
-        "--no-default-plugins",
-        "--plugins-dir",
-        &dir,
-    ]));
+    let r = list_without_cache(&s, &[]);
     assert_eq!(r.json()["plugins"][0]["from_cache"], false, "{}", r.stderr);
 }
 
@@ -83,19 +109,8 @@ fn a_run_from_the_cache_checks_arguments_against_the_schemas_it_compiles_off_the
 #[test]
 fn an_entry_edited_to_declare_its_tools_pure_cannot_move_a_plugin_into_the_harness() {
     let s = Scratch::new();
-    copy_into(&s, "p", &plugin("files"));
-    std::fs::create_dir_all(s.path("root")).unwrap();
-    s.write("h.toml", "[plugins.files]\nroot = \"root\"\n");
-    let first = list(&s, &["--config", "h.toml"]);
+    let first = files_cached_then_declared_pure(&s);
     assert_eq!(first["plugins"][0]["isolation"], "process", "{first}");
-    for entry in entries(&s) {
-        let text = std::fs::read_to_string(&entry).unwrap();
-        let edited = text
-            .replace(r#""effects":"reads""#, r#""effects":"pure""#)
-            .replace(r#""effects":"writes""#, r#""effects":"pure""#);
-        assert_ne!(text, edited);
-        std::fs::write(&entry, edited).unwrap();
-    }
     let after = list(&s, &["--config", "h.toml"]);
     assert_eq!(after["plugins"], json!([]), "{after}");
     let reason = after["skipped"][0]["reason"].as_str().unwrap();
@@ -115,4 +130,62 @@ fn a_cache_directory_others_can_write_is_not_used_and_a_warning_says_why() {
     let warning = again["warnings"][0].as_str().unwrap();
     assert!(warning.contains("plugin cache") && warning.contains("chmod go-w"), "{warning}");
     assert!(entries(&s).is_empty());
+}
+
+/// `harness run` with plugins from `p`, `extra` arguments, and a script of `calls`.
+fn run(s: &Scratch, extra: &[&str], calls: &[Value]) -> crate::support::Ran {
+    let script = s.script(calls);
+    let dir = s.path("p").to_string_lossy().into_owned();
+    ran(s
+        .harness()
+        .args(["run", "x", "--json", "--no-default-plugins", "--plugins-dir", &dir, "--trace", "t.jsonl"])
+        .args(extra)
+        .arg("--script")
+        .arg(&script))
+}
+
+#[test]
+fn a_plugin_from_the_cache_is_initialised_at_its_first_call_and_a_failed_init_fails_its_calls() {
+    let s = Scratch::new();
+    copy_into(&s, "p", &plugin("calc"));
+    list(&s, &[]);
+    // calc takes no configuration: a key in its section makes its `init` fail. From the
+    // cache, the run offers `calculate` without opening calc; its first call opens it.
+    s.write("h.toml", "[plugins.calc]\nprecision = 3\n");
+    let calls = [
+        json!({"tool": "calculate", "arguments": {"expression": "6*7"}}),
+        json!({"tool": "calculate", "arguments": {"expression": "1+1"}}),
+        json!({"tool": "finish", "arguments": {"answer": "none"}}),
+    ];
+    let r = run(&s, &["--config", "h.toml"], &calls);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let steps = s.trace("t.jsonl");
+    for step in &steps[..2] {
+        assert_eq!(step["error"]["code"], "plugin_unavailable", "{step}");
+        let message = step["error"]["message"].as_str().unwrap();
+        assert!(message.contains("libcalc") && message.contains("precision"), "{message}");
+    }
+    assert!(r.stderr.contains("skipped") && r.stderr.contains("found at its first call"), "{}", r.stderr);
+
+    // Without the cache, the same configuration skips calc before the run, as it always did.
+    let r = list_without_cache(&s, &["--config", "h.toml"]);
+    assert_eq!(r.json()["plugins"], json!([]), "{}", r.stdout);
+}
+
+#[test]
+fn a_run_refuses_at_the_first_call_a_plugin_whose_edited_entry_declares_it_pure() {
+    let s = Scratch::new();
+    s.write("root/a.txt", "secret");
+    files_cached_then_declared_pure(&s);
+    let calls = [
+        json!({"tool": "read_file", "arguments": {"path": "a.txt"}}),
+        json!({"tool": "finish", "arguments": {"answer": "none"}}),
+    ];
+    let r = run(&s, &["--config", "h.toml"], &calls);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let step = &s.trace("t.jsonl")[0];
+    assert_eq!(step["error"]["code"], "plugin_unavailable", "{step}");
+    let message = step["error"]["message"].as_str().unwrap();
+    assert!(message.contains("another manifest here than the plugin cache holds for it"), "{message}");
+    assert!(!step.to_string().contains("secret"), "{step}");
 }

@@ -53,6 +53,9 @@ pub enum ErrorCode {
     AwaitingApproval,
     /// The tool's source changed or removed it after the run offered it; it is not called.
     ToolChanged,
+    /// The tool's plugin, offered from the plugin cache, could not be opened or initialised
+    /// at its first call; none of its tools runs.
+    PluginUnavailable,
 }
 
 impl ErrorCode {
@@ -64,6 +67,7 @@ impl ErrorCode {
             "tool_timeout" => Self::ToolTimeout,
             "result_too_large" => Self::ResultTooLarge,
             "tool_changed" => Self::ToolChanged,
+            "plugin_unavailable" => Self::PluginUnavailable,
             // The SDK's own check, when arguments pass the schema but not the author's type.
             "invalid_arguments" => Self::InvalidArguments,
             _ => Self::ToolError,
@@ -96,6 +100,7 @@ impl ErrorCode {
             Self::CallDenied => "call_denied",
             Self::AwaitingApproval => "awaiting_approval",
             Self::ToolChanged => "tool_changed",
+            Self::PluginUnavailable => "plugin_unavailable",
         }
     }
 }

@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::cache::{Cache, Identity};
 use crate::isolation::confine::{Confinement, EffectSet, Enforcement, Grants};
 use crate::isolation::{HostCommand, Isolation};
+use crate::late::LateLibrary;
 use crate::library::{LoadError, PluginLibrary, ToolSchemas};
 use crate::settings::{PluginSettings, Timeouts};
 
@@ -45,6 +46,11 @@ pub struct DiscoveryOptions {
     /// starts no plugin host for it (see the `cache` module); `None`: every file is read
     /// through a plugin host at every start-up.
     pub cache_dir: Option<PathBuf>,
+    /// Open and initialise each in-process plugin admitted from the plugin cache at the
+    /// first call of one of its tools, not in `discover` (see the `late` module): the first
+    /// model request does not wait for them. One that cannot be opened then fails its calls
+    /// with the reason (`plugin_unavailable`) instead of being skipped before the run.
+    pub open_lazily: bool,
 }
 
 impl Default for DiscoveryOptions {
@@ -62,6 +68,7 @@ impl Default for DiscoveryOptions {
             host_command: None,
             allow_insecure: false,
             cache_dir: None,
+            open_lazily: false,
         }
     }
 }
@@ -157,6 +164,9 @@ pub struct LoadedPlugin {
     pub confinement: BTreeMap<String, Confinement>,
     /// Whether its manifest came from the plugin cache rather than a plugin host.
     pub from_cache: bool,
+    /// The library opened at its first call (`DiscoveryOptions::open_lazily`), in place of
+    /// `library`; `initialised` stays false.
+    pub late: Option<Arc<LateLibrary>>,
 }
 
 /// A library file opened (in a child, or here) and its manifest read.
@@ -468,6 +478,7 @@ impl Discovery {
             enforcement: Enforcement::None { reason: "it runs in the harness's own process".to_owned() },
             confinement: BTreeMap::new(),
             from_cache: matches!(origin, Origin::Cached { .. }),
+            late: None,
         };
         if isolation == Isolation::Process {
             plugin.enforcement = kernel.clone();
@@ -486,11 +497,13 @@ impl Discovery {
                 Enforcement::None { .. } => {}
             }
             plugin.library = library.map(Arc::new);
+        } else if !offered.is_empty() && library.is_none() && plugin.from_cache && self.options.open_lazily {
+            plugin.late = Some(Arc::new(LateLibrary::new(plugin.path.clone(), plugin.manifest.clone(), config)));
         } else if !offered.is_empty() {
             // In-process: loaded here (again, after its probe) and initialised now.
             let loaded = match library {
                 Some(library) => Ok(library),
-                None => load_as_probed(&plugin.path, &plugin.manifest, origin),
+                None => load_as_probed(&plugin.path, &plugin.manifest, plugin.from_cache),
             };
             let outcome = loaded.and_then(|library| library.init(&config).map(|()| library));
             match outcome {
@@ -578,20 +591,23 @@ impl Discovery {
 /// Loads a library here whose manifest was read and checked through a plugin host: its
 /// schemas are not compiled again, and a manifest that differs from the one read there (the
 /// library changed, or answers differently in each process) refuses it.
-fn load_as_probed(path: &Path, probed: &Manifest, origin: Origin) -> Result<PluginLibrary, LoadError> {
+fn load_as_probed(path: &Path, probed: &Manifest, from_cache: bool) -> Result<PluginLibrary, LoadError> {
     let library = PluginLibrary::load_schemas_unchecked(path)?;
     if library.manifest() != probed {
-        let why = match origin {
-            Origin::Cached { .. } => {
-                "it declared another manifest here than the plugin cache holds for it (was the cache entry edited?); delete the plugin cache (docs/operators.md) and restart the harness"
-            }
-            _ => {
-                "it declared one manifest in its plugin host and another here (was the file replaced during start-up?); restart the harness"
-            }
+        let why = if from_cache {
+            "it declared another manifest here than the plugin cache holds for it (was the cache entry edited?); delete the plugin cache (docs/operators.md) and restart the harness"
+        } else {
+            "it declared one manifest in its plugin host and another here (was the file replaced during start-up?); restart the harness"
         };
         return Err(LoadError::Manifest(why.to_owned()));
     }
     Ok(library)
+}
+
+/// Loads a library here whose manifest the plugin cache gave, refusing it when it declares
+/// another (see [`load_as_probed`]).
+pub(crate) fn load_as_cached(path: &Path, cached: &Manifest) -> Result<PluginLibrary, LoadError> {
+    load_as_probed(path, cached, true)
 }
 
 pub(crate) fn skip(path: PathBuf, e: &LoadError) -> Skipped {

@@ -5,18 +5,44 @@ use std::sync::Arc;
 use harness_core::{ToolFailure, ToolHandler};
 use serde_json::Value;
 
+use crate::late::LateLibrary;
 use crate::library::PluginLibrary;
 
 /// Dispatches the core's calls for every tool of one plugin into its library, in-process.
 pub struct PluginHandler {
-    library: Arc<PluginLibrary>,
+    library: Library,
     max_result_bytes: usize,
+}
+
+/// The library a handler calls into: open, or to be opened at the first call.
+enum Library {
+    Open(Arc<PluginLibrary>),
+    Late(Arc<LateLibrary>),
 }
 
 impl PluginHandler {
     /// A handler for the tools of `library`; results over `max_result_bytes` are refused.
     pub fn new(library: Arc<PluginLibrary>, max_result_bytes: usize) -> Self {
-        Self { library, max_result_bytes }
+        Self { library: Library::Open(library), max_result_bytes }
+    }
+
+    /// A handler for the tools of a library opened at its first call: each call fails with
+    /// `plugin_unavailable` when it could not be opened.
+    pub fn late(library: Arc<LateLibrary>, max_result_bytes: usize) -> Self {
+        Self { library: Library::Late(library), max_result_bytes }
+    }
+
+    fn library(&self) -> Result<&PluginLibrary, ToolFailure> {
+        match &self.library {
+            Library::Open(library) => Ok(library),
+            Library::Late(late) => late.get().map(|l| &**l).map_err(|why| ToolFailure {
+                code: "plugin_unavailable".to_owned(),
+                message: format!(
+                    "the plugin in {} could not be opened: {why}; none of its tools can run in this run. Use another tool, or finish and say so",
+                    late.path().display()
+                ),
+            }),
+        }
     }
 }
 
@@ -49,8 +75,9 @@ impl ToolHandler for PluginHandler {
             code: "tool_error".to_owned(),
             message: format!("arguments not written: {e}"),
         })?;
-        let json = self.library.call(tool, &arguments).map_err(|e| ToolFailure { code: e.code, message: e.message })?;
-        parse_result(&self.library.manifest().name, json.as_bytes(), self.max_result_bytes)
+        let library = self.library()?;
+        let json = library.call(tool, &arguments).map_err(|e| ToolFailure { code: e.code, message: e.message })?;
+        parse_result(&library.manifest().name, json.as_bytes(), self.max_result_bytes)
     }
 
     // A call into the library never touches the async runtime.

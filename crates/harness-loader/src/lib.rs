@@ -22,6 +22,7 @@ mod cache;
 mod discover;
 mod handler;
 pub mod isolation;
+mod late;
 mod library;
 mod permissions;
 mod preflight;
@@ -30,6 +31,7 @@ mod settings;
 
 pub use discover::{Discovery, DiscoveryOptions, LoadedPlugin, Skipped, ToolState, discover, library_extension};
 pub use handler::PluginHandler;
+pub use late::LateLibrary;
 pub use library::{
     LoadError, PluginLibrary, ToolSchemas, compile_schemas, parse_manifest, parse_manifest_schemas_unchecked,
 };

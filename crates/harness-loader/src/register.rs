@@ -110,7 +110,10 @@ impl Discovery {
             (Isolation::InProcess, Some(library)) => {
                 Arc::new(PluginHandler::new(library.clone(), self.options.max_result_bytes))
             }
-            (Isolation::InProcess, None) => return Err("it was not loaded".to_owned()),
+            (Isolation::InProcess, None) => match &plugin.late {
+                Some(late) => Arc::new(PluginHandler::late(late.clone(), self.options.max_result_bytes)),
+                None => return Err("it was not loaded".to_owned()),
+            },
             (Isolation::Process, _) => {
                 if let Some(started) = self.hosts.0.get(&plugin.manifest.name) {
                     return Ok(started.clone());
