@@ -218,14 +218,20 @@ pub fn copy_library(library: &Path, dir: &Path, count: usize) -> Vec<PathBuf> {
 /// Builds the `numbered` fixture `count` times, as plugins `numbered-0` to `numbered-{count-1}`
 /// (each with one tool), and copies each build into `dir`: N distinct plugins, each of which
 /// discovery admits, opens and initialises. About 1.2 s a build after the first.
+///
+/// The builds go to `target/numbered`, never beside the `harness` executable, where a run
+/// with the default plugin directories would offer their tools.
 pub fn numbered_plugins(dir: &Path, count: usize) -> Result<Vec<PathBuf>, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let built = release_dir().join(library_file_name("numbered"));
+    let release = release_dir();
+    let target = release.parent().unwrap_or(&release).join("numbered");
+    let built = target.join("release").join(library_file_name("numbered"));
     (0..count)
         .map(|i| {
             let name = format!("numbered-{i}");
             let status = Command::new(env!("CARGO"))
-                .args(["build", "--release", "--quiet", "-p", "numbered"])
+                .args(["build", "--release", "--quiet", "-p", "numbered", "--target-dir"])
+                .arg(&target)
                 .env("HARNESS_NUMBERED_NAME", &name)
                 .status()
                 .map_err(|e| format!("cannot run cargo: {e}"))?;
