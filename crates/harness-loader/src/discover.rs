@@ -497,8 +497,11 @@ impl Discovery {
                 Enforcement::None { .. } => {}
             }
             plugin.library = library.map(Arc::new);
-        } else if !offered.is_empty() && library.is_none() && plugin.from_cache && self.options.open_lazily {
-            plugin.late = Some(Arc::new(LateLibrary::new(plugin.path.clone(), plugin.manifest.clone(), config)));
+        } else if let (Origin::Cached { identity, .. }, None, true, false) =
+            (origin, &library, self.options.open_lazily, offered.is_empty())
+        {
+            let late = LateLibrary::new(plugin.path.clone(), identity, plugin.manifest.clone(), config);
+            plugin.late = Some(Arc::new(late));
         } else if !offered.is_empty() {
             // In-process: loaded here (again, after its probe) and initialised now.
             let loaded = match library {

@@ -17,22 +17,26 @@ use std::sync::{Arc, OnceLock};
 use harness_abi::manifest::Manifest;
 use serde_json::Value;
 
+use crate::cache::Identity;
 use crate::library::PluginLibrary;
 
 /// An in-process plugin's library, opened and initialised at its first call.
 #[derive(Debug)]
 pub struct LateLibrary {
     path: PathBuf,
+    /// The file's state the plugin cache answered for, at start-up.
+    identity: Identity,
     manifest: Manifest,
     config: Value,
     opened: OnceLock<Result<Arc<PluginLibrary>, String>>,
 }
 
 impl LateLibrary {
-    /// A library to open at its first call: `manifest` is the cached one it must declare,
-    /// `config` its configuration section.
-    pub(crate) fn new(path: PathBuf, manifest: Manifest, config: Value) -> Self {
-        Self { path, manifest, config, opened: OnceLock::new() }
+    /// A library to open at its first call: `identity` is the state of the file the plugin
+    /// cache answered for, `manifest` the cached manifest it must declare, `config` its
+    /// configuration section.
+    pub(crate) fn new(path: PathBuf, identity: Identity, manifest: Manifest, config: Value) -> Self {
+        Self { path, identity, manifest, config, opened: OnceLock::new() }
     }
 
     /// The library file.
@@ -57,10 +61,42 @@ impl LateLibrary {
         self.opened.get().and_then(|r| r.as_ref().err()).map(String::as_str)
     }
 
-    /// Opens, checks against the cached manifest, and initialises.
+    /// Opens, checks against the cached manifest, and initialises: only the file the run
+    /// started with, not one written over it or renamed onto its path since.
     fn open(&self) -> Result<Arc<PluginLibrary>, String> {
+        if Identity::of(&self.path) != Some(self.identity) {
+            return Err(
+                "the file changed since the run started (it is not the file the plugin cache answered for); restart the harness to load it"
+                    .to_owned(),
+            );
+        }
         let library = crate::discover::load_as_cached(&self.path, &self.manifest).map_err(|e| e.to_string())?;
         library.init(&self.config).map_err(|e| e.to_string())?;
         Ok(Arc::new(library))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_changed_since_start_up_is_not_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("libplugin.so");
+        std::fs::write(&path, b"the file the cache answered for").unwrap();
+        let identity = Identity::of(&path).unwrap();
+        let manifest = Manifest {
+            name: "p".into(),
+            version: "0.1.0".into(),
+            description: "d".into(),
+            test_only: false,
+            tools: Vec::new(),
+        };
+        std::fs::write(&path, b"another library, written over it").unwrap();
+        let late = LateLibrary::new(path, identity, manifest, Value::Null);
+        let why = late.get().unwrap_err();
+        assert!(why.contains("changed since the run started"), "{why}");
+        assert_eq!(late.failure(), Some(why));
     }
 }
