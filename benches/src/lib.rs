@@ -111,6 +111,9 @@ pub enum Shape {
     Structured,
     /// Model text: a call in a fenced block after a sentence of prose.
     Fenced,
+    /// Structured calls whose arguments are a JSON string, `{"tool": ..., "arguments": "{...}"}`:
+    /// what OpenAI-compatible servers (OpenAI, vLLM, llama.cpp's native tool calls) send.
+    TextArguments,
 }
 
 /// A script of `steps` router replies: `steps - 1` calls of `calculate`, then `finish`.
@@ -118,10 +121,14 @@ pub enum Shape {
 pub fn script(steps: usize, shape: Shape) -> String {
     let mut text = String::with_capacity(steps * 80);
     for i in 0..steps.saturating_sub(1) {
-        let call = json!({ "tool": "calculate", "arguments": { "expression": expression(i) } });
+        let arguments = json!({ "expression": expression(i) });
         let line = match shape {
-            Shape::Structured => call,
-            Shape::Fenced => json!({ "content": format!("I will compute it.\n```json\n{call}\n```\n") }),
+            Shape::Structured => json!({ "tool": "calculate", "arguments": arguments }),
+            Shape::Fenced => {
+                let call = json!({ "tool": "calculate", "arguments": arguments });
+                json!({ "content": format!("I will compute it.\n```json\n{call}\n```\n") })
+            }
+            Shape::TextArguments => json!({ "tool": "calculate", "arguments": arguments.to_string() }),
         };
         let _ = writeln!(text, "{line}");
     }
@@ -129,6 +136,7 @@ pub fn script(steps: usize, shape: Shape) -> String {
     let line = match shape {
         Shape::Structured => finish,
         Shape::Fenced => json!({ "content": format!("Done.\n```json\n{finish}\n```\n") }),
+        Shape::TextArguments => json!({ "tool": "finish", "arguments": finish["arguments"].to_string() }),
     };
     let _ = writeln!(text, "{line}");
     text
@@ -271,11 +279,14 @@ mod tests {
 
     #[test]
     fn scripts_end_with_finish() {
-        for shape in [Shape::Structured, Shape::Fenced] {
+        for shape in [Shape::Structured, Shape::Fenced, Shape::TextArguments] {
             let s = script(3, shape);
             assert_eq!(s.lines().count(), 3);
             assert!(s.lines().last().unwrap().contains("finish"));
         }
+        let first: Value = serde_json::from_str(script(2, Shape::TextArguments).lines().next().unwrap()).unwrap();
+        let arguments: Value = serde_json::from_str(first["arguments"].as_str().unwrap()).unwrap();
+        assert_eq!(arguments, json!({ "expression": expression(0) }));
         assert_eq!(expression(14), "(14 + 3) * 7 - 1");
     }
 

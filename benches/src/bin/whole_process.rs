@@ -13,6 +13,8 @@
 //!
 //! For each step count it writes one script (N-1 `calculate` calls, then `finish`) and runs,
 //! on that same file, `harness run --script` and `benches/reference/loop.py` in both modes,
+//! (at the largest count, also a script of fenced text replies and one whose arguments are
+//! JSON strings, as OpenAI-compatible servers send them),
 //! interleaved run by run so that noise from other work on the machine falls on all of
 //! them. Each run is one fresh process: wall time from spawn to exit, and the peak resident
 //! memory (`ru_maxrss`) and CPU time the kernel reports for that child through `wait4(2)`.
@@ -249,13 +251,15 @@ enum Kind {
 }
 
 impl Kind {
-    fn name(self, fenced: bool) -> &'static str {
-        match (self, fenced) {
-            (Kind::Harness, false) => "harness (Rust)",
-            (Kind::Harness, true) => "harness (Rust), fenced text replies",
+    fn name(self, shape: Shape) -> &'static str {
+        match (self, shape) {
+            (Kind::Harness, Shape::Structured) => "harness (Rust)",
+            (Kind::Harness, Shape::Fenced) => "harness (Rust), fenced text replies",
+            (Kind::Harness, Shape::TextArguments) => "harness (Rust), arguments as JSON text",
             (Kind::HarnessProcess, _) => "harness (Rust), --isolation process",
-            (Kind::PythonCompiled, false) => "Python, compiled validators",
-            (Kind::PythonCompiled, true) => "Python, compiled validators, fenced text replies",
+            (Kind::PythonCompiled, Shape::Structured) => "Python, compiled validators",
+            (Kind::PythonCompiled, Shape::Fenced) => "Python, compiled validators, fenced text replies",
+            (Kind::PythonCompiled, Shape::TextArguments) => "Python, compiled validators, arguments as JSON text",
             (Kind::PythonPerCall, _) => "Python, jsonschema.validate per call",
         }
     }
@@ -331,7 +335,10 @@ fn real_main() -> Result<(), String> {
     let mut walls: Vec<(usize, Vec<(Kind, f64)>)> = Vec::new();
     let mut variants: Vec<(usize, Shape)> = o.steps.iter().map(|&s| (s, Shape::Structured)).collect();
     if let Some(&largest) = o.steps.iter().max() {
+        // The other shapes a reply comes in: calls in model text, and structured calls whose
+        // arguments are a JSON string (OpenAI-compatible servers), not an object (Anthropic).
         variants.push((largest, Shape::Fenced));
+        variants.push((largest, Shape::TextArguments));
     }
     if o.startup_only {
         variants.clear();
@@ -339,14 +346,15 @@ fn real_main() -> Result<(), String> {
     for (steps, shape) in variants {
         let script_path = dir.join(format!("script-{steps}-{shape:?}.jsonl"));
         std::fs::write(&script_path, script(steps, shape)).map_err(|e| e.to_string())?;
-        let fenced = shape == Shape::Fenced;
+        // The slow and isolated cases run on the structured scripts only.
+        let structured = shape == Shape::Structured;
         let mut kinds = vec![Kind::Harness];
-        if !fenced {
+        if structured {
             kinds.push(Kind::HarnessProcess);
         }
         if o.python.is_some() {
             kinds.push(Kind::PythonCompiled);
-            if !fenced {
+            if structured {
                 kinds.push(Kind::PythonPerCall);
             }
         }
@@ -354,7 +362,7 @@ fn real_main() -> Result<(), String> {
         let mut cases: Vec<Case<'_>> = kinds
             .iter()
             .map(|&kind| Case {
-                name: kind.name(fenced),
+                name: kind.name(shape),
                 command: Box::new(move || match (kind, &o.python) {
                     (Kind::Harness, _) => harness_run(o, script_path, steps, one_plugin, trace, None),
                     (Kind::HarnessProcess, _) => harness_run(o, script_path, steps, one_plugin, trace, Some("process")),
@@ -375,9 +383,9 @@ fn real_main() -> Result<(), String> {
         let medians: Vec<(Kind, f64)> = kinds.iter().zip(&cases).map(|(&k, c)| (k, c.series.median_ms())).collect();
         let harness = medians[0].1;
         for &(kind, ms) in &medians[1..] {
-            ratios.push(format!("| {steps} | {} | {:.1}x |", kind.name(fenced), ms / harness));
+            ratios.push(format!("| {steps} | {} | {:.1}x |", kind.name(shape), ms / harness));
         }
-        if !fenced {
+        if structured {
             walls.push((steps, medians));
         }
     }
@@ -394,7 +402,7 @@ fn real_main() -> Result<(), String> {
     if walls.len() >= 2 {
         let _ = writeln!(report, "\n### Growth with steps: marginal cost of one more step between step counts (µs)\n");
         let kinds: Vec<Kind> = walls[0].1.iter().map(|&(k, _)| k).collect();
-        let names: Vec<&str> = kinds.iter().map(|k| k.name(false)).collect();
+        let names: Vec<&str> = kinds.iter().map(|k| k.name(Shape::Structured)).collect();
         let _ = writeln!(report, "| from | to | {} |\n|---|---|{}", names.join(" | "), "---|".repeat(names.len()));
         for pair in walls.windows(2) {
             let ((a, wa), (b, wb)) = (&pair[0], &pair[1]);
