@@ -192,7 +192,7 @@ mod parse {
     use super::*;
 
     fn structured(arguments: Value) -> ModelReply {
-        let call = ProposedCall { id: Some("call_1".into()), name: "calculate".into(), arguments };
+        let call = ProposedCall { id: Some("call_1".into()), name: "calculate".into(), arguments: arguments.into() };
         ModelReply { calls: vec![call], ..Default::default() }
     }
 

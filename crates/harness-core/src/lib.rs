@@ -16,7 +16,7 @@
 //! #     fn name(&self) -> &str { "done" }
 //! #     async fn complete(&self, _: RouterRequest<'_>) -> Result<ModelReply, ProviderError> {
 //! #         Ok(ModelReply { calls: vec![ProposedCall { id: None, name: "finish".into(),
-//! #             arguments: serde_json::json!({"answer": 42}) }], ..Default::default() })
+//! #             arguments: serde_json::json!({"answer": 42}).into() }], ..Default::default() })
 //! #     }
 //! # }
 //! # let rt = tokio::runtime::Runtime::new().unwrap();
@@ -42,7 +42,9 @@ mod trace;
 pub use approval::{Answer, ApprovalPolicy, Approvals, Approver, Decision, Effect, PendingCall};
 pub use error::{ErrorCode, HarnessError};
 pub use parse::{ToolCall, parse_call, parse_reply, parse_text};
-pub use provider::{Message, ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest, ToolChoice, Usage};
+pub use provider::{
+    Arguments, Message, ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest, ToolChoice, Usage,
+};
 pub use registry::{
     CompiledSchema, EXTERNAL_REF_REFUSED, FINISH, RegisteredTool, RegistryError, ToolDefinition, ToolExample,
     ToolFailure, ToolHandler, ToolRegistry, ToolSource, compile_schema, prepare_schema_compiler,

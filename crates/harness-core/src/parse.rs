@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use serde_json::{Map, Value, json};
 
 use crate::error::{ErrorCode, HarnessError};
-use crate::provider::{ModelReply, ProposedCall};
+use crate::provider::{Arguments, ModelReply, ProposedCall};
 
 /// A call that parsed: the tool name and an arguments object.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,7 +37,7 @@ pub fn parse_reply(reply: &ModelReply, step: u32, forced: Option<&str>) -> Resul
 
 /// Parses one structured call: its arguments, an object or a JSON string, become an object.
 pub fn parse_call(call: &ProposedCall, step: u32) -> Result<ToolCall, HarnessError> {
-    let arguments = decode_arguments(&call.name, &call.arguments)?;
+    let arguments = decode_arguments_in_place(&call.name, &call.arguments)?.into_owned();
     Ok(ToolCall { id: call_id(call, step), tool: call.name.clone(), arguments })
 }
 
@@ -59,11 +59,24 @@ pub(crate) fn step_call_id(step: u32) -> String {
 
 /// Turns the arguments a model gave into an object: objects pass, JSON strings are decoded.
 pub(crate) fn decode_arguments(tool: &str, raw: &Value) -> Result<Value, HarnessError> {
-    decode_arguments_in_place(tool, raw).map(Cow::into_owned)
+    decode_value(tool, raw).map(Cow::into_owned)
 }
 
-/// [`decode_arguments`], borrowing arguments that already are an object rather than copying them.
-pub(crate) fn decode_arguments_in_place<'a>(tool: &str, raw: &'a Value) -> Result<Cow<'a, Value>, HarnessError> {
+/// [`decode_arguments`], borrowing arguments that already are a parsed object rather than
+/// copying them; arguments kept as JSON text are parsed here, once a step.
+pub(crate) fn decode_arguments_in_place<'a>(tool: &str, raw: &'a Arguments) -> Result<Cow<'a, Value>, HarnessError> {
+    match raw {
+        Arguments::Value(value) => decode_value(tool, value),
+        Arguments::Json(text) => match serde_json::from_str::<Value>(text.get()) {
+            Ok(value @ Value::Object(_)) => Ok(Cow::Owned(value)),
+            Ok(other) => decode_value(tool, &other).map(|v| Cow::Owned(v.into_owned())),
+            Err(e) => Err(invalid_json(tool, &e)),
+        },
+    }
+}
+
+/// The rules of [`decode_arguments`] for a parsed value.
+fn decode_value<'a>(tool: &str, raw: &'a Value) -> Result<Cow<'a, Value>, HarnessError> {
     match raw {
         Value::Object(_) => Ok(Cow::Borrowed(raw)),
         Value::Null => Ok(Cow::Owned(Value::Object(Map::new()))),
@@ -71,16 +84,18 @@ pub(crate) fn decode_arguments_in_place<'a>(tool: &str, raw: &'a Value) -> Resul
         Value::String(s) => match serde_json::from_str::<Value>(s) {
             Ok(v @ Value::Object(_)) => Ok(Cow::Owned(v)),
             Ok(other) => Err(not_an_object(tool, &other)),
-            Err(e) => Err(HarnessError::new(
-                ErrorCode::InvalidJson,
-                format!(
-                    "the arguments of the call to {tool:?} are not valid JSON: {e}; send the arguments as one JSON object"
-                ),
-                json!({ "tool": tool, "error": e.to_string(), "line": e.line(), "column": e.column() }),
-            )),
+            Err(e) => Err(invalid_json(tool, &e)),
         },
         other => Err(not_an_object(tool, other)),
     }
+}
+
+fn invalid_json(tool: &str, e: &serde_json::Error) -> HarnessError {
+    HarnessError::new(
+        ErrorCode::InvalidJson,
+        format!("the arguments of the call to {tool:?} are not valid JSON: {e}; send the arguments as one JSON object"),
+        json!({ "tool": tool, "error": e.to_string(), "line": e.line(), "column": e.column() }),
+    )
 }
 
 pub(crate) fn json_type(v: &Value) -> &'static str {
@@ -310,8 +325,23 @@ mod tests {
     }
 
     fn structured(name: &str, arguments: Value) -> Result<ToolCall, HarnessError> {
-        let call = ProposedCall { id: Some("c9".into()), name: name.into(), arguments };
+        let call = ProposedCall { id: Some("c9".into()), name: name.into(), arguments: arguments.into() };
         parse_reply(&ModelReply { calls: vec![call], ..Default::default() }, 1, None)
+    }
+
+    fn kept(text: &str) -> Result<ToolCall, HarnessError> {
+        let raw = serde_json::value::RawValue::from_string(text.to_owned()).unwrap();
+        let call = ProposedCall { id: None, name: "t".into(), arguments: Arguments::from_json(&raw).unwrap() };
+        parse_call(&call, 3)
+    }
+
+    #[test]
+    fn arguments_kept_as_text_follow_the_same_rules_as_parsed_ones() {
+        assert_eq!(kept("{\"a\": 1}").unwrap().arguments, json!({"a": 1}));
+        assert_eq!(kept("null").unwrap().arguments, json!({}));
+        assert_eq!(kept("\"{\\\"a\\\": 2}\"").unwrap().arguments, json!({"a": 2}));
+        assert_eq!(kept("[1]").unwrap_err().code, ErrorCode::InvalidArguments);
+        assert_eq!(kept("\"{oops\"").unwrap_err().code, ErrorCode::InvalidJson);
     }
 
     #[test]

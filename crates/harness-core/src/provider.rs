@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 use serde::Serialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::registry::ToolDefinition;
 
@@ -67,7 +68,96 @@ pub struct ProposedCall {
     /// The tool name.
     pub name: String,
     /// The arguments: an object, or a JSON string that should hold one.
-    pub arguments: Value,
+    pub arguments: Arguments,
+}
+
+/// A call's arguments as the reply gave them.
+///
+/// A long run keeps every reply in its conversation. An object kept as a parsed map costs
+/// about 700 bytes a call for the life of the run (a 640-byte map node, its keys); kept as
+/// the JSON text the reply held, it costs that text. A provider that reads a reply's text
+/// itself can keep the arguments that way ([`Arguments::Json`]); a step parses them when it
+/// reads the call.
+#[derive(Debug, Clone)]
+pub enum Arguments {
+    /// A parsed JSON value: an object, or a string that should hold one (OpenAI's form).
+    Value(Value),
+    /// The JSON text of the value, as the reply wrote it, on one line.
+    Json(Box<RawValue>),
+}
+
+impl Arguments {
+    /// Keeps `text`, one JSON value, as it is; a value written over several lines is parsed
+    /// instead, so that a trace line that copies it stays one line.
+    pub fn from_json(text: &RawValue) -> Result<Self, serde_json::Error> {
+        if text.get().contains(['\n', '\r']) {
+            return serde_json::from_str(text.get()).map(Arguments::Value);
+        }
+        Ok(Arguments::Json(text.to_owned()))
+    }
+
+    /// The arguments as a JSON value: borrowed when parsed already, parsed from the kept text
+    /// otherwise (text that was valid JSON when it was kept).
+    pub fn to_value(&self) -> std::borrow::Cow<'_, Value> {
+        match self {
+            Arguments::Value(v) => std::borrow::Cow::Borrowed(v),
+            Arguments::Json(raw) => std::borrow::Cow::Owned(serde_json::from_str(raw.get()).unwrap_or(Value::Null)),
+        }
+    }
+
+    /// The parsed value, when the arguments are held parsed.
+    pub fn as_value(&self) -> Option<&Value> {
+        match self {
+            Arguments::Value(v) => Some(v),
+            Arguments::Json(_) => None,
+        }
+    }
+}
+
+impl Default for Arguments {
+    fn default() -> Self {
+        Arguments::Value(Value::Null)
+    }
+}
+
+impl From<Value> for Arguments {
+    fn from(value: Value) -> Self {
+        Arguments::Value(value)
+    }
+}
+
+/// Equal when they are the same JSON value, however each is held.
+impl PartialEq for Arguments {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Arguments::Json(a), Arguments::Json(b)) if a.get() == b.get() => true,
+            _ => self.to_value() == other.to_value(),
+        }
+    }
+}
+
+impl PartialEq<Value> for Arguments {
+    fn eq(&self, other: &Value) -> bool {
+        *self.to_value() == *other
+    }
+}
+
+impl Serialize for Arguments {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Arguments::Value(v) => v.serialize(serializer),
+            Arguments::Json(raw) => raw.serialize(serializer),
+        }
+    }
+}
+
+impl std::fmt::Display for Arguments {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Arguments::Value(v) => write!(f, "{v}"),
+            Arguments::Json(raw) => f.write_str(raw.get()),
+        }
+    }
 }
 
 /// Token counts of one reply or of a whole run.
@@ -140,4 +230,33 @@ pub trait ModelProvider: Send + Sync {
     fn name(&self) -> &str;
     /// Asks the model for its next reply.
     async fn complete(&self, request: RouterRequest<'_>) -> Result<ModelReply, ProviderError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn raw(text: &str) -> Box<RawValue> {
+        RawValue::from_string(text.to_owned()).unwrap()
+    }
+
+    #[test]
+    fn arguments_kept_as_text_are_the_value_they_hold() {
+        let kept = Arguments::from_json(&raw("{\"b\": [1, 2], \"a\": \"x\"}")).unwrap();
+        assert!(matches!(kept, Arguments::Json(_)), "one line of JSON is kept as text");
+        assert_eq!(kept, json!({"a": "x", "b": [1, 2]}));
+        assert_eq!(kept, Arguments::from(json!({"a": "x", "b": [1, 2]})));
+        assert_eq!(kept.to_string(), "{\"b\": [1, 2], \"a\": \"x\"}");
+        assert_eq!(serde_json::to_string(&kept).unwrap(), "{\"b\": [1, 2], \"a\": \"x\"}");
+        assert_eq!(kept.as_value(), None);
+        assert_ne!(kept, json!({"a": "y", "b": [1, 2]}));
+    }
+
+    #[test]
+    fn text_over_several_lines_is_parsed_so_that_a_trace_line_stays_one_line() {
+        let spread = Arguments::from_json(&raw("{\n  \"a\": 1\r\n}")).unwrap();
+        assert_eq!(spread.as_value(), Some(&json!({"a": 1})));
+        assert!(!serde_json::to_string(&spread).unwrap().contains('\n'));
+    }
 }

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use crate::approval::{Approvals, Decision, PendingCall, Verdict};
 use crate::error::{ErrorCode, HarnessError};
-use crate::provider::{Message, ModelProvider, ModelReply, Usage};
+use crate::provider::{Arguments, Message, ModelProvider, ModelReply, Usage};
 use crate::registry::{RegisteredTool, ToolRegistry};
 use crate::reply::ReplyFormat;
 use crate::trace::{StepStatus, TraceSink};
@@ -453,7 +453,7 @@ impl<'o> Run<'o> {
     /// is over the size limit: then it is neither read nor kept, and is replaced by a note of
     /// its size.
     fn take_reply(&mut self, reply: ModelReply, registry: &ToolRegistry, step: &Step) -> Result<(), HarnessError> {
-        let arguments_bytes: usize = reply.calls.iter().map(|c| json_size(&c.arguments)).sum();
+        let arguments_bytes: usize = reply.calls.iter().map(|c| arguments_size(&c.arguments)).sum();
         let reply_bytes = reply.text.as_ref().map_or(0, String::len) + arguments_bytes;
         self.conversation_bytes += reply_bytes;
         if reply_bytes <= self.options.max_reply_bytes {
@@ -561,9 +561,17 @@ fn message_size(message: &Message) -> usize {
         Message::User { content } => content.len(),
         Message::Assistant { reply } => {
             reply.text.as_ref().map_or(0, String::len)
-                + reply.calls.iter().map(|c| json_size(&c.arguments)).sum::<usize>()
+                + reply.calls.iter().map(|c| arguments_size(&c.arguments)).sum::<usize>()
         }
         Message::ToolResult { content, .. } => json_size(content),
+    }
+}
+
+/// The size of a call's arguments as JSON text: kept text is its own length.
+fn arguments_size(arguments: &Arguments) -> usize {
+    match arguments {
+        Arguments::Value(v) => json_size(v),
+        Arguments::Json(text) => text.get().len(),
     }
 }
 

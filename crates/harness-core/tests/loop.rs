@@ -216,12 +216,18 @@ const REQUEST: &str = "please do the thing";
 
 /// A structured call without a provider id.
 fn call(name: &str, arguments: Value) -> ModelReply {
-    ModelReply { calls: vec![ProposedCall { id: None, name: name.into(), arguments }], ..Default::default() }
+    ModelReply {
+        calls: vec![ProposedCall { id: None, name: name.into(), arguments: arguments.into() }],
+        ..Default::default()
+    }
 }
 
 /// A structured call with a provider id.
 fn call_with_id(id: &str, name: &str, arguments: Value) -> ModelReply {
-    ModelReply { calls: vec![ProposedCall { id: Some(id.into()), name: name.into(), arguments }], ..Default::default() }
+    ModelReply {
+        calls: vec![ProposedCall { id: Some(id.into()), name: name.into(), arguments: arguments.into() }],
+        ..Default::default()
+    }
 }
 
 /// A text-only reply.
@@ -1233,7 +1239,7 @@ fn calls(list: &[(&str, &str, Value)]) -> ModelReply {
             .map(|(id, name, arguments)| ProposedCall {
                 id: Some((*id).into()),
                 name: (*name).into(),
-                arguments: arguments.clone(),
+                arguments: arguments.clone().into(),
             })
             .collect(),
         ..Default::default()

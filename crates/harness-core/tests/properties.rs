@@ -48,7 +48,7 @@ proptest! {
     #[test]
     fn the_parser_never_panics_on_any_structured_arguments(args in any_json(), s in ".{0,200}") {
         for arguments in [args, Value::String(s)] {
-            let call = ProposedCall { id: None, name: "t".into(), arguments };
+            let call = ProposedCall { id: None, name: "t".into(), arguments: arguments.into() };
             let _ = parse_reply(&ModelReply { calls: vec![call], ..Default::default() }, 1, None);
         }
     }

@@ -20,7 +20,8 @@ impl ModelProvider for Finish {
         "finish-at-once"
     }
     async fn complete(&self, _: RouterRequest<'_>) -> Result<ModelReply, ProviderError> {
-        let call = ProposedCall { id: Some("c1".into()), name: "finish".into(), arguments: json!({ "answer": 7 }) };
+        let call =
+            ProposedCall { id: Some("c1".into()), name: "finish".into(), arguments: json!({ "answer": 7 }).into() };
         Ok(ModelReply { calls: vec![call], finish_reason: Some("tool_calls".into()), ..ModelReply::default() })
     }
 }

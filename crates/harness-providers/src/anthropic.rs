@@ -1,6 +1,6 @@
 //! The Anthropic Messages wire format (`POST {base_url}/v1/messages`).
 
-use harness_core::{ModelReply, ProposedCall, ToolChoice, Usage};
+use harness_core::{Arguments, ModelReply, ProposedCall, ToolChoice, Usage};
 use serde_json::{Map, Value, json};
 
 use crate::conversation::Turn;
@@ -76,7 +76,7 @@ impl Wire for Messages {
                 Some("tool_use") => calls.push(ProposedCall {
                     id: block.get("id").and_then(Value::as_str).map(str::to_owned),
                     name: field("name").to_owned(),
-                    arguments: block.get("input").cloned().unwrap_or(Value::Null),
+                    arguments: block.get("input").cloned().unwrap_or(Value::Null).into(),
                 }),
                 _ => {}
             }
@@ -142,9 +142,10 @@ fn message(turn: Turn<'_>) -> Value {
 }
 
 /// A call's input as the API takes it: always an object.
-fn input(arguments: &Value) -> Value {
-    match arguments {
-        Value::Object(_) => arguments.clone(),
+fn input(arguments: &Arguments) -> Value {
+    let arguments = arguments.to_value();
+    match &*arguments {
+        Value::Object(_) => arguments.into_owned(),
         Value::String(s) => match serde_json::from_str::<Value>(s) {
             Ok(v @ Value::Object(_)) => v,
             _ => Value::Object(Map::new()),

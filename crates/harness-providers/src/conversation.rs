@@ -155,7 +155,7 @@ mod tests {
             .map(|(id, name)| ProposedCall {
                 id: id.map(str::to_owned),
                 name: (*name).to_owned(),
-                arguments: json!({}),
+                arguments: json!({}).into(),
             })
             .collect();
         Message::Assistant { reply: ModelReply { calls, text: text.map(str::to_owned), ..Default::default() } }

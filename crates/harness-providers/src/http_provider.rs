@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use harness_core::{
-    Message, ModelProvider, ModelReply, ProviderError, RouterRequest, ToolChoice, ToolDefinition, Usage,
+    Arguments, Message, ModelProvider, ModelReply, ProviderError, RouterRequest, ToolChoice, ToolDefinition, Usage,
 };
 use serde_json::Value;
 
@@ -333,7 +333,12 @@ impl HttpProvider {
             if call.id.is_none() {
                 call.id = Some(format!("call_h{}", self.next_id.fetch_add(1, Ordering::Relaxed) + 1));
             }
-            redact_value(&self.transport, &mut call.arguments);
+            if let Arguments::Json(_) = call.arguments {
+                call.arguments = Arguments::Value(call.arguments.to_value().into_owned());
+            }
+            if let Arguments::Value(arguments) = &mut call.arguments {
+                redact_value(&self.transport, arguments);
+            }
         }
         reply.text = reply.text.map(|t| self.transport.redact(&t));
         reply.reasoning = reply.reasoning.map(|t| self.transport.redact(&t));

@@ -67,7 +67,7 @@ fn score(tool: &ToolDefinition, request: &[String]) -> (u32, Vec<bool>) {
 
 fn finish(answer: Value) -> ModelReply {
     ModelReply {
-        calls: vec![ProposedCall { id: None, name: FINISH.to_owned(), arguments: json!({ "answer": answer }) }],
+        calls: vec![ProposedCall { id: None, name: FINISH.to_owned(), arguments: json!({ "answer": answer }).into() }],
         ..Default::default()
     }
 }
@@ -163,7 +163,7 @@ impl OfflineRouter {
             .collect();
         match fill(tool, &leftover.join(" ")) {
             Ok(arguments) => ModelReply {
-                calls: vec![ProposedCall { id: None, name: tool.name.clone(), arguments }],
+                calls: vec![ProposedCall { id: None, name: tool.name.clone(), arguments: arguments.into() }],
                 ..Default::default()
             },
             Err(why) => {
@@ -220,21 +220,27 @@ mod tests {
     #[test]
     fn picks_the_tool_and_fills_the_argument() {
         let r = ask("calculate 6*7");
-        assert_eq!((r.calls[0].name.as_str(), &r.calls[0].arguments), ("calculate", &json!({"expression": "6*7"})));
+        assert_eq!(
+            (r.calls[0].name.as_str(), r.calls[0].arguments.as_value()),
+            ("calculate", Some(&json!({"expression": "6*7"})))
+        );
         let r = ask("validate the SMILES c1ccccc1");
         assert_eq!(
-            (r.calls[0].name.as_str(), &r.calls[0].arguments),
-            ("validate_smiles", &json!({"smiles": "c1ccccc1"}))
+            (r.calls[0].name.as_str(), r.calls[0].arguments.as_value()),
+            ("validate_smiles", Some(&json!({"smiles": "c1ccccc1"})))
         );
         let r = ask("please list the directory src");
-        assert_eq!((r.calls[0].name.as_str(), &r.calls[0].arguments), ("list_dir", &json!({"path": "src"})));
+        assert_eq!(
+            (r.calls[0].name.as_str(), r.calls[0].arguments.as_value()),
+            ("list_dir", Some(&json!({"path": "src"})))
+        );
     }
 
     #[test]
     fn no_match_finishes_saying_so() {
         let r = ask("write me a poem");
         assert_eq!(r.calls[0].name, FINISH);
-        assert!(r.calls[0].arguments["answer"].as_str().unwrap().contains("found no tool"));
+        assert!(r.calls[0].arguments.to_value()["answer"].as_str().unwrap().contains("found no tool"));
     }
 
     #[test]
@@ -254,7 +260,7 @@ mod tests {
             content: json!({"code": "tool_error", "message": "division by zero"}),
             is_error: true,
         };
-        let answer = req(&conversation).calls[0].arguments["answer"].as_str().unwrap().to_owned();
+        let answer = req(&conversation).calls[0].arguments.to_value()["answer"].as_str().unwrap().to_owned();
         assert!(answer.contains("division by zero"), "{answer}");
     }
 
@@ -262,6 +268,6 @@ mod tests {
     fn the_tool_is_named_but_nothing_fills_it() {
         let r = ask("calculate");
         assert_eq!(r.calls[0].name, FINISH);
-        assert!(r.calls[0].arguments["answer"].as_str().unwrap().contains("expression"));
+        assert!(r.calls[0].arguments.to_value()["answer"].as_str().unwrap().contains("expression"));
     }
 }

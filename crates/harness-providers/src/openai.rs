@@ -1,7 +1,7 @@
 //! The OpenAI chat completions wire format (`POST {base_url}/chat/completions`), which
 //! OpenAI, OpenRouter, Ollama's `/v1`, llama.cpp's server, vLLM and LM Studio all speak.
 
-use harness_core::{ModelReply, ProposedCall, ToolChoice, ToolDefinition, Usage};
+use harness_core::{Arguments, ModelReply, ProposedCall, ToolChoice, ToolDefinition, Usage};
 use serde_json::{Value, json};
 
 use crate::constrained;
@@ -78,7 +78,7 @@ impl Wire for ChatCompletions {
                 calls.push(ProposedCall {
                     id: call.get("id").and_then(Value::as_str).map(str::to_owned),
                     name: function.get("name").and_then(Value::as_str).unwrap_or_default().to_owned(),
-                    arguments: function.get("arguments").cloned().unwrap_or(Value::Null),
+                    arguments: function.get("arguments").cloned().unwrap_or(Value::Null).into(),
                 });
             }
         }
@@ -89,7 +89,7 @@ impl Wire for ChatCompletions {
             calls.push(ProposedCall {
                 id: None,
                 name: function.get("name").and_then(Value::as_str).unwrap_or_default().to_owned(),
-                arguments: function.get("arguments").cloned().unwrap_or(Value::Null),
+                arguments: function.get("arguments").cloned().unwrap_or(Value::Null).into(),
             });
         }
         let finish_reason = choice.get("finish_reason").and_then(Value::as_str).map(str::to_owned);
@@ -194,11 +194,12 @@ fn cache_key(system: &str, tools: &[ToolDefinition]) -> String {
 }
 
 /// Arguments as the API carries them: the model's own string, verbatim, or an object as JSON.
-fn arguments_text(arguments: &Value) -> String {
+fn arguments_text(arguments: &Arguments) -> String {
     match arguments {
-        Value::String(s) => s.clone(),
-        Value::Null => "{}".to_owned(),
-        other => other.to_string(),
+        Arguments::Value(Value::String(s)) => s.clone(),
+        Arguments::Value(Value::Null) => "{}".to_owned(),
+        Arguments::Value(other) => other.to_string(),
+        Arguments::Json(text) => text.get().to_owned(),
     }
 }
 

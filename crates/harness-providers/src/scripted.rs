@@ -7,9 +7,10 @@ use std::sync::{Mutex, PoisonError};
 use std::fmt;
 
 use async_trait::async_trait;
-use harness_core::{ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest};
+use harness_core::{Arguments, ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest};
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::http_provider::cut_at_limit;
 
@@ -51,14 +52,15 @@ pub struct ScriptedProvider {
 
 /// The fields of one script line, read straight from its text: the line's own object is
 /// never built (a map and a key string each, a fifth of a long scripted run's parsing), only
-/// the values of the keys a reply uses.
+/// the values of the keys a reply uses. The arguments are borrowed as the line's text: an
+/// object stays text until its step (see [`Arguments`]).
 #[derive(Default)]
-struct LineFields {
+struct LineFields<'a> {
     /// The line is a JSON object.
     object: bool,
     tool: Option<Value>,
     content: Option<Value>,
-    arguments: Option<Value>,
+    arguments: Option<&'a RawValue>,
     id: Option<Value>,
     finish_reason: Option<Value>,
     /// The first other key in sorted order, as a map's first remaining key would be.
@@ -98,7 +100,7 @@ impl<'de> Deserialize<'de> for Key {
     }
 }
 
-impl<'de> Deserialize<'de> for LineFields {
+impl<'de> Deserialize<'de> for LineFields<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_any(LineVisitor)
     }
@@ -109,17 +111,20 @@ impl<'de> Deserialize<'de> for LineFields {
 struct LineVisitor;
 
 impl<'de> Visitor<'de> for LineVisitor {
-    type Value = LineFields;
+    type Value = LineFields<'de>;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON value")
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<LineFields, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<LineFields<'de>, A::Error> {
         let mut fields = LineFields { object: true, ..LineFields::default() };
         while let Some(key) = map.next_key::<Key>()? {
             let slot = match key {
                 Key::Tool => &mut fields.tool,
                 Key::Content => &mut fields.content,
-                Key::Arguments => &mut fields.arguments,
+                Key::Arguments => {
+                    fields.arguments = Some(map.next_value()?);
+                    continue;
+                }
                 Key::Id => &mut fields.id,
                 Key::FinishReason => &mut fields.finish_reason,
                 Key::Other(name) => {
@@ -135,31 +140,31 @@ impl<'de> Visitor<'de> for LineVisitor {
         }
         Ok(fields)
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<LineFields, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<LineFields<'de>, A::Error> {
         while seq.next_element::<IgnoredAny>()?.is_some() {}
         Ok(LineFields::default())
     }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<LineFields, E> {
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<LineFields<'de>, E> {
         Ok(LineFields::default())
     }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<LineFields, E> {
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<LineFields<'de>, E> {
         Ok(LineFields::default())
     }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<LineFields, E> {
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<LineFields<'de>, E> {
         Ok(LineFields::default())
     }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<LineFields, E> {
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<LineFields<'de>, E> {
         Ok(LineFields::default())
     }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<LineFields, E> {
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<LineFields<'de>, E> {
         Ok(LineFields::default())
     }
-    fn visit_unit<E: de::Error>(self) -> Result<LineFields, E> {
+    fn visit_unit<E: de::Error>(self) -> Result<LineFields<'de>, E> {
         Ok(LineFields::default())
     }
 }
 
-fn reply_from_line(line: LineFields) -> Result<ModelReply, String> {
+fn reply_from_line(line: LineFields<'_>) -> Result<ModelReply, String> {
     if !line.object {
         return Err("not a JSON object".to_owned());
     }
@@ -174,8 +179,8 @@ fn reply_from_line(line: LineFields) -> Result<ModelReply, String> {
             return Err("\"content\" must be a string".to_owned());
         };
         // Beside "content", a reply's call keys are as unexpected as any other.
-        let given = [("arguments", &line.arguments), ("id", &line.id), ("tool", &line.tool)];
-        let calls = given.into_iter().filter(|(_, v)| v.is_some()).map(|(k, _)| k);
+        let given = [("arguments", line.arguments.is_some()), ("id", line.id.is_some()), ("tool", line.tool.is_some())];
+        let calls = given.into_iter().filter(|(_, given)| *given).map(|(k, _)| k);
         if let Some(extra) = line.unexpected.as_deref().into_iter().chain(calls).min() {
             return Err(format!("unexpected key {extra:?} beside \"content\""));
         }
@@ -184,7 +189,13 @@ fn reply_from_line(line: LineFields) -> Result<ModelReply, String> {
         let Some(Value::String(name)) = line.tool else {
             return Err("needs a \"tool\" string or a \"content\" string".to_owned());
         };
-        let arguments = line.arguments.unwrap_or(Value::Null);
+        let arguments = match line.arguments {
+            None => Ok(Arguments::Value(Value::Null)),
+            // An object is kept as the line wrote it; any other value is parsed, as it was given.
+            Some(text) if text.get().starts_with('{') => Arguments::from_json(text),
+            Some(text) => serde_json::from_str(text.get()).map(Arguments::Value),
+        }
+        .map_err(|e| format!("\"arguments\" cannot be read: {e}"))?;
         let id = match line.id {
             None => None,
             Some(Value::String(id)) => Some(id),
@@ -284,6 +295,10 @@ mod tests {
         assert_eq!(replies[1].as_ref().unwrap().text.as_deref(), Some("hello"));
         assert_eq!(replies[2].as_ref().unwrap().calls[0].id.as_deref(), Some("x"));
         assert_eq!(replies[2].as_ref().unwrap().calls[0].arguments, Value::String("{}".into()));
+        // An object stays the line's text until its step; a string is what the line gave.
+        let kept = &replies[0].as_ref().unwrap().calls[0].arguments;
+        assert!(matches!(kept, Arguments::Json(text) if text.get() == "{\"expression\": \"1\"}"), "{kept:?}");
+        assert_eq!(replies[2].as_ref().unwrap().calls[0].arguments.as_value(), Some(&Value::String("{}".into())));
         assert!(!replies[0].as_ref().unwrap().truncated);
     }
 

@@ -33,7 +33,7 @@ pub(crate) fn steps() -> Vec<Vec<Message>> {
     let call = |id: &str, a: i64| ProposedCall {
         id: Some(id.into()),
         name: "add".into(),
-        arguments: json!(format!("{{\"a\": {a}, \"b\": 1}}")),
+        arguments: json!(format!("{{\"a\": {a}, \"b\": 1}}")).into(),
     };
     let result = |id: Option<&str>, content: Value, is_error: bool| Message::ToolResult {
         call_id: id.map(str::to_owned),

@@ -101,7 +101,7 @@ pub(crate) fn model_reply(r: &ReplyRecord) -> ModelReply {
         calls: r
             .calls
             .iter()
-            .map(|c| ProposedCall { id: c.id.clone(), name: c.name.clone(), arguments: c.arguments.clone() })
+            .map(|c| ProposedCall { id: c.id.clone(), name: c.name.clone(), arguments: c.arguments.clone().into() })
             .collect(),
         text: r.text.clone(),
         reasoning: r.reasoning.clone(),

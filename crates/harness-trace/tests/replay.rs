@@ -56,7 +56,7 @@ impl ModelProvider for Script {
 }
 
 fn call(id: &str, n: i64) -> ProposedCall {
-    ProposedCall { id: Some(id.into()), name: "add".into(), arguments: json!({ "n": n }) }
+    ProposedCall { id: Some(id.into()), name: "add".into(), arguments: json!({ "n": n }).into() }
 }
 
 async fn recorded(add: Arc<Add>, options: &RunOptions) -> Vec<u8> {

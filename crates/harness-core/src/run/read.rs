@@ -145,5 +145,5 @@ fn no_call_left(index: usize) -> HarnessError {
 
 /// A structured call as proposed, raw arguments included, for a call that did not parse.
 fn unparsed_call(call: &ProposedCall, step: u32) -> StepCall<'_> {
-    StepCall { id: call_id(call, step), tool: call.name.clone(), arguments: Cow::Borrowed(&call.arguments) }
+    StepCall { id: call_id(call, step), tool: call.name.clone(), arguments: call.arguments.to_value() }
 }

@@ -12,7 +12,7 @@ use std::io;
 
 use super::TraceEntry;
 use crate::json_text::{write_str, write_value};
-use crate::provider::{ModelReply, ProposedCall, Usage};
+use crate::provider::{Arguments, ModelReply, ProposedCall, Usage};
 
 /// Appends the JSON of `entry` to `out`, byte for byte what `serde_json::to_writer` writes.
 pub(super) fn write_entry(out: &mut Vec<u8>, entry: &TraceEntry<'_>) -> io::Result<()> {
@@ -99,7 +99,11 @@ fn write_reply(out: &mut Vec<u8>, reply: &ModelReply) -> io::Result<()> {
         out.extend_from_slice(b",\"name\":");
         write_str(out, name);
         out.extend_from_slice(b",\"arguments\":");
-        write_value(out, arguments)?;
+        match arguments {
+            Arguments::Value(v) => write_value(out, v)?,
+            // One line of valid JSON, as kept: serde_json writes a raw value as it is, too.
+            Arguments::Json(text) => out.extend_from_slice(text.get().as_bytes()),
+        }
         out.push(b'}');
     }
     out.extend_from_slice(b"],\"text\":");
@@ -191,6 +195,11 @@ mod tests {
         }
     }
 
+    fn kept(text: &str) -> crate::provider::Arguments {
+        let raw = serde_json::value::RawValue::from_string(text.to_owned()).unwrap();
+        crate::provider::Arguments::from_json(&raw).unwrap()
+    }
+
     /// Strings that exercise every escape serde_json makes, and the characters it leaves alone.
     const AWKWARD: &str =
         "quote \" backslash \\ nl \n cr \r tab \t bs \x08 ff \x0c nul \0 us \x1f del \x7f slash / é 😀 \u{2028}";
@@ -203,8 +212,10 @@ mod tests {
             json!({"value": 27, "big": u64::MAX, "neg": i64::MIN, "f": -0.0, "nested": {"z": [{"k": AWKWARD}]}});
         let reply = ModelReply {
             calls: vec![
-                ProposedCall { id: Some("c\"1".into()), name: "calculate".into(), arguments: arguments.clone() },
-                ProposedCall { id: None, name: "f".into(), arguments: Value::String("{\"x\": 1}".into()) },
+                ProposedCall { id: Some("c\"1".into()), name: "calculate".into(), arguments: arguments.clone().into() },
+                ProposedCall { id: None, name: "f".into(), arguments: Value::String("{\"x\": 1}".into()).into() },
+                // Kept as the reply's text: written as it is, spaces and all, as serde_json does.
+                ProposedCall { id: None, name: "g".into(), arguments: kept("{ \"x\" : [1, \"\\u00e9\"] }") },
             ],
             text: Some(AWKWARD.into()),
             reasoning: Some("why\n".into()),
