@@ -330,8 +330,7 @@ mod tests {
     }
 
     fn kept(text: &str) -> Result<ToolCall, HarnessError> {
-        let raw = serde_json::value::RawValue::from_string(text.to_owned()).unwrap();
-        let call = ProposedCall { id: None, name: "t".into(), arguments: Arguments::from_json(&raw).unwrap() };
+        let call = ProposedCall { id: None, name: "t".into(), arguments: Arguments::kept(text) };
         parse_call(&call, 3)
     }
 

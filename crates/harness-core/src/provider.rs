@@ -114,6 +114,15 @@ impl Arguments {
     }
 }
 
+#[cfg(test)]
+impl Arguments {
+    /// `text` kept as [`Arguments::from_json`] keeps it, for tests.
+    pub(crate) fn kept(text: &str) -> Self {
+        let raw = RawValue::from_string(text.to_owned()).expect("a test gives valid JSON");
+        Arguments::from_json(&raw).expect("a test gives valid JSON")
+    }
+}
+
 impl Default for Arguments {
     fn default() -> Self {
         Arguments::Value(Value::Null)
@@ -237,13 +246,9 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn raw(text: &str) -> Box<RawValue> {
-        RawValue::from_string(text.to_owned()).unwrap()
-    }
-
     #[test]
     fn arguments_kept_as_text_are_the_value_they_hold() {
-        let kept = Arguments::from_json(&raw("{\"b\": [1, 2], \"a\": \"x\"}")).unwrap();
+        let kept = Arguments::kept("{\"b\": [1, 2], \"a\": \"x\"}");
         assert!(matches!(kept, Arguments::Json(_)), "one line of JSON is kept as text");
         assert_eq!(kept, json!({"a": "x", "b": [1, 2]}));
         assert_eq!(kept, Arguments::from(json!({"a": "x", "b": [1, 2]})));
@@ -255,7 +260,7 @@ mod tests {
 
     #[test]
     fn text_over_several_lines_is_parsed_so_that_a_trace_line_stays_one_line() {
-        let spread = Arguments::from_json(&raw("{\n  \"a\": 1\r\n}")).unwrap();
+        let spread = Arguments::kept("{\n  \"a\": 1\r\n}");
         assert_eq!(spread.as_value(), Some(&json!({"a": 1})));
         assert!(!serde_json::to_string(&spread).unwrap().contains('\n'));
     }

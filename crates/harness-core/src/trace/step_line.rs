@@ -195,11 +195,6 @@ mod tests {
         }
     }
 
-    fn kept(text: &str) -> crate::provider::Arguments {
-        let raw = serde_json::value::RawValue::from_string(text.to_owned()).unwrap();
-        crate::provider::Arguments::from_json(&raw).unwrap()
-    }
-
     /// Strings that exercise every escape serde_json makes, and the characters it leaves alone.
     const AWKWARD: &str =
         "quote \" backslash \\ nl \n cr \r tab \t bs \x08 ff \x0c nul \0 us \x1f del \x7f slash / é 😀 \u{2028}";
@@ -215,7 +210,7 @@ mod tests {
                 ProposedCall { id: Some("c\"1".into()), name: "calculate".into(), arguments: arguments.clone().into() },
                 ProposedCall { id: None, name: "f".into(), arguments: Value::String("{\"x\": 1}".into()).into() },
                 // Kept as the reply's text: written as it is, spaces and all, as serde_json does.
-                ProposedCall { id: None, name: "g".into(), arguments: kept("{ \"x\" : [1, \"\\u00e9\"] }") },
+                ProposedCall { id: None, name: "g".into(), arguments: Arguments::kept("{ \"x\" : [1, \"\\u00e9\"] }") },
             ],
             text: Some(AWKWARD.into()),
             reasoning: Some("why\n".into()),
