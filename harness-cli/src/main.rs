@@ -70,6 +70,35 @@ enum Command {
     },
 }
 
+/// `harness run`'s arguments alone: parsing them builds one subcommand, not all nine.
+#[derive(Debug, Parser)]
+#[command(name = "harness")]
+struct RunOnly {
+    #[command(subcommand)]
+    command: RunCommand,
+}
+
+/// The one subcommand of [`RunOnly`].
+#[derive(Debug, Subcommand)]
+enum RunCommand {
+    /// Run the agent loop on one request.
+    Run(Box<run::RunArgs>),
+}
+
+/// The command line. `harness run`, which starts every run, is parsed by a parser that knows
+/// only `run`: clap builds every subcommand's arguments before it parses, 0.2 ms of the 1 ms
+/// from `main` to a run's first model request (docs/benchmarks.md). Anything that parser does
+/// not accept (help, a mistake) is parsed again by the whole one, so that help and errors are
+/// the whole command line's.
+fn parse() -> Cli {
+    if std::env::args_os().nth(1).is_some_and(|a| a == "run")
+        && let Ok(RunOnly { command: RunCommand::Run(args) }) = RunOnly::try_parse()
+    {
+        return Cli { command: Command::Run(args) };
+    }
+    Cli::parse()
+}
+
 /// The hidden first argument that turns this process into a plugin host (`process` isolation).
 pub(crate) const PLUGIN_HOST_MODE: &str = "__plugin-host";
 
@@ -78,7 +107,7 @@ fn main() -> ExitCode {
     if std::env::args_os().nth(1).is_some_and(|a| a == PLUGIN_HOST_MODE) {
         return plugin_host();
     }
-    let cli = Cli::parse();
+    let cli = parse();
     let outcome = match cli.command {
         Command::Run(args) => run::run(*args),
         Command::Plugins { command } => plugins::plugins(command),
@@ -112,3 +141,48 @@ fn plugin_host() -> ExitCode {
 
 /// Keeps `CliError` reachable from submodules without a path.
 pub(crate) type Result<T> = std::result::Result<T, CliError>;
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+
+    use super::{Cli, RunOnly};
+
+    /// What a command accepts, argument by argument (id, long and short names, value count).
+    fn shape(cmd: &clap::Command) -> Vec<String> {
+        let mut args: Vec<String> = cmd
+            .get_arguments()
+            .map(|a| {
+                format!(
+                    "{} {:?} {:?} {:?} {:?}",
+                    a.get_id(),
+                    a.get_long(),
+                    a.get_short(),
+                    a.get_num_args(),
+                    a.get_env()
+                )
+            })
+            .collect();
+        args.sort();
+        args
+    }
+
+    #[test]
+    fn the_run_only_parser_accepts_what_the_whole_one_accepts_for_run() {
+        RunOnly::command().debug_assert();
+        let whole = Cli::command();
+        let only = RunOnly::command();
+        let find = |c: &clap::Command| c.find_subcommand("run").map(shape);
+        assert_eq!(find(&whole), find(&only));
+        // A global argument on the whole parser would be one the run-only parser does not know.
+        assert_eq!(shape(&whole), shape(&only));
+    }
+
+    #[test]
+    fn the_run_only_parser_gives_the_same_arguments() {
+        let argv = ["harness", "run", "add 2 and 2", "--script", "s.jsonl", "--max-steps", "3", "-q", "--json"];
+        let whole = Cli::try_parse_from(argv).map(|c| format!("{:?}", c.command));
+        let only = RunOnly::try_parse_from(argv).map(|c| format!("{:?}", c.command));
+        assert_eq!(whole.ok().map(|w| w.replacen("Run(", "", 1)), only.ok().map(|o| o.replacen("Run(", "", 1)));
+    }
+}
