@@ -44,10 +44,14 @@ pub(crate) struct Identity {
 
 impl Identity {
     /// The identity of `path` now; `None` when it cannot be read (no cache then).
-    #[cfg(unix)]
     pub(crate) fn of(path: &Path) -> Option<Self> {
+        std::fs::metadata(path).ok().and_then(|m| Self::from_metadata(&m))
+    }
+
+    /// The identity that `m`, a file's metadata read already, describes.
+    #[cfg(unix)]
+    pub(crate) fn from_metadata(m: &std::fs::Metadata) -> Option<Self> {
         use std::os::unix::fs::MetadataExt;
-        let m = std::fs::metadata(path).ok()?;
         let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
         Some(Self {
             dev: m.dev(),
@@ -58,8 +62,9 @@ impl Identity {
         })
     }
 
+    /// Other platforms: no identity, so no plugin cache.
     #[cfg(not(unix))]
-    pub(crate) fn of(_: &Path) -> Option<Self> {
+    pub(crate) fn from_metadata(_: &std::fs::Metadata) -> Option<Self> {
         None
     }
 

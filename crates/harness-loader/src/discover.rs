@@ -211,15 +211,30 @@ pub fn library_extension() -> &'static str {
     std::env::consts::DLL_EXTENSION
 }
 
-/// Lists the candidate library files of one directory, sorted by name for a stable order.
-fn candidates(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+/// Lists the candidate library files of one directory, sorted by name for a stable order:
+/// each entry's path, and whether it is a link (else a plain file, known from the listing).
+fn candidates(dir: &Path) -> std::io::Result<Vec<(PathBuf, bool)>> {
+    let mut files: Vec<(PathBuf, bool)> = std::fs::read_dir(dir)?
         .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == library_extension()) && p.is_file())
+        .filter(|e| Path::new(&e.file_name()).extension().is_some_and(|x| x == library_extension()))
+        .filter_map(|e| {
+            let kind = e.file_type().ok()?;
+            let path = e.path();
+            (kind.is_file() || (kind.is_symlink() && path.is_file())).then_some((path, kind.is_symlink()))
+        })
         .collect();
     files.sort();
     Ok(files)
+}
+
+/// The canonical path of `file`, listed in `dir`, whose canonical path is `canonical_dir`
+/// when it has one: a plain file's is that directory's joined with its name (no call to the
+/// system per file, since the directory is resolved once); a link's is resolved.
+fn resolve(file: &Path, is_link: bool, canonical_dir: Option<&Path>) -> std::io::Result<PathBuf> {
+    match (is_link, canonical_dir, file.file_name()) {
+        (false, Some(dir), Some(name)) => Ok(dir.join(name)),
+        _ => file.canonicalize(),
+    }
 }
 
 /// Matches `enable`/`disable` entries: `plugin` or `plugin.tool`.
@@ -267,8 +282,9 @@ fn files(options: &DiscoveryOptions, found: &mut Discovery) -> Vec<(PathBuf, Opt
                 continue;
             }
         };
-        for file in listed {
-            let Ok(path) = file.canonicalize() else {
+        let canonical_dir = dir.canonicalize().ok();
+        for (file, is_link) in listed {
+            let Ok(path) = resolve(&file, is_link, canonical_dir.as_deref()) else {
                 found.skipped.push(Skipped {
                     path: file,
                     reason: "cannot be resolved (a broken link?)".to_owned(),
@@ -276,11 +292,19 @@ fn files(options: &DiscoveryOptions, found: &mut Discovery) -> Vec<(PathBuf, Opt
                 });
                 continue;
             };
-            let identity = Identity::of(&path);
+            // One read of the file's metadata serves its identity and its permission check.
+            let meta = match std::fs::metadata(&path) {
+                Ok(meta) => meta,
+                Err(e) => {
+                    found.skipped.push(Skipped { path, reason: format!("cannot be read: {e}"), detail: None });
+                    continue;
+                }
+            };
+            let identity = Identity::from_metadata(&meta);
             if !seen_paths.insert(path.clone()) || identity.is_some_and(|id| !seen_files.insert(id.file())) {
                 continue;
             }
-            if let Err(why) = crate::permissions::check(&path, &mut safe_dirs) {
+            if let Err(why) = crate::permissions::check(&path, &meta, &mut safe_dirs) {
                 if !options.allow_insecure {
                     found.skipped.push(Skipped { path, reason: format!("insecure: {why}"), detail: None });
                     continue;
@@ -621,6 +645,31 @@ pub(crate) fn skip(path: PathBuf, e: &LoadError) -> Skipped {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Plain files, a link to a file elsewhere, and a directory reached through a link: each
+    /// candidate resolves to what the system's own resolution gives, and a broken link is none.
+    #[cfg(unix)]
+    #[test]
+    fn candidates_resolve_as_the_system_resolves_them() {
+        let home = tempfile::tempdir().unwrap();
+        let (real, other) = (home.path().join("real"), home.path().join("other"));
+        std::fs::create_dir_all(&real).unwrap();
+        std::fs::create_dir_all(&other).unwrap();
+        let ext = library_extension();
+        std::fs::write(real.join(format!("liba.{ext}")), b"x").unwrap();
+        std::fs::write(other.join(format!("libz.{ext}")), b"x").unwrap();
+        std::os::unix::fs::symlink(other.join(format!("libz.{ext}")), real.join(format!("libb.{ext}"))).unwrap();
+        std::os::unix::fs::symlink(other.join("gone"), real.join(format!("libc.{ext}"))).unwrap();
+        let via = home.path().join("via");
+        std::os::unix::fs::symlink(&real, &via).unwrap();
+        let listed = candidates(&via).unwrap();
+        let names: Vec<_> = listed.iter().map(|(p, link)| (p.file_name().unwrap().to_owned(), *link)).collect();
+        assert_eq!(names, [(format!("liba.{ext}").into(), false), (format!("libb.{ext}").into(), true)]);
+        let canonical_dir = via.canonicalize().unwrap();
+        for (file, link) in &listed {
+            assert_eq!(resolve(file, *link, Some(&canonical_dir)).unwrap(), file.canonicalize().unwrap());
+        }
+    }
 
     fn tool(name: &str, effects: Effects) -> ToolManifest {
         ToolManifest {

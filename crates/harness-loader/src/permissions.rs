@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 /// Why `path` (canonical) is not safe to load, if it is not; the fix names the flag that
 /// loads it anyway. Directories in `passed` passed already (with all above them), and are
 /// not checked again: the files of one directory share every directory above them.
-pub(crate) fn check(path: &Path, passed: &mut HashSet<PathBuf>) -> Result<(), String> {
+pub(crate) fn check(path: &Path, meta: &std::fs::Metadata, passed: &mut HashSet<PathBuf>) -> Result<(), String> {
     const ESCAPE: &str = ", or pass --allow-insecure-plugins";
-    check_one(path, ESCAPE)?;
+    judge(path, meta, ESCAPE)?;
     match path.parent() {
         Some(dir) => check_or(dir, ESCAPE, passed),
         None => Ok(()),
@@ -38,12 +38,17 @@ pub(crate) fn check_or(path: &Path, escape: &str, passed: &mut HashSet<PathBuf>)
 }
 
 /// Why `p` alone is not safe, if it is not.
-#[cfg(unix)]
 fn check_one(p: &Path, escape: &str) -> Result<(), String> {
+    let meta = std::fs::metadata(p).map_err(|e| format!("cannot check {}: {e}", p.display()))?;
+    judge(p, &meta, escape)
+}
+
+/// Why `p`, whose metadata (followed through links) is `meta`, is not safe, if it is not.
+#[cfg(unix)]
+fn judge(p: &Path, meta: &std::fs::Metadata, escape: &str) -> Result<(), String> {
     use std::os::unix::fs::MetadataExt;
     // SAFETY: geteuid has no preconditions and cannot fail.
     let me = unsafe { libc::geteuid() };
-    let meta = std::fs::metadata(p).map_err(|e| format!("cannot check {}: {e}", p.display()))?;
     let mode = meta.mode();
     let sticky_dir = meta.is_dir() && mode & 0o1000 != 0;
     if meta.uid() != me && meta.uid() != 0 {
@@ -62,7 +67,7 @@ fn check_one(p: &Path, escape: &str) -> Result<(), String> {
 
 /// Other platforms: no check (their permission models differ); documented in docs/security.md.
 #[cfg(not(unix))]
-fn check_one(_: &Path, _: &str) -> Result<(), String> {
+fn judge(_: &Path, _: &std::fs::Metadata, _: &str) -> Result<(), String> {
     Ok(())
 }
 
@@ -83,12 +88,12 @@ mod tests {
             std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o644)).unwrap();
         }
         let mut passed = HashSet::new();
-        assert!(check(&a, &mut passed).is_ok());
+        assert!(check(&a, &std::fs::metadata(&a).unwrap(), &mut passed).is_ok());
         assert!(passed.contains(&dir), "{passed:?}");
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o775)).unwrap();
         let mut passed = HashSet::new();
         for file in [&a, &b] {
-            let e = check(file, &mut passed).unwrap_err();
+            let e = check(file, &std::fs::metadata(file).unwrap(), &mut passed).unwrap_err();
             assert!(e.contains("is writable by its group"), "{e}");
         }
         assert!(!passed.contains(&dir));
