@@ -33,6 +33,7 @@ mod approval;
 mod error;
 mod json_text;
 mod parse;
+mod placement;
 mod provider;
 mod registry;
 mod reply;

@@ -269,7 +269,11 @@ mod schema_thread {
         QUEUE
             .get_or_init(|| {
                 let (tx, rx) = channel::<Arc<Deferred>>();
+                let creator_cpu = crate::placement::current_cpu();
                 let spawned = std::thread::Builder::new().name("schema-warmup".into()).spawn(move || {
+                    // Off the starting thread's CPU first, or that thread may wait for the
+                    // metaschema build below (crate::placement).
+                    let _ = crate::placement::leave_cpu(creator_cpu);
                     let _ = compile_schema(&serde_json::json!({ "type": "object" }));
                     for deferred in rx {
                         let _ = deferred.get();
