@@ -15,8 +15,9 @@ pub(crate) fn current_cpu() -> Option<usize> {
 
 /// Moves the calling thread off `creator_cpu` (the CPU of the thread that started it) when it
 /// is on it and may run elsewhere, then allows it every CPU it was allowed before. Returns the
-/// CPU it moved to, `None` when it stayed where it was. Best effort: any refusal leaves the
-/// thread where and as it was.
+/// CPU it moved to, `None` when it stayed where it was. Best effort: a refused move leaves the
+/// thread where and as it was (a refused restore, which only a cpuset changed in between could
+/// cause, would leave it on the one CPU it moved to).
 pub(crate) fn leave_cpu(creator_cpu: Option<usize>) -> Option<usize> {
     let creator = creator_cpu?;
     if current_cpu()? != creator {
