@@ -36,7 +36,7 @@ mod imp {
     }
 
     /// The CPUs this thread may run on.
-    fn allowed() -> Option<libc::cpu_set_t> {
+    pub(super) fn allowed() -> Option<libc::cpu_set_t> {
         // SAFETY: a cpu_set_t is plain bits, and all zeros is the empty set.
         let mut set: libc::cpu_set_t = unsafe { zeroed() };
         // SAFETY: pid 0 is the calling thread; the size is that of `set`.
@@ -85,13 +85,10 @@ mod tests {
     use super::{current_cpu, imp, leave_cpu};
 
     fn allowed_cpus() -> Vec<usize> {
-        // SAFETY: a cpu_set_t is plain bits, and all zeros is the empty set.
-        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        let size = std::mem::size_of::<libc::cpu_set_t>();
-        // SAFETY: pid 0 is the calling thread; the size is that of `set`.
-        assert_eq!(unsafe { libc::sched_getaffinity(0, size, &mut set) }, 0);
-        // SAFETY: every index is below CPU_SETSIZE (1,024).
-        (0..1024).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect()
+        let set = imp::allowed().expect("Linux says which CPUs a thread may use");
+        let size = usize::try_from(libc::CPU_SETSIZE).expect("CPU_SETSIZE is positive");
+        // SAFETY: every index is below CPU_SETSIZE, the set's size.
+        (0..size).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect()
     }
 
     /// On a thread of its own, so that no other test's thread has its affinity changed.
