@@ -209,7 +209,8 @@ impl ProcessHandler {
             ));
         };
         if turn.conn.is_none() {
-            turn.conn = Some(self.start(deadline.unwrap_or_else(|| Instant::now() + START_TIMEOUT))?);
+            let by = deadline.unwrap_or_else(|| Instant::now() + START_TIMEOUT);
+            turn.conn = Some(self.start(by).map_err(|f| never_started(tool, asked, f))?);
         }
         let Some(conn) = turn.conn.as_mut() else {
             return Err(failure("tool_crashed", "the plugin host is gone".to_owned()));
@@ -257,6 +258,21 @@ impl ProcessHandler {
     }
 }
 
+/// A call whose turn came with no child and whose child did not start: it never ran. Said in
+/// the call's own terms, because the start's message names only the plugin, and a start cut
+/// short by the call's deadline (its turn came moments before it) is not a slow library.
+fn never_started(tool: &str, asked: Instant, start: ToolFailure) -> ToolFailure {
+    let why = if start.code == "tool_timeout" {
+        format!(
+            "was cancelled at its deadline, {} ms after it was asked, while its plugin process was still starting",
+            asked.elapsed().as_millis()
+        )
+    } else {
+        "could not start its plugin process".to_owned()
+    };
+    failure(&start.code, format!("{tool:?} {why}; it never ran ({})", start.message))
+}
+
 fn tool_error(json: &[u8]) -> ToolFailure {
     serde_json::from_slice::<harness_abi::manifest::ToolError>(json)
         .map(|e| ToolFailure { code: e.code, message: e.message })
@@ -279,5 +295,43 @@ impl ToolHandler for ProcessHandler {
     // It waits on its child's pipe with poll(2), never on the async runtime.
     fn may_run_inline(&self) -> bool {
         true
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn handler(program: &str, args: &[&str]) -> ProcessHandler {
+        let command = HostCommand { program: program.into(), args: args.iter().map(Into::into).collect() };
+        ProcessHandler::new("slow", PathBuf::from("libslow.so"), Value::Null, command, 1 << 20, Timeouts::default())
+    }
+
+    #[test]
+    fn a_call_whose_process_is_still_starting_at_its_deadline_never_ran_and_says_so() {
+        // `sleep` reads no request and answers none: a child that never finishes starting.
+        let slow = handler("sleep", &["30"]);
+        let fail = slow.call_with_timeout("note", &json!({}), Some(Duration::from_millis(200))).unwrap_err();
+        assert_eq!(fail.code, "tool_timeout");
+        assert!(fail.message.starts_with("\"note\" was cancelled at its deadline"), "{}", fail.message);
+        assert!(
+            fail.message.contains("it never ran (the plugin host for slow did not load it in time"),
+            "{}",
+            fail.message
+        );
+    }
+
+    #[test]
+    fn a_call_whose_process_cannot_start_never_ran_and_says_so() {
+        let missing = handler("/nonexistent/harness-host", &[]);
+        let fail = missing.call("note", &json!({})).unwrap_err();
+        assert_eq!(fail.code, "tool_crashed");
+        assert!(
+            fail.message.starts_with("\"note\" could not start its plugin process; it never ran"),
+            "{}",
+            fail.message
+        );
+        assert!(fail.message.contains("/nonexistent/harness-host"), "{}", fail.message);
     }
 }
