@@ -75,7 +75,7 @@ impl Discovery {
             let started: Vec<_> = wanted
                 .iter()
                 .map(|(_, handlers)| {
-                    scope.spawn(|| handlers.iter().find_map(|(_, h)| h.prestart().err().map(|f| f.message)))
+                    scope.spawn(|| handlers.iter().find_map(|(_, h)| h.prestart(None).err().map(|f| f.message)))
                 })
                 .collect();
             started.into_iter().map(|t| t.join().unwrap_or_else(|_| Some("its start failed".to_owned()))).collect()

@@ -125,19 +125,15 @@ impl Caller {
             }
             #[cfg(unix)]
             Self::Process(handler) => {
-                // The child loads the library and runs `init` when it starts, on the first call;
-                // a call to a tool no plugin can have ("" breaks the tool-name rule) starts it
-                // without running any tool.
-                match handler.call_with_timeout("", &Value::Object(Default::default()), Some(timeout)) {
+                // The child loads the library and runs `init` when it starts, without any call.
+                handler.prestart(Some(timeout)).map_err(|f| {
                     // "the plugin host could not start NAME: init failed: ...": the same
                     // reason as in this process, without the wrapping.
-                    Err(f) if f.message.contains("plugin host") => Err(f
-                        .message
+                    f.message
                         .strip_prefix("the plugin host could not start ")
                         .and_then(|rest| rest.split_once(": "))
-                        .map_or_else(|| f.message.clone(), |(_, reason)| reason.to_owned())),
-                    _ => Ok(()),
-                }
+                        .map_or_else(|| f.message.clone(), |(_, reason)| reason.to_owned())
+                })
             }
         }
     }

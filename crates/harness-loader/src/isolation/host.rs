@@ -165,13 +165,13 @@ impl ProcessHandler {
     }
 
     /// Starts the child now rather than at the first call, so that a library that cannot
-    /// load or initialise is known before a run begins.
-    pub fn prestart(&self) -> Result<(), ToolFailure> {
+    /// load or initialise is known before a run begins; it may take `within` (30 s if `None`).
+    pub fn prestart(&self, within: Option<Duration>) -> Result<(), ToolFailure> {
         let Some(mut turn) = self.take_turn(None) else {
             return Err(failure("tool_crashed", "the plugin host is gone".to_owned()));
         };
         if turn.conn.is_none() {
-            turn.conn = Some(self.start(Instant::now() + START_TIMEOUT)?);
+            turn.conn = Some(self.start(Instant::now() + within.unwrap_or(START_TIMEOUT))?);
         }
         Ok(())
     }
