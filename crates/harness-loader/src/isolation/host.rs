@@ -208,12 +208,12 @@ impl ProcessHandler {
                 ),
             ));
         };
-        if turn.conn.is_none() {
-            let by = deadline.unwrap_or_else(|| Instant::now() + START_TIMEOUT);
-            turn.conn = Some(self.start(by).map_err(|f| never_started(tool, asked, f))?);
-        }
-        let Some(conn) = turn.conn.as_mut() else {
-            return Err(failure("tool_crashed", "the plugin host is gone".to_owned()));
+        let conn = match turn.conn.as_mut() {
+            Some(conn) => conn,
+            None => {
+                let by = deadline.unwrap_or_else(|| Instant::now() + START_TIMEOUT);
+                turn.conn.insert(self.start(by).map_err(|f| never_started(tool, asked, f))?)
+            }
         };
         let arguments = arguments.to_string();
         let outcome = match conn.send(&Request::Call { tool, arguments: arguments.as_bytes() }) {
