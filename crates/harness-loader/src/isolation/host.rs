@@ -212,7 +212,7 @@ impl ProcessHandler {
             Some(conn) => conn,
             None => {
                 let by = deadline.unwrap_or_else(|| Instant::now() + START_TIMEOUT);
-                turn.conn.insert(self.start(by).map_err(|f| never_started(tool, asked, f))?)
+                turn.conn.insert(self.start(by).map_err(|f| never_started(tool, asked, deadline.is_some(), f))?)
             }
         };
         let arguments = arguments.to_string();
@@ -260,9 +260,10 @@ impl ProcessHandler {
 
 /// A call whose turn came with no child and whose child did not start: it never ran. Said in
 /// the call's own terms, because the start's message names only the plugin, and a start cut
-/// short by the call's deadline (its turn came moments before it) is not a slow library.
-fn never_started(tool: &str, asked: Instant, start: ToolFailure) -> ToolFailure {
-    let why = if start.code == "tool_timeout" {
+/// short by the call's deadline (its turn came moments before it) is not a slow library. A
+/// call with no deadline of its own waited only for the start's own limit.
+fn never_started(tool: &str, asked: Instant, had_deadline: bool, start: ToolFailure) -> ToolFailure {
+    let why = if had_deadline && start.code == "tool_timeout" {
         format!(
             "was cancelled at its deadline, {} ms after it was asked, while its plugin process was still starting",
             asked.elapsed().as_millis()
