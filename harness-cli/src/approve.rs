@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, IsTerminal, Write};
 
 use clap::Args;
-use harness_core::{Answer, ApprovalPolicy, Approvals, Approver, Decision, Effect, PendingCall};
+use harness_core::{Answer, ApprovalPolicy, Approvals, Approver, Decision, Effect, PendingCall, printable};
+use harness_trace::cut;
 use serde::Deserialize;
 
 use crate::Result;
@@ -94,13 +95,16 @@ struct TerminalApprover;
 
 impl Approver for TerminalApprover {
     fn ask(&mut self, call: &PendingCall) -> Answer {
-        let arguments = harness_trace::printable(&harness_trace::cut(&call.arguments.to_string(), 400));
+        let arguments = printable(&cut(&call.arguments.to_string(), 400));
+        // What was typed before the question was shown (or pushed into the terminal by a tool
+        // that wrote to it) must not answer it.
+        discard_typed_ahead();
         let mut err = std::io::stderr();
         let _ = write!(
             err,
             "harness: step {}: {} ({}) wants to run with {arguments}\n  allow it? [y]es / [n]o / [a]lways for this run: ",
             call.step,
-            call.key,
+            printable(&call.key),
             call.effect.as_str()
         );
         let _ = err.flush();
@@ -114,6 +118,21 @@ impl Approver for TerminalApprover {
             _ => Answer::No(None),
         }
     }
+}
+
+/// Discards input waiting on stdin when it is a terminal (`tcflush(0, TCIFLUSH)`); whether
+/// anything was flushed is not knowable, whether the flush worked is returned.
+#[cfg(unix)]
+fn discard_typed_ahead() -> bool {
+    // SAFETY: tcflush takes a descriptor and a constant and touches no memory of ours; on a
+    // descriptor that is not a terminal it fails with ENOTTY, which is harmless here.
+    unsafe { libc::tcflush(libc::STDIN_FILENO, libc::TCIFLUSH) == 0 }
+}
+
+/// Other platforms: nothing to discard with.
+#[cfg(not(unix))]
+fn discard_typed_ahead() -> bool {
+    false
 }
 
 /// The approvals of a run: the policy, and a terminal prompt when both ends are terminals.

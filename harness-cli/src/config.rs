@@ -9,7 +9,8 @@ use serde::Deserialize;
 
 use crate::error::CliError;
 
-/// The file's contents. Paths in it are relative to the file's directory.
+/// The file's contents. Relative paths in it are relative to the directory of the file itself
+/// (links resolved: see [`parse`]), never to the working directory.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Config {
@@ -155,8 +156,14 @@ impl LoadedConfig {
             },
         };
         check_permissions(&file.canonical).map_err(|e| CliError::Usage(e.to_string()))?;
-        let config = parse(&file.text, &file.named)?;
+        let config = parse(&file)?;
         Ok(Self { config, path: Some(file.named.clone()), origin: Some(origin), file: Some(file) })
+    }
+
+    /// The directory of the file in use, links resolved: what its relative paths are relative
+    /// to, and where its MCP servers start. `None` without a file.
+    pub(crate) fn base_dir(&self) -> Option<&Path> {
+        self.file.as_ref().and_then(|f| f.canonical.parent())
     }
 }
 
@@ -190,9 +197,15 @@ fn implicit() -> Result<Option<ConfigFile>, CliError> {
     Ok(None)
 }
 
-/// Parses a configuration's text; relative paths in it become relative to its directory.
-pub(crate) fn parse(text: &str, path: &Path) -> Result<Config, CliError> {
-    let mut config: Config = toml::from_str(text).map_err(|e| {
+/// Parses a configuration file; relative paths in it become relative to its directory.
+///
+/// That is the directory of the file itself, links resolved: a `./harness.toml` that is a link
+/// to a trusted file is that file, with that file's plugins, script and MCP servers, never ones
+/// from the directory the link sits in (a cloned repository cannot borrow another file's trust
+/// for its own `plugins/`). The same rule holds for `--config FILE`.
+pub(crate) fn parse(file: &ConfigFile) -> Result<Config, CliError> {
+    let path = &file.named;
+    let mut config: Config = toml::from_str(&file.text).map_err(|e| {
         CliError::Usage(format!("invalid config file {}: {}", path.display(), e.to_string().trim_end()))
     })?;
     if config.api_key.is_some() {
@@ -201,7 +214,7 @@ pub(crate) fn parse(text: &str, path: &Path) -> Result<Config, CliError> {
             path.display()
         )));
     }
-    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let base = file.canonical.parent().map(Path::to_path_buf).unwrap_or_default();
     let resolve = |p: &mut PathBuf| {
         if p.is_relative() {
             *p = base.join(&*p);
@@ -210,6 +223,14 @@ pub(crate) fn parse(text: &str, path: &Path) -> Result<Config, CliError> {
     config.plugins.dirs.iter_mut().for_each(resolve);
     if let Some(script) = config.script.as_mut() {
         resolve(script);
+    }
+    // A plugin's `root` (the files plugin's) is a path of this file like any other.
+    for section in config.plugins.sections.values_mut() {
+        if let Some(toml::Value::String(root)) = section.get_mut("root")
+            && Path::new(root.as_str()).is_relative()
+        {
+            *root = base.join(&*root).to_string_lossy().into_owned();
+        }
     }
     Ok(config)
 }

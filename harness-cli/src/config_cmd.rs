@@ -53,7 +53,7 @@ fn store() -> Result<TrustStore> {
 fn trust(path: &Path) -> Result<u8> {
     let file = ConfigFile::read(path).map_err(|e| CliError::Usage(e.to_string()))?;
     check_permissions(&file.canonical).map_err(|e| CliError::Usage(e.to_string()))?;
-    let config = parse(&file.text, &file.named)?;
+    let config = parse(&file)?;
     let store = store()?;
     store.trust(&file).map_err(|e| CliError::Failure(e.to_string()))?;
     println!("trusted {} (sha256 {})", file.canonical.display(), file.sha256);

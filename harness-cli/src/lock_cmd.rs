@@ -1,7 +1,7 @@
 //! `harness lock` and `--locked`: the offered tools' sources and definition hashes, written to
 //! `harness.lock` beside the configuration and held against each start.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Args;
 use harness_config::{LockEntry, ToolLock, sha256_hex};
@@ -24,8 +24,7 @@ pub(crate) struct LockArgs {
 
 /// Where the lock file lives: beside the configuration, else in the working directory.
 pub(crate) fn lock_path(config: &LoadedConfig) -> PathBuf {
-    let dir = config.path.as_deref().and_then(Path::parent).filter(|p| !p.as_os_str().is_empty());
-    dir.map_or_else(|| PathBuf::from("harness.lock"), |d| d.join("harness.lock"))
+    config.base_dir().map_or_else(|| PathBuf::from("harness.lock"), |d| d.join("harness.lock"))
 }
 
 /// The lock of what is offered now.

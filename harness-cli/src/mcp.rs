@@ -98,8 +98,9 @@ pub(crate) fn add_mcp_tools(
 ) -> Result<McpSources> {
     let file = &config.config;
     let config_name = config.path.as_ref().map_or_else(|| "config".to_owned(), |p| p.display().to_string());
-    // Commands given as relative paths are relative to the configuration file, like plugins.dirs.
-    let base = config.path.as_deref().and_then(Path::parent).unwrap_or(Path::new(""));
+    // Commands given as relative paths are relative to the configuration file, like plugins.dirs,
+    // and the servers start in its directory: a relative argument (`server.py`) is the file's.
+    let base = config.base_dir().unwrap_or(Path::new(""));
     let servers: Vec<_> = file
         .mcp
         .servers
@@ -122,6 +123,7 @@ pub(crate) fn add_mcp_tools(
             .filter(|d| !d.is_zero()),
         max_result_bytes: file.limits.result_bytes.unwrap_or(defaults.max_result_bytes),
         forward_stderr: report,
+        working_dir: config.base_dir().map(Path::to_path_buf),
         ..defaults
     };
     let mut sources = McpSources::start(&servers, options).map_err(|e| match e {

@@ -42,7 +42,9 @@ pub(crate) struct RunArgs {
     /// names another file); give --approve ID or --deny ID for its pending call.
     #[arg(long, value_name = "TRACE", conflicts_with = "request")]
     resume: Option<PathBuf>,
-    /// With --resume: run the pending call with this id.
+    /// With --resume: run the pending call with this id. `ID@DIGEST`, as the stopped run's hint
+    /// prints it, also holds the trace's call to the digest (a prefix of 12 or more hex digits)
+    /// of the call that was shown, should the trace have been edited since.
     #[arg(long, value_name = "ID", requires = "resume")]
     approve: Option<String>,
     /// With --resume and --deny ID: the reason the model is told.
@@ -224,7 +226,8 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
         writeln!(out, "{obj}")
     } else {
         if let Some(e) = &outcome.error {
-            eprintln!("harness: {status}: {e}");
+            // The message names the call's id, which the provider chose.
+            eprintln!("harness: {status}: {}", printable(&e.to_string()));
         }
         if let Some(hint) = resume_hint(&outcome, trace_path.as_deref()) {
             eprintln!("harness: {hint}");
@@ -244,18 +247,56 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     })
 }
 
-/// How to resume a run that stopped for approval, or why it cannot be.
+/// How to resume a run that stopped for approval, or why it cannot be: the call as the
+/// operator is asked to judge it (tool, arguments), every part escaped.
 fn resume_hint(outcome: &harness_core::RunOutcome, trace: Option<&std::path::Path>) -> Option<String> {
     let pending = outcome.error.as_ref()?.details.get("pending")?;
-    let id = pending.get("id").and_then(Value::as_str).unwrap_or("ID");
-    Some(match trace {
-        Some(path) => {
-            format!("to answer: harness run --resume {} --approve {id} (or --deny {id} --reason TEXT)", path.display())
-        }
-        None => {
-            "without --trace FILE this run cannot resume; run it again with --trace to answer its call later".to_owned()
-        }
-    })
+    let text = |key: &str| printable(pending.get(key).and_then(Value::as_str).unwrap_or("?"));
+    let arguments = printable(&cut(&pending.get("arguments").map(Value::to_string).unwrap_or_default(), 400));
+    let Some(path) = trace else {
+        return Some(
+            "without --trace FILE this run cannot resume; run it again with --trace to answer its call later".to_owned(),
+        );
+    };
+    let (id, digest) = (text("id"), text("digest"));
+    let short = digest.get(..DIGEST_SHOWN).unwrap_or(&digest);
+    Some(format!(
+        "the call {id} to {} ({}) waits with {arguments}\nharness: to answer: harness run --resume {} --approve {id}@{short} (or --deny {id} --reason TEXT)",
+        text("key"),
+        text("effect"),
+        printable(&path.display().to_string())
+    ))
+}
+
+/// Hex digits of a call's digest the resume hint prints: enough that no edit of the trace finds
+/// another call with the same prefix (48 bits), short enough to copy.
+const DIGEST_SHOWN: usize = 12;
+
+/// Whether `given` (`--approve ID` or `ID@DIGEST`) names the pending call of `r`: its id, and
+/// when a digest is given, a prefix of at least [`DIGEST_SHOWN`] hex digits of the call's.
+fn approves(given: &str, r: &Resumable, path: &std::path::Path) -> std::result::Result<(), String> {
+    if given == r.pending_id {
+        return Ok(());
+    }
+    let Some((id, digest)) = given.rsplit_once('@').filter(|(id, _)| *id == r.pending_id) else {
+        return Err(format!(
+            "the pending call of {} is {} ({}); approve or deny that id",
+            path.display(),
+            printable(&r.pending_id),
+            r.pending_tool
+        ));
+    };
+    if digest.len() < DIGEST_SHOWN || !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!("{digest:?} is not a call digest: give at least {DIGEST_SHOWN} hex digits, as the hint printed them"));
+    }
+    if !r.pending_digest.starts_with(&digest.to_ascii_lowercase()) {
+        return Err(format!(
+            "the call {} in the trace changed since it was shown to you (its digest is {}, not {digest}); it was not run. Read it with `harness trace show`, and approve it again if you mean to",
+            printable(id),
+            &r.pending_digest[..DIGEST_SHOWN.min(r.pending_digest.len())]
+        ));
+    }
+    Ok(())
 }
 
 /// The stopped run in `path`, checked against the answer given for its pending call.
@@ -264,15 +305,10 @@ fn resumable(path: &std::path::Path, args: &RunArgs) -> Result<Resumable> {
     let r = resumption(&trace).map_err(|e| CliError::Usage(format!("--resume {}: {e}", path.display())))?;
     let denied = args.policy.deny.contains(&r.pending_id);
     let answered = match &args.approve {
-        Some(id) if *id != r.pending_id => {
-            return Err(CliError::Usage(format!(
-                "--approve {id}: the pending call of {} is {} ({}); approve or deny that id",
-                path.display(),
-                r.pending_id,
-                r.pending_tool
-            )));
+        Some(given) => {
+            approves(given, &r, path).map_err(|why| CliError::Usage(format!("--approve {}: {why}", printable(given))))?;
+            !denied
         }
-        Some(_) => !denied,
         None => denied,
     };
     if !answered {
@@ -280,7 +316,7 @@ fn resumable(path: &std::path::Path, args: &RunArgs) -> Result<Resumable> {
             "--resume {}: give --approve {id} or --deny {id} (the pending call to {})",
             path.display(),
             r.pending_tool,
-            id = r.pending_id
+            id = printable(&r.pending_id)
         )));
     }
     Ok(r)
@@ -290,9 +326,11 @@ fn resumable(path: &std::path::Path, args: &RunArgs) -> Result<Resumable> {
 fn approvals_of(args: &RunArgs, config: &LoadedConfig, resumed: Option<&Resumable>) -> Result<Approvals> {
     let pending = resumed.map(|r| r.pending_id.as_str());
     let mut approvals = crate::approve::approvals(crate::approve::policy(&args.policy, config, pending)?);
-    if let Some(id) = pending {
+    if let Some(r) = resumed {
         let answer = if args.approve.is_some() { Answer::Yes } else { Answer::No(args.reason.clone()) };
-        approvals.decide(id, answer);
+        approvals.decide(&r.pending_id, answer);
+        // The call the resumed loop reads again must be the one the trace recorded as shown.
+        approvals.bind(&r.pending_id, &r.pending_digest);
     }
     Ok(approvals)
 }

@@ -376,6 +376,7 @@ impl Batch {
         let (outcome, source) = match resume {
             Some(Resume { from, source, answered }) => {
                 approvals.decide(&answered.call, answered.answer);
+                approvals.bind(&answered.call, &from.pending_digest);
                 let r = &self.registry;
                 (resume_traced(provider, r, from.resumption, &options, &mut sink, &mut approvals).await, Some(source))
             }

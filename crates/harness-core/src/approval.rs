@@ -5,6 +5,11 @@
 //! goes to the [`Approver`] (a terminal prompt); without one, the run stops cleanly before the
 //! call with status `awaiting_approval`, and a later run resumes it with the operator's answer
 //! given in advance ([`Approvals::decide`]).
+//!
+//! An answer given in advance is bound to the call as it was shown, not to its ID alone: IDs
+//! come from the provider, or are `call_<step>` for calls read from text, and a trace edited
+//! after the stop could put other arguments under the same ID. [`call_digest`] hashes the tool
+//! and its canonical arguments; [`Approvals::bind`] holds a "yes" to that digest.
 
 use std::collections::{HashMap, HashSet};
 
@@ -135,6 +140,15 @@ impl ApprovalPolicy {
     }
 }
 
+/// What an approval is bound to: SHA-256, lowercase hex, of the canonical JSON (compact, keys
+/// sorted) of `{"arguments": ARGUMENTS, "tool": TOOL}`.
+pub fn call_digest(tool: &str, arguments: &Value) -> String {
+    let mut text = Vec::new();
+    // Writing to a Vec cannot fail.
+    let _ = crate::json_text::write_canonical(&mut text, &json!({ "tool": tool, "arguments": arguments }));
+    crate::trace::sha256_hex(&text)
+}
+
 /// A call that waits for the operator.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PendingCall {
@@ -150,6 +164,16 @@ pub struct PendingCall {
     pub effect: Effect,
     /// The step it would run at.
     pub step: u32,
+    /// [`call_digest`] of its tool and arguments: what an answer given in advance is bound to.
+    pub digest: String,
+}
+
+impl PendingCall {
+    /// The call `id` to `tool` with `arguments`, its digest computed.
+    pub fn new(id: String, tool: String, key: String, arguments: Value, effect: Effect, step: u32) -> Self {
+        let digest = call_digest(&tool, &arguments);
+        Self { id, tool, key, arguments, effect, step, digest }
+    }
 }
 
 /// The operator's answer to one call.
@@ -176,6 +200,8 @@ pub struct Approvals {
     policy: ApprovalPolicy,
     approver: Option<Box<dyn Approver>>,
     given: HashMap<String, Answer>,
+    /// The digest of the call each "yes" given in advance was for, by call id.
+    bound: HashMap<String, String>,
     always: HashSet<String>,
 }
 
@@ -192,7 +218,7 @@ pub(crate) enum Verdict {
 impl Approvals {
     /// A policy, with `approver` answering its `ask`s (none: runs stop before such calls).
     pub fn new(policy: ApprovalPolicy, approver: Option<Box<dyn Approver>>) -> Self {
-        Self { policy, approver, given: HashMap::new(), always: HashSet::new() }
+        Self { policy, approver, given: HashMap::new(), bound: HashMap::new(), always: HashSet::new() }
     }
 
     /// Every call runs.
@@ -203,6 +229,13 @@ impl Approvals {
     /// Gives the operator's answer to the call with id `id` in advance (`--approve`, `--deny`).
     pub fn decide(&mut self, id: &str, answer: Answer) {
         self.given.insert(id.to_owned(), answer);
+    }
+
+    /// Holds the answer given for `id` to the call whose [`call_digest`] is `digest`: a call
+    /// under that id with another tool or other arguments is not run on it, but waits again
+    /// (its error says that it changed since it was shown).
+    pub fn bind(&mut self, id: &str, digest: &str) {
+        self.bound.insert(id.to_owned(), digest.to_owned());
     }
 
     /// The policy.
@@ -229,6 +262,10 @@ impl Approvals {
             Decision::Allow => return Verdict::Run,
             Decision::Deny => return Verdict::Denied(denied(call, "the operator's policy denies it", None)),
             Decision::Ask if self.always.contains(&call.key) => return Verdict::Run,
+            Decision::Ask if self.changed_since_shown(call) => {
+                self.given.remove(&call.id);
+                return Verdict::Wait(changed(call));
+            }
             Decision::Ask => match self.given.remove(&call.id) {
                 Some(answer) => answer,
                 None => self.approver.as_mut().map_or(Answer::Later, |a| a.ask(call)),
@@ -243,6 +280,13 @@ impl Approvals {
             Answer::No(reason) => Verdict::Denied(denied(call, "the operator denied it", reason)),
             Answer::Later => Verdict::Wait(waiting(call)),
         }
+    }
+}
+
+impl Approvals {
+    /// Whether an answer was given for this call's id, bound to a call other than this one.
+    fn changed_since_shown(&self, call: &PendingCall) -> bool {
+        self.given.contains_key(&call.id) && self.bound.get(&call.id).is_some_and(|d| *d != call.digest)
     }
 }
 
@@ -269,12 +313,26 @@ fn waiting(call: &PendingCall) -> HarnessError {
     )
 }
 
+/// The operator approved `call.id`, but as another call: the trace was changed since.
+fn changed(call: &PendingCall) -> HarnessError {
+    HarnessError::new(
+        ErrorCode::AwaitingApproval,
+        format!(
+            "the call {} to {:?} ({}) changed since it was shown to the operator (its tool or arguments differ from the call that was approved); it was not run and waits for approval again",
+            call.id,
+            call.tool,
+            call.effect.as_str(),
+        ),
+        json!({ "pending": call, "changed_since_shown": true }),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn call(key: &str, effect: Effect) -> PendingCall {
-        PendingCall { id: "c1".into(), tool: "t".into(), key: key.into(), arguments: json!({}), effect, step: 1 }
+        PendingCall::new("c1".into(), "t".into(), key.into(), json!({}), effect, 1)
     }
 
     #[test]
@@ -319,5 +377,33 @@ mod tests {
         a.decide("c1", Answer::No(None));
         assert!(matches!(a.verdict(&call("files.write_file", Effect::Writes)), Verdict::Denied(_)));
         assert!(matches!(a.verdict(&call("files.write_file", Effect::Writes)), Verdict::Run), "used once");
+    }
+
+    #[test]
+    fn the_digest_is_of_the_tool_and_canonical_arguments() {
+        let a = call_digest("write_file", &json!({"path": "a", "content": {"y": 1, "x": [2, 3]}}));
+        let b: Value = serde_json::from_str(r#"{"content": {"x": [2, 3], "y": 1}, "path": "a"}"#).unwrap();
+        assert_eq!(a, call_digest("write_file", &b), "key order does not matter");
+        assert_ne!(a, call_digest("write_file", &json!({"path": "b", "content": {"y": 1, "x": [2, 3]}})));
+        assert_ne!(a, call_digest("read_file", &json!({"path": "a", "content": {"y": 1, "x": [2, 3]}})));
+        // The canonical text, hashed: {"arguments":{},"tool":"t"}.
+        assert_eq!(call_digest("t", &json!({})), crate::trace::sha256_hex(br#"{"arguments":{},"tool":"t"}"#));
+    }
+
+    #[test]
+    fn a_yes_bound_to_another_call_does_not_run_it() {
+        let shown = call("files.write_file", Effect::Writes);
+        let mut edited = shown.clone();
+        edited.arguments = json!({"path": "elsewhere"});
+        edited.digest = call_digest(&edited.tool, &edited.arguments);
+        let mut a = Approvals::new(ApprovalPolicy::default(), None);
+        a.decide("c1", Answer::Yes);
+        a.bind("c1", &shown.digest);
+        match a.verdict(&edited) {
+            Verdict::Wait(e) => assert_eq!(e.details["changed_since_shown"], true, "{}", e.message),
+            _ => panic!("an edited call must not run"),
+        }
+        a.decide("c1", Answer::Yes);
+        assert!(matches!(a.verdict(&shown), Verdict::Run), "the call as shown runs");
     }
 }

@@ -42,6 +42,40 @@ pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value) -> io::Result<()> {
     Ok(())
 }
 
+/// A JSON value in canonical form: compact, every object's keys in byte order, whatever
+/// order the map keeps them in (serde_json's `preserve_order`, if any crate turns it on). What
+/// an approval is bound to must not depend on the order a model or an editor wrote keys in.
+pub(crate) fn write_canonical(out: &mut Vec<u8>, value: &Value) -> io::Result<()> {
+    match value {
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_canonical(out, item)?;
+            }
+            out.push(b']');
+        }
+        Value::Object(map) => {
+            let mut entries: Vec<_> = map.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            out.push(b'{');
+            for (i, (key, item)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_str(out, key);
+                out.push(b':');
+                write_canonical(out, item)?;
+            }
+            out.push(b'}');
+        }
+        leaf => write_value(out, leaf)?,
+    }
+    Ok(())
+}
+
 /// Whether serde_json escapes this byte: a quote, a backslash, or a control character.
 fn needs_escape(b: u8) -> bool {
     b < 0x20 || b == b'"' || b == b'\\'

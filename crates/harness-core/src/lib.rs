@@ -34,14 +34,16 @@ mod error;
 mod json_text;
 mod parse;
 mod placement;
+mod printable;
 mod provider;
 mod registry;
 mod reply;
 mod run;
 mod trace;
 
-pub use approval::{Answer, ApprovalPolicy, Approvals, Approver, Decision, Effect, PendingCall};
+pub use approval::{Answer, ApprovalPolicy, Approvals, Approver, Decision, Effect, PendingCall, call_digest};
 pub use error::{ErrorCode, HarnessError};
+pub use printable::printable;
 pub use parse::{ToolCall, parse_call, parse_reply, parse_text};
 pub use provider::{
     Arguments, Message, ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest, ToolChoice, Usage,

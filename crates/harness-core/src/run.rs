@@ -320,14 +320,8 @@ fn approve(tool: Option<RegisteredTool<'_>>, gate: &mut Gate<'_>, step: &Step, c
     if !answered && gate.approvals.policy().decide(&key, effect) == Decision::Allow {
         return Verdict::Run;
     }
-    let pending = PendingCall {
-        id: call.id.clone(),
-        tool: call.tool.clone(),
-        key,
-        arguments: call.arguments.clone().into_owned(),
-        effect,
-        step: step.number,
-    };
+    let arguments = call.arguments.clone().into_owned();
+    let pending = PendingCall::new(call.id.clone(), call.tool.clone(), key, arguments, effect, step.number);
     gate.approvals.verdict(&pending)
 }
 

@@ -31,10 +31,18 @@ pub(crate) struct ChildWatch {
     kill: Mutex<Option<oneshot::Sender<()>>>,
 }
 
-/// Starts `config`'s command. Must run inside the runtime that will drive it.
-pub(crate) fn spawn(config: &McpServerConfig, forward_stderr: bool) -> std::io::Result<(Pipes, ChildWatch)> {
+/// Starts `config`'s command, in `working_dir` when given. Must run inside the runtime that
+/// will drive it.
+pub(crate) fn spawn(
+    config: &McpServerConfig,
+    forward_stderr: bool,
+    working_dir: Option<&std::path::Path>,
+) -> std::io::Result<(Pipes, ChildWatch)> {
     let mut command = Command::new(&config.command);
     command.args(&config.args).env_clear();
+    if let Some(dir) = working_dir {
+        command.current_dir(dir);
+    }
     for key in INHERITED_ENV {
         if let Some(value) = std::env::var_os(key) {
             command.env(key, value);

@@ -106,15 +106,23 @@ pub(crate) struct Connection {
     watch: Arc<ToolWatch>,
 }
 
+/// How a server is started.
+#[derive(Debug, Clone)]
+pub(crate) struct Start {
+    /// How long it has to start, complete the handshake and list its tools.
+    pub(crate) timeout: Duration,
+    /// Copy its stderr lines to ours.
+    pub(crate) forward_stderr: bool,
+    /// The directory it starts in; `None`: ours.
+    pub(crate) working_dir: Option<std::path::PathBuf>,
+}
+
 /// Starts `config`'s server, completes the handshake and lists its tools, all within
-/// `timeout`; on failure, why, in one line, with how it exited and the end of its stderr.
-pub(crate) async fn connect(
-    config: &McpServerConfig,
-    timeout: Duration,
-    forward_stderr: bool,
-) -> Result<Started, String> {
-    let (pipes, child) =
-        child::spawn(config, forward_stderr).map_err(|e| format!("cannot run {:?}: {e}", config.command))?;
+/// `start.timeout`; on failure, why, in one line, with how it exited and the end of its stderr.
+pub(crate) async fn connect(config: &McpServerConfig, start: &Start) -> Result<Started, String> {
+    let timeout = start.timeout;
+    let (pipes, child) = child::spawn(config, start.forward_stderr, start.working_dir.as_deref())
+        .map_err(|e| format!("cannot run {:?}: {e}", config.command))?;
     let watch = Arc::new(ToolWatch::new(&config.name));
     let client = Client { watch: watch.clone() };
     let handshake = async {

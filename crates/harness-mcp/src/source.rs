@@ -23,6 +23,10 @@ pub struct SourceOptions {
     pub max_result_bytes: usize,
     /// Copy each server's stderr lines to ours, as `harness: mcp NAME: LINE`.
     pub forward_stderr: bool,
+    /// The directory servers start in: the configuration file's, so that a relative argument
+    /// (`server.py`) is that file's and not one of whatever directory the harness runs in.
+    /// `None`: the harness's own working directory.
+    pub working_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for SourceOptions {
@@ -32,6 +36,7 @@ impl Default for SourceOptions {
             call_timeout: None,
             max_result_bytes: 4 << 20,
             forward_stderr: false,
+            working_dir: None,
         }
     }
 }
@@ -123,11 +128,18 @@ impl McpSources {
         }
         let driver = Arc::new(Driver::new().map_err(McpError::Runtime)?);
         let owned = configs.to_vec();
-        let (timeout, forward) = (options.startup_timeout, options.forward_stderr);
+        let start = connection::Start {
+            timeout: options.startup_timeout,
+            forward_stderr: options.forward_stderr,
+            working_dir: options.working_dir.clone(),
+        };
         let started = driver.block_on(async move {
             let tasks: Vec<_> = owned
                 .into_iter()
-                .map(|config| tokio::spawn(async move { connection::connect(&config, timeout, forward).await }))
+                .map(|config| {
+                    let start = start.clone();
+                    tokio::spawn(async move { connection::connect(&config, &start).await })
+                })
                 .collect();
             let mut outcomes = Vec::new();
             for task in tasks {

@@ -21,6 +21,11 @@ pub enum ResumeError {
     /// A step whose reply is not in the trace.
     #[error("step {0} ran a call whose reply is not in the trace; the conversation cannot be rebuilt")]
     NoReply(u32),
+    /// The pending call's digest is missing: an answer could not be bound to the call shown.
+    #[error(
+        "step {0} waits for approval but records no digest of its call (details.pending.digest), so an answer cannot be bound to the call that was shown; run the request again"
+    )]
+    NoDigest(u32),
 }
 
 /// What [`resumption`] rebuilt.
@@ -34,6 +39,9 @@ pub struct Resumable {
     pub pending_id: String,
     /// The pending call's tool.
     pub pending_tool: String,
+    /// The digest of the pending call as it was shown to the operator
+    /// ([`harness_core::call_digest`]): an answer holds for that call alone.
+    pub pending_digest: String,
     /// The text of every line to keep when the resumed run writes the trace again: the first
     /// line and every step before the pending one.
     pub kept_lines: Vec<String>,
@@ -83,11 +91,14 @@ pub fn resumption(trace: &Trace) -> Result<Resumable, ResumeError> {
         conversation.push(Message::ToolResult { call_id, tool, content, is_error });
     }
     let pending = &last.value;
+    let digest = pending.error.as_ref().and_then(|e| e.details["pending"]["digest"].as_str());
+    let pending_digest = digest.ok_or(ResumeError::NoDigest(pending.step))?.to_owned();
     let kept_lines = std::iter::once(start.text.clone()).chain(before.iter().map(|l| l.text.clone())).collect();
     Ok(Resumable {
         request: start.value.request.clone(),
         pending_id: call_id(reply.as_ref(), pending.call_index, pending.step),
         pending_tool: pending.tool.clone().unwrap_or_default(),
+        pending_digest,
         resumption: Resumption {
             conversation,
             steps_taken: pending.step - 1,
