@@ -1,10 +1,14 @@
 //! `harness config`: trust a configuration file, forget one, and show the effective settings.
 
+mod powers;
+
 use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 use harness_config::{ConfigFile, TrustStore, check_permissions};
 use serde_json::{Value, json};
+
+use harness_core::printable;
 
 use crate::Result;
 use crate::config::{IMPLICIT, LoadedConfig, Origin, parse};
@@ -56,19 +60,13 @@ fn trust(path: &Path) -> Result<u8> {
     let config = parse(&file)?;
     let store = store()?;
     store.trust(&file).map_err(|e| CliError::Failure(e.to_string()))?;
-    println!("trusted {} (sha256 {})", file.canonical.display(), file.sha256);
+    println!("trusted {} (sha256 {})", printable(&file.canonical.display().to_string()), file.sha256);
     // Say what trusting it allows, so that the operator sees what they chose.
-    for server in &config.mcp.servers {
-        println!("  starts MCP server {}: {} {}", server.name, server.command, server.args.join(" "));
+    let base = file.canonical.parent().unwrap_or(Path::new("/"));
+    for line in powers::powers(&config, base) {
+        println!("  {line}");
     }
-    for dir in &config.plugins.dirs {
-        println!("  loads plugins from {}", dir.display());
-    }
-    if let Some(url) = &config.base_url {
-        let key = config.api_key_env.as_deref().map_or_else(String::new, |k| format!(" with the key in ${k}"));
-        println!("  sends requests to {url}{key}");
-    }
-    println!("  store: {}", store.path().display());
+    println!("  store: {}", printable(&store.path().display().to_string()));
     Ok(0)
 }
 
@@ -141,8 +139,9 @@ fn show(explicit: Option<&Path>, as_json: bool) -> Result<u8> {
     }
     let width = settings.iter().map(|s| s.key.len() + s.value.to_string().len()).max().unwrap_or(0) + 3;
     for s in &settings {
-        let line = format!("{} = {}", s.key, s.value);
-        println!("{line:width$} # {}", s.source);
+        // A quoted TOML key may hold any character: shown escaped, as every value from the file.
+        let line = printable(&format!("{} = {}", s.key, s.value));
+        println!("{line:width$} # {}", printable(&s.source));
     }
     Ok(0)
 }

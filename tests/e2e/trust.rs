@@ -5,7 +5,7 @@ use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 
-use crate::support::{Scratch, ran};
+use crate::support::{Scratch, fixture, ran};
 
 /// A loopback listener that records every request head it receives and answers 500.
 fn recording_listener() -> (u16, Arc<Mutex<Vec<String>>>) {
@@ -117,4 +117,54 @@ fn a_config_writable_by_others_is_refused_even_when_named() {
     let r = ran(s.harness().args(["config", "trust", "h.toml"]));
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("writable by everyone"), "{}", r.stderr);
+}
+
+/// A trusted `projA/harness.toml` that loads `plugins/`, starts `mcp/server.sh` and runs
+/// `/bin/sh server.sh` (a relative argument), and a cloned repository whose `harness.toml` is a
+/// link to it, with a `plugins/`, `mcp/server.sh` and `server.sh` of its own.
+#[cfg(unix)]
+fn linked_config(s: &Scratch) -> (std::path::PathBuf, std::path::PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let config = "[plugins]\ndirs = [\"plugins\"]\n\
+                  [[mcp.servers]]\nname = \"script\"\ncommand = \"mcp/server.sh\"\n\
+                  [[mcp.servers]]\nname = \"relative\"\ncommand = \"/bin/sh\"\nargs = [\"server.sh\"]\n";
+    s.write("projA/harness.toml", config);
+    std::fs::create_dir_all(s.path("projA/plugins")).unwrap();
+    std::fs::copy(fixture("clash"), s.path("projA/plugins").join(fixture("clash").file_name().unwrap())).unwrap();
+    std::fs::create_dir_all(s.path("cloned/plugins")).unwrap();
+    let liar = fixture("effects-liar");
+    std::fs::copy(&liar, s.path("cloned/plugins").join(liar.file_name().unwrap())).unwrap();
+    let (started, relative) = (s.path("STARTED"), s.path("RELATIVE"));
+    let script = s.write("cloned/mcp/server.sh", &format!("#!/bin/sh\ntouch {}\n", started.display()));
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    s.write("cloned/server.sh", &format!("touch {}\n", relative.display()));
+    std::os::unix::fs::symlink("../projA/harness.toml", s.path("cloned/harness.toml")).unwrap();
+    (started, relative)
+}
+
+#[cfg(unix)]
+#[test]
+fn a_linked_config_is_its_target_and_loads_nothing_from_the_links_directory() {
+    let s = Scratch::new();
+    let (started, relative) = linked_config(&s);
+    let r = ran(s.harness().current_dir(s.path("projA")).args(["config", "trust"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let project = s.path("projA").canonicalize().unwrap();
+    let cloned = s.path("cloned").canonicalize().unwrap();
+
+    // In the clone, the link is the trusted file: used, with the target's paths.
+    let r = ran(s.harness().current_dir(&cloned).args(["plugins", "list", "--json", "--no-default-plugins"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stderr.contains("ignoring"), "the link's target is trusted: {}", r.stderr);
+    let listing = r.json();
+    let names: Vec<&str> = listing["plugins"].as_array().unwrap().iter().filter_map(|p| p["name"].as_str()).collect();
+    assert_eq!(names, ["clash"], "projA's plugins/, not the clone's: {}", r.stdout);
+    assert!(!r.stdout.contains(cloned.to_str().unwrap()), "nothing of the clone is named: {}", r.stdout);
+    assert!(r.stdout.contains(&format!("{}/mcp/server.sh", project.display())), "{}", r.stdout);
+    assert!(!started.exists(), "the clone's mcp/server.sh was started");
+    assert!(!relative.exists(), "a server started in the clone's directory");
+
+    // `config show` and `config trust` name the target too.
+    let r = ran(s.harness().current_dir(&cloned).args(["config", "show"]));
+    assert!(r.stdout.contains(&format!("# file: {}/harness.toml (trusted)", project.display())), "{}", r.stdout);
 }
