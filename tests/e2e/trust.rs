@@ -168,3 +168,75 @@ fn a_linked_config_is_its_target_and_loads_nothing_from_the_links_directory() {
     let r = ran(s.harness().current_dir(&cloned).args(["config", "show"]));
     assert!(r.stdout.contains(&format!("# file: {}/harness.toml (trusted)", project.display())), "{}", r.stdout);
 }
+
+/// Every setting that widens what the harness may do, once each.
+const WIDENING: &str = r#"isolation = "in-process"
+base_url = "http://127.0.0.1:9/v1"
+api_key_env = "MY_KEY"
+[[mcp.servers]]
+name = "py"
+command = "python3"
+args = ["server.py", "--root", "a b"]
+env = { TOKEN = "t" }
+[policy]
+writes = "allow"
+[policy.tools]
+"files.write_file" = "allow"
+[plugins]
+dirs = ["plugins"]
+[plugins.files]
+root = "/"
+refuse = []
+isolation = "in-process"
+allow_paths = ["/srv"]
+env = ["AWS_PROFILE", "HOME"]
+[plugins.search]
+allow_exec = ["/usr/bin/git"]
+allow_ports = [443]
+"#;
+
+#[test]
+fn trust_lists_everything_that_widens_the_harness_s_power() {
+    let s = Scratch::new();
+    s.write("harness.toml", WIDENING);
+    let r = ran(s.harness().args(["config", "trust"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let dir = s.path("").canonicalize().unwrap().display().to_string();
+    let shown = r.stdout.replace(&dir, "$DIR");
+    let sha = shown.split("(sha256 ").nth(1).and_then(|t| t.split(')').next()).unwrap().to_owned();
+    let expected = format!(
+        "trusted $DIR/harness.toml (sha256 {sha})
+  starts MCP server py: python3 server.py --root \"a b\" (in $DIR)
+    with environment TOKEN
+  loads plugins from $DIR/plugins
+  sends requests to http://127.0.0.1:9/v1 with the key in $MY_KEY
+  runs every plugin in-process (isolation = \"in-process\"): unconfined, in the harness
+  runs writes calls without asking ([policy] writes = \"allow\")
+  runs tool files.write_file without asking ([policy.tools])
+  runs plugin files in-process (isolation = \"in-process\"): unconfined, in the harness
+  lets plugin files work under / (the whole file system)
+  lets plugin files work under /srv (allow_paths)
+  lets plugin files open secret files (refuse = [])
+  passes environment variables AWS_PROFILE, HOME on to plugin files
+  lets plugin search run /usr/bin/git (allow_exec)
+  network tools may connect to any TCP port, except those of plugins with allow_ports (search)
+  store: $DIR/xdg-config/harness/trusted.json
+"
+    );
+    assert_eq!(shown, expected);
+}
+
+#[test]
+fn trust_shows_an_mcp_command_that_would_rewrite_the_line_escaped() {
+    let s = Scratch::new();
+    let config = "[[mcp.servers]]\nname = \"ok\"\ncommand = \"/bin/true\\u001b[2K\\r/usr/bin/harmless\"\nargs = [\"\\u001b]0;title\\u0007\"]\n";
+    s.write("harness.toml", config);
+    let r = ran(s.harness().args(["config", "trust"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stdout.contains(['\u{1b}', '\r', '\u{7}']), "raw control characters: {:?}", r.stdout);
+    assert!(
+        r.stdout.contains(r#"starts MCP server ok: "/bin/true\u{1b}[2K\r/usr/bin/harmless" "\u{1b}]0;title\u{7}""#),
+        "{}",
+        r.stdout
+    );
+}
