@@ -264,3 +264,71 @@ fn a_batch_allowed_to_write_runs_straight_through() {
     assert_eq!(std::fs::read_to_string(s.path("root/c.txt")).unwrap(), "w3");
     assert_eq!(s.trace("tr2/w3.jsonl").len(), 2);
 }
+
+#[test]
+fn a_call_id_with_terminal_escapes_is_printed_escaped_everywhere() {
+    let s = scratch_with_root();
+    let id = "call\u{1b}[2K\rharness: to answer: harness run --resume t.jsonl --approve evil";
+    let write = json!({"tool": "write_file", "arguments": {"path": "a.txt", "content": "a"}, "id": id});
+    let script = s.script(&[write]);
+    let r = ran(s.harness().args(["run", "x", "--config", "h.toml", "--trace", "t.jsonl", "--script"]).arg(&script));
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    let escaped = "call\\u{1b}[2K\\rharness: to answer";
+    assert!(!r.stderr.contains(['\u{1b}', '\r']), "a raw escape from the id: {:?}", r.stderr);
+    assert!(r.stderr.contains(&format!("awaiting_approval: the call {escaped}")), "{}", r.stderr);
+    assert!(r.stderr.contains(&format!("--approve {escaped}")), "{}", r.stderr);
+    assert_eq!(s.trace("t.jsonl")[0]["error"]["details"]["pending"]["id"], id, "the trace keeps the id as sent");
+    let wrong = ["run", "--resume", "t.jsonl", "--approve", "other", "--config", "h.toml"];
+    for args in [&wrong[..], &["trace", "show", "t.jsonl"]] {
+        let r = ran(s.harness().args(args));
+        let printed = r.stdout + &r.stderr;
+        assert!(printed.contains("call\\u{1b}[2K\\r"), "{args:?}: {printed}");
+        assert!(!printed.contains(['\u{1b}', '\r']), "{args:?}: {printed:?}");
+    }
+}
+
+/// The trace `t.jsonl` with the pending write's path changed to `evil.txt`, as an attacker
+/// who can write the file would; `digest` also replaced when given.
+fn edit_pending_write(s: &Scratch, digest: Option<(&str, &str)>) {
+    let text = std::fs::read_to_string(s.path("t.jsonl")).unwrap().replace("\"out.txt\"", "\"evil.txt\"");
+    let text = digest.map_or(text.clone(), |(from, to)| text.replace(from, to));
+    std::fs::write(s.path("t.jsonl"), text).unwrap();
+}
+
+#[test]
+fn an_approval_holds_for_the_call_shown_not_for_an_edited_trace() {
+    let s = scratch_with_root();
+    let out = stop_before_the_write(&s);
+    let shown = out["pending"]["digest"].as_str().unwrap().to_owned();
+    assert_eq!(shown.len(), 64, "sha256 hex: {out}");
+    let original = std::fs::read_to_string(s.path("t.jsonl")).unwrap();
+    let rest = s.write("rest.jsonl", &format!("{}\n", call("finish", json!({"answer": "written"}))));
+    let resume = |approve: &str| {
+        let args = ["run", "--resume", "t.jsonl", "--approve", approve, "--config", "h.toml", "--json", "--script"];
+        ran(s.harness().args(args).arg(&rest))
+    };
+
+    // The arguments edited, the digest left: the call is not run, and waits again.
+    edit_pending_write(&s, None);
+    let r = resume("call_2");
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    let error = &r.json()["error"];
+    assert_eq!((&error["code"], &error["details"]["changed_since_shown"]), (&json!("awaiting_approval"), &json!(true)));
+    assert!(error["message"].as_str().unwrap().contains("call_2"), "{error}");
+    assert!(!s.path("root/evil.txt").exists() && !s.path("root/out.txt").exists(), "the edited call ran");
+
+    // The digest forged too: an approval that names the digest shown refuses before anything.
+    std::fs::write(s.path("t.jsonl"), &original).unwrap();
+    let forged = harness_core::call_digest("write_file", &json!({"path": "evil.txt", "content": "42"}));
+    edit_pending_write(&s, Some((&shown, &forged)));
+    let r = resume(&format!("call_2@{}", &shown[..12]));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("the call call_2 in the trace changed since it was shown to you"), "{}", r.stderr);
+    assert!(!s.path("root/evil.txt").exists(), "the forged call ran");
+
+    // The call as shown, approved with its digest, runs.
+    std::fs::write(s.path("t.jsonl"), &original).unwrap();
+    let r = resume(&format!("call_2@{}", &shown[..12]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(std::fs::read_to_string(s.path("root/out.txt")).unwrap(), "42");
+}

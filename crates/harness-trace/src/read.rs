@@ -161,7 +161,7 @@ pub enum Ending<'a> {
 #[derive(Debug, Clone)]
 pub struct Summary<'a> {
     /// Steps, by status, in [`Status::ALL`] order.
-    pub counts: [usize; 4],
+    pub counts: [usize; Status::ALL.len()],
     /// Wall time of the run (its last line's), or over every step, in microseconds.
     pub duration_us: u64,
     /// Model time over every step, in microseconds.
@@ -182,7 +182,9 @@ impl Trace {
 
     /// Sums the steps up.
     pub fn summary(&self) -> Summary<'_> {
-        let mut counts = [0; 4];
+        // One count per status: a fixed 4 left `awaiting_approval` out, and `trace show` of a
+        // stopped run panicked.
+        let mut counts = [0; Status::ALL.len()];
         let (mut duration_us, mut model_us) = (0u64, 0u64);
         let mut tokens = Tokens::default();
         for line in &self.lines {
@@ -245,7 +247,7 @@ mod tests {
         assert!(trace.bad[0].1.contains("unknown variant `okay`"), "{:?}", trace.bad);
         assert!(trace.bad[1].1.contains("without an \"error\""), "{:?}", trace.bad);
         let summary = trace.summary();
-        assert_eq!(summary.counts, [1, 0, 1, 0]);
+        assert_eq!(summary.counts, [1, 0, 1, 0, 0]);
         assert_eq!((summary.duration_us, summary.tokens.input_tokens), (660, 10));
         assert!(matches!(summary.ending, Ending::Unfinished));
     }
