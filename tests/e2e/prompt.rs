@@ -32,11 +32,13 @@ fn pty() -> (File, OwnedFd) {
     unsafe { (File::from_raw_fd(main), OwnedFd::from_raw_fd(side)) }
 }
 
-/// `harness run` on a terminal, with `answers` typed one per prompt; the terminal's text and
-/// the run's `--json` output.
-fn on_a_terminal(s: &Scratch, script: &[Value], answers: &[&str]) -> (String, Value) {
+/// `harness run` on a terminal, with `ahead` typed before the harness starts and `answers`
+/// typed one per prompt; the terminal's text and the run's `--json` output.
+fn on_a_terminal(s: &Scratch, script: &[Value], ahead: &str, answers: &[&str]) -> (String, Value) {
     let script = s.script(script);
     let (mut terminal, side) = pty();
+    // Queued on the terminal before the harness exists: surely before any prompt is shown.
+    terminal.write_all(ahead.as_bytes()).expect("type ahead");
     let child: Child = s
         .harness()
         .args(["run", "write", "--config", "h.toml", "--json", "--trace", "t.jsonl", "--script"])
@@ -93,7 +95,7 @@ fn finish() -> Value {
 #[test]
 fn on_a_terminal_always_allows_the_rest_of_the_run_after_one_prompt() {
     let s = scratch();
-    let (text, out) = on_a_terminal(&s, &[write("a.txt"), write("b.txt"), finish()], &["a"]);
+    let (text, out) = on_a_terminal(&s, &[write("a.txt"), write("b.txt"), finish()], "", &["a"]);
     assert_eq!(out["status"], "finished", "{text}");
     assert_eq!(text.matches(PROMPT).count(), 1, "asked once: {text}");
     assert!(text.contains(r#"{"content":"a.txt","path":"a.txt"}"#), "the arguments are shown: {text}");
@@ -105,11 +107,20 @@ fn on_a_terminal_always_allows_the_rest_of_the_run_after_one_prompt() {
 #[test]
 fn on_a_terminal_yes_runs_one_call_and_no_denies_the_next() {
     let s = scratch();
-    let (text, out) = on_a_terminal(&s, &[write("a.txt"), write("b.txt"), finish()], &["y", "n"]);
+    let (text, out) = on_a_terminal(&s, &[write("a.txt"), write("b.txt"), finish()], "", &["y", "n"]);
     assert_eq!(out["status"], "finished", "{text}");
     assert_eq!(text.matches(PROMPT).count(), 2, "{text}");
     assert!(s.path("root/a.txt").exists());
     assert!(!s.path("root/b.txt").exists(), "a denied write never runs");
     let t = s.trace("t.jsonl");
     assert_eq!((&t[1]["status"], &t[1]["error"]["code"]), (&json!("rejected"), &json!("call_denied")));
+}
+
+#[test]
+fn on_a_terminal_input_typed_before_the_prompt_does_not_answer_it() {
+    let s = scratch();
+    let (text, out) = on_a_terminal(&s, &[write("early.txt"), finish()], "y\n", &["n"]);
+    assert_eq!(out["status"], "finished", "{text}");
+    assert!(!s.path("root/early.txt").exists(), "the \"y\" typed before the prompt approved the write: {text}");
+    assert_eq!(s.trace("t.jsonl")[0]["error"]["code"], "call_denied", "the answer typed after the prompt counts");
 }
