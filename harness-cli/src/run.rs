@@ -255,7 +255,8 @@ fn resume_hint(outcome: &harness_core::RunOutcome, trace: Option<&std::path::Pat
     let arguments = printable(&cut(&pending.get("arguments").map(Value::to_string).unwrap_or_default(), 400));
     let Some(path) = trace else {
         return Some(
-            "without --trace FILE this run cannot resume; run it again with --trace to answer its call later".to_owned(),
+            "without --trace FILE this run cannot resume; run it again with --trace to answer its call later"
+                .to_owned(),
         );
     };
     let (id, digest) = (text("id"), text("digest"));
@@ -287,7 +288,9 @@ fn approves(given: &str, r: &Resumable, path: &std::path::Path) -> std::result::
         ));
     };
     if digest.len() < DIGEST_SHOWN || !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(format!("{digest:?} is not a call digest: give at least {DIGEST_SHOWN} hex digits, as the hint printed them"));
+        return Err(format!(
+            "{digest:?} is not a call digest: give at least {DIGEST_SHOWN} hex digits, as the hint printed them"
+        ));
     }
     if !r.pending_digest.starts_with(&digest.to_ascii_lowercase()) {
         return Err(format!(
@@ -306,7 +309,8 @@ fn resumable(path: &std::path::Path, args: &RunArgs) -> Result<Resumable> {
     let denied = args.policy.deny.contains(&r.pending_id);
     let answered = match &args.approve {
         Some(given) => {
-            approves(given, &r, path).map_err(|why| CliError::Usage(format!("--approve {}: {why}", printable(given))))?;
+            approves(given, &r, path)
+                .map_err(|why| CliError::Usage(format!("--approve {}: {why}", printable(given))))?;
             !denied
         }
         None => denied,

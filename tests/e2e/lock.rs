@@ -30,7 +30,8 @@ fn a_swapped_plugin_is_refused_under_locked_with_the_diff() {
     let r = ran(s.harness().args(["run", "x", "--locked", "--script"]).arg(&script).args(base));
     assert_eq!(r.code, 2, "{}", r.stderr);
     // The lock file beside the configuration, named by its full path.
-    let lock_file = format!("the offered tools do not match {}", s.path("harness.lock").canonicalize().unwrap().display());
+    let lock_file =
+        format!("the offered tools do not match {}", s.path("harness.lock").canonicalize().unwrap().display());
     for needle in [
         lock_file.as_str(),
         "tool calculate: source was plugin calc",

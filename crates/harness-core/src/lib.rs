@@ -43,8 +43,8 @@ mod trace;
 
 pub use approval::{Answer, ApprovalPolicy, Approvals, Approver, Decision, Effect, PendingCall, call_digest};
 pub use error::{ErrorCode, HarnessError};
-pub use printable::printable;
 pub use parse::{ToolCall, parse_call, parse_reply, parse_text};
+pub use printable::printable;
 pub use provider::{
     Arguments, Message, ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest, ToolChoice, Usage,
 };

@@ -38,8 +38,13 @@ pub(crate) fn powers(config: &Config, base: &Path) -> Vec<String> {
     for (plugin, section) in &config.plugins.sections {
         plugin_grants(&word(plugin), section, &mut out);
     }
-    let ports: Vec<&str> =
-        config.plugins.sections.iter().filter(|(_, s)| s.contains_key("allow_ports")).map(|(n, _)| n.as_str()).collect();
+    let ports: Vec<&str> = config
+        .plugins
+        .sections
+        .iter()
+        .filter(|(_, s)| s.contains_key("allow_ports"))
+        .map(|(n, _)| n.as_str())
+        .collect();
     out.push(format!(
         "network tools may connect to any TCP port, except those of plugins with allow_ports ({})",
         if ports.is_empty() { "none".to_owned() } else { names(ports) }
@@ -88,7 +93,10 @@ fn plugin_grants(plugin: &str, section: &toml::Table, out: &mut Vec<String>) {
 
 /// The strings of a TOML array (nothing when it is not one).
 fn strings(value: Option<&toml::Value>) -> Vec<&str> {
-    value.and_then(toml::Value::as_array).map(|a| a.iter().filter_map(toml::Value::as_str).collect()).unwrap_or_default()
+    value
+        .and_then(toml::Value::as_array)
+        .map(|a| a.iter().filter_map(toml::Value::as_str).collect())
+        .unwrap_or_default()
 }
 
 /// Names, escaped, separated by commas.
@@ -102,7 +110,8 @@ fn wide(path: &str) -> &'static str {
     let trimmed = path.trim_end_matches('/');
     if trimmed.is_empty() {
         " (the whole file system)"
-    } else if path.starts_with('~') || path.contains("/~") || home.is_some_and(|h| Path::new(trimmed) == Path::new(&h)) {
+    } else if path.starts_with('~') || path.contains("/~") || home.is_some_and(|h| Path::new(trimmed) == Path::new(&h))
+    {
         " (a whole home directory)"
     } else {
         ""
