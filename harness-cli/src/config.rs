@@ -192,7 +192,7 @@ fn implicit() -> Result<Option<ConfigFile>, CliError> {
     };
     eprintln!(
         "harness: ignoring ./{IMPLICIT} ({}): {why}. Read it, then run `harness config trust` to use it, or name it with --config {IMPLICIT}",
-        file.canonical.display()
+        harness_core::printable(&file.canonical.display().to_string())
     );
     Ok(None)
 }

@@ -74,9 +74,9 @@ fn untrust(path: &Path) -> Result<u8> {
     let canonical =
         path.canonicalize().map_err(|e| CliError::Usage(format!("cannot resolve {}: {e}", path.display())))?;
     if store()?.forget(&canonical).map_err(|e| CliError::Failure(e.to_string()))? {
-        println!("no longer trusted: {}", canonical.display());
+        println!("no longer trusted: {}", printable(&canonical.display().to_string()));
     } else {
-        println!("was not trusted: {}", canonical.display());
+        println!("was not trusted: {}", printable(&canonical.display().to_string()));
     }
     Ok(0)
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use harness_core::{RunOptions, ToolRegistry, TraceSink, TraceWriter};
+use harness_core::{RunOptions, ToolRegistry, TraceSink, TraceWriter, printable};
 use harness_mcp::{McpSources, McpToolState, ServeOptions, SourceOptions, ToolServer};
 use serde_json::{Value, json};
 
@@ -132,9 +132,11 @@ pub(crate) fn add_mcp_tools(
     })?;
     for server in sources.servers().iter().filter(|_| report) {
         if let Some(why) = server.failure() {
+            // The reason ends with the server's own stderr: shown, never obeyed.
             eprintln!(
-                "harness: warning: MCP server {:?} did not start: {why}; its tools are not offered",
-                server.config().name
+                "harness: warning: MCP server {:?} did not start: {}; its tools are not offered",
+                server.config().name,
+                printable(&why)
             );
         }
     }
@@ -158,9 +160,9 @@ pub(crate) fn servers_text(out: &mut String, sources: &McpSources) {
         let config = server.config();
         let info = server.server_info().map(|(n, v)| format!(" ({n} {v})")).unwrap_or_default();
         // Writing to a String cannot fail.
-        let _ = writeln!(out, "mcp server {}{info}  {}", config.name, config.command_line());
+        let _ = writeln!(out, "mcp server {}{}  {}", config.name, printable(&info), printable(&config.command_line()));
         if let Some(why) = server.failure() {
-            let _ = writeln!(out, "    not started: {why}");
+            let _ = writeln!(out, "    not started: {}", printable(&why));
         }
         for tool in server.tools() {
             let state = match &tool.state {
