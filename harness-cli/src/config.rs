@@ -278,6 +278,25 @@ mod tests {
         assert!(e.contains("read from the environment only") && !e.contains("sk-in-a-file"), "{e}");
     }
 
+    #[cfg(unix)]
+    #[test]
+    fn relative_paths_are_the_real_files_not_the_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("projA");
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::create_dir_all(dir.path().join("cloned")).unwrap();
+        let text = "script = \"s.jsonl\"\n[plugins]\ndirs = [\"plugins\", \"/abs\"]\n[plugins.files]\nroot = \"data\"\n[plugins.other]\nroot = \"/srv\"\n";
+        std::fs::write(project.join("harness.toml"), text).unwrap();
+        let link = dir.path().join("cloned/harness.toml");
+        std::os::unix::fs::symlink("../projA/harness.toml", &link).unwrap();
+        let config = parse(&ConfigFile::read(&link).unwrap()).unwrap();
+        let real = project.canonicalize().unwrap();
+        assert_eq!(config.plugins.dirs, [real.join("plugins"), PathBuf::from("/abs")]);
+        assert_eq!(config.script, Some(real.join("s.jsonl")));
+        let root = |p: &str| config.plugins.sections[p]["root"].as_str().map(PathBuf::from);
+        assert_eq!((root("files"), root("other")), (Some(real.join("data")), Some(PathBuf::from("/srv"))));
+    }
+
     #[test]
     fn mcp_servers() {
         let c: Config = toml::from_str(
