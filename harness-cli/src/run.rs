@@ -43,7 +43,7 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "TRACE", conflicts_with = "request")]
     resume: Option<PathBuf>,
     /// With --resume: run the pending call with this id. `ID@DIGEST`, as the stopped run's hint
-    /// prints it, also holds the trace's call to the digest (a prefix of 12 or more hex digits)
+    /// prints it, also holds the trace's call to the digest (a prefix of 16 or more hex digits)
     /// of the call that was shown, should the trace have been edited since.
     #[arg(long, value_name = "ID", requires = "resume")]
     approve: Option<String>,
@@ -269,9 +269,9 @@ fn resume_hint(outcome: &harness_core::RunOutcome, trace: Option<&std::path::Pat
     ))
 }
 
-/// Hex digits of a call's digest the resume hint prints: enough that no edit of the trace finds
-/// another call with the same prefix (48 bits), short enough to copy.
-const DIGEST_SHOWN: usize = 12;
+/// Hex digits of a call's digest the resume hint prints: short enough to copy, long enough
+/// (64 bits) that forging an edited call with the same prefix is out of reach.
+const DIGEST_SHOWN: usize = 16;
 
 /// Whether `given` (`--approve ID` or `ID@DIGEST`) names the pending call of `r`: its id, and
 /// when a digest is given, a prefix of at least [`DIGEST_SHOWN`] hex digits of the call's.
@@ -284,7 +284,7 @@ fn approves(given: &str, r: &Resumable, path: &std::path::Path) -> std::result::
             "the pending call of {} is {} ({}); approve or deny that id",
             path.display(),
             printable(&r.pending_id),
-            r.pending_tool
+            printable(&r.pending_tool)
         ));
     };
     if digest.len() < DIGEST_SHOWN || !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -296,7 +296,7 @@ fn approves(given: &str, r: &Resumable, path: &std::path::Path) -> std::result::
         return Err(format!(
             "the call {} in the trace changed since it was shown to you (its digest is {}, not {digest}); it was not run. Read it with `harness trace show`, and approve it again if you mean to",
             printable(id),
-            &r.pending_digest[..DIGEST_SHOWN.min(r.pending_digest.len())]
+            printable(r.pending_digest.get(..DIGEST_SHOWN).unwrap_or(&r.pending_digest))
         ));
     }
     Ok(())
@@ -319,7 +319,7 @@ fn resumable(path: &std::path::Path, args: &RunArgs) -> Result<Resumable> {
         return Err(CliError::Usage(format!(
             "--resume {}: give --approve {id} or --deny {id} (the pending call to {})",
             path.display(),
-            r.pending_tool,
+            printable(&r.pending_tool),
             id = printable(&r.pending_id)
         )));
     }

@@ -321,14 +321,14 @@ fn an_approval_holds_for_the_call_shown_not_for_an_edited_trace() {
     std::fs::write(s.path("t.jsonl"), &original).unwrap();
     let forged = harness_core::call_digest("write_file", &json!({"path": "evil.txt", "content": "42"}));
     edit_pending_write(&s, Some((&shown, &forged)));
-    let r = resume(&format!("call_2@{}", &shown[..12]));
+    let r = resume(&format!("call_2@{}", &shown[..16]));
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("the call call_2 in the trace changed since it was shown to you"), "{}", r.stderr);
     assert!(!s.path("root/evil.txt").exists(), "the forged call ran");
 
     // The call as shown, approved with its digest, runs.
     std::fs::write(s.path("t.jsonl"), &original).unwrap();
-    let r = resume(&format!("call_2@{}", &shown[..12]));
+    let r = resume(&format!("call_2@{}", &shown[..16]));
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(std::fs::read_to_string(s.path("root/out.txt")).unwrap(), "42");
 }
