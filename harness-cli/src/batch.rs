@@ -198,7 +198,7 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
     let input = input::read(requests, shard, scripts)?;
     let file = requests.display();
     for bad in &input.bad {
-        eprintln!("harness: batch: {file}:{}: {}; skipped", bad.line, bad.problem);
+        eprintln!("harness: batch: {file}:{}: {}; skipped", bad.line, harness_core::printable(&bad.problem));
     }
     if input.ignored_scripts > 0 && !args.quiet {
         eprintln!(
@@ -213,6 +213,7 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
         eprintln!("harness: warning: cannot lock {out_name}: {error}; make sure no other batch writes to it");
     }
     for (line, text) in &earlier.foreign {
+        let text = harness_core::printable(text);
         eprintln!("harness: warning: {out_name}:{line}: not a result line, left as it is: {text}");
     }
     if earlier.torn {

@@ -13,7 +13,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use harness_core::Answer;
+use harness_core::{Answer, printable};
 use serde::Deserialize;
 
 use crate::error::{BatchError, Result};
@@ -116,9 +116,11 @@ fn check(
     match &waiting.call {
         Some(call) if *call == parsed.call => {}
         Some(call) => {
+            // Call ids come from the provider, tool names from the results file: shown escaped.
+            let (call, tool, given) = (printable(call), printable(&waiting.tool), printable(&parsed.call));
             return Err(format!(
-                "request {key:?} waits on call {call} ({}), not {}: answer {call} (see its result line {} of the results file)",
-                waiting.tool, parsed.call, waiting.line
+                "request {key:?} waits on call {call} ({tool}), not {given}: answer {call} (see its result line {} of the results file)",
+                waiting.line
             ));
         }
         None => {

@@ -183,7 +183,11 @@ fn read_resume(id: &str, waiting: &Awaiting, answered: &Answered, results: &Path
     if from.pending_id != answered.call {
         return Err(unresumable(
             source,
-            format!("the trace waits on call {}, the result line on {}", from.pending_id, answered.call),
+            format!(
+                "the trace waits on call {}, the result line on {}",
+                harness_core::printable(&from.pending_id),
+                harness_core::printable(&answered.call)
+            ),
         ));
     }
     Ok(Resume { from, source: source.clone(), answered: answered.clone() })
