@@ -61,6 +61,10 @@ fn trust(path: &Path) -> Result<u8> {
     let store = store()?;
     store.trust(&file).map_err(|e| CliError::Failure(e.to_string()))?;
     println!("trusted {} (sha256 {})", printable(&file.canonical.display().to_string()), file.sha256);
+    if path.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink()) {
+        let named = printable(&path.display().to_string());
+        println!("  {named} is a link to it: its paths are the target's, nothing is read beside the link");
+    }
     // Say what trusting it allows, so that the operator sees what they chose.
     let base = file.canonical.parent().unwrap_or(Path::new("/"));
     for line in powers::powers(&config, base) {

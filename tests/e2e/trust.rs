@@ -151,6 +151,10 @@ fn a_linked_config_is_its_target_and_loads_nothing_from_the_links_directory() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let project = s.path("projA").canonicalize().unwrap();
     let cloned = s.path("cloned").canonicalize().unwrap();
+    // Trusting through the link trusts the target, and says so.
+    let r = ran(s.harness().current_dir(&cloned).args(["config", "trust"]));
+    assert!(r.stdout.starts_with(&format!("trusted {}/harness.toml ", project.display())), "{}", r.stdout);
+    assert!(r.stdout.contains("harness.toml is a link to it"), "{}", r.stdout);
 
     // In the clone, the link is the trusted file: used, with the target's paths.
     let r = ran(s.harness().current_dir(&cloned).args(["plugins", "list", "--json", "--no-default-plugins"]));
