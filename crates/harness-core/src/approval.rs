@@ -168,14 +168,6 @@ pub struct PendingCall {
     pub digest: String,
 }
 
-impl PendingCall {
-    /// The call `id` to `tool` with `arguments`, its digest computed.
-    pub fn new(id: String, tool: String, key: String, arguments: Value, effect: Effect, step: u32) -> Self {
-        let digest = call_digest(&tool, &arguments);
-        Self { id, tool, key, arguments, effect, step, digest }
-    }
-}
-
 /// The operator's answer to one call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
@@ -332,7 +324,16 @@ mod tests {
     use super::*;
 
     fn call(key: &str, effect: Effect) -> PendingCall {
-        PendingCall::new("c1".into(), "t".into(), key.into(), json!({}), effect, 1)
+        let digest = call_digest("t", &json!({}));
+        PendingCall {
+            id: "c1".into(),
+            tool: "t".into(),
+            key: key.into(),
+            arguments: json!({}),
+            effect,
+            step: 1,
+            digest,
+        }
     }
 
     #[test]

@@ -321,7 +321,15 @@ fn approve(tool: Option<RegisteredTool<'_>>, gate: &mut Gate<'_>, step: &Step, c
         return Verdict::Run;
     }
     let arguments = call.arguments.clone().into_owned();
-    let pending = PendingCall::new(call.id.clone(), call.tool.clone(), key, arguments, effect, step.number);
+    let pending = PendingCall {
+        id: call.id.clone(),
+        tool: call.tool.clone(),
+        key,
+        digest: crate::approval::call_digest(&call.tool, &arguments),
+        arguments,
+        effect,
+        step: step.number,
+    };
     gate.approvals.verdict(&pending)
 }
 
