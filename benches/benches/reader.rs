@@ -46,6 +46,9 @@ fn one_call(format: ReplyFormat, i: usize) -> String {
         ReplyFormat::DeepseekV32 => format!(
             "<｜DSML｜invoke name=\"get_weather\">\n<｜DSML｜parameter name=\"city\" string=\"true\">{city}</｜DSML｜parameter>\n<｜DSML｜parameter name=\"days\" string=\"false\">{i}</｜DSML｜parameter>\n</｜DSML｜invoke>\n"
         ),
+        ReplyFormat::DeepseekV4 => format!(
+            "<｜DSML｜ invoke name=\"get_weather\">\n<｜DSML｜ parameter name=\"city\" string=\"true\">{city}</｜DSML｜ parameter>\n<｜DSML｜ parameter name=\"days\" string=\"false\">{i}</｜DSML｜ parameter>\n</｜DSML｜ invoke>\n"
+        ),
         ReplyFormat::KimiK2 => format!(
             "<|tool_call_begin|>functions.get_weather:{i}<|tool_call_argument_begin|>{{\"city\": \"{city}\", \"days\": {i}}}<|tool_call_end|>"
         ),
@@ -62,6 +65,7 @@ fn reply(format: ReplyFormat, kb: usize) -> String {
         ReplyFormat::Llama3 => ("<|python_tag|>", "<|eom_id|>"),
         ReplyFormat::DeepseekV3 => ("<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"),
         ReplyFormat::DeepseekV32 => ("<｜DSML｜function_calls>\n", "</｜DSML｜function_calls>"),
+        ReplyFormat::DeepseekV4 => ("<｜DSML｜ calls>\n", "</｜DSML｜ calls>"),
         ReplyFormat::KimiK2 => ("<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"),
         _ => ("", ""),
     };
@@ -113,6 +117,7 @@ family!(llama3, ReplyFormat::Llama3);
 family!(harmony, ReplyFormat::Harmony);
 family!(deepseek_v3, ReplyFormat::DeepseekV3);
 family!(deepseek_v32, ReplyFormat::DeepseekV32);
+family!(deepseek_v4, ReplyFormat::DeepseekV4);
 family!(kimi_k2, ReplyFormat::KimiK2);
 family!(gemma4, ReplyFormat::Gemma4);
 

@@ -11,15 +11,13 @@ const ENDS: [&str; 2] = ["<|eom_id|>", "<|eot_id|>"];
 
 /// Reads the calls after `<|python_tag|>` (or at the start of a reply that is bare JSON).
 pub(super) fn read(text: &str, r: &mut Reading<'_>) {
+    // A reply that opens with the JSON call holds any tag inside that call's values: the call
+    // comes first.
+    let first = skip_ws(text, 0);
     let (calls_at, open) = match text.find(TAG) {
+        _ if starts(text, first, "{") => (first, first),
         Some(tag) => (tag + TAG.len(), tag),
-        None => {
-            let first = skip_ws(text, 0);
-            if !starts(text, first, "{") {
-                return r.content(text);
-            }
-            (first, first)
-        }
+        None => return r.content(text),
     };
     r.content(&text[..open]);
     let mut p = skip_ws(text, calls_at);

@@ -33,7 +33,7 @@ use serde_json::Value;
 
 pub use self::format::ReplyFormat;
 use self::reading::{Reading, cut_error};
-use self::text::{Seeker, find_from, find_within, skip_ws, starts};
+use self::text::{Closer, Seeker, find_from, skip_ws, starts};
 use crate::error::HarnessError;
 use crate::registry::ToolDefinition;
 
@@ -96,12 +96,14 @@ pub fn read_reply(text: &str, options: &ReadOptions<'_>) -> ReadReply {
 fn read_family(format: ReplyFormat, text: &str, r: &mut Reading<'_>) {
     match format {
         ReplyFormat::Auto | ReplyFormat::Json => json::read(text, r),
-        ReplyFormat::Hermes | ReplyFormat::Qwen3Coder | ReplyFormat::Glm45 => hermes::read_tagged(text, r),
+        ReplyFormat::Hermes => hermes::read_tagged(text, r),
+        ReplyFormat::Glm45 => glm::read(text, r),
+        ReplyFormat::Qwen3Coder => qwen_xml::read(text, r),
         ReplyFormat::Mistral => mistral::read(text, r),
         ReplyFormat::Llama3 => llama::read(text, r),
         ReplyFormat::Harmony => harmony::read(text, r),
         ReplyFormat::DeepseekV3 => deepseek::read_v3(text, r),
-        ReplyFormat::DeepseekV32 => dsml::read(text, r),
+        ReplyFormat::DeepseekV32 | ReplyFormat::DeepseekV4 => dsml::read(text, r),
         ReplyFormat::KimiK2 => kimi::read(text, r),
         ReplyFormat::Gemma4 => gemma::read(text, r),
     }
@@ -119,17 +121,25 @@ const MARKERS: &[(&str, ReplyFormat)] = &[
     ("<｜tool▁call▁begin｜>", ReplyFormat::DeepseekV3),
     ("<｜DSML｜function_calls>", ReplyFormat::DeepseekV32),
     ("<function_calls>", ReplyFormat::DeepseekV32),
+    ("<｜DSML｜tool_calls>", ReplyFormat::DeepseekV4),
+    ("<｜DSML｜ calls>", ReplyFormat::DeepseekV4),
+    ("<｜DSML｜calls>", ReplyFormat::DeepseekV4),
     ("<|tool_calls_section_begin|>", ReplyFormat::KimiK2),
     ("<|tool_call_section_begin|>", ReplyFormat::KimiK2),
     ("<|tool_call_begin|>", ReplyFormat::KimiK2),
+    ("<function=", ReplyFormat::Qwen3Coder),
 ];
 
 /// The family whose marker comes first; `<tool_call>` blocks are told apart by what follows.
+/// A reply that opens with a JSON value is a call written as JSON: markers inside that value
+/// are its text, and only those after it count.
 fn detect(text: &str) -> ReplyFormat {
-    let first = MARKERS.iter().filter_map(|(m, f)| text.find(m).map(|at| (at, *f))).min_by_key(|(at, _)| *at);
+    let from = json::leading_value_end(text).unwrap_or(0);
+    let rest = &text[from..];
+    let first = MARKERS.iter().filter_map(|(m, f)| rest.find(m).map(|at| (at, *f))).min_by_key(|(at, _)| *at);
     match first {
         None => ReplyFormat::Json,
-        Some((at, ReplyFormat::Hermes)) => hermes::kind_of_block(&text[at + "<tool_call>".len()..]),
+        Some((at, ReplyFormat::Hermes)) => hermes::kind_of_block(&rest[at + "<tool_call>".len()..]),
         Some((_, format)) => format,
     }
 }
