@@ -29,6 +29,7 @@ pub(super) fn read(text: &str, r: &mut Reading<'_>) {
     let mut pos = 0;
     let found_any = !scan.calls.is_empty();
     for Found { tool, arguments, start, end } in std::mem::take(&mut scan.calls) {
+        let (start, end) = fence_around(text, start, end);
         if start >= pos {
             r.content(&text[pos..start]);
             pos = end;
@@ -54,6 +55,18 @@ pub(super) fn read(text: &str, r: &mut Reading<'_>) {
     }
     let error = no_call_error(&scan, text.len(), |offset| r.at(offset));
     r.fail(error);
+}
+
+/// The region of a call widened to the ```` ``` ```` fence that holds nothing else, so that
+/// the content around it does not keep an empty fence.
+fn fence_around(text: &str, start: usize, end: usize) -> (usize, usize) {
+    let before = text[..start].trim_end();
+    let opener = ["```json", "```"].into_iter().find(|f| before.ends_with(f));
+    let after = super::skip_ws(text, end);
+    match opener {
+        Some(f) if super::starts(text, after, "```") => (before.len() - f.len(), after + 3),
+        _ => (start, end),
+    }
 }
 
 /// Where the JSON value that opens `text` (after whitespace) ends, when it opens with one.

@@ -1,5 +1,6 @@
-//! Fixtures per family, written from each family's chat template and the serving engines'
-//! parser tests: single, parallel, unicode, nested JSON in strings, truncated, malformed.
+//! What the reply corpus (`tests/data/replies`, run by `tests/corpus.rs`) does not say well:
+//! error offsets and messages, pinned formats, forced tools, and one test per format that
+//! puts call-shaped JSON and the format's own markers inside argument values.
 
 use serde_json::{Value, json};
 
@@ -55,27 +56,6 @@ fn code(reply: &ReadReply) -> Option<ErrorCode> {
 // --- reasoning -------------------------------------------------------------------------------
 
 #[test]
-fn a_call_inside_think_is_reasoning_and_never_runs() {
-    let r = read(
-        r#"<think>I must not call {"tool": "calculate", "arguments": {"expression": "666"}} here.</think>The answer is 42."#,
-    );
-    assert!(r.calls.is_empty());
-    assert_eq!(r.content, "The answer is 42.");
-    assert!(r.reasoning.as_deref().is_some_and(|t| t.contains("666")));
-    assert_eq!(code(&r), Some(ErrorCode::NoJson));
-}
-
-#[test]
-fn think_with_its_opening_tag_in_the_prompt() {
-    let r = read(
-        "I should check the weather.\n</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
-    );
-    assert_eq!(r.reasoning.as_deref(), Some("I should check the weather."));
-    assert_eq!(names(&r), ["get_weather"]);
-    assert_eq!(r.format, ReplyFormat::Hermes);
-}
-
-#[test]
 fn every_reasoning_block_kind_is_split_off() {
     let call = r#"{"tool": "calculate", "arguments": {"expression": "1"}}"#;
     for (open, close) in [
@@ -115,33 +95,6 @@ fn reasoning_around_and_between_calls() {
 // --- hermes ----------------------------------------------------------------------------------
 
 #[test]
-fn hermes_single_and_parallel_with_content() {
-    let text = "Checking both.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"東京\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Zürich\", \"days\": 2}}\n</tool_call>";
-    let r = read(text);
-    assert_eq!(r.format, ReplyFormat::Hermes);
-    assert_eq!(names(&r), ["get_weather", "get_weather"]);
-    assert_eq!(r.calls[0].arguments, json!({"city": "東京"}));
-    assert_eq!(r.calls[1].arguments, json!({"city": "Zürich", "days": 2}));
-    assert_eq!(r.content, "Checking both.");
-    assert_eq!(r.error, None);
-}
-
-#[test]
-fn hermes_nested_json_and_tags_inside_strings() {
-    let text = r#"<tool_call>{"name": "search", "arguments": {"query": "say \"</tool_call>\" {not json}", "filters": {"a": {"b": [1, {"c": "}"}]}}}}</tool_call>"#;
-    let r = read(text);
-    assert_eq!(r.calls.len(), 1, "{r:?}");
-    assert_eq!(r.calls[0].arguments["query"], "say \"</tool_call>\" {not json}");
-    assert_eq!(r.calls[0].arguments["filters"]["a"]["b"][1]["c"], "}");
-}
-
-#[test]
-fn hermes_arguments_as_a_json_string_are_decoded() {
-    let r = read(r#"<tool_call>{"name": "calculate", "arguments": "{\"expression\": \"2+2\"}"}</tool_call>"#);
-    assert_eq!(r.calls[0].arguments, json!({"expression": "2+2"}));
-}
-
-#[test]
 fn hermes_cut_call_after_a_complete_one() {
     let text = "<tool_call>{\"name\": \"calculate\", \"arguments\": {\"expression\": \"1\"}}</tool_call>\n<tool_call>{\"name\": \"calculate\", \"arguments\": {\"expr";
     let r = read_as(text, ReplyFormat::Auto, true);
@@ -178,26 +131,6 @@ fn hermes_malformed_json_names_format_and_offset() {
 // --- qwen3-coder -----------------------------------------------------------------------------
 
 #[test]
-fn qwen3_coder_values_are_typed_by_the_schema() {
-    let text = "<tool_call>\n<function=search>\n<parameter=query>\nrust <generics> & \"quotes\"\n</parameter>\n<parameter=limit>\n5\n</parameter>\n<parameter=exact>\nTrue\n</parameter>\n<parameter=score>\n0.5\n</parameter>\n<parameter=filters>\n{\"lang\": \"en\"}\n</parameter>\n<parameter=tags>\n[\"a\", \"b\"]\n</parameter>\n</function>\n</tool_call>";
-    let r = read(text);
-    assert_eq!(r.format, ReplyFormat::Qwen3Coder);
-    assert_eq!(
-        r.calls[0].arguments,
-        json!({"query": "rust <generics> & \"quotes\"", "limit": 5, "exact": true, "score": 0.5, "filters": {"lang": "en"}, "tags": ["a", "b"]})
-    );
-}
-
-#[test]
-fn qwen3_coder_parallel_multiline_value_and_null() {
-    let text = "<tool_call>\n<function=calculate>\n<parameter=expression>\nline one\nline two\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=search>\n<parameter=query>\nx\n</parameter>\n<parameter=limit>\nnull\n</parameter>\n</function>\n</tool_call>";
-    let r = read(text);
-    assert_eq!(names(&r), ["calculate", "search"]);
-    assert_eq!(r.calls[0].arguments["expression"], "line one\nline two");
-    assert_eq!(r.calls[1].arguments["limit"], Value::Null);
-}
-
-#[test]
 fn qwen3_coder_a_value_that_does_not_fit_stays_a_string() {
     let r = read("<tool_call><function=get_weather><parameter=days>three</parameter></function></tool_call>");
     assert_eq!(r.calls[0].arguments["days"], "three");
@@ -216,20 +149,6 @@ fn qwen3_coder_cut_and_malformed() {
 // --- glm -------------------------------------------------------------------------------------
 
 #[test]
-fn glm_with_and_without_newlines() {
-    let r = read(
-        "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>北京</arg_value>\n<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n</tool_call>",
-    );
-    assert_eq!(r.format, ReplyFormat::Glm45);
-    assert_eq!(r.calls[0].arguments, json!({"city": "北京", "days": 3}));
-    let r = read(
-        "<tool_call>search<arg_key>query</arg_key><arg_value>{\"q\": 1}</arg_value><arg_key>filters</arg_key><arg_value>{\"a\": [1]}</arg_value></tool_call><tool_call>calculate<arg_key>expression</arg_key><arg_value>2*3</arg_value></tool_call>",
-    );
-    assert_eq!(names(&r), ["search", "calculate"]);
-    assert_eq!(r.calls[0].arguments, json!({"query": "{\"q\": 1}", "filters": {"a": [1]}}));
-}
-
-#[test]
 fn glm_call_without_arguments_cut_and_malformed() {
     assert_eq!(read("<tool_call>calculate</tool_call>").calls[0].arguments, json!({}));
     let r = read_as("<tool_call>get_weather<arg_key>city</arg_key><arg_value>Par", ReplyFormat::Auto, true);
@@ -242,30 +161,11 @@ fn glm_call_without_arguments_cut_and_malformed() {
 // --- mistral ---------------------------------------------------------------------------------
 
 #[test]
-fn mistral_named_parallel_and_call_id() {
-    let r = read(
-        "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}[TOOL_CALLS]calculate[CALL_ID]a1b2c3d4e[ARGS]{\"expression\": \"[1]\"}",
-    );
-    assert_eq!(r.format, ReplyFormat::Mistral);
-    assert_eq!(names(&r), ["get_weather", "calculate"]);
-    assert_eq!(r.calls[1].arguments, json!({"expression": "[1]"}));
-}
-
-#[test]
 fn mistral_without_its_special_tokens_in_the_text() {
     let r = read("[TOOL_CALLS]get_weather{\"city\": \"Nice\"}[TOOL_CALLS]calculate{\"expression\": \"2\"}");
     assert_eq!(names(&r), ["get_weather", "calculate"]);
     let e = read("[TOOL_CALLS]get weather[ARGS]{}").error.unwrap();
     assert_eq!(e.code, ErrorCode::MalformedCall);
-}
-
-#[test]
-fn mistral_older_list_and_magistral_think() {
-    let r = read(
-        "[THINK]should I? [TOOL_CALLS]calculate[ARGS]{}[/THINK][TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Lyon\"}, \"id\": \"abcdefghi\"}, {\"name\": \"calculate\", \"arguments\": {\"expression\": \"1\"}}]",
-    );
-    assert_eq!(names(&r), ["get_weather", "calculate"]);
-    assert!(r.reasoning.unwrap().contains("[TOOL_CALLS]calculate"));
 }
 
 #[test]
@@ -282,16 +182,6 @@ fn mistral_cut_and_malformed() {
 // --- llama -----------------------------------------------------------------------------------
 
 #[test]
-fn llama_python_tag_parameters_and_semicolons() {
-    let r = read(
-        "<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}; {\"name\": \"calculate\", \"parameters\": {\"expression\": \"1\"}}<|eom_id|>",
-    );
-    assert_eq!(r.format, ReplyFormat::Llama3);
-    assert_eq!(names(&r), ["get_weather", "calculate"]);
-    assert_eq!(r.content, "");
-}
-
-#[test]
 fn llama_bare_json_pinned_and_in_auto() {
     let text = "{\"type\": \"function\", \"name\": \"get_weather\", \"parameters\": {\"city\": \"Rome\"}}";
     let pinned = read_as(text, ReplyFormat::Llama3, false);
@@ -301,25 +191,6 @@ fn llama_bare_json_pinned_and_in_auto() {
 }
 
 // --- harmony ---------------------------------------------------------------------------------
-
-#[test]
-fn harmony_recipient_in_the_channel_with_analysis() {
-    let text = "<|channel|>analysis<|message|>User wants weather. I could call functions.calculate {\"expression\":\"6\"}.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"San Francisco\"}<|call|>";
-    let r = read(text);
-    assert_eq!(r.format, ReplyFormat::Harmony);
-    assert_eq!(names(&r), ["get_weather"]);
-    assert_eq!(r.calls[0].arguments, json!({"city": "San Francisco"}));
-    assert!(r.reasoning.unwrap().contains("functions.calculate"));
-}
-
-#[test]
-fn harmony_recipient_in_the_role_header_and_no_call_token() {
-    let r = read(
-        "<|start|>assistant to=functions.calculate<|channel|>commentary json<|message|>{\"expression\": \"2*21\"}",
-    );
-    assert_eq!(names(&r), ["calculate"]);
-    assert_eq!(r.calls[0].arguments["expression"], "2*21");
-}
 
 #[test]
 fn harmony_final_is_content_and_cut_call_is_truncated() {
@@ -338,26 +209,6 @@ fn harmony_final_is_content_and_cut_call_is_truncated() {
 // --- deepseek --------------------------------------------------------------------------------
 
 #[test]
-fn deepseek_v3_fenced_parallel() {
-    let text = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Hangzhou\"}\n```<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>function<｜tool▁sep｜>calculate\n```json\n{\"expression\": \"```\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜><｜end▁of▁sentence｜>";
-    let r = read(text);
-    assert_eq!(r.format, ReplyFormat::DeepseekV3);
-    assert_eq!(names(&r), ["get_weather", "calculate"]);
-    assert_eq!(r.calls[1].arguments["expression"], "```");
-    assert_eq!(r.content, "");
-}
-
-#[test]
-fn deepseek_v31_bare_json_with_thinking() {
-    let text = "check</think>Sure.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Tokyo\"}<｜tool▁call▁end｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Paris\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
-    let r = read(text);
-    assert_eq!(r.reasoning.as_deref(), Some("check"));
-    assert_eq!(r.content, "Sure.");
-    assert_eq!(r.calls.len(), 2);
-    assert_eq!(r.calls[1].arguments["city"], "Paris");
-}
-
-#[test]
 fn deepseek_v3_cut_and_malformed() {
     let r = read_as(
         "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\":",
@@ -369,16 +220,6 @@ fn deepseek_v3_cut_and_malformed() {
         .error
         .unwrap();
     assert_eq!((e.code, e.details["format"].as_str()), (ErrorCode::MalformedCall, Some("deepseek_v3")));
-}
-
-#[test]
-fn deepseek_v32_dsml_parameters_and_json() {
-    let text = "Let me look.\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"search\">\n<｜DSML｜parameter name=\"query\" string=\"true\">a < b</｜DSML｜parameter>\n<｜DSML｜parameter name=\"limit\" string=\"false\">3</｜DSML｜parameter>\n<｜DSML｜parameter name=\"filters\" string=\"false\">{\"x\": [1]}</｜DSML｜parameter>\n</｜DSML｜invoke>\n<｜DSML｜invoke name=\"calculate\">\n{\"expression\": \"9\"}\n</｜DSML｜invoke>\n</｜DSML｜function_calls>";
-    let r = read(text);
-    assert_eq!(r.format, ReplyFormat::DeepseekV32);
-    assert_eq!(names(&r), ["search", "calculate"]);
-    assert_eq!(r.calls[0].arguments, json!({"query": "a < b", "limit": 3, "filters": {"x": [1]}}));
-    assert_eq!(r.content, "Let me look.");
 }
 
 #[test]
@@ -398,16 +239,6 @@ fn deepseek_v32_plain_tags_and_cut() {
 // --- kimi ------------------------------------------------------------------------------------
 
 #[test]
-fn kimi_k2_parallel_with_indexes() {
-    let text = "I'll check.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"city\": \"Beijing\"}<|tool_call_end|><|tool_call_begin|>functions.calculate:1<|tool_call_argument_begin|>{\"expression\": \"<|tool_call_end|>\"}<|tool_call_end|><|tool_calls_section_end|>";
-    let r = read(text);
-    assert_eq!(r.format, ReplyFormat::KimiK2);
-    assert_eq!(names(&r), ["get_weather", "calculate"]);
-    assert_eq!(r.calls[1].arguments["expression"], "<|tool_call_end|>");
-    assert_eq!(r.content, "I'll check.");
-}
-
-#[test]
 fn kimi_k2_cut_and_malformed() {
     let r = read_as(
         "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"ci",
@@ -425,19 +256,6 @@ fn kimi_k2_cut_and_malformed() {
 // --- gemma -----------------------------------------------------------------------------------
 
 #[test]
-fn gemma4_typed_values_nested_and_parallel() {
-    let text = "<|tool_call>call:search{query:<|\"|>a, b: {c}<|\"|>,limit:5,exact:true,score:0.25,filters:{lang:<|\"|>en<|\"|>,n:{deep:[1,<|\"|>x<|\"|>]}},tags:[<|\"|>t1<|\"|>,<|\"|>t2<|\"|>]}<tool_call|><|tool_call>call:calculate{expression:<|\"|>ü*2<|\"|>}<tool_call|>";
-    let r = read(text);
-    assert_eq!(r.format, ReplyFormat::Gemma4);
-    assert_eq!(names(&r), ["search", "calculate"]);
-    assert_eq!(
-        r.calls[0].arguments,
-        json!({"query": "a, b: {c}", "limit": 5, "exact": true, "score": 0.25, "filters": {"lang": "en", "n": {"deep": [1, "x"]}}, "tags": ["t1", "t2"]})
-    );
-    assert_eq!(r.calls[1].arguments["expression"], "ü*2");
-}
-
-#[test]
 fn gemma4_thought_channel_cut_and_malformed() {
     let r = read(
         "<|channel>thought\nmaybe <|tool_call>call:calculate{expression:<|\"|>1<|\"|>}<tool_call|><channel|>Fine.",
@@ -452,24 +270,6 @@ fn gemma4_thought_channel_cut_and_malformed() {
 }
 
 // --- json, pinning, detection ----------------------------------------------------------------
-
-#[test]
-fn json_every_call_in_order_with_content() {
-    let r = read(
-        "First {\"tool\": \"calculate\", \"arguments\": {\"expression\": \"1\"}} then {\"tool\": \"get_weather\", \"arguments\": {\"city\": \"{x}\"}} end",
-    );
-    assert_eq!(r.format, ReplyFormat::Json);
-    assert_eq!(names(&r), ["calculate", "get_weather"]);
-    assert_eq!(r.content, "First  then  end");
-}
-
-#[test]
-fn json_tool_calls_list_gives_every_call() {
-    let r = read(
-        r#"{"tool_calls": [{"function": {"name": "a", "arguments": "{}"}}, {"function": {"name": "b", "arguments": {}}}]}"#,
-    );
-    assert_eq!(names(&r), ["a", "b"]);
-}
 
 #[test]
 fn json_bare_object_is_the_forced_tools_arguments() {
@@ -524,24 +324,6 @@ fn format_names_round_trip() {
 // --- more cases per family: unicode, nested JSON in strings, cut, malformed -------------------
 
 #[test]
-fn qwen3_coder_unicode_and_json_text_in_a_string_parameter() {
-    let r = read(
-        "<tool_call>\n<function=search>\n<parameter=query>\n{\"tool\": \"calculate\", \"arguments\": {}} — 日本語 ✓\n</parameter>\n</function>\n</tool_call>",
-    );
-    assert_eq!(r.calls[0].arguments["query"], "{\"tool\": \"calculate\", \"arguments\": {}} — 日本語 ✓");
-    assert_eq!(names(&r), ["search"], "JSON inside a string value is never a call of its own");
-}
-
-#[test]
-fn mistral_unicode_and_nested_json_string() {
-    let r = read(
-        "Voilà ! [TOOL_CALLS]search[ARGS]{\"query\": \"{\\\"name\\\": \\\"x\\\"} [ARGS] ü\", \"filters\": {\"k\": [{}]}}",
-    );
-    assert_eq!(r.calls[0].arguments["query"], "{\"name\": \"x\"} [ARGS] ü");
-    assert_eq!(r.content, "Voilà !");
-}
-
-#[test]
 fn llama_cut_and_malformed() {
     let r =
         read_as("<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Os", ReplyFormat::Auto, true);
@@ -572,13 +354,6 @@ fn deepseek_v32_malformed_tags() {
     assert!(e.message.contains("name"), "{}", e.message);
     let e = read("<｜DSML｜function_calls><｜DSML｜invoke name=\"calculate\"><｜DSML｜argument name=\"x\">1</｜DSML｜argument></｜DSML｜invoke></｜DSML｜function_calls>").error.unwrap();
     assert_eq!(e.code, ErrorCode::MalformedCall);
-}
-
-#[test]
-fn kimi_k2_unicode_names_and_ids_without_the_functions_prefix() {
-    let r =
-        read("<|tool_call_begin|>get_weather:3<|tool_call_argument_begin|>{\"city\": \"São Paulo\"}<|tool_call_end|>");
-    assert_eq!((names(&r), r.calls[0].arguments["city"].as_str()), (vec!["get_weather"], Some("São Paulo")));
 }
 
 // --- a call comes only from a call position: never out of an argument -----------------------
