@@ -52,6 +52,10 @@ fn one_call(format: ReplyFormat, i: usize) -> String {
         ReplyFormat::KimiK2 => format!(
             "<|tool_call_begin|>functions.get_weather:{i}<|tool_call_argument_begin|>{{\"city\": \"{city}\", \"days\": {i}}}<|tool_call_end|>"
         ),
+        ReplyFormat::KimiK3 => format!(
+            "<|open|>call tool=\"get_weather\" index=\"{i}\"<|sep|><|open|>argument key=\"city\" type=\"string\"<|sep|>{city}<|close|>argument<|sep|><|open|>argument key=\"days\" type=\"integer\"<|sep|>{i}<|close|>argument<|sep|><|close|>call<|sep|>"
+        ),
+        ReplyFormat::Llama4Pythonic => format!("get_weather(city=\"{city}\", days={i}), "),
         ReplyFormat::Gemma4 => format!("<|tool_call>call:get_weather{{city:<|\"|>{city}<|\"|>,days:{i}}}<tool_call|>"),
         ReplyFormat::Json | ReplyFormat::Auto => {
             format!("{{\"tool\": \"get_weather\", \"arguments\": {{\"city\": \"{city}\", \"days\": {i}}}}}\n")
@@ -67,6 +71,8 @@ fn reply(format: ReplyFormat, kb: usize) -> String {
         ReplyFormat::DeepseekV32 => ("<｜DSML｜function_calls>\n", "</｜DSML｜function_calls>"),
         ReplyFormat::DeepseekV4 => ("<｜DSML｜ calls>\n", "</｜DSML｜ calls>"),
         ReplyFormat::KimiK2 => ("<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"),
+        ReplyFormat::KimiK3 => ("<|open|>tools<|sep|>", "<|close|>tools<|sep|>"),
+        ReplyFormat::Llama4Pythonic => ("<|python_start|>[", "]<|python_end|>"),
         _ => ("", ""),
     };
     let mut text =
@@ -119,6 +125,8 @@ family!(deepseek_v3, ReplyFormat::DeepseekV3);
 family!(deepseek_v32, ReplyFormat::DeepseekV32);
 family!(deepseek_v4, ReplyFormat::DeepseekV4);
 family!(kimi_k2, ReplyFormat::KimiK2);
+family!(kimi_k3, ReplyFormat::KimiK3);
+family!(llama4_pythonic, ReplyFormat::Llama4Pythonic);
 family!(gemma4, ReplyFormat::Gemma4);
 
 /// Thousands of `<think>` blocks, no other reasoning markers: each absent marker is searched

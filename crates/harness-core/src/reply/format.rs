@@ -31,13 +31,17 @@ pub enum ReplyFormat {
     KimiK2,
     /// GLM 4.5+: `<tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value></tool_call>`.
     Glm45,
+    /// Kimi K3: `<|open|>call tool="NAME"<|sep|><|open|>argument key="K" type="T"<|sep|>V…`.
+    KimiK3,
+    /// Llama 4 / 3.2 pythonic: `[get_weather(city="LA"), get_time()]`, or in `<|python_start|>`.
+    Llama4Pythonic,
     /// Gemma 4: `<|tool_call>call:NAME{k:<|"|>v<|"|>}<tool_call|>`.
     Gemma4,
 }
 
 impl ReplyFormat {
     /// Every format, `auto` first, for help texts and error messages.
-    pub const ALL: [ReplyFormat; 13] = [
+    pub const ALL: [ReplyFormat; 15] = [
         Self::Auto,
         Self::Json,
         Self::Hermes,
@@ -49,6 +53,8 @@ impl ReplyFormat {
         Self::DeepseekV32,
         Self::DeepseekV4,
         Self::KimiK2,
+        Self::KimiK3,
+        Self::Llama4Pythonic,
         Self::Glm45,
         Self::Gemma4,
     ];
@@ -67,6 +73,8 @@ impl ReplyFormat {
             Self::DeepseekV32 => "deepseek_v32",
             Self::DeepseekV4 => "deepseek_v4",
             Self::KimiK2 => "kimi_k2",
+            Self::KimiK3 => "kimi_k3",
+            Self::Llama4Pythonic => "llama4_pythonic",
             Self::Glm45 => "glm45",
             Self::Gemma4 => "gemma4",
         }

@@ -20,8 +20,10 @@ mod harmony;
 mod hermes;
 mod json;
 mod kimi;
+mod kimi_k3;
 mod llama;
 mod mistral;
+mod pythonic;
 mod qwen_xml;
 mod reading;
 mod reasoning;
@@ -33,7 +35,7 @@ use serde_json::Value;
 
 pub use self::format::ReplyFormat;
 use self::reading::{Reading, cut_error};
-use self::text::{Closer, Seeker, find_from, skip_ws, starts};
+use self::text::{Closer, Fault, Seeker, find_from, skip_ws, starts};
 use crate::error::HarnessError;
 use crate::registry::ToolDefinition;
 
@@ -105,6 +107,8 @@ fn read_family(format: ReplyFormat, text: &str, r: &mut Reading<'_>) {
         ReplyFormat::DeepseekV3 => deepseek::read_v3(text, r),
         ReplyFormat::DeepseekV32 | ReplyFormat::DeepseekV4 => dsml::read(text, r),
         ReplyFormat::KimiK2 => kimi::read(text, r),
+        ReplyFormat::KimiK3 => kimi_k3::read(text, r),
+        ReplyFormat::Llama4Pythonic => pythonic::read(text, r),
         ReplyFormat::Gemma4 => gemma::read(text, r),
     }
 }
@@ -128,12 +132,20 @@ const MARKERS: &[(&str, ReplyFormat)] = &[
     ("<|tool_call_section_begin|>", ReplyFormat::KimiK2),
     ("<|tool_call_begin|>", ReplyFormat::KimiK2),
     ("<function=", ReplyFormat::Qwen3Coder),
+    ("<|open|>tools<|sep|>", ReplyFormat::KimiK3),
+    ("<|open|>call ", ReplyFormat::KimiK3),
+    ("<|open|>response<|sep|>", ReplyFormat::KimiK3),
+    ("<|python_start|>", ReplyFormat::Llama4Pythonic),
 ];
 
 /// The family whose marker comes first; `<tool_call>` blocks are told apart by what follows.
-/// A reply that opens with a JSON value is a call written as JSON: markers inside that value
-/// are its text, and only those after it count.
+/// A reply that opens with pythonic calls (`[name(`) is Llama 4's; one that opens with a JSON
+/// value is a call written as JSON: markers inside either are their text, and only those
+/// after a leading JSON value count.
 fn detect(text: &str) -> ReplyFormat {
+    if pythonic::opens_with_calls(text) {
+        return ReplyFormat::Llama4Pythonic;
+    }
     let from = json::leading_value_end(text).unwrap_or(0);
     let rest = &text[from..];
     let first = MARKERS.iter().filter_map(|(m, f)| rest.find(m).map(|at| (at, *f))).min_by_key(|(at, _)| *at);

@@ -3,7 +3,8 @@
 //! The blocks: `<think>…</think>` (Qwen3, DeepSeek R1/V3.1, GLM, Kimi, MiniMax), also with the
 //! opening tag missing, as templates that pre-fill it produce; `[THINK]…[/THINK]` (Magistral);
 //! `◁think▷…◁/think▷` (Kimi VL); `<|channel>thought…<channel|>` (Gemma 4);
-//! `<seed:think>…</seed:think>` (Seed-OSS); and Harmony's `analysis` channel (gpt-oss), which
+//! `<seed:think>…</seed:think>` (Seed-OSS); `<|open|>think<|sep|>…<|close|>think<|sep|>` (Kimi
+//! K3, whose template may write the opening into the prompt); and Harmony's `analysis` channel (gpt-oss), which
 //! runs to `<|end|>` or to the next message.
 
 use super::Seeker;
@@ -21,6 +22,7 @@ const BLOCKS: &[Block] = &[
     Block { open: "◁think▷", close: &[("◁/think▷", true)] },
     Block { open: "<|channel>thought", close: &[("<channel|>", true)] },
     Block { open: "<seed:think>", close: &[("</seed:think>", true)] },
+    Block { open: "<|open|>think<|sep|>", close: &[("<|close|>think<|sep|>", true)] },
     Block {
         open: "<|channel|>analysis<|message|>",
         close: &[("<|end|>", true), ("<|start|>", false), ("<|channel|>", false)],
@@ -28,7 +30,8 @@ const BLOCKS: &[Block] = &[
 ];
 
 /// Closing markers whose opening tag a template may have written into the prompt.
-const PREFILLED: &[(&str, &str)] = &[("<think>", "</think>"), ("[THINK]", "[/THINK]")];
+const PREFILLED: &[(&str, &str)] =
+    &[("<think>", "</think>"), ("[THINK]", "[/THINK]"), ("<|open|>think<|sep|>", "<|close|>think<|sep|>")];
 
 /// A reply with its reasoning split off.
 pub(super) struct Split {

@@ -84,3 +84,11 @@ impl Closer {
         found
     }
 }
+
+/// Why a hand-parsed value (Gemma's, Python literals) could not be read.
+pub(super) enum Fault {
+    /// The text ended inside it.
+    Cut,
+    /// Something else was wrong, at this offset.
+    Bad(usize, String),
+}
