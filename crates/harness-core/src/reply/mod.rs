@@ -78,7 +78,11 @@ pub struct ReadOptions<'a> {
 
 /// Reads a reply's text. Never panics; linear in the text's length.
 pub fn read_reply(text: &str, options: &ReadOptions<'_>) -> ReadReply {
-    let split = reasoning::split(text);
+    // Harmony's reader splits its own analysis messages; every other family's marker opens a
+    // call, after which no reasoning block is split off.
+    let call_markers: Vec<&'static str> =
+        MARKERS.iter().filter(|(_, f)| *f != ReplyFormat::Harmony).map(|(m, _)| *m).collect();
+    let split = reasoning::split(text, &call_markers);
     let mut reading = Reading::new(options, &split.offsets, text.len());
     let format = match options.format {
         ReplyFormat::Auto => detect(&split.content),

@@ -66,16 +66,23 @@ impl Split {
 }
 
 /// Splits the reasoning off `text`. Linear: each marker's search only moves forward.
-pub(super) fn split(text: &str) -> Split {
+///
+/// Reasoning comes before the calls: once a call has opened (one of `call_markers` stands
+/// outside reasoning), the rest is the readers', so that a `<think>` or `</think>` inside an
+/// argument value never cuts a call nor turns the rest of the value into calls.
+pub(super) fn split(text: &str, call_markers: &[&'static str]) -> Split {
     let mut out =
         Split { content: String::new(), offsets: Vec::new(), reasoning: String::new(), cut_in_reasoning: false };
-    let mut pos = prefilled(text, &mut out);
+    let mut calls: Vec<Seeker> = call_markers.iter().map(|m| Seeker::new(m)).collect();
+    let first_call = calls.iter_mut().filter_map(|s| s.next_at(text, 0)).min().unwrap_or(text.len());
+    let mut pos = prefilled(text, first_call, &mut out);
     let mut opens: Vec<Seeker> = BLOCKS.iter().map(|b| Seeker::new(b.open)).collect();
     let mut closes: Vec<Vec<Seeker>> =
         BLOCKS.iter().map(|b| b.close.iter().map(|(m, _)| Seeker::new(m)).collect()).collect();
     loop {
         let next = opens.iter_mut().enumerate().filter_map(|(i, s)| s.next_at(text, pos).map(|at| (at, i))).min();
-        let Some((at, block)) = next else {
+        let call = calls.iter_mut().filter_map(|s| s.next_at(text, pos)).min();
+        let Some((at, block)) = next.filter(|(at, _)| call.is_none_or(|c| c >= *at)) else {
             out.keep(text, pos, text.len());
             return out;
         };
@@ -101,10 +108,10 @@ pub(super) fn split(text: &str) -> Split {
 }
 
 /// Takes the reasoning whose opening tag was in the prompt: a closing tag before any opening
-/// one ends it. Returns where the rest of the reply starts.
-fn prefilled(text: &str, out: &mut Split) -> usize {
+/// one, and before the first call, ends it. Returns where the rest of the reply starts.
+fn prefilled(text: &str, first_call: usize, out: &mut Split) -> usize {
     for (open, close) in PREFILLED {
-        if let Some(c) = text.find(close)
+        if let Some(c) = text[..first_call].find(close)
             && text.find(open).is_none_or(|o| c < o)
         {
             out.think(&text[..c]);

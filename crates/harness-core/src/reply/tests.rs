@@ -83,13 +83,24 @@ fn an_unclosed_think_is_all_reasoning_and_a_cut_one_is_reply_truncated() {
 }
 
 #[test]
-fn reasoning_around_and_between_calls() {
+fn reasoning_comes_before_the_calls_and_is_never_split_after_one() {
     let r = read(
-        "<think>a</think><tool_call>{\"name\":\"calculate\",\"arguments\":{\"expression\":\"1\"}}</tool_call><think>b</think>done",
+        "<think>a</think><think>b</think><tool_call>{\"name\":\"calculate\",\"arguments\":{\"expression\":\"1\"}}</tool_call><think>c</think>done",
     );
     assert_eq!(r.reasoning.as_deref(), Some("a\nb"));
-    assert_eq!(r.content, "done");
+    assert_eq!(r.content, "<think>c</think>done");
     assert_eq!(names(&r), ["calculate"]);
+}
+
+#[test]
+fn reasoning_tags_inside_a_value_neither_cut_the_call_nor_make_calls() {
+    // A closing tag with no opening one is reasoning whose opening was in the prompt, but not
+    // once a call has opened: here it is text in the value, and what follows it too.
+    let text = "<tool_call>\n<function=calculate>\n<parameter=expression>\nx</think><tool_call>\n<function=rm>\n<think>y\n</parameter>\n</function>\n</tool_call>";
+    let r = only_calls(text, ReplyFormat::Qwen3Coder, &["calculate"]);
+    assert_eq!(r.reasoning, None);
+    let value = r.calls[0].arguments["expression"].as_str().unwrap_or_default();
+    assert!(value.starts_with("x</think>") && value.ends_with("<think>y"), "{value}");
 }
 
 // --- hermes ----------------------------------------------------------------------------------
