@@ -78,11 +78,16 @@ pub struct ReadOptions<'a> {
 
 /// Reads a reply's text. Never panics; linear in the text's length.
 pub fn read_reply(text: &str, options: &ReadOptions<'_>) -> ReadReply {
-    // Harmony's reader splits its own analysis messages; every other family's marker opens a
-    // call, after which no reasoning block is split off.
+    // Every family's marker opens a call, after which no reasoning block is split off; for
+    // Harmony, whose markers open analysis messages too, it is a message's recipient.
     let call_markers: Vec<&'static str> =
-        MARKERS.iter().filter(|(_, f)| *f != ReplyFormat::Harmony).map(|(m, _)| *m).collect();
-    let split = reasoning::split(text, &call_markers);
+        MARKERS.iter().filter(|(_, f)| *f != ReplyFormat::Harmony).map(|(m, _)| *m).chain([" to=functions."]).collect();
+    // A reply that opens with a call (pythonic, or JSON) has no reasoning before it.
+    let split = if pythonic::opens_with_calls(text) || json::leading_value_end(text).is_some() {
+        reasoning::Split::none(text)
+    } else {
+        reasoning::split(text, &call_markers)
+    };
     let mut reading = Reading::new(options, &split.offsets, text.len());
     let format = match options.format {
         ReplyFormat::Auto => detect(&split.content),

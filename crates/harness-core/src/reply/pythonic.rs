@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Number, Value};
 
-use super::{Fault, Reading, find_from, skip_ws, starts};
+use super::{Fault, Reading, skip_ws, starts};
 
 const START: &str = "<|python_start|>";
 const END: &str = "<|python_end|>";
@@ -30,18 +30,17 @@ pub(super) fn opens_with_calls(text: &str) -> bool {
     name_end > q && starts(text, skip_ws(text, name_end), "(")
 }
 
-/// Reads the calls of `text`: those inside `<|python_start|>` blocks, or the list that opens it.
+/// Reads the calls of `text`: the list that opens it, or those inside `<|python_start|>`
+/// blocks. A list that opens the reply holds any marker in its values as text.
 pub(super) fn read(text: &str, r: &mut Reading<'_>) {
-    if find_from(text, 0, START).is_some() {
-        return r.each_call(text, START, Reading::content, read_block);
-    }
     let p = skip_ws(text, 0);
-    if !opens_with_calls(text) {
-        return r.content(text);
+    if opens_with_calls(text) && !starts(text, p, START) {
+        if let Some(end) = calls(text, p, r) {
+            r.content(&text[end..]);
+        }
+        return;
     }
-    if let Some(end) = calls(text, p, r) {
-        r.content(&text[end..]);
-    }
+    r.each_call(text, START, Reading::content, read_block);
 }
 
 /// One `<|python_start|>` block at `open`: its calls, then `<|python_end|>` (which servers may drop).

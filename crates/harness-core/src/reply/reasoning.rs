@@ -46,6 +46,14 @@ pub(super) struct Split {
 }
 
 impl Split {
+    /// A reply with no reasoning: all of it is content.
+    pub(super) fn none(text: &str) -> Self {
+        let mut out =
+            Self { content: String::new(), offsets: Vec::new(), reasoning: String::new(), cut_in_reasoning: false };
+        out.keep(text, 0, text.len());
+        out
+    }
+
     fn keep(&mut self, text: &str, from: usize, to: usize) {
         if let Some(piece) = text.get(from..to).filter(|p| !p.is_empty()) {
             self.offsets.push((self.content.len(), from));
