@@ -150,3 +150,33 @@ fn one_long_value(bencher: Bencher, kb: usize) {
     );
     bench_read(bencher, ReplyFormat::Qwen3Coder, text);
 }
+
+/// One Qwen3-Coder value full of `</parameter>` closers that its grammar does not let end it
+/// (none is followed by the next parameter or `</function>`): each is looked at once.
+#[divan::bench(args = SIZES_KB)]
+fn closers_inside_one_value(bencher: Bencher, kb: usize) {
+    let value = "a </parameter> b ".repeat(kb * 64);
+    let text = format!(
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\n{value}\n</parameter>\n</function>\n</tool_call>"
+    );
+    bench_read(bencher, ReplyFormat::Qwen3Coder, text);
+}
+
+/// One DeepSeek V4 value full of closing parameter tags and invokes, as text.
+#[divan::bench(args = SIZES_KB)]
+fn dsml_tags_inside_one_value(bencher: Bencher, kb: usize) {
+    let value = "</｜DSML｜parameter> <｜DSML｜invoke name=\"x\"> ".repeat(kb * 20);
+    let text = format!(
+        "<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"get_weather\">\n<｜DSML｜parameter name=\"city\" string=\"true\">{value}</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>"
+    );
+    bench_read(bencher, ReplyFormat::DeepseekV4, text);
+}
+
+/// Prose full of JSON objects that break, then a call: each is parsed once, never searched
+/// inside (what is inside a value meant as JSON is its own).
+#[divan::bench(args = SIZES_KB)]
+fn json_broken_objects_then_a_call(bencher: Bencher, kb: usize) {
+    let mut text = "{\"a\": [{\"name\": \"x\", \"arguments\": {}}, oops] } ".repeat(kb * 22);
+    text.push_str(&one_call(ReplyFormat::Json, 0));
+    bench_read(bencher, ReplyFormat::Json, text);
+}
