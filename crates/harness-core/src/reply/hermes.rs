@@ -42,8 +42,14 @@ fn read_json_block(text: &str, open: usize, body: usize, r: &mut Reading<'_>) ->
     let arguments = r.object_arguments(start, name, raw)?;
     let close = skip_ws(text, after);
     if close >= text.len() {
-        r.cut(open, Some(name));
-        return None;
+        if r.truncated {
+            r.cut(open, Some(name));
+            return None;
+        }
+        // A whole call whose `</tool_call>` the server dropped (the stop token), as vLLM's
+        // hermes parser reads it.
+        r.call(name, arguments);
+        return Some(close);
     }
     if !starts(text, close, CLOSE) {
         r.malformed(close, "expected </tool_call> after the call's JSON object");

@@ -54,9 +54,10 @@ fn read_block(text: &str, open: usize, r: &mut Reading<'_>) -> Option<usize> {
     Some(end)
 }
 
-/// The calls at `p`: a `[...]` list of them, or one bare call. Records them; returns the end.
+/// The calls at `p`: a `[...]` list of them, or bare calls separated by commas, semicolons or
+/// whitespace. Records them; returns the end.
 fn calls(text: &str, p: usize, r: &mut Reading<'_>) -> Option<usize> {
-    let parsed = if starts(text, p, "[") { call_list(text, p) } else { call(text, p, 0).map(|(c, e)| (vec![c], e)) };
+    let parsed = if starts(text, p, "[") { call_list(text, p) } else { bare_calls(text, p) };
     match parsed {
         Ok((calls, end)) => {
             for (name, arguments) in calls {
@@ -68,6 +69,23 @@ fn calls(text: &str, p: usize, r: &mut Reading<'_>) -> Option<usize> {
             r.fault(p, None, fault);
             None
         }
+    }
+}
+
+fn bare_calls(text: &str, p: usize) -> Parsed<Vec<(String, Value)>> {
+    let mut calls = Vec::new();
+    let mut q = p;
+    loop {
+        let (one, end) = call(text, q, 0)?;
+        calls.push(one);
+        let next = skip_ws(text, end);
+        let after_separator =
+            if starts(text, next, ",") || starts(text, next, ";") { skip_ws(text, next + 1) } else { next };
+        let name_end = identifier_end(text, after_separator);
+        if name_end == after_separator || !starts(text, skip_ws(text, name_end), "(") {
+            return Ok((calls, end));
+        }
+        q = after_separator;
     }
 }
 

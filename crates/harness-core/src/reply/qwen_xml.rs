@@ -23,7 +23,7 @@ const PARAMETER_END: &str = "</parameter>";
 /// What may follow the `</function>` that closes a block.
 const AFTER_FUNCTION: &[&str] = &[TOOL_CALL_END, FUNCTION, TOOL_CALL];
 /// What may follow the `</parameter>` that closes a value.
-const AFTER_PARAMETER: &[&str] = &[PARAMETER, FUNCTION_END];
+const AFTER_PARAMETER: &[&str] = &[PARAMETER, FUNCTION_END, TOOL_CALL_END];
 
 /// The closers of one reading, kept so that no stretch of text is searched twice.
 struct Closers {
@@ -65,7 +65,8 @@ fn read_block(text: &str, open: usize, r: &mut Reading<'_>, closers: &mut Closer
     } else {
         read_parameters(text, open, name, body, r, closers)?
     };
-    let after = function_end + FUNCTION_END.len();
+    // `</function>` may be missing before `</tool_call>`, as the engines accept.
+    let after = if starts(text, function_end, FUNCTION_END) { function_end + FUNCTION_END.len() } else { function_end };
     let close = skip_ws(text, after);
     if starts(text, close, TOOL_CALL_END) {
         r.call(name, arguments);
@@ -110,8 +111,8 @@ fn json_arguments(text: &str, open: usize, at: usize, name: &str, r: &mut Readin
     Some((arguments, end))
 }
 
-/// The `<parameter=…>` elements from `p` up to the `</function>` that closes the block: the
-/// arguments and where that `</function>` is.
+/// The `<parameter=…>` elements from `p` up to the `</function>` that closes the block (or the
+/// `</tool_call>`, when `</function>` is missing): the arguments and where that closer is.
 fn read_parameters(
     text: &str,
     open: usize,
@@ -127,7 +128,7 @@ fn read_parameters(
             r.cut(open, Some(tool));
             return None;
         }
-        if starts(text, p, FUNCTION_END) {
+        if starts(text, p, FUNCTION_END) || starts(text, p, TOOL_CALL_END) {
             return Some((Value::Object(arguments), p));
         }
         if !starts(text, p, PARAMETER) {
