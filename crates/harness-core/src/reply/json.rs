@@ -15,12 +15,15 @@ use super::Reading;
 use crate::error::{ErrorCode, HarnessError};
 use crate::parse::decode_arguments;
 
+/// The keys that name a call's tool (`function` when it is a string, else it wraps a call;
+/// `action` as agent frameworks write it).
+const NAME_KEYS: [&str; 5] = ["tool", "name", "tool_name", "function", "action"];
 /// The keys that hold a call's arguments.
-const ARGUMENT_KEYS: [&str; 4] = ["arguments", "parameters", "args", "input"];
+const ARGUMENT_KEYS: [&str; 6] = ["arguments", "parameters", "args", "input", "action_input", "tool_input"];
 /// The keys of a call without arguments (`{"tool": "finish"}`): nothing else may be there.
 const BARE_CALL_KEYS: [&str; 4] = ["tool", "id", "type", "call_id"];
 /// The keys that wrap one call.
-const WRAPPER_KEYS: [&str; 3] = ["function", "tool_call", "call"];
+const WRAPPER_KEYS: [&str; 4] = ["function", "tool_call", "call", "function_call"];
 
 /// Reads every JSON call in `text`.
 pub(super) fn read(text: &str, r: &mut Reading<'_>) {
@@ -226,11 +229,12 @@ fn match_brackets(bytes: &[u8], open: usize, end: usize) -> (usize, bool) {
     (end, false)
 }
 
-/// One call in a call's shape: `{"tool"|"name": NAME, "arguments"|"parameters"|…: ...}`,
-/// `{"tool": NAME}` alone, or one of those wrapped in `"function"`, `"tool_call"` or `"call"`.
+/// One call in a call's shape: `{"tool"|"name"|…: NAME, "arguments"|"parameters"|…: ...}`,
+/// `{"tool": NAME}` alone, or one of those wrapped in `"function"`, `"tool_call"`, `"call"` or
+/// `"function_call"`.
 fn as_call(value: &Value) -> Option<(String, Value)> {
     let obj = value.as_object()?;
-    let name = obj.get("tool").or_else(|| obj.get("name")).and_then(Value::as_str);
+    let name = NAME_KEYS.iter().find_map(|k| obj.get(*k).and_then(Value::as_str));
     if let Some(name) = name {
         let arguments = ARGUMENT_KEYS.iter().find_map(|k| obj.get(*k));
         let bare_tool = obj.contains_key("tool") && obj.keys().all(|k| BARE_CALL_KEYS.contains(&k.as_str()));
