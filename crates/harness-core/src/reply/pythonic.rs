@@ -35,7 +35,7 @@ pub(super) fn opens_with_calls(text: &str) -> bool {
 pub(super) fn read(text: &str, r: &mut Reading<'_>) {
     let p = skip_ws(text, 0);
     if opens_with_calls(text) && !starts(text, p, START) {
-        if let Some(end) = calls(text, p, r) {
+        if let Some(end) = read_calls_at(text, p, r) {
             r.content(&text[end..]);
         }
         return;
@@ -46,7 +46,7 @@ pub(super) fn read(text: &str, r: &mut Reading<'_>) {
 /// One `<|python_start|>` block at `open`: its calls, then `<|python_end|>` (which servers may drop).
 fn read_block(text: &str, open: usize, r: &mut Reading<'_>) -> Option<usize> {
     let p = skip_ws(text, open + START.len());
-    let end = calls(text, p, r)?;
+    let end = read_calls_at(text, p, r)?;
     let close = skip_ws(text, end);
     if starts(text, close, END) {
         return Some(close + END.len());
@@ -56,7 +56,7 @@ fn read_block(text: &str, open: usize, r: &mut Reading<'_>) -> Option<usize> {
 
 /// The calls at `p`: a `[...]` list of them, or bare calls separated by commas, semicolons or
 /// whitespace. Records them; returns the end.
-fn calls(text: &str, p: usize, r: &mut Reading<'_>) -> Option<usize> {
+pub(super) fn read_calls_at(text: &str, p: usize, r: &mut Reading<'_>) -> Option<usize> {
     let parsed = if starts(text, p, "[") { call_list(text, p) } else { bare_calls(text, p) };
     match parsed {
         Ok((calls, end)) => {
