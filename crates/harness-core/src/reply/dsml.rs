@@ -3,7 +3,8 @@
 //! elements (`string="true"`: V is text; otherwise V is JSON: numbers, booleans, null,
 //! objects). The block is `function_calls` (V3.2), `tool_calls` (V4) or `calls` (V4.1, which
 //! writes a space after the marker: `<｜DSML｜ invoke name="…">`); an invoke may close itself
-//! (`/>`, no parameters). The same tags without `｜DSML｜` are read too, as engines do.
+//! (`/>`, no parameters). The same tags without `｜DSML｜`, or with the ASCII `|DSML|` some
+//! checkpoints write, are read too, as engines do; so are invokes written without the block.
 //!
 //! A value ends at the closing parameter tag followed by the next parameter or by the
 //! invoke's closing tag: a tag inside a value, followed by more of it, is text.
@@ -12,13 +13,14 @@ use serde_json::{Map, Value};
 
 use super::{Reading, Seeker, find_from, skip_ws, starts};
 
-const DSML: &str = "｜DSML｜";
+/// The marker, as the tokenizer writes it and in the ASCII spelling of older checkpoints.
+const DSML: [&str; 2] = ["｜DSML｜", "|DSML|"];
 
 /// The names of the block that holds the calls, V3.2's first.
 const BLOCKS: [&str; 3] = ["function_calls", "tool_calls", "calls"];
 
 /// Whether `text` at `at` holds the tag `<NAME`, `<｜DSML｜NAME` or `<｜DSML｜ NAME` (with `/` for
-/// a closing tag); returns where the tag's name ends.
+/// a closing tag; `|DSML|` too); returns where the tag's name ends.
 pub(super) fn tag(text: &str, at: usize, closing: bool, name: &str) -> Option<usize> {
     let mut p = at;
     if !starts(text, p, "<") {
@@ -31,8 +33,8 @@ pub(super) fn tag(text: &str, at: usize, closing: bool, name: &str) -> Option<us
         }
         p += 1;
     }
-    if starts(text, p, DSML) {
-        p += DSML.len();
+    if let Some(marker) = DSML.iter().find(|m| starts(text, p, m)) {
+        p += marker.len();
         while starts(text, p, " ") {
             p += 1;
         }
@@ -45,12 +47,16 @@ fn block_tag(text: &str, at: usize, closing: bool) -> Option<usize> {
     BLOCKS.iter().find_map(|b| tag(text, at, closing, b).filter(|end| starts(text, *end, ">")).map(|end| end + 1))
 }
 
-/// The first block opener at or after `pos`, and where its tag ends.
-fn next_block(text: &str, mut pos: usize, openers: &mut [Seeker; 2]) -> Option<(usize, usize)> {
+/// Where calls start at or after `pos`: a block opener (and where its tag ends), or an invoke
+/// written without the block (`<｜DSML｜invoke`, whose tag it does not consume).
+fn next_calls(text: &str, mut pos: usize, openers: &mut [Seeker; 3]) -> Option<(usize, usize, bool)> {
     loop {
         let at = openers.iter_mut().filter_map(|s| s.next_at(text, pos)).min()?;
         if let Some(end) = block_tag(text, at, false) {
-            return Some((at, end));
+            return Some((at, end, true));
+        }
+        if !starts(text, at, "<function_calls>") && tag(text, at, false, "invoke").is_some() {
+            return Some((at, at, false));
         }
         pos = at + 1;
     }
@@ -59,23 +65,27 @@ fn next_block(text: &str, mut pos: usize, openers: &mut [Seeker; 2]) -> Option<(
 /// Reads the DSML calls of `text`.
 pub(super) fn read(text: &str, r: &mut Reading<'_>) {
     let mut pos = 0;
-    let mut openers = [Seeker::new("<｜DSML｜"), Seeker::new("<function_calls>")];
+    let mut openers = [Seeker::new("<｜DSML｜"), Seeker::new("<|DSML|"), Seeker::new("<function_calls>")];
     loop {
-        let Some((open, mut p)) = next_block(text, pos, &mut openers) else {
+        let Some((open, mut p, in_block)) = next_calls(text, pos, &mut openers) else {
             return r.content(&text[pos..]);
         };
         r.content(&text[pos..open]);
         loop {
-            p = skip_ws(text, p);
-            if p >= text.len() {
+            let next = skip_ws(text, p);
+            if next >= text.len() {
                 // The section never closed; the calls read so far were complete.
                 return;
             }
-            if let Some(end) = block_tag(text, p, true) {
+            if in_block && let Some(end) = block_tag(text, next, true) {
                 p = end;
                 break;
             }
-            let Some(end) = read_invoke(text, p, r) else { return };
+            if !in_block && tag(text, next, false, "invoke").is_none() {
+                // Invokes without a block end where the next thing is not one.
+                break;
+            }
+            let Some(end) = read_invoke(text, next, r) else { return };
             p = end;
         }
         pos = p;
@@ -206,7 +216,7 @@ fn parameter_close(text: &str, from: usize) -> Option<(usize, usize)> {
     loop {
         let at = find_from(text, search, "parameter>")?;
         search = at + 1;
-        let Some(start) = ["</｜DSML｜ ", "</｜DSML｜", "</"]
+        let Some(start) = ["</｜DSML｜ ", "</｜DSML｜", "</|DSML| ", "</|DSML|", "</"]
             .iter()
             .find(|prefix| at >= from + prefix.len() && text.get(at - prefix.len()..at) == Some(**prefix))
             .map(|prefix| at - prefix.len())

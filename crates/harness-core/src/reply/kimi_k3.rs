@@ -6,13 +6,14 @@
 //! Visible text sits in `<|open|>response<|sep|>` … `<|close|>response<|sep|>`; reasoning (ended
 //! by `<|close|>think<|sep|>`) is split off before this reader runs.
 //!
-//! `type` says how to read a value (string, integer, number, boolean, null, or JSON for
-//! anything else); attribute values are escaped as in XML (`&amp;`, `&quot;`, …). A value ends
+//! `type` says how to read a value: `string` (the default) is the raw text, any other type is
+//! JSON (a value that is not stays the raw text), as vLLM's kimi_k3 parser decodes it;
+//! attribute values are escaped as in XML (`&amp;`, `&quot;`, …). A value ends
 //! only at its closing marker followed by the next element or the call's end: marker-like
 //! text inside a value is text. A call with no tool name, or a JSON block that does not
 //! parse, is a malformed call.
 
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
 
 use super::{Closer, Reading, find_from, skip_ws, starts};
 
@@ -26,8 +27,13 @@ const SEP: &str = "<|sep|>";
 /// What may follow the end of one argument element.
 const AFTER_ELEMENT: &[&str] = &[ARGUMENT, JSON_BLOCK, CALL_END];
 /// Markers of structure around calls and text, dropped from the content.
-const STRUCTURE: [&str; 4] =
-    ["<|open|>tools<|sep|>", "<|close|>tools<|sep|>", "<|open|>response<|sep|>", "<|close|>response<|sep|>"];
+const STRUCTURE: [&str; 5] = [
+    "<|open|>tools<|sep|>",
+    "<|close|>tools<|sep|>",
+    "<|open|>response<|sep|>",
+    "<|close|>response<|sep|>",
+    "<|close|>message<|sep|>",
+];
 
 /// An element's attributes, unescaped.
 type Attributes = Vec<(String, String)>;
@@ -143,15 +149,11 @@ fn read_argument(text: &str, p: usize, call: &mut Call<'_>, r: &mut Reading<'_>,
         return None;
     };
     let raw = &text[body..end];
-    let value = match attribute(&attrs, "type") {
-        Some(kind) => match typed(raw, kind) {
-            Some(value) => value,
-            None => {
-                r.malformed(body, &format!("the argument {key:?} of {tool:?} is not a {kind}"));
-                return None;
-            }
-        },
-        None => r.typed(tool, key, raw),
+    // As the engines decode it: a string is the raw text; any other type is JSON, and a value
+    // that is not stays the raw text (the schema check then says what is wrong).
+    let value = match attribute(&attrs, "type").unwrap_or("string") {
+        "string" => Value::String(raw.to_owned()),
+        _ => serde_json::from_str(raw.trim()).unwrap_or_else(|_| Value::String(raw.to_owned())),
     };
     call.arguments.insert(key.to_owned(), value);
     Some(end + ARGUMENT_END.len())
@@ -180,27 +182,6 @@ fn read_json_block(
         }
     }
     Some(end + JSON_END.len())
-}
-
-/// A value read as its declared `type`; `None` when it is not one.
-fn typed(raw: &str, kind: &str) -> Option<Value> {
-    let trimmed = raw.trim();
-    match kind {
-        "string" | "str" => Some(Value::String(raw.to_owned())),
-        "integer" | "int" => trimmed.parse::<i64>().ok().map(Value::from),
-        "number" | "float" => trimmed
-            .parse::<i64>()
-            .ok()
-            .map(Value::from)
-            .or_else(|| trimmed.parse::<f64>().ok().and_then(Number::from_f64).map(Value::Number)),
-        "boolean" | "bool" => match trimmed {
-            "true" | "True" => Some(Value::Bool(true)),
-            "false" | "False" => Some(Value::Bool(false)),
-            _ => None,
-        },
-        "null" => matches!(trimmed, "null" | "None" | "").then_some(Value::Null),
-        _ => serde_json::from_str(trimmed).ok(),
-    }
 }
 
 /// `key="value"` pairs, values unescaped; `None` when the header is not such pairs.
