@@ -149,6 +149,8 @@ const MARKERS: &[(&str, ReplyFormat)] = &[
     ("<|open|>tools<|sep|>", ReplyFormat::KimiK3),
     ("<|open|>call ", ReplyFormat::KimiK3),
     ("<|open|>response<|sep|>", ReplyFormat::KimiK3),
+    ("<|close|>response<|sep|>", ReplyFormat::KimiK3),
+    ("<|close|>message<|sep|>", ReplyFormat::KimiK3),
     ("<|python_start|>", ReplyFormat::Llama4Pythonic),
 ];
 

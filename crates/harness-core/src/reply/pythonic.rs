@@ -229,8 +229,12 @@ fn bare(text: &str, p: usize) -> Parsed<Value> {
         "True" | "true" => Value::Bool(true),
         "False" | "false" => Value::Bool(false),
         "None" | "null" => Value::Null,
-        _ => number(&token.replace('_', ""))
-            .ok_or_else(|| Fault::Bad(p, format!("{token:?} is not a Python literal")))?,
+        _ => number(&token.replace('_', "")).ok_or_else(|| {
+            Fault::Bad(
+                p,
+                format!("{token:?} is not a value a call may hold: a finite number, a string, True, False or None"),
+            )
+        })?,
     };
     Ok((value, q))
 }
