@@ -4,9 +4,9 @@
 //!
 //! Read as the engines accept it (vLLM's and SGLang's qwen3_coder parsers): the `<tool_call>`
 //! opener may be missing, so bare `<function=…>` blocks, one or several in a row, are calls;
-//! a `</parameter>` missing before `</function>` ends the value there. A value ends only where
-//! the grammar puts its end: a `</parameter>` followed by the next `<parameter=` or by
-//! `</function>`, or a `</function>` that closes the block; a `</parameter>` or `<function=x>`
+//! a missing `</parameter>` is read as ended by the next `<parameter=` starting a line or by
+//! `</function>`. Otherwise a value ends only where the grammar puts its end: a `</parameter>`
+//! followed by the next `<parameter=` or by `</function>`; a `</parameter>` or `<function=x>`
 //! inside the value, followed by more of it, is text. `<function=NAME>{...}</function>` with
 //! JSON arguments (Llama 3.1's custom tool format) is read as well.
 
@@ -29,6 +29,8 @@ const AFTER_PARAMETER: &[&str] = &[PARAMETER, FUNCTION_END, TOOL_CALL_END];
 struct Closers {
     parameter: Closer,
     function: Closer,
+    /// The next parameter on a line of its own, which ends a value whose `</parameter>` is missing.
+    next_parameter: Seeker,
 }
 
 /// Reads every call of `text`: `<tool_call>` blocks and bare `<function=…>` blocks.
@@ -37,6 +39,7 @@ pub(super) fn read(text: &str, r: &mut Reading<'_>) {
     let mut closers = Closers {
         parameter: Closer::new(PARAMETER_END, AFTER_PARAMETER),
         function: Closer::new(FUNCTION_END, AFTER_FUNCTION),
+        next_parameter: Seeker::new("\n<parameter="),
     };
     let mut pos = 0;
     while let Some(open) = openers.iter_mut().filter_map(|s| s.next_at(text, pos)).min() {
@@ -146,9 +149,14 @@ fn read_parameters(
             return None;
         }
         let value_start = gt + 1;
-        // The value ends at its own `</parameter>`, or, when that is missing, at `</function>`;
+        // The value ends at its own `</parameter>`, or, when that is missing, at the next
+        // `<parameter=` starting a line or at `</function>` (as vLLM's parser reads it);
         // a block followed by prose has no closer the grammar vouches for: its first one ends it.
-        let ends = [closers.parameter.next_at(text, value_start), closers.function.next_at(text, value_start)];
+        let ends = [
+            closers.parameter.next_at(text, value_start),
+            closers.function.next_at(text, value_start),
+            closers.next_parameter.next_at(text, value_start),
+        ];
         let plain = || find_from(text, value_start, FUNCTION_END);
         let Some(value_end) = ends.into_iter().flatten().min().or_else(plain) else {
             r.cut(open, Some(tool));
