@@ -46,9 +46,16 @@ fn one_call(format: ReplyFormat, i: usize) -> String {
         ReplyFormat::DeepseekV32 => format!(
             "<｜DSML｜invoke name=\"get_weather\">\n<｜DSML｜parameter name=\"city\" string=\"true\">{city}</｜DSML｜parameter>\n<｜DSML｜parameter name=\"days\" string=\"false\">{i}</｜DSML｜parameter>\n</｜DSML｜invoke>\n"
         ),
+        ReplyFormat::DeepseekV4 => format!(
+            "<｜DSML｜ invoke name=\"get_weather\">\n<｜DSML｜ parameter name=\"city\" string=\"true\">{city}</｜DSML｜ parameter>\n<｜DSML｜ parameter name=\"days\" string=\"false\">{i}</｜DSML｜ parameter>\n</｜DSML｜ invoke>\n"
+        ),
         ReplyFormat::KimiK2 => format!(
             "<|tool_call_begin|>functions.get_weather:{i}<|tool_call_argument_begin|>{{\"city\": \"{city}\", \"days\": {i}}}<|tool_call_end|>"
         ),
+        ReplyFormat::KimiK3 => format!(
+            "<|open|>call tool=\"get_weather\" index=\"{i}\"<|sep|><|open|>argument key=\"city\" type=\"string\"<|sep|>{city}<|close|>argument<|sep|><|open|>argument key=\"days\" type=\"integer\"<|sep|>{i}<|close|>argument<|sep|><|close|>call<|sep|>"
+        ),
+        ReplyFormat::Llama4Pythonic => format!("get_weather(city=\"{city}\", days={i}), "),
         ReplyFormat::Gemma4 => format!("<|tool_call>call:get_weather{{city:<|\"|>{city}<|\"|>,days:{i}}}<tool_call|>"),
         ReplyFormat::Json | ReplyFormat::Auto => {
             format!("{{\"tool\": \"get_weather\", \"arguments\": {{\"city\": \"{city}\", \"days\": {i}}}}}\n")
@@ -62,7 +69,10 @@ fn reply(format: ReplyFormat, kb: usize) -> String {
         ReplyFormat::Llama3 => ("<|python_tag|>", "<|eom_id|>"),
         ReplyFormat::DeepseekV3 => ("<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"),
         ReplyFormat::DeepseekV32 => ("<｜DSML｜function_calls>\n", "</｜DSML｜function_calls>"),
+        ReplyFormat::DeepseekV4 => ("<｜DSML｜ calls>\n", "</｜DSML｜ calls>"),
         ReplyFormat::KimiK2 => ("<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"),
+        ReplyFormat::KimiK3 => ("<|open|>tools<|sep|>", "<|close|>tools<|sep|>"),
+        ReplyFormat::Llama4Pythonic => ("<|python_start|>[", "]<|python_end|>"),
         _ => ("", ""),
     };
     let mut text =
@@ -113,7 +123,10 @@ family!(llama3, ReplyFormat::Llama3);
 family!(harmony, ReplyFormat::Harmony);
 family!(deepseek_v3, ReplyFormat::DeepseekV3);
 family!(deepseek_v32, ReplyFormat::DeepseekV32);
+family!(deepseek_v4, ReplyFormat::DeepseekV4);
 family!(kimi_k2, ReplyFormat::KimiK2);
+family!(kimi_k3, ReplyFormat::KimiK3);
+family!(llama4_pythonic, ReplyFormat::Llama4Pythonic);
 family!(gemma4, ReplyFormat::Gemma4);
 
 /// Thousands of `<think>` blocks, no other reasoning markers: each absent marker is searched
@@ -136,4 +149,34 @@ fn one_long_value(bencher: Bencher, kb: usize) {
         "<tool_call>\n<function=get_weather>\n<parameter=city>\n{value}\n</parameter>\n</function>\n</tool_call>"
     );
     bench_read(bencher, ReplyFormat::Qwen3Coder, text);
+}
+
+/// One Qwen3-Coder value full of `</parameter>` closers that its grammar does not let end it
+/// (none is followed by the next parameter or `</function>`): each is looked at once.
+#[divan::bench(args = SIZES_KB)]
+fn closers_inside_one_value(bencher: Bencher, kb: usize) {
+    let value = "a </parameter> b ".repeat(kb * 64);
+    let text = format!(
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\n{value}\n</parameter>\n</function>\n</tool_call>"
+    );
+    bench_read(bencher, ReplyFormat::Qwen3Coder, text);
+}
+
+/// One DeepSeek V4 value full of closing parameter tags and invokes, as text.
+#[divan::bench(args = SIZES_KB)]
+fn dsml_tags_inside_one_value(bencher: Bencher, kb: usize) {
+    let value = "</｜DSML｜parameter> <｜DSML｜invoke name=\"x\"> ".repeat(kb * 20);
+    let text = format!(
+        "<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"get_weather\">\n<｜DSML｜parameter name=\"city\" string=\"true\">{value}</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>"
+    );
+    bench_read(bencher, ReplyFormat::DeepseekV4, text);
+}
+
+/// Prose full of JSON objects that break, then a call: each is parsed once, never searched
+/// inside (what is inside a value meant as JSON is its own).
+#[divan::bench(args = SIZES_KB)]
+fn json_broken_objects_then_a_call(bencher: Bencher, kb: usize) {
+    let mut text = "{\"a\": [{\"name\": \"x\", \"arguments\": {}}, oops] } ".repeat(kb * 22);
+    text.push_str(&one_call(ReplyFormat::Json, 0));
+    bench_read(bencher, ReplyFormat::Json, text);
 }

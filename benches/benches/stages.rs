@@ -18,8 +18,8 @@ use divan::Bencher;
 use divan::counter::ItemsCount;
 use harness_bench as fixtures;
 use harness_core::{
-    ModelProvider, ModelReply, ProposedCall, RouterRequest, RunOptions, StepStatus, ToolChoice, ToolDefinition,
-    ToolFailure, ToolHandler, ToolRegistry, ToolSource, TraceEntry, TraceSink, TraceWriter, parse_reply,
+    ModelProvider, ReadOptions, ReplyFormat, RouterRequest, RunOptions, StepStatus, ToolChoice, ToolDefinition,
+    ToolFailure, ToolHandler, ToolRegistry, ToolSource, TraceEntry, TraceSink, TraceWriter, read_reply,
 };
 use harness_loader::isolation::confine::{Confinement, EffectSet, Grants};
 use harness_loader::isolation::{HostCommand, ProcessHandler};
@@ -187,34 +187,21 @@ mod floor {
     }
 }
 
-/// Parsing a router reply into one call (`harness_core::parse_reply`).
+/// Reading a router reply's text into its calls (`harness_core::read_reply`). A structured
+/// call's arguments are decoded inside the loop's step, measured by `step`.
 mod parse {
     use super::*;
 
-    fn structured(arguments: Value) -> ModelReply {
-        let call = ProposedCall { id: Some("call_1".into()), name: "calculate".into(), arguments: arguments.into() };
-        ModelReply { calls: vec![call], ..Default::default() }
-    }
-
-    /// A structured call whose arguments are an object (copied into the call).
-    #[divan::bench]
-    fn structured_call(bencher: Bencher) {
-        let reply = structured(json!({"expression": "(6 + 3) * 7 - 2"}));
-        bencher.bench(|| parse_reply(black_box(&reply), 1, None).expect("parses"));
-    }
-
-    /// A structured call whose arguments are a JSON string (decoded).
-    #[divan::bench]
-    fn structured_call_string_arguments(bencher: Bencher) {
-        let reply = structured(Value::String(fixtures::STRING_ARGUMENTS.into()));
-        bencher.bench(|| parse_reply(black_box(&reply), 1, None).expect("parses"));
-    }
-
-    /// A call in a ```json fence in the middle of 2 KB of prose (the text scanner).
+    /// A call in a ```json fence in the middle of 2 KB of prose (the JSON reader).
     #[divan::bench]
     fn fenced_call_in_2kb_prose(bencher: Bencher) {
-        let reply = ModelReply { text: Some(fixtures::fenced_reply_2kb()), ..Default::default() };
-        bencher.bench(|| parse_reply(black_box(&reply), 1, None).expect("parses"));
+        let text = fixtures::fenced_reply_2kb();
+        let options = ReadOptions { format: ReplyFormat::Auto, truncated: false, tools: &[], forced: None };
+        bencher.bench(|| {
+            let read = read_reply(black_box(&text), &options);
+            assert_eq!(read.calls.len(), 1, "the fixture holds one call");
+            read
+        });
     }
 }
 
@@ -386,14 +373,15 @@ mod step {
         let request = RouterRequest { conversation: &[], tools: registry.definitions(), tool_choice: &choice };
         let reply = ready(provider.complete(request)).expect("a reply");
         let model_us = started.elapsed().as_micros() as u64;
-        let call = parse_reply(&reply, 1, None).expect("parses");
-        let tool = registry.get(&call.tool).expect("a known tool");
-        tool.validate(&call.arguments).expect("valid arguments");
-        let result = tool.handler().expect("a handler").call(&call.tool, &call.arguments).expect("runs");
+        let call = reply.calls.first().expect("a structured call");
+        let arguments = call.arguments.to_value();
+        let tool = registry.get(&call.name).expect("a known tool");
+        tool.validate(&arguments).expect("valid arguments");
+        let result = tool.handler().expect("a handler").call(&call.name, &arguments).expect("runs");
         let entry = TraceEntry {
             step: 1,
-            tool: Some(&call.tool),
-            arguments: Some(&call.arguments),
+            tool: Some(&call.name),
+            arguments: Some(&*arguments),
             status: StepStatus::Ok,
             result: Some(&result),
             error: None,

@@ -1,13 +1,18 @@
-//! Any model text, and any structured arguments string, must parse or fail cleanly.
+//! Any model text, read as any call format, cut or not, must read or fail cleanly: no panic,
+//! and a reply with no call always says why.
 #![no_main]
 
-use harness_core::{ModelReply, ProposedCall, parse_reply};
+use harness_core::{ReadOptions, ReplyFormat, read_reply};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let text = String::from_utf8_lossy(data).into_owned();
-    let _ = parse_reply(&ModelReply { text: Some(text.clone()), ..Default::default() }, 1, None);
-    let _ = parse_reply(&ModelReply { text: Some(text.clone()), ..Default::default() }, 1, Some("finish"));
-    let call = ProposedCall { id: None, name: "t".into(), arguments: serde_json::Value::String(text).into() };
-    let _ = parse_reply(&ModelReply { calls: vec![call], ..Default::default() }, 1, None);
+    let Some((&selector, rest)) = data.split_first() else { return };
+    let text = String::from_utf8_lossy(rest);
+    let format = ReplyFormat::ALL[usize::from(selector) % ReplyFormat::ALL.len()];
+    let truncated = selector & 0x80 != 0;
+    for forced in [None, Some("finish")] {
+        let read = read_reply(&text, &ReadOptions { format, truncated, tools: &[], forced });
+        assert!(read.format != ReplyFormat::Auto);
+        assert!(!read.calls.is_empty() || read.error.is_some());
+    }
 });

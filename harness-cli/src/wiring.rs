@@ -70,8 +70,9 @@ pub(crate) struct LoopArgs {
     #[arg(long, value_name = "SECS")]
     pub(crate) max_seconds: Option<f64>,
     /// How a reply's text is read: auto (detect the model family's call format from its
-    /// markers), or one family: json, hermes, qwen3_coder, mistral, llama3, harmony,
-    /// deepseek_v3, deepseek_v32, kimi_k2, glm45, gemma4. [default: auto]
+    /// markers), or one family: json, hermes, qwen3_coder, mistral, llama3, llama4_pythonic,
+    /// harmony, deepseek_v3, deepseek_v32, deepseek_v4, kimi_k2, kimi_k3, glm45, gemma4.
+    /// [default: auto]
     #[arg(long, value_name = "FORMAT")]
     pub(crate) reply_format: Option<String>,
 }

@@ -165,15 +165,46 @@ fn reply_read_says_why_a_reply_does_not_parse() {
     assert_eq!(read["error"]["code"], "reply_truncated");
     assert_eq!(read["error"]["message"], "your reply was cut at the token limit; answer with one shorter call");
 
-    let bad = s.write("bad.txt", "ok <tool_call><function=calculate><parameter=expression>1</function></tool_call>");
+    let bad = s.write("bad.txt", "ok <tool_call><function=calculate><value>1</value></function></tool_call>");
     let read = ran(s.harness().args(["reply", "read"]).arg(&bad)).json();
     assert_eq!(read["error"]["code"], "malformed_call");
     assert_eq!(read["error"]["details"]["format"], "qwen3_coder");
-    assert_eq!(read["error"]["details"]["offset"], "ok <tool_call><function=calculate><parameter=expression>".len());
+    assert_eq!(read["error"]["details"]["offset"], "ok <tool_call><function=calculate>".len());
 
     let prose = s.write("prose.txt", "I cannot help.");
     let read = ran(s.harness().args(["reply", "read", "--reply-format", "harmony"]).arg(&prose)).json();
     assert_eq!((read["error"]["code"].as_str(), read["format"].as_str()), (Some("no_json"), Some("harmony")));
+}
+
+#[test]
+fn reply_read_shows_the_newer_formats_and_never_a_call_read_out_of_an_argument() {
+    let s = Scratch::new();
+    let replies = [
+        (
+            "v4.txt",
+            "Booking.<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"book\">\n<｜DSML｜parameter name=\"meeting\" string=\"false\">{\"attendees\": [{\"name\": \"Ana\", \"email\": \"a@x\"}, {\"name\": \"Bo\", \"email\": \"b@x\"}]}</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>",
+            "deepseek_v4",
+            json!([{"name": "book", "arguments": {"meeting": {"attendees": [{"name": "Ana", "email": "a@x"}, {"name": "Bo", "email": "b@x"}]}}}]),
+        ),
+        (
+            "k3.txt",
+            "<|open|>tools<|sep|><|open|>call tool=\"get_weather\" index=\"1\"<|sep|><|open|>argument key=\"city\" type=\"string\"<|sep|>Paris<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>",
+            "kimi_k3",
+            json!([{"name": "get_weather", "arguments": {"city": "Paris"}}]),
+        ),
+        (
+            "l4.txt",
+            "[get_weather(city=\"LA\", metric=\"C\"), get_time()]",
+            "llama4_pythonic",
+            json!([{"name": "get_weather", "arguments": {"city": "LA", "metric": "C"}}, {"name": "get_time", "arguments": {}}]),
+        ),
+    ];
+    for (file, reply, format, calls) in replies {
+        let path = s.write(file, reply);
+        let read = ran(s.harness().args(["reply", "read"]).arg(&path)).json();
+        assert_eq!((read["format"].as_str(), &read["calls"]), (Some(format), &calls), "{file}: {read}");
+        assert_eq!(read["error"], Value::Null, "{file}");
+    }
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //!
 //! A model never runs anything: at each step the [`ModelProvider`] is asked, with a forced tool
 //! choice, to propose one call; the reply is read defensively ([`read_reply`] for text in any
-//! model family's own call format, reasoning split off first; [`parse_reply`]), validated
+//! model family's own call format, reasoning split off first), validated
 //! against the tool's schema compiled once at registration ([`ToolRegistry`]), dispatched to
 //! its [`ToolHandler`] off the async workers, and written to the trace ([`TraceSink`]). Every
 //! failure is a deterministic [`HarnessError`] fed back to the model as the step's result.
@@ -43,7 +43,6 @@ mod trace;
 
 pub use approval::{Answer, ApprovalPolicy, Approvals, Approver, Decision, Effect, PendingCall, call_digest};
 pub use error::{ErrorCode, HarnessError};
-pub use parse::{ToolCall, parse_call, parse_reply, parse_text};
 pub use printable::printable;
 pub use provider::{
     Arguments, Message, ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest, ToolChoice, Usage,

@@ -1,12 +1,12 @@
-//! Properties of the parser and the validator over generated input: no input makes either
-//! panic, and prose around a fenced call never changes what is parsed.
+//! Properties of the JSON reply reader and the validator over generated input: no input makes
+//! either panic, and prose around a fenced call never changes what is read.
 
-use harness_core::{ModelReply, ProposedCall, ToolDefinition, ToolRegistry, ToolSource, parse_reply};
+use harness_core::{ReadOptions, ReadReply, ReplyFormat, ToolDefinition, ToolRegistry, ToolSource, read_reply};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-fn text(t: String) -> ModelReply {
-    ModelReply { text: Some(t), ..Default::default() }
+fn read(text: &str, forced: Option<&str>) -> ReadReply {
+    read_reply(text, &ReadOptions { format: ReplyFormat::Auto, truncated: false, tools: &[], forced })
 }
 
 /// Arbitrary JSON values, a few levels deep.
@@ -35,22 +35,14 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     #[test]
-    fn the_parser_never_panics_on_any_text(t in ".{0,400}") {
-        let _ = parse_reply(&text(t), 1, None);
+    fn the_reader_never_panics_on_any_text(t in ".{0,400}") {
+        let _ = read(&t, None);
     }
 
     #[test]
-    fn the_parser_never_panics_on_brace_heavy_text(t in "[{}\\[\\]\",:\\\\a-z0-9 ]{0,400}") {
-        let _ = parse_reply(&text(t.clone()), 1, None);
-        let _ = parse_reply(&text(t), 1, Some("finish"));
-    }
-
-    #[test]
-    fn the_parser_never_panics_on_any_structured_arguments(args in any_json(), s in ".{0,200}") {
-        for arguments in [args, Value::String(s)] {
-            let call = ProposedCall { id: None, name: "t".into(), arguments: arguments.into() };
-            let _ = parse_reply(&ModelReply { calls: vec![call], ..Default::default() }, 1, None);
-        }
+    fn the_reader_never_panics_on_brace_heavy_text(t in "[{}\\[\\]\",:\\\\a-z0-9 ]{0,400}") {
+        let _ = read(&t, None);
+        let _ = read(&t, Some("finish"));
     }
 
     #[test]
@@ -61,10 +53,10 @@ proptest! {
     ) {
         let arguments = Value::Object(arguments.into_iter().collect());
         let call = json!({ "tool": "calculate", "arguments": arguments });
-        let bare = parse_reply(&text(call.to_string()), 1, None).expect("a bare call parses");
-        let fenced = format!("{before}\n```json\n{call}\n```\n{after}");
-        let parsed = parse_reply(&text(fenced), 1, None).expect("a fenced call parses");
-        prop_assert_eq!(parsed, bare);
+        let bare = read(&call.to_string(), None);
+        prop_assert_eq!(bare.calls.len(), 1, "a bare call reads: {:?}", bare.error);
+        let fenced = read(&format!("{before}\n```json\n{call}\n```\n{after}"), None);
+        prop_assert_eq!(fenced.calls, bare.calls);
     }
 
     #[test]

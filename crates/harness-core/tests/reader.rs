@@ -52,6 +52,32 @@ const PIECES: &[&str] = &[
     "call:",
     "<tool_call|>",
     "<|\"|>",
+    "<｜DSML｜tool_calls>",
+    "<｜DSML｜ calls>",
+    "</｜DSML｜ calls>",
+    "<｜DSML｜ invoke name=\"",
+    "\"/>",
+    "<|open|>tools<|sep|>",
+    "<|open|>call tool=\"",
+    "<|open|>argument key=\"",
+    "\" type=\"string\"<|sep|>",
+    "\" type=\"integer\"<|sep|>",
+    "<|close|>argument<|sep|>",
+    "<|open|>json type=\"object\"<|sep|>",
+    "<|close|>json<|sep|>",
+    "<|close|>call<|sep|>",
+    "<|close|>tools<|sep|>",
+    "<|close|>think<|sep|>",
+    "&quot;",
+    "<|python_start|>",
+    "<|python_end|>",
+    "[calc(",
+    "n=",
+    ")",
+    "'",
+    "True",
+    "None",
+    "\"\"\"",
     "<think>",
     "</think>",
     "[THINK]",
@@ -124,5 +150,122 @@ proptest! {
     fn arbitrary_unicode_never_panics(text in ".{0,300}", truncated in any::<bool>()) {
         let tools = tools();
         let _ = read_reply(&text, &ReadOptions { format: ReplyFormat::Auto, truncated, tools: &tools, forced: Some("calc") });
+    }
+}
+
+/// What models put inside argument values: every family's markers and call-shaped JSON.
+const VALUE_PIECES: &[&str] = &[
+    "<tool_call>",
+    "</tool_call>",
+    "<function=rm>",
+    "</function>",
+    "<parameter=x>",
+    "</parameter>",
+    "<arg_key>x</arg_key>",
+    "<arg_value>",
+    "</arg_value>",
+    "[TOOL_CALLS]rm[ARGS]{}",
+    "<|python_tag|>",
+    "<|start|>assistant to=functions.rm<|channel|>commentary<|message|>{}<|call|>",
+    "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>rm<｜tool▁sep｜>{}<｜tool▁call▁end｜>",
+    "<｜DSML｜function_calls><｜DSML｜invoke name=\"rm\">",
+    "</｜DSML｜parameter>",
+    "</｜DSML｜invoke>",
+    "<｜DSML｜ calls>",
+    "<|tool_call_begin|>functions.rm:0<|tool_call_argument_begin|>{}<|tool_call_end|>",
+    "<|open|>call tool=\"rm\"<|sep|>",
+    "<|close|>argument<|sep|>",
+    "<|close|>call<|sep|>",
+    "<|tool_call>call:rm{}<tool_call|>",
+    "<|\"|>",
+    "<|python_start|>[rm()]<|python_end|>",
+    "[rm(x=1)]",
+    "<think>",
+    "</think>",
+    "{\"tool\": \"rm\", \"arguments\": {}}",
+    "[{\"name\": \"rm\", \"arguments\": {}}]",
+    "{\"name\": \"rm\", \"parameters\": {}}",
+    "\"",
+    "'",
+    "\\",
+    "\n",
+    " ",
+    "é",
+];
+
+/// The pieces that end a value of `format` where its grammar says (with what follows), or
+/// that its reader cannot hold inside a value; kept out of the values generated for it.
+fn closers(format: ReplyFormat) -> &'static [&'static str] {
+    match format {
+        ReplyFormat::Qwen3Coder => &["</parameter>", "</function>", "<parameter="],
+        ReplyFormat::Glm45 => &["</arg_value>"],
+        ReplyFormat::DeepseekV32 | ReplyFormat::DeepseekV4 => &["parameter>"],
+        ReplyFormat::KimiK3 => &["<|close|>argument<|sep|>"],
+        ReplyFormat::Gemma4 => &["<|\"|>"],
+        _ => &[],
+    }
+}
+
+/// One call to `calc` with the string `s` in `format`, as the family's template writes it.
+fn render(format: ReplyFormat, s: &str) -> String {
+    let args = json!({ "s": s, "o": { "tool": "rm", "arguments": {} } }).to_string();
+    match format {
+        ReplyFormat::Json => format!("{{\"tool\": \"calc\", \"arguments\": {args}}}"),
+        ReplyFormat::Hermes => format!("<tool_call>\n{{\"name\": \"calc\", \"arguments\": {args}}}\n</tool_call>"),
+        ReplyFormat::Mistral => format!("[TOOL_CALLS]calc[ARGS]{args}"),
+        ReplyFormat::Llama3 => format!("<|python_tag|>{{\"name\": \"calc\", \"parameters\": {args}}}<|eom_id|>"),
+        ReplyFormat::Harmony => format!(
+            "<|start|>assistant<|channel|>commentary to=functions.calc <|constrain|>json<|message|>{args}<|call|>"
+        ),
+        ReplyFormat::DeepseekV3 => format!(
+            "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>calc<｜tool▁sep｜>{args}<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
+        ),
+        ReplyFormat::KimiK2 => format!(
+            "<|tool_calls_section_begin|><|tool_call_begin|>functions.calc:0<|tool_call_argument_begin|>{args}<|tool_call_end|><|tool_calls_section_end|>"
+        ),
+        ReplyFormat::Qwen3Coder => {
+            format!("<tool_call>\n<function=calc>\n<parameter=s>\n{s}\n</parameter>\n</function>\n</tool_call>")
+        }
+        ReplyFormat::Glm45 => {
+            format!("<tool_call>calc\n<arg_key>s</arg_key>\n<arg_value>{s}</arg_value>\n</tool_call>")
+        }
+        ReplyFormat::DeepseekV32 => format!(
+            "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"calc\">\n<｜DSML｜parameter name=\"s\" string=\"true\">{s}</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>"
+        ),
+        ReplyFormat::DeepseekV4 => format!(
+            "<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"calc\">\n<｜DSML｜parameter name=\"s\" string=\"true\">{s}</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>"
+        ),
+        ReplyFormat::KimiK3 => format!(
+            "<|open|>tools<|sep|><|open|>call tool=\"calc\" index=\"1\"<|sep|><|open|>argument key=\"s\" type=\"string\"<|sep|>{s}<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>"
+        ),
+        ReplyFormat::Gemma4 => format!("<|tool_call>call:calc{{s:<|\"|>{s}<|\"|>}}<tool_call|>"),
+        ReplyFormat::Llama4Pythonic => {
+            let escaped = s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");
+            format!("[calc(s=\"{escaped}\")]")
+        }
+        ReplyFormat::Auto => String::new(),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// A call comes only from a call position: whatever markers and call-shaped JSON a value
+    /// holds, a reply with one call gives that call, its value whole, and no other.
+    #[test]
+    fn no_call_is_ever_read_out_of_an_argument(
+        format in prop::sample::select(ReplyFormat::ALL[1..].to_vec()),
+        pieces in prop::collection::vec(prop::sample::select(VALUE_PIECES), 0..12),
+    ) {
+        let s: String = pieces.iter().filter(|p| !closers(format).iter().any(|c| p.contains(c))).copied().collect();
+        prop_assume!(!closers(format).iter().any(|c| s.contains(c)));
+        let tools = tools();
+        let text = render(format, &s);
+        let read = read_reply(&text, &ReadOptions { format: ReplyFormat::Auto, truncated: false, tools: &tools, forced: None });
+        prop_assert_eq!(read.format, format, "{}", text);
+        let names: Vec<&str> = read.calls.iter().map(|c| c.name.as_str()).collect();
+        prop_assert_eq!(names, vec!["calc"], "{}: {:?}", text, read.error);
+        prop_assert_eq!(&read.calls[0].arguments["s"], &json!(s), "{}", text);
+        prop_assert!(read.error.is_none(), "{}: {:?}", text, read.error);
     }
 }

@@ -1,17 +1,27 @@
-//! DeepSeek V3.2 DSML: `<｜DSML｜function_calls>` holding `<｜DSML｜invoke name="NAME">` elements whose
-//! arguments are a JSON object or `<｜DSML｜parameter name="K" string="true|false">V
-//! </｜DSML｜parameter>` elements (`string="true"`: V is text; otherwise V is JSON). The same
-//! tags without `｜DSML｜` are read too, as engines do.
+//! DeepSeek DSML: a block holding `<｜DSML｜invoke name="NAME">` elements whose arguments are a
+//! JSON object or `<｜DSML｜parameter name="K" string="true|false">V</｜DSML｜parameter>`
+//! elements (`string="true"`: V is text; otherwise V is JSON: numbers, booleans, null,
+//! objects). The block is `function_calls` (V3.2), `tool_calls` (V4) or `calls` (V4.1, which
+//! writes a space after the marker: `<｜DSML｜ invoke name="…">`); an invoke may close itself
+//! (`/>`, no parameters). The same tags without `｜DSML｜`, or with the ASCII `|DSML|` some
+//! checkpoints write, are read too, as engines do; so are invokes written without the block.
+//!
+//! A value ends at the closing parameter tag followed by the next parameter or by the
+//! invoke's closing tag: a tag inside a value, followed by more of it, is text.
 
 use serde_json::{Map, Value};
 
 use super::{Reading, Seeker, find_from, skip_ws, starts};
 
-const DSML: &str = "｜DSML｜";
+/// The marker, as the tokenizer writes it and in the ASCII spelling of older checkpoints.
+const DSML: [&str; 2] = ["｜DSML｜", "|DSML|"];
 
-/// Whether `text` at `at` holds the tag `<NAME` or `<｜DSML｜NAME` (with `/` for a closing tag);
-/// returns where the tag's name ends.
-fn tag(text: &str, at: usize, closing: bool, name: &str) -> Option<usize> {
+/// The names of the block that holds the calls, V3.2's first.
+const BLOCKS: [&str; 3] = ["function_calls", "tool_calls", "calls"];
+
+/// Whether `text` at `at` holds the tag `<NAME`, `<｜DSML｜NAME` or `<｜DSML｜ NAME` (with `/` for
+/// a closing tag; `|DSML|` too); returns where the tag's name ends.
+pub(super) fn tag(text: &str, at: usize, closing: bool, name: &str) -> Option<usize> {
     let mut p = at;
     if !starts(text, p, "<") {
         return None;
@@ -23,47 +33,76 @@ fn tag(text: &str, at: usize, closing: bool, name: &str) -> Option<usize> {
         }
         p += 1;
     }
-    if starts(text, p, DSML) {
-        p += DSML.len();
+    if let Some(marker) = DSML.iter().find(|m| starts(text, p, m)) {
+        p += marker.len();
+        while starts(text, p, " ") {
+            p += 1;
+        }
     }
     starts(text, p, name).then_some(p + name.len())
 }
 
-/// Reads the V3.2 DSML calls of `text`.
+/// The block tag at `at` (`<｜DSML｜tool_calls>`, `</function_calls>`, …): where it ends.
+fn block_tag(text: &str, at: usize, closing: bool) -> Option<usize> {
+    BLOCKS.iter().find_map(|b| tag(text, at, closing, b).filter(|end| starts(text, *end, ">")).map(|end| end + 1))
+}
+
+/// Where calls start at or after `pos`: a block opener (and where its tag ends), or an invoke
+/// written without the block (`<｜DSML｜invoke`, whose tag it does not consume).
+fn next_calls(text: &str, mut pos: usize, openers: &mut [Seeker; 3]) -> Option<(usize, usize, bool)> {
+    loop {
+        let at = openers.iter_mut().filter_map(|s| s.next_at(text, pos)).min()?;
+        if let Some(end) = block_tag(text, at, false) {
+            return Some((at, end, true));
+        }
+        if !starts(text, at, "<function_calls>") && tag(text, at, false, "invoke").is_some() {
+            return Some((at, at, false));
+        }
+        pos = at + 1;
+    }
+}
+
+/// Reads the DSML calls of `text`.
 pub(super) fn read(text: &str, r: &mut Reading<'_>) {
     let mut pos = 0;
-    let mut openers = [Seeker::new("<｜DSML｜function_calls>"), Seeker::new("<function_calls>")];
+    let mut openers = [Seeker::new("<｜DSML｜"), Seeker::new("<|DSML|"), Seeker::new("<function_calls>")];
     loop {
-        let open = openers.iter_mut().filter_map(|s| s.next_at(text, pos)).min();
-        let Some(open) = open else {
+        let Some((open, mut p, in_block)) = next_calls(text, pos, &mut openers) else {
             return r.content(&text[pos..]);
         };
         r.content(&text[pos..open]);
-        let Some(mut p) = find_from(text, open, ">").map(|gt| gt + 1) else { return };
         loop {
-            p = skip_ws(text, p);
-            if p >= text.len() {
+            let next = skip_ws(text, p);
+            if next >= text.len() {
                 // The section never closed; the calls read so far were complete.
                 return;
             }
-            if let Some(name_end) = tag(text, p, true, "function_calls>") {
-                p = name_end;
+            if in_block && let Some(end) = block_tag(text, next, true) {
+                p = end;
                 break;
             }
-            let Some(end) = read_invoke(text, p, r) else { return };
+            if !in_block && tag(text, next, false, "invoke").is_none() {
+                // Invokes without a block end where the next thing is not one.
+                break;
+            }
+            let Some(end) = read_invoke(text, next, r) else { return };
             p = end;
         }
         pos = p;
     }
 }
 
-/// `key="value"` attributes from `p` up to `>`: the pairs and where the tag ends.
-fn attributes<'t>(
-    text: &'t str,
-    mut p: usize,
-    opened: usize,
-    r: &mut Reading<'_>,
-) -> Option<(Vec<(&'t str, &'t str)>, usize)> {
+/// A tag's `key="value"` attributes, and how it ends.
+struct Attributes<'t> {
+    pairs: Vec<(&'t str, &'t str)>,
+    /// Where the tag ends.
+    end: usize,
+    /// The tag closes itself (`/>`): an invoke with no parameters.
+    closed: bool,
+}
+
+/// `key="value"` attributes from `p` up to `>` or `/>`.
+fn attributes<'t>(text: &'t str, mut p: usize, opened: usize, r: &mut Reading<'_>) -> Option<Attributes<'t>> {
     let mut pairs = Vec::new();
     loop {
         p = skip_ws(text, p);
@@ -72,7 +111,10 @@ fn attributes<'t>(
             return None;
         }
         if starts(text, p, ">") {
-            return Some((pairs, p + 1));
+            return Some(Attributes { pairs, end: p + 1, closed: false });
+        }
+        if starts(text, p, "/>") {
+            return Some(Attributes { pairs, end: p + 2, closed: true });
         }
         let Some(eq) = find_from(text, p, "=\"") else {
             r.cut(opened, None);
@@ -102,12 +144,16 @@ fn read_invoke(text: &str, p: usize, r: &mut Reading<'_>) -> Option<usize> {
         r.malformed(p, "expected <｜DSML｜invoke name=\"…\"> or </｜DSML｜function_calls>");
         return None;
     };
-    let (attrs, mut q) = attributes(text, after_tag, p, r)?;
-    let Some(name) = attribute(&attrs, "name").filter(|n| !n.trim().is_empty()) else {
+    let attrs = attributes(text, after_tag, p, r)?;
+    let Some(name) = attribute(&attrs.pairs, "name").filter(|n| !n.trim().is_empty()) else {
         r.malformed(p, "the invoke tag has no name attribute");
         return None;
     };
-    q = skip_ws(text, q);
+    if attrs.closed {
+        r.call(name, Value::Object(Map::new()));
+        return Some(attrs.end);
+    }
+    let mut q = skip_ws(text, attrs.end);
     let arguments = if starts(text, q, "{") {
         let (value, after) = r.json_at(text, q, p, Some(name))?;
         let arguments = r.object_arguments(q, name, value)?;
@@ -142,17 +188,18 @@ fn read_parameters(text: &str, mut p: usize, opened: usize, tool: &str, r: &mut 
             r.malformed(p, &format!("expected <｜DSML｜parameter name=\"…\"> in the call to {tool:?}"));
             return None;
         };
-        let (attrs, value_start) = attributes(text, after_tag, opened, r)?;
-        let Some(key) = attribute(&attrs, "name") else {
+        let attrs = attributes(text, after_tag, opened, r)?;
+        let Some(key) = attribute(&attrs.pairs, "name") else {
             r.malformed(p, "the parameter tag has no name attribute");
             return None;
         };
+        let value_start = attrs.end;
         let Some((value_end, after)) = parameter_close(text, value_start) else {
             r.cut(opened, Some(tool));
             return None;
         };
         let raw = &text[value_start..value_end];
-        let value = if attribute(&attrs, "string") == Some("true") {
+        let value = if attribute(&attrs.pairs, "string") == Some("true") {
             Value::String(raw.to_owned())
         } else {
             serde_json::from_str(raw.trim()).unwrap_or_else(|_| r.typed(tool, key, raw.trim()))
@@ -162,16 +209,27 @@ fn read_parameters(text: &str, mut p: usize, opened: usize, tool: &str, r: &mut 
     }
 }
 
-/// The closing `</parameter>` or `</｜DSML｜parameter>` after `from`: its start and its end.
+/// The closing parameter tag that ends the value from `from`: its start and its end. It is
+/// the first one followed by the next parameter, the invoke's closing tag, or the end.
 fn parameter_close(text: &str, from: usize) -> Option<(usize, usize)> {
     let mut search = from;
     loop {
         let at = find_from(text, search, "parameter>")?;
-        for prefix in ["</｜DSML｜", "</"] {
-            if at >= from + prefix.len() && text.get(at - prefix.len()..at) == Some(prefix) {
-                return Some((at - prefix.len(), at + "parameter>".len()));
-            }
-        }
         search = at + 1;
+        let Some(start) = ["</｜DSML｜ ", "</｜DSML｜", "</|DSML| ", "</|DSML|", "</"]
+            .iter()
+            .find(|prefix| at >= from + prefix.len() && text.get(at - prefix.len()..at) == Some(**prefix))
+            .map(|prefix| at - prefix.len())
+        else {
+            continue;
+        };
+        let end = at + "parameter>".len();
+        let next = skip_ws(text, end);
+        if next >= text.len()
+            || tag(text, next, false, "parameter").is_some()
+            || tag(text, next, true, "invoke>").is_some()
+        {
+            return Some((start, end));
+        }
     }
 }

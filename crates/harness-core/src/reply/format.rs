@@ -25,17 +25,23 @@ pub enum ReplyFormat {
     DeepseekV3,
     /// DeepSeek V3.2 DSML: `<｜DSML｜function_calls><｜DSML｜invoke name="...">...`.
     DeepseekV32,
+    /// DeepSeek V4 / V4.1 DSML: `<｜DSML｜tool_calls>` (V4) or `<｜DSML｜ calls>` (V4.1) blocks.
+    DeepseekV4,
     /// Kimi K2: `<|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{...}`.
     KimiK2,
     /// GLM 4.5+: `<tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value></tool_call>`.
     Glm45,
+    /// Kimi K3: `<|open|>call tool="NAME"<|sep|><|open|>argument key="K" type="T"<|sep|>V…`.
+    KimiK3,
+    /// Llama 4 / 3.2 pythonic: `[get_weather(city="LA"), get_time()]`, or in `<|python_start|>`.
+    Llama4Pythonic,
     /// Gemma 4: `<|tool_call>call:NAME{k:<|"|>v<|"|>}<tool_call|>`.
     Gemma4,
 }
 
 impl ReplyFormat {
     /// Every format, `auto` first, for help texts and error messages.
-    pub const ALL: [ReplyFormat; 12] = [
+    pub const ALL: [ReplyFormat; 15] = [
         Self::Auto,
         Self::Json,
         Self::Hermes,
@@ -45,7 +51,10 @@ impl ReplyFormat {
         Self::Harmony,
         Self::DeepseekV3,
         Self::DeepseekV32,
+        Self::DeepseekV4,
         Self::KimiK2,
+        Self::KimiK3,
+        Self::Llama4Pythonic,
         Self::Glm45,
         Self::Gemma4,
     ];
@@ -62,7 +71,10 @@ impl ReplyFormat {
             Self::Harmony => "harmony",
             Self::DeepseekV3 => "deepseek_v3",
             Self::DeepseekV32 => "deepseek_v32",
+            Self::DeepseekV4 => "deepseek_v4",
             Self::KimiK2 => "kimi_k2",
+            Self::KimiK3 => "kimi_k3",
+            Self::Llama4Pythonic => "llama4_pythonic",
             Self::Glm45 => "glm45",
             Self::Gemma4 => "gemma4",
         }

@@ -5,20 +5,12 @@
 
 use serde_json::{Map, Number, Value};
 
-use super::{Reading, find_from, skip_ws, starts};
+use super::{Fault, Reading, find_from, skip_ws, starts};
 
 const OPEN: &str = "<|tool_call>";
 const CLOSE: &str = "<tool_call|>";
 const QUOTE: &str = "<|\"|>";
 const MAX_DEPTH: u32 = 64;
-
-/// Why a value could not be read.
-enum Fault {
-    /// The text ended inside it.
-    Cut,
-    /// Something else was wrong, at this offset.
-    Bad(usize, String),
-}
 
 /// Reads every call of `text`.
 pub(super) fn read(text: &str, r: &mut Reading<'_>) {
@@ -52,12 +44,8 @@ fn read_call(text: &str, open: usize, r: &mut Reading<'_>) -> Option<usize> {
     }
     let arguments = match object(text, q, 0) {
         Ok((value, after)) => (value, after),
-        Err(Fault::Cut) => {
-            r.cut(open, Some(name));
-            return None;
-        }
-        Err(Fault::Bad(at, problem)) => {
-            r.malformed(at, &problem);
+        Err(fault) => {
+            r.fault(open, Some(name), fault);
             return None;
         }
     };

@@ -1,9 +1,9 @@
 //! `<tool_call>` blocks, three families in one wrapper, told apart by what follows the tag:
 //! Hermes / Qwen 2.5 / Qwen3 write JSON (`<tool_call>{"name": ..., "arguments": ...}</tool_call>`),
-//! Qwen3-Coder writes `<function=NAME>` ([`super::qwen_xml`]), GLM 4.5+ writes the bare name
-//! and `<arg_key>` pairs ([`super::glm`]). Several blocks in a row are several calls.
+//! read here; Qwen3-Coder writes `<function=NAME>` ([`super::qwen_xml`]), GLM 4.5+ writes the
+//! bare name and `<arg_key>` pairs ([`super::glm`]). Several blocks in a row are several calls.
 
-use super::{Reading, ReplyFormat, glm, qwen_xml, skip_ws, starts};
+use super::{Reading, ReplyFormat, skip_ws, starts};
 
 const OPEN: &str = "<tool_call>";
 const CLOSE: &str = "</tool_call>";
@@ -20,16 +20,9 @@ pub(super) fn kind_of_block(after_open: &str) -> ReplyFormat {
     }
 }
 
-/// Reads every `<tool_call>` block of `text`, each by the grammar of the format being read.
+/// Reads every Hermes `<tool_call>` block of `text`.
 pub(super) fn read_tagged(text: &str, r: &mut Reading<'_>) {
-    r.each_call(text, OPEN, Reading::content, |text, open, r| {
-        let body = open + OPEN.len();
-        match r.format {
-            ReplyFormat::Qwen3Coder => qwen_xml::read_block(text, open, body, r),
-            ReplyFormat::Glm45 => glm::read_block(text, open, body, r),
-            _ => read_json_block(text, open, body, r),
-        }
-    });
+    r.each_call(text, OPEN, Reading::content, |text, open, r| read_json_block(text, open, open + OPEN.len(), r));
 }
 
 /// One Hermes block: a JSON object with `name` and `arguments`, then `</tool_call>`.
@@ -49,8 +42,14 @@ fn read_json_block(text: &str, open: usize, body: usize, r: &mut Reading<'_>) ->
     let arguments = r.object_arguments(start, name, raw)?;
     let close = skip_ws(text, after);
     if close >= text.len() {
-        r.cut(open, Some(name));
-        return None;
+        if r.truncated {
+            r.cut(open, Some(name));
+            return None;
+        }
+        // A whole call whose `</tool_call>` the server dropped (the stop token), as vLLM's
+        // hermes parser reads it.
+        r.call(name, arguments);
+        return Some(close);
     }
     if !starts(text, close, CLOSE) {
         r.malformed(close, "expected </tool_call> after the call's JSON object");

@@ -20,8 +20,10 @@ mod harmony;
 mod hermes;
 mod json;
 mod kimi;
+mod kimi_k3;
 mod llama;
 mod mistral;
+mod pythonic;
 mod qwen_xml;
 mod reading;
 mod reasoning;
@@ -33,7 +35,7 @@ use serde_json::Value;
 
 pub use self::format::ReplyFormat;
 use self::reading::{Reading, cut_error};
-use self::text::{Seeker, find_from, find_within, skip_ws, starts};
+use self::text::{Closer, Fault, Seeker, find_from, skip_ws, starts};
 use crate::error::HarnessError;
 use crate::registry::ToolDefinition;
 
@@ -76,7 +78,16 @@ pub struct ReadOptions<'a> {
 
 /// Reads a reply's text. Never panics; linear in the text's length.
 pub fn read_reply(text: &str, options: &ReadOptions<'_>) -> ReadReply {
-    let split = reasoning::split(text);
+    // Every family's marker opens a call, after which no reasoning block is split off; for
+    // Harmony, whose markers open analysis messages too, it is a message's recipient.
+    let call_markers: Vec<&'static str> =
+        MARKERS.iter().filter(|(_, f)| *f != ReplyFormat::Harmony).map(|(m, _)| *m).chain([" to=functions."]).collect();
+    // A reply that opens with a call (pythonic, or JSON) has no reasoning before it.
+    let split = if pythonic::opens_with_calls(text) || json::leading_value_end(text).is_some() {
+        reasoning::Split::none(text)
+    } else {
+        reasoning::split(text, &call_markers)
+    };
     let mut reading = Reading::new(options, &split.offsets, text.len());
     let format = match options.format {
         ReplyFormat::Auto => detect(&split.content),
@@ -96,13 +107,17 @@ pub fn read_reply(text: &str, options: &ReadOptions<'_>) -> ReadReply {
 fn read_family(format: ReplyFormat, text: &str, r: &mut Reading<'_>) {
     match format {
         ReplyFormat::Auto | ReplyFormat::Json => json::read(text, r),
-        ReplyFormat::Hermes | ReplyFormat::Qwen3Coder | ReplyFormat::Glm45 => hermes::read_tagged(text, r),
+        ReplyFormat::Hermes => hermes::read_tagged(text, r),
+        ReplyFormat::Glm45 => glm::read(text, r),
+        ReplyFormat::Qwen3Coder => qwen_xml::read(text, r),
         ReplyFormat::Mistral => mistral::read(text, r),
         ReplyFormat::Llama3 => llama::read(text, r),
         ReplyFormat::Harmony => harmony::read(text, r),
         ReplyFormat::DeepseekV3 => deepseek::read_v3(text, r),
-        ReplyFormat::DeepseekV32 => dsml::read(text, r),
+        ReplyFormat::DeepseekV32 | ReplyFormat::DeepseekV4 => dsml::read(text, r),
         ReplyFormat::KimiK2 => kimi::read(text, r),
+        ReplyFormat::KimiK3 => kimi_k3::read(text, r),
+        ReplyFormat::Llama4Pythonic => pythonic::read(text, r),
         ReplyFormat::Gemma4 => gemma::read(text, r),
     }
 }
@@ -119,17 +134,40 @@ const MARKERS: &[(&str, ReplyFormat)] = &[
     ("<｜tool▁call▁begin｜>", ReplyFormat::DeepseekV3),
     ("<｜DSML｜function_calls>", ReplyFormat::DeepseekV32),
     ("<function_calls>", ReplyFormat::DeepseekV32),
+    ("<｜DSML｜tool_calls>", ReplyFormat::DeepseekV4),
+    ("<｜DSML｜ calls>", ReplyFormat::DeepseekV4),
+    ("<｜DSML｜calls>", ReplyFormat::DeepseekV4),
+    ("<|DSML|tool_calls>", ReplyFormat::DeepseekV4),
+    ("<|DSML| calls>", ReplyFormat::DeepseekV4),
+    ("<｜DSML｜invoke ", ReplyFormat::DeepseekV4),
+    ("<｜DSML｜ invoke ", ReplyFormat::DeepseekV4),
+    ("<|DSML|invoke ", ReplyFormat::DeepseekV4),
     ("<|tool_calls_section_begin|>", ReplyFormat::KimiK2),
     ("<|tool_call_section_begin|>", ReplyFormat::KimiK2),
     ("<|tool_call_begin|>", ReplyFormat::KimiK2),
+    ("<function=", ReplyFormat::Qwen3Coder),
+    ("<|open|>tools<|sep|>", ReplyFormat::KimiK3),
+    ("<|open|>call ", ReplyFormat::KimiK3),
+    ("<|open|>response<|sep|>", ReplyFormat::KimiK3),
+    ("<|close|>response<|sep|>", ReplyFormat::KimiK3),
+    ("<|close|>message<|sep|>", ReplyFormat::KimiK3),
+    ("<|python_start|>", ReplyFormat::Llama4Pythonic),
 ];
 
 /// The family whose marker comes first; `<tool_call>` blocks are told apart by what follows.
+/// A reply that opens with pythonic calls (`[name(`) is Llama 4's; one that opens with a JSON
+/// value is a call written as JSON: markers inside either are their text, and only those
+/// after a leading JSON value count.
 fn detect(text: &str) -> ReplyFormat {
-    let first = MARKERS.iter().filter_map(|(m, f)| text.find(m).map(|at| (at, *f))).min_by_key(|(at, _)| *at);
+    if pythonic::opens_with_calls(text) {
+        return ReplyFormat::Llama4Pythonic;
+    }
+    let from = json::leading_value_end(text).unwrap_or(0);
+    let rest = &text[from..];
+    let first = MARKERS.iter().filter_map(|(m, f)| rest.find(m).map(|at| (at, *f))).min_by_key(|(at, _)| *at);
     match first {
         None => ReplyFormat::Json,
-        Some((at, ReplyFormat::Hermes)) => hermes::kind_of_block(&text[at + "<tool_call>".len()..]),
+        Some((at, ReplyFormat::Hermes)) => hermes::kind_of_block(&rest[at + "<tool_call>".len()..]),
         Some((_, format)) => format,
     }
 }

@@ -1,20 +1,59 @@
 //! Qwen3-Coder / Qwen3.5: `<tool_call><function=NAME><parameter=KEY>VALUE</parameter>...
 //! </function></tool_call>`. Values are text, one newline trimmed on each side, typed by the
 //! tool's schema.
+//!
+//! Read as the engines accept it (vLLM's and SGLang's qwen3_coder parsers): the `<tool_call>`
+//! opener may be missing, so bare `<function=…>` blocks, one or several in a row, are calls;
+//! a missing `</parameter>` is read as ended by the next `<parameter=` starting a line or by
+//! `</function>`. Otherwise a value ends only where the grammar puts its end: a `</parameter>`
+//! followed by the next `<parameter=` or by `</function>`; a `</parameter>` or `<function=x>`
+//! inside the value, followed by more of it, is text. `<function=NAME>{...}</function>` with
+//! JSON arguments (Llama 3.1's custom tool format) is read as well.
 
 use serde_json::{Map, Value};
 
-use super::{Reading, find_from, find_within, skip_ws, starts};
+use super::{Closer, Reading, Seeker, find_from, skip_ws, starts};
 
+const TOOL_CALL: &str = "<tool_call>";
+const TOOL_CALL_END: &str = "</tool_call>";
 const FUNCTION: &str = "<function=";
 const FUNCTION_END: &str = "</function>";
 const PARAMETER: &str = "<parameter=";
 const PARAMETER_END: &str = "</parameter>";
-const CLOSE: &str = "</tool_call>";
+/// What may follow the `</function>` that closes a block.
+const AFTER_FUNCTION: &[&str] = &[TOOL_CALL_END, FUNCTION, TOOL_CALL];
+/// What may follow the `</parameter>` that closes a value.
+const AFTER_PARAMETER: &[&str] = &[PARAMETER, FUNCTION_END, TOOL_CALL_END];
 
-/// One block, from just after `<tool_call>` (at `body`); returns where it ends.
-pub(super) fn read_block(text: &str, open: usize, body: usize, r: &mut Reading<'_>) -> Option<usize> {
-    let f = skip_ws(text, body);
+/// The closers of one reading, kept so that no stretch of text is searched twice.
+struct Closers {
+    parameter: Closer,
+    function: Closer,
+    /// The next parameter on a line of its own, which ends a value whose `</parameter>` is missing.
+    next_parameter: Seeker,
+}
+
+/// Reads every call of `text`: `<tool_call>` blocks and bare `<function=…>` blocks.
+pub(super) fn read(text: &str, r: &mut Reading<'_>) {
+    let mut openers = [Seeker::new(TOOL_CALL), Seeker::new(FUNCTION)];
+    let mut closers = Closers {
+        parameter: Closer::new(PARAMETER_END, AFTER_PARAMETER),
+        function: Closer::new(FUNCTION_END, AFTER_FUNCTION),
+        next_parameter: Seeker::new("\n<parameter="),
+    };
+    let mut pos = 0;
+    while let Some(open) = openers.iter_mut().filter_map(|s| s.next_at(text, pos)).min() {
+        r.content(&text[pos..open]);
+        let Some(end) = read_block(text, open, r, &mut closers) else { return };
+        pos = end;
+    }
+    r.content(&text[pos..]);
+}
+
+/// One block at `open` (`<tool_call>` or `<function=`); returns where it ends.
+fn read_block(text: &str, open: usize, r: &mut Reading<'_>, closers: &mut Closers) -> Option<usize> {
+    let wrapped = starts(text, open, TOOL_CALL);
+    let f = if wrapped { skip_ws(text, open + TOOL_CALL.len()) } else { open };
     if f >= text.len() {
         r.cut(open, None);
         return None;
@@ -23,66 +62,110 @@ pub(super) fn read_block(text: &str, open: usize, body: usize, r: &mut Reading<'
         r.malformed(f, "expected <function=NAME> after <tool_call>");
         return None;
     }
-    let name_start = f + FUNCTION.len();
-    let Some(function_end) = find_from(text, name_start, FUNCTION_END) else {
-        let name = find_from(text, name_start, ">").map(|gt| &text[name_start..gt]);
-        r.cut(open, name);
-        return None;
+    let (name, body) = function_name(text, open, f + FUNCTION.len(), r)?;
+    let (arguments, function_end) = if starts(text, skip_ws(text, body), "{") {
+        json_arguments(text, open, skip_ws(text, body), name, r)?
+    } else {
+        read_parameters(text, open, name, body, r, closers)?
     };
-    let Some(gt) = find_within(text, name_start, function_end, ">") else {
-        r.malformed(name_start, "the <function= tag is not closed with >");
-        return None;
-    };
-    let name = text[name_start..gt].trim();
-    if name.is_empty() || name.contains('<') {
-        r.malformed(name_start, "the function's name is empty or holds a tag");
-        return None;
+    // `</function>` may be missing before `</tool_call>`, as the engines accept.
+    let after = if starts(text, function_end, FUNCTION_END) { function_end + FUNCTION_END.len() } else { function_end };
+    let close = skip_ws(text, after);
+    if starts(text, close, TOOL_CALL_END) {
+        r.call(name, arguments);
+        return Some(close + TOOL_CALL_END.len());
     }
-    let arguments = read_parameters(text, name, gt + 1, function_end, r)?;
-    let close = skip_ws(text, function_end + FUNCTION_END.len());
-    if close >= text.len() {
+    if wrapped && close >= text.len() && r.truncated {
+        // Cut at the token limit before its `</tool_call>`: the call may not be whole.
         r.cut(open, Some(name));
         return None;
     }
-    if !starts(text, close, CLOSE) {
-        r.malformed(close, "expected </tool_call> after </function>");
-        return None;
-    }
     r.call(name, arguments);
-    Some(close + CLOSE.len())
+    Some(after)
 }
 
-/// The `<parameter=…>` elements in `text[from..to]`.
-fn read_parameters(text: &str, tool: &str, from: usize, to: usize, r: &mut Reading<'_>) -> Option<Value> {
+/// The name in `<function=NAME>`, from `start`: the name and where the tag ends.
+fn function_name<'t>(text: &'t str, open: usize, start: usize, r: &mut Reading<'_>) -> Option<(&'t str, usize)> {
+    let Some(gt) = find_from(text, start, ">") else {
+        r.cut(open, None);
+        return None;
+    };
+    let name = text[start..gt].trim();
+    if name.is_empty() || name.contains(['<', '\n']) {
+        r.malformed(start, "the function's name is empty or holds a tag");
+        return None;
+    }
+    Some((name, gt + 1))
+}
+
+/// `{...}` arguments at `at`, then `</function>`: the arguments and where `</function>` is.
+fn json_arguments(text: &str, open: usize, at: usize, name: &str, r: &mut Reading<'_>) -> Option<(Value, usize)> {
+    let (value, after) = r.json_at(text, at, open, Some(name))?;
+    let arguments = r.object_arguments(at, name, value)?;
+    let end = skip_ws(text, after);
+    if end >= text.len() {
+        r.cut(open, Some(name));
+        return None;
+    }
+    if !starts(text, end, FUNCTION_END) {
+        r.malformed(end, &format!("expected </function> after the JSON arguments of {name:?}"));
+        return None;
+    }
+    Some((arguments, end))
+}
+
+/// The `<parameter=…>` elements from `p` up to the `</function>` that closes the block (or the
+/// `</tool_call>`, when `</function>` is missing): the arguments and where that closer is.
+fn read_parameters(
+    text: &str,
+    open: usize,
+    tool: &str,
+    mut p: usize,
+    r: &mut Reading<'_>,
+    closers: &mut Closers,
+) -> Option<(Value, usize)> {
     let mut arguments = Map::new();
-    let mut p = from;
     loop {
         p = skip_ws(text, p);
-        if p >= to {
-            return Some(Value::Object(arguments));
+        if p >= text.len() {
+            r.cut(open, Some(tool));
+            return None;
+        }
+        if starts(text, p, FUNCTION_END) || starts(text, p, TOOL_CALL_END) {
+            return Some((Value::Object(arguments), p));
         }
         if !starts(text, p, PARAMETER) {
             r.malformed(p, &format!("expected <parameter=NAME> or </function> in the call to {tool:?}"));
             return None;
         }
         let key_start = p + PARAMETER.len();
-        let Some(gt) = find_within(text, key_start, to, ">") else {
-            r.malformed(key_start, "the <parameter= tag is not closed with >");
+        let Some(gt) = find_from(text, key_start, ">") else {
+            r.cut(open, Some(tool));
             return None;
         };
         let key = text[key_start..gt].trim();
-        let Some(value_end) = find_within(text, gt + 1, to, PARAMETER_END) else {
-            r.malformed(gt + 1, &format!("the parameter {key:?} of {tool:?} has no </parameter>"));
-            return None;
-        };
-        let raw = &text[gt + 1..value_end];
-        if raw.contains(PARAMETER) {
-            r.malformed(gt + 1, &format!("the parameter {key:?} of {tool:?} is not closed before the next one"));
+        if key.is_empty() || key.contains(['<', '\n']) {
+            r.malformed(key_start, "the <parameter= tag is not closed with > on its line");
             return None;
         }
+        let value_start = gt + 1;
+        // The value ends at its own `</parameter>`, or, when that is missing, at the next
+        // `<parameter=` starting a line or at `</function>` (as vLLM's parser reads it);
+        // a block followed by prose has no closer the grammar vouches for: its first one ends it.
+        let ends = [
+            closers.parameter.next_at(text, value_start),
+            closers.function.next_at(text, value_start),
+            closers.next_parameter.next_at(text, value_start),
+        ];
+        let plain = || find_from(text, value_start, FUNCTION_END);
+        let Some(value_end) = ends.into_iter().flatten().min().or_else(plain) else {
+            r.cut(open, Some(tool));
+            return None;
+        };
+        let raw = &text[value_start..value_end];
         let raw = raw.strip_prefix('\n').unwrap_or(raw);
         let raw = raw.strip_suffix('\n').unwrap_or(raw);
         arguments.insert(key.to_owned(), r.typed(tool, key, raw));
-        p = value_end + PARAMETER_END.len();
+        p = if starts(text, value_end, PARAMETER_END) { value_end + PARAMETER_END.len() } else { value_end };
     }
 }

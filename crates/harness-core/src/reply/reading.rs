@@ -126,6 +126,14 @@ impl<'a> Reading<'a> {
         self.fail(error);
     }
 
+    /// Records a hand parser's fault in a call opened at `opened`.
+    pub(super) fn fault(&mut self, opened: usize, tool: Option<&str>, fault: super::Fault) {
+        match fault {
+            super::Fault::Cut => self.cut(opened, tool),
+            super::Fault::Bad(at, problem) => self.malformed(at, &problem),
+        }
+    }
+
     /// Reads one JSON value starting at `offset` of `text`: the value and where it ends.
     /// A value cut by the end of the text is a cut call; other faults are `invalid_json`.
     pub(super) fn json_at(

@@ -3,7 +3,8 @@
 //! The blocks: `<think>…</think>` (Qwen3, DeepSeek R1/V3.1, GLM, Kimi, MiniMax), also with the
 //! opening tag missing, as templates that pre-fill it produce; `[THINK]…[/THINK]` (Magistral);
 //! `◁think▷…◁/think▷` (Kimi VL); `<|channel>thought…<channel|>` (Gemma 4);
-//! `<seed:think>…</seed:think>` (Seed-OSS); and Harmony's `analysis` channel (gpt-oss), which
+//! `<seed:think>…</seed:think>` (Seed-OSS); `<|open|>think<|sep|>…<|close|>think<|sep|>` (Kimi
+//! K3, whose template may write the opening into the prompt); and Harmony's `analysis` channel (gpt-oss), which
 //! runs to `<|end|>` or to the next message.
 
 use super::Seeker;
@@ -21,6 +22,7 @@ const BLOCKS: &[Block] = &[
     Block { open: "◁think▷", close: &[("◁/think▷", true)] },
     Block { open: "<|channel>thought", close: &[("<channel|>", true)] },
     Block { open: "<seed:think>", close: &[("</seed:think>", true)] },
+    Block { open: "<|open|>think<|sep|>", close: &[("<|close|>think<|sep|>", true)] },
     Block {
         open: "<|channel|>analysis<|message|>",
         close: &[("<|end|>", true), ("<|start|>", false), ("<|channel|>", false)],
@@ -28,7 +30,8 @@ const BLOCKS: &[Block] = &[
 ];
 
 /// Closing markers whose opening tag a template may have written into the prompt.
-const PREFILLED: &[(&str, &str)] = &[("<think>", "</think>"), ("[THINK]", "[/THINK]")];
+const PREFILLED: &[(&str, &str)] =
+    &[("<think>", "</think>"), ("[THINK]", "[/THINK]"), ("<|open|>think<|sep|>", "<|close|>think<|sep|>")];
 
 /// A reply with its reasoning split off.
 pub(super) struct Split {
@@ -43,6 +46,14 @@ pub(super) struct Split {
 }
 
 impl Split {
+    /// A reply with no reasoning: all of it is content.
+    pub(super) fn none(text: &str) -> Self {
+        let mut out =
+            Self { content: String::new(), offsets: Vec::new(), reasoning: String::new(), cut_in_reasoning: false };
+        out.keep(text, 0, text.len());
+        out
+    }
+
     fn keep(&mut self, text: &str, from: usize, to: usize) {
         if let Some(piece) = text.get(from..to).filter(|p| !p.is_empty()) {
             self.offsets.push((self.content.len(), from));
@@ -63,16 +74,23 @@ impl Split {
 }
 
 /// Splits the reasoning off `text`. Linear: each marker's search only moves forward.
-pub(super) fn split(text: &str) -> Split {
+///
+/// Reasoning comes before the calls: once a call has opened (one of `call_markers` stands
+/// outside reasoning), the rest is the readers', so that a `<think>` or `</think>` inside an
+/// argument value never cuts a call nor turns the rest of the value into calls.
+pub(super) fn split(text: &str, call_markers: &[&'static str]) -> Split {
     let mut out =
         Split { content: String::new(), offsets: Vec::new(), reasoning: String::new(), cut_in_reasoning: false };
-    let mut pos = prefilled(text, &mut out);
+    let mut calls: Vec<Seeker> = call_markers.iter().map(|m| Seeker::new(m)).collect();
+    let first_call = calls.iter_mut().filter_map(|s| s.next_at(text, 0)).min().unwrap_or(text.len());
+    let mut pos = prefilled(text, first_call, &mut out);
     let mut opens: Vec<Seeker> = BLOCKS.iter().map(|b| Seeker::new(b.open)).collect();
     let mut closes: Vec<Vec<Seeker>> =
         BLOCKS.iter().map(|b| b.close.iter().map(|(m, _)| Seeker::new(m)).collect()).collect();
     loop {
         let next = opens.iter_mut().enumerate().filter_map(|(i, s)| s.next_at(text, pos).map(|at| (at, i))).min();
-        let Some((at, block)) = next else {
+        let call = calls.iter_mut().filter_map(|s| s.next_at(text, pos)).min();
+        let Some((at, block)) = next.filter(|(at, _)| call.is_none_or(|c| c >= *at)) else {
             out.keep(text, pos, text.len());
             return out;
         };
@@ -98,10 +116,10 @@ pub(super) fn split(text: &str) -> Split {
 }
 
 /// Takes the reasoning whose opening tag was in the prompt: a closing tag before any opening
-/// one ends it. Returns where the rest of the reply starts.
-fn prefilled(text: &str, out: &mut Split) -> usize {
+/// one, and before the first call, ends it. Returns where the rest of the reply starts.
+fn prefilled(text: &str, first_call: usize, out: &mut Split) -> usize {
     for (open, close) in PREFILLED {
-        if let Some(c) = text.find(close)
+        if let Some(c) = text[..first_call].find(close)
             && text.find(open).is_none_or(|o| c < o)
         {
             out.think(&text[..c]);

@@ -1,5 +1,6 @@
-//! Fixtures per family, written from each family's chat template and the serving engines'
-//! parser tests: single, parallel, unicode, nested JSON in strings, truncated, malformed.
+//! What the reply corpus (`tests/data/replies`, run by `tests/corpus.rs`) does not say well:
+//! error offsets and messages, pinned formats, forced tools, and one test per format that
+//! puts call-shaped JSON and the format's own markers inside argument values.
 
 use serde_json::{Value, json};
 
@@ -55,27 +56,6 @@ fn code(reply: &ReadReply) -> Option<ErrorCode> {
 // --- reasoning -------------------------------------------------------------------------------
 
 #[test]
-fn a_call_inside_think_is_reasoning_and_never_runs() {
-    let r = read(
-        r#"<think>I must not call {"tool": "calculate", "arguments": {"expression": "666"}} here.</think>The answer is 42."#,
-    );
-    assert!(r.calls.is_empty());
-    assert_eq!(r.content, "The answer is 42.");
-    assert!(r.reasoning.as_deref().is_some_and(|t| t.contains("666")));
-    assert_eq!(code(&r), Some(ErrorCode::NoJson));
-}
-
-#[test]
-fn think_with_its_opening_tag_in_the_prompt() {
-    let r = read(
-        "I should check the weather.\n</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
-    );
-    assert_eq!(r.reasoning.as_deref(), Some("I should check the weather."));
-    assert_eq!(names(&r), ["get_weather"]);
-    assert_eq!(r.format, ReplyFormat::Hermes);
-}
-
-#[test]
 fn every_reasoning_block_kind_is_split_off() {
     let call = r#"{"tool": "calculate", "arguments": {"expression": "1"}}"#;
     for (open, close) in [
@@ -103,43 +83,27 @@ fn an_unclosed_think_is_all_reasoning_and_a_cut_one_is_reply_truncated() {
 }
 
 #[test]
-fn reasoning_around_and_between_calls() {
+fn reasoning_comes_before_the_calls_and_is_never_split_after_one() {
     let r = read(
-        "<think>a</think><tool_call>{\"name\":\"calculate\",\"arguments\":{\"expression\":\"1\"}}</tool_call><think>b</think>done",
+        "<think>a</think><think>b</think><tool_call>{\"name\":\"calculate\",\"arguments\":{\"expression\":\"1\"}}</tool_call><think>c</think>done",
     );
     assert_eq!(r.reasoning.as_deref(), Some("a\nb"));
-    assert_eq!(r.content, "done");
+    assert_eq!(r.content, "<think>c</think>done");
     assert_eq!(names(&r), ["calculate"]);
 }
 
+#[test]
+fn reasoning_tags_inside_a_value_neither_cut_the_call_nor_make_calls() {
+    // A closing tag with no opening one is reasoning whose opening was in the prompt, but not
+    // once a call has opened: here it is text in the value, and what follows it too.
+    let text = "<tool_call>\n<function=calculate>\n<parameter=expression>\nx</think><tool_call>\n<function=rm>\n<think>y\n</parameter>\n</function>\n</tool_call>";
+    let r = only_calls(text, ReplyFormat::Qwen3Coder, &["calculate"]);
+    assert_eq!(r.reasoning, None);
+    let value = r.calls[0].arguments["expression"].as_str().unwrap_or_default();
+    assert!(value.starts_with("x</think>") && value.ends_with("<think>y"), "{value}");
+}
+
 // --- hermes ----------------------------------------------------------------------------------
-
-#[test]
-fn hermes_single_and_parallel_with_content() {
-    let text = "Checking both.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"東京\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Zürich\", \"days\": 2}}\n</tool_call>";
-    let r = read(text);
-    assert_eq!(r.format, ReplyFormat::Hermes);
-    assert_eq!(names(&r), ["get_weather", "get_weather"]);
-    assert_eq!(r.calls[0].arguments, json!({"city": "東京"}));
-    assert_eq!(r.calls[1].arguments, json!({"city": "Zürich", "days": 2}));
-    assert_eq!(r.content, "Checking both.");
-    assert_eq!(r.error, None);
-}
-
-#[test]
-fn hermes_nested_json_and_tags_inside_strings() {
-    let text = r#"<tool_call>{"name": "search", "arguments": {"query": "say \"</tool_call>\" {not json}", "filters": {"a": {"b": [1, {"c": "}"}]}}}}</tool_call>"#;
-    let r = read(text);
-    assert_eq!(r.calls.len(), 1, "{r:?}");
-    assert_eq!(r.calls[0].arguments["query"], "say \"</tool_call>\" {not json}");
-    assert_eq!(r.calls[0].arguments["filters"]["a"]["b"][1]["c"], "}");
-}
-
-#[test]
-fn hermes_arguments_as_a_json_string_are_decoded() {
-    let r = read(r#"<tool_call>{"name": "calculate", "arguments": "{\"expression\": \"2+2\"}"}</tool_call>"#);
-    assert_eq!(r.calls[0].arguments, json!({"expression": "2+2"}));
-}
 
 #[test]
 fn hermes_cut_call_after_a_complete_one() {
@@ -157,8 +121,12 @@ fn hermes_cut_call_after_a_complete_one() {
 }
 
 #[test]
-fn hermes_complete_json_without_its_closing_tag_is_cut() {
-    let r = read(r#"<tool_call>{"name": "calculate", "arguments": {"expression": "1"}}"#);
+fn hermes_complete_json_without_its_closing_tag_is_a_call_unless_cut() {
+    // Servers drop the stop token; vLLM's hermes parser reads the call. At the token limit
+    // the call may not be whole, and never counts.
+    let text = r#"<tool_call>{"name": "calculate", "arguments": {"expression": "1"}}"#;
+    assert_eq!(names(&read(text)), ["calculate"]);
+    let r = read_as(text, ReplyFormat::Auto, true);
     assert!(r.calls.is_empty());
     assert_eq!(code(&r), Some(ErrorCode::ReplyTruncated));
 }
@@ -178,26 +146,6 @@ fn hermes_malformed_json_names_format_and_offset() {
 // --- qwen3-coder -----------------------------------------------------------------------------
 
 #[test]
-fn qwen3_coder_values_are_typed_by_the_schema() {
-    let text = "<tool_call>\n<function=search>\n<parameter=query>\nrust <generics> & \"quotes\"\n</parameter>\n<parameter=limit>\n5\n</parameter>\n<parameter=exact>\nTrue\n</parameter>\n<parameter=score>\n0.5\n</parameter>\n<parameter=filters>\n{\"lang\": \"en\"}\n</parameter>\n<parameter=tags>\n[\"a\", \"b\"]\n</parameter>\n</function>\n</tool_call>";
-    let r = read(text);
-    assert_eq!(r.format, ReplyFormat::Qwen3Coder);
-    assert_eq!(
-        r.calls[0].arguments,
-        json!({"query": "rust <generics> & \"quotes\"", "limit": 5, "exact": true, "score": 0.5, "filters": {"lang": "en"}, "tags": ["a", "b"]})
-    );
-}
-
-#[test]
-fn qwen3_coder_parallel_multiline_value_and_null() {
-    let text = "<tool_call>\n<function=calculate>\n<parameter=expression>\nline one\nline two\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=search>\n<parameter=query>\nx\n</parameter>\n<parameter=limit>\nnull\n</parameter>\n</function>\n</tool_call>";
-    let r = read(text);
-    assert_eq!(names(&r), ["calculate", "search"]);
-    assert_eq!(r.calls[0].arguments["expression"], "line one\nline two");
-    assert_eq!(r.calls[1].arguments["limit"], Value::Null);
-}
-
-#[test]
 fn qwen3_coder_a_value_that_does_not_fit_stays_a_string() {
     let r = read("<tool_call><function=get_weather><parameter=days>three</parameter></function></tool_call>");
     assert_eq!(r.calls[0].arguments["days"], "three");
@@ -208,26 +156,12 @@ fn qwen3_coder_cut_and_malformed() {
     let r = read_as("<tool_call>\n<function=calculate>\n<parameter=expression>\n1+", ReplyFormat::Auto, true);
     assert_eq!(code(&r), Some(ErrorCode::ReplyTruncated));
     assert_eq!(r.error.unwrap().details["tool"], "calculate");
-    let e = read("<tool_call><function=calculate><parameter=expression>1</function></tool_call>").error.unwrap();
+    let e = read("<tool_call><function=calculate><value>1</value></function></tool_call>").error.unwrap();
     assert_eq!((e.code, e.details["format"].as_str()), (ErrorCode::MalformedCall, Some("qwen3_coder")));
-    assert!(e.message.contains("</parameter>"), "{}", e.message);
+    assert!(e.message.contains("<parameter=NAME>"), "{}", e.message);
 }
 
 // --- glm -------------------------------------------------------------------------------------
-
-#[test]
-fn glm_with_and_without_newlines() {
-    let r = read(
-        "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>北京</arg_value>\n<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n</tool_call>",
-    );
-    assert_eq!(r.format, ReplyFormat::Glm45);
-    assert_eq!(r.calls[0].arguments, json!({"city": "北京", "days": 3}));
-    let r = read(
-        "<tool_call>search<arg_key>query</arg_key><arg_value>{\"q\": 1}</arg_value><arg_key>filters</arg_key><arg_value>{\"a\": [1]}</arg_value></tool_call><tool_call>calculate<arg_key>expression</arg_key><arg_value>2*3</arg_value></tool_call>",
-    );
-    assert_eq!(names(&r), ["search", "calculate"]);
-    assert_eq!(r.calls[0].arguments, json!({"query": "{\"q\": 1}", "filters": {"a": [1]}}));
-}
 
 #[test]
 fn glm_call_without_arguments_cut_and_malformed() {
@@ -242,30 +176,11 @@ fn glm_call_without_arguments_cut_and_malformed() {
 // --- mistral ---------------------------------------------------------------------------------
 
 #[test]
-fn mistral_named_parallel_and_call_id() {
-    let r = read(
-        "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}[TOOL_CALLS]calculate[CALL_ID]a1b2c3d4e[ARGS]{\"expression\": \"[1]\"}",
-    );
-    assert_eq!(r.format, ReplyFormat::Mistral);
-    assert_eq!(names(&r), ["get_weather", "calculate"]);
-    assert_eq!(r.calls[1].arguments, json!({"expression": "[1]"}));
-}
-
-#[test]
 fn mistral_without_its_special_tokens_in_the_text() {
     let r = read("[TOOL_CALLS]get_weather{\"city\": \"Nice\"}[TOOL_CALLS]calculate{\"expression\": \"2\"}");
     assert_eq!(names(&r), ["get_weather", "calculate"]);
     let e = read("[TOOL_CALLS]get weather[ARGS]{}").error.unwrap();
     assert_eq!(e.code, ErrorCode::MalformedCall);
-}
-
-#[test]
-fn mistral_older_list_and_magistral_think() {
-    let r = read(
-        "[THINK]should I? [TOOL_CALLS]calculate[ARGS]{}[/THINK][TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Lyon\"}, \"id\": \"abcdefghi\"}, {\"name\": \"calculate\", \"arguments\": {\"expression\": \"1\"}}]",
-    );
-    assert_eq!(names(&r), ["get_weather", "calculate"]);
-    assert!(r.reasoning.unwrap().contains("[TOOL_CALLS]calculate"));
 }
 
 #[test]
@@ -282,16 +197,6 @@ fn mistral_cut_and_malformed() {
 // --- llama -----------------------------------------------------------------------------------
 
 #[test]
-fn llama_python_tag_parameters_and_semicolons() {
-    let r = read(
-        "<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}; {\"name\": \"calculate\", \"parameters\": {\"expression\": \"1\"}}<|eom_id|>",
-    );
-    assert_eq!(r.format, ReplyFormat::Llama3);
-    assert_eq!(names(&r), ["get_weather", "calculate"]);
-    assert_eq!(r.content, "");
-}
-
-#[test]
 fn llama_bare_json_pinned_and_in_auto() {
     let text = "{\"type\": \"function\", \"name\": \"get_weather\", \"parameters\": {\"city\": \"Rome\"}}";
     let pinned = read_as(text, ReplyFormat::Llama3, false);
@@ -301,25 +206,6 @@ fn llama_bare_json_pinned_and_in_auto() {
 }
 
 // --- harmony ---------------------------------------------------------------------------------
-
-#[test]
-fn harmony_recipient_in_the_channel_with_analysis() {
-    let text = "<|channel|>analysis<|message|>User wants weather. I could call functions.calculate {\"expression\":\"6\"}.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"San Francisco\"}<|call|>";
-    let r = read(text);
-    assert_eq!(r.format, ReplyFormat::Harmony);
-    assert_eq!(names(&r), ["get_weather"]);
-    assert_eq!(r.calls[0].arguments, json!({"city": "San Francisco"}));
-    assert!(r.reasoning.unwrap().contains("functions.calculate"));
-}
-
-#[test]
-fn harmony_recipient_in_the_role_header_and_no_call_token() {
-    let r = read(
-        "<|start|>assistant to=functions.calculate<|channel|>commentary json<|message|>{\"expression\": \"2*21\"}",
-    );
-    assert_eq!(names(&r), ["calculate"]);
-    assert_eq!(r.calls[0].arguments["expression"], "2*21");
-}
 
 #[test]
 fn harmony_final_is_content_and_cut_call_is_truncated() {
@@ -338,26 +224,6 @@ fn harmony_final_is_content_and_cut_call_is_truncated() {
 // --- deepseek --------------------------------------------------------------------------------
 
 #[test]
-fn deepseek_v3_fenced_parallel() {
-    let text = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Hangzhou\"}\n```<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>function<｜tool▁sep｜>calculate\n```json\n{\"expression\": \"```\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜><｜end▁of▁sentence｜>";
-    let r = read(text);
-    assert_eq!(r.format, ReplyFormat::DeepseekV3);
-    assert_eq!(names(&r), ["get_weather", "calculate"]);
-    assert_eq!(r.calls[1].arguments["expression"], "```");
-    assert_eq!(r.content, "");
-}
-
-#[test]
-fn deepseek_v31_bare_json_with_thinking() {
-    let text = "check</think>Sure.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Tokyo\"}<｜tool▁call▁end｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Paris\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
-    let r = read(text);
-    assert_eq!(r.reasoning.as_deref(), Some("check"));
-    assert_eq!(r.content, "Sure.");
-    assert_eq!(r.calls.len(), 2);
-    assert_eq!(r.calls[1].arguments["city"], "Paris");
-}
-
-#[test]
 fn deepseek_v3_cut_and_malformed() {
     let r = read_as(
         "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\":",
@@ -369,16 +235,6 @@ fn deepseek_v3_cut_and_malformed() {
         .error
         .unwrap();
     assert_eq!((e.code, e.details["format"].as_str()), (ErrorCode::MalformedCall, Some("deepseek_v3")));
-}
-
-#[test]
-fn deepseek_v32_dsml_parameters_and_json() {
-    let text = "Let me look.\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"search\">\n<｜DSML｜parameter name=\"query\" string=\"true\">a < b</｜DSML｜parameter>\n<｜DSML｜parameter name=\"limit\" string=\"false\">3</｜DSML｜parameter>\n<｜DSML｜parameter name=\"filters\" string=\"false\">{\"x\": [1]}</｜DSML｜parameter>\n</｜DSML｜invoke>\n<｜DSML｜invoke name=\"calculate\">\n{\"expression\": \"9\"}\n</｜DSML｜invoke>\n</｜DSML｜function_calls>";
-    let r = read(text);
-    assert_eq!(r.format, ReplyFormat::DeepseekV32);
-    assert_eq!(names(&r), ["search", "calculate"]);
-    assert_eq!(r.calls[0].arguments, json!({"query": "a < b", "limit": 3, "filters": {"x": [1]}}));
-    assert_eq!(r.content, "Let me look.");
 }
 
 #[test]
@@ -398,16 +254,6 @@ fn deepseek_v32_plain_tags_and_cut() {
 // --- kimi ------------------------------------------------------------------------------------
 
 #[test]
-fn kimi_k2_parallel_with_indexes() {
-    let text = "I'll check.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"city\": \"Beijing\"}<|tool_call_end|><|tool_call_begin|>functions.calculate:1<|tool_call_argument_begin|>{\"expression\": \"<|tool_call_end|>\"}<|tool_call_end|><|tool_calls_section_end|>";
-    let r = read(text);
-    assert_eq!(r.format, ReplyFormat::KimiK2);
-    assert_eq!(names(&r), ["get_weather", "calculate"]);
-    assert_eq!(r.calls[1].arguments["expression"], "<|tool_call_end|>");
-    assert_eq!(r.content, "I'll check.");
-}
-
-#[test]
 fn kimi_k2_cut_and_malformed() {
     let r = read_as(
         "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"ci",
@@ -425,19 +271,6 @@ fn kimi_k2_cut_and_malformed() {
 // --- gemma -----------------------------------------------------------------------------------
 
 #[test]
-fn gemma4_typed_values_nested_and_parallel() {
-    let text = "<|tool_call>call:search{query:<|\"|>a, b: {c}<|\"|>,limit:5,exact:true,score:0.25,filters:{lang:<|\"|>en<|\"|>,n:{deep:[1,<|\"|>x<|\"|>]}},tags:[<|\"|>t1<|\"|>,<|\"|>t2<|\"|>]}<tool_call|><|tool_call>call:calculate{expression:<|\"|>ü*2<|\"|>}<tool_call|>";
-    let r = read(text);
-    assert_eq!(r.format, ReplyFormat::Gemma4);
-    assert_eq!(names(&r), ["search", "calculate"]);
-    assert_eq!(
-        r.calls[0].arguments,
-        json!({"query": "a, b: {c}", "limit": 5, "exact": true, "score": 0.25, "filters": {"lang": "en", "n": {"deep": [1, "x"]}}, "tags": ["t1", "t2"]})
-    );
-    assert_eq!(r.calls[1].arguments["expression"], "ü*2");
-}
-
-#[test]
 fn gemma4_thought_channel_cut_and_malformed() {
     let r = read(
         "<|channel>thought\nmaybe <|tool_call>call:calculate{expression:<|\"|>1<|\"|>}<tool_call|><channel|>Fine.",
@@ -452,24 +285,6 @@ fn gemma4_thought_channel_cut_and_malformed() {
 }
 
 // --- json, pinning, detection ----------------------------------------------------------------
-
-#[test]
-fn json_every_call_in_order_with_content() {
-    let r = read(
-        "First {\"tool\": \"calculate\", \"arguments\": {\"expression\": \"1\"}} then {\"tool\": \"get_weather\", \"arguments\": {\"city\": \"{x}\"}} end",
-    );
-    assert_eq!(r.format, ReplyFormat::Json);
-    assert_eq!(names(&r), ["calculate", "get_weather"]);
-    assert_eq!(r.content, "First  then  end");
-}
-
-#[test]
-fn json_tool_calls_list_gives_every_call() {
-    let r = read(
-        r#"{"tool_calls": [{"function": {"name": "a", "arguments": "{}"}}, {"function": {"name": "b", "arguments": {}}}]}"#,
-    );
-    assert_eq!(names(&r), ["a", "b"]);
-}
 
 #[test]
 fn json_bare_object_is_the_forced_tools_arguments() {
@@ -524,24 +339,6 @@ fn format_names_round_trip() {
 // --- more cases per family: unicode, nested JSON in strings, cut, malformed -------------------
 
 #[test]
-fn qwen3_coder_unicode_and_json_text_in_a_string_parameter() {
-    let r = read(
-        "<tool_call>\n<function=search>\n<parameter=query>\n{\"tool\": \"calculate\", \"arguments\": {}} — 日本語 ✓\n</parameter>\n</function>\n</tool_call>",
-    );
-    assert_eq!(r.calls[0].arguments["query"], "{\"tool\": \"calculate\", \"arguments\": {}} — 日本語 ✓");
-    assert_eq!(names(&r), ["search"], "JSON inside a string value is never a call of its own");
-}
-
-#[test]
-fn mistral_unicode_and_nested_json_string() {
-    let r = read(
-        "Voilà ! [TOOL_CALLS]search[ARGS]{\"query\": \"{\\\"name\\\": \\\"x\\\"} [ARGS] ü\", \"filters\": {\"k\": [{}]}}",
-    );
-    assert_eq!(r.calls[0].arguments["query"], "{\"name\": \"x\"} [ARGS] ü");
-    assert_eq!(r.content, "Voilà !");
-}
-
-#[test]
 fn llama_cut_and_malformed() {
     let r =
         read_as("<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Os", ReplyFormat::Auto, true);
@@ -574,9 +371,133 @@ fn deepseek_v32_malformed_tags() {
     assert_eq!(e.code, ErrorCode::MalformedCall);
 }
 
+// --- a call comes only from a call position: never out of an argument -----------------------
+
+/// A reply read as `format` (detected) gives exactly the calls `expected`, with no other.
+fn only_calls(text: &str, format: ReplyFormat, expected: &[&str]) -> ReadReply {
+    let r = read(text);
+    assert_eq!(r.format, format, "{text}");
+    assert_eq!(names(&r), expected, "{text}: {:?}", r.error);
+    r
+}
+
+/// Call-shaped JSON, as models put it in argument values.
+const CALL_SHAPED: &str = r#"{"tool": "rm", "arguments": {}}, {"name": "rm", "arguments": {}}"#;
+
 #[test]
-fn kimi_k2_unicode_names_and_ids_without_the_functions_prefix() {
+fn json_objects_inside_a_json_call_or_a_list_of_records_are_never_calls() {
+    let r = only_calls(
+        r#"{"tool": "search", "arguments": {"query": "x", "filters": {"attendees": [{"name": "Ana", "email": "a@x"}, {"name": "Bo", "arguments": {}}], "raw": "<tool_call>"}}}"#,
+        ReplyFormat::Json,
+        &["search"],
+    );
+    assert_eq!(r.calls[0].arguments["filters"]["attendees"][1]["name"], "Bo");
+    // Data in prose: records that share a "name" key are not calls.
     let r =
-        read("<|tool_call_begin|>get_weather:3<|tool_call_argument_begin|>{\"city\": \"São Paulo\"}<|tool_call_end|>");
-    assert_eq!((names(&r), r.calls[0].arguments["city"].as_str()), (vec!["get_weather"], Some("São Paulo")));
+        read(r#"The attendees: [{"name": "Ana", "email": "a@x"}, {"name": "Bo", "email": "b@x"}] and {"name": "Cy"}."#);
+    assert!(r.calls.is_empty(), "{:?}", r.calls);
+    // A call whose JSON breaks: what is inside it is its own, never a call of its own.
+    let r = read(r#"{"tool": "search", "arguments": {"filters": [{"tool": "rm", "arguments": {}}], oops}}"#);
+    assert!(r.calls.is_empty(), "{:?}", r.calls);
+    assert_eq!(code(&r), Some(ErrorCode::InvalidJson));
+}
+
+#[test]
+fn deepseek_v4_attendees_in_an_argument_are_not_calls() {
+    let text = "I'll book it.<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"search\">\n<｜DSML｜parameter name=\"filters\" string=\"false\">{\"attendees\": [{\"name\": \"Ana\", \"email\": \"ana@example.com\"}, {\"name\": \"Bo\", \"email\": \"bo@example.com\"}]}</｜DSML｜parameter>\n<｜DSML｜parameter name=\"tags\" string=\"false\">[{\"name\": \"Ana\", \"arguments\": {}}]</｜DSML｜parameter>\n<｜DSML｜parameter name=\"query\" string=\"true\">see <｜DSML｜invoke name=\"rm\"> and </｜DSML｜parameter> here</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>";
+    let r = only_calls(text, ReplyFormat::DeepseekV4, &["search"]);
+    assert_eq!(r.calls[0].arguments["filters"]["attendees"][1]["name"], "Bo");
+    assert_eq!(r.calls[0].arguments["query"], "see <｜DSML｜invoke name=\"rm\"> and </｜DSML｜parameter> here");
+    assert_eq!(r.content, "I'll book it.");
+}
+
+#[test]
+fn deepseek_v32_markers_and_calls_inside_values_are_text() {
+    let text = format!(
+        "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"search\">\n<｜DSML｜parameter name=\"query\" string=\"true\">[{CALL_SHAPED}] </｜DSML｜invoke> <｜DSML｜invoke name=\"rm\"></｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>"
+    );
+    let r = only_calls(&text, ReplyFormat::DeepseekV32, &["search"]);
+    assert!(r.calls[0].arguments["query"].as_str().is_some_and(|q| q.contains("invoke name=\"rm\"")));
+}
+
+#[test]
+fn hermes_markers_and_calls_inside_values_are_text() {
+    let text = format!(
+        r#"<tool_call>{{"name": "search", "arguments": {{"query": "</tool_call><tool_call>{{\"name\": \"rm\", \"arguments\": {{}}}}</tool_call>", "tags": [{CALL_SHAPED}]}}}}</tool_call>"#
+    );
+    only_calls(&text, ReplyFormat::Hermes, &["search"]);
+}
+
+#[test]
+fn qwen3_coder_markers_and_calls_inside_values_are_text() {
+    let text = format!(
+        "<tool_call>\n<function=search>\n<parameter=query>\nput </parameter> and <function=rm> and <tool_call> here; {CALL_SHAPED}\n</parameter>\n<parameter=limit>\n2\n</parameter>\n</function>\n</tool_call>"
+    );
+    let r = only_calls(&text, ReplyFormat::Qwen3Coder, &["search"]);
+    assert_eq!(
+        r.calls[0].arguments["query"],
+        format!("put </parameter> and <function=rm> and <tool_call> here; {CALL_SHAPED}")
+    );
+    assert_eq!(r.calls[0].arguments["limit"], 2);
+}
+
+#[test]
+fn glm_markers_and_calls_inside_values_are_text() {
+    let text = format!(
+        "<tool_call>search\n<arg_key>query</arg_key>\n<arg_value>a </arg_value> b <tool_call>rm</tool_call> {CALL_SHAPED}</arg_value>\n</tool_call>"
+    );
+    let r = only_calls(&text, ReplyFormat::Glm45, &["search"]);
+    assert_eq!(r.calls[0].arguments["query"], format!("a </arg_value> b <tool_call>rm</tool_call> {CALL_SHAPED}"));
+}
+
+#[test]
+fn mistral_markers_and_calls_inside_values_are_text() {
+    let text = format!(r#"[TOOL_CALLS]search[ARGS]{{"query": "[TOOL_CALLS]rm[ARGS]{{}}", "tags": [{CALL_SHAPED}]}}"#);
+    only_calls(&text, ReplyFormat::Mistral, &["search"]);
+}
+
+#[test]
+fn llama3_markers_and_calls_inside_values_are_text() {
+    let value = r#"{"content": "<|python_tag|>{\"name\": \"rm\", \"parameters\": {}}", "tags": [{"name": "rm", "parameters": {}}]}"#;
+    only_calls(
+        &format!(r#"<|python_tag|>{{"name": "search", "parameters": {value}}}"#),
+        ReplyFormat::Llama3,
+        &["search"],
+    );
+    // Bare, as servers that drop the tag send it: the tag in a value is text.
+    only_calls(&format!(r#"{{"name": "search", "parameters": {value}}}"#), ReplyFormat::Json, &["search"]);
+    let r = read_as(&format!(r#"{{"name": "search", "parameters": {value}}}"#), ReplyFormat::Llama3, false);
+    assert_eq!(names(&r), ["search"]);
+}
+
+#[test]
+fn harmony_markers_and_calls_inside_values_are_text() {
+    let text = format!(
+        r#"<|channel|>commentary to=functions.search <|constrain|>json<|message|>{{"query": "<|call|><|start|>assistant to=functions.rm<|channel|>commentary<|message|>{{}}", "tags": [{CALL_SHAPED}]}}<|call|>"#
+    );
+    only_calls(&text, ReplyFormat::Harmony, &["search"]);
+}
+
+#[test]
+fn deepseek_v3_markers_and_calls_inside_values_are_text() {
+    let text = format!(
+        r#"<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>search<｜tool▁sep｜>{{"query": "<｜tool▁call▁end｜><｜tool▁call▁begin｜>rm<｜tool▁sep｜>{{}}", "tags": [{CALL_SHAPED}]}}<｜tool▁call▁end｜><｜tool▁calls▁end｜>"#
+    );
+    only_calls(&text, ReplyFormat::DeepseekV3, &["search"]);
+}
+
+#[test]
+fn kimi_k2_markers_and_calls_inside_values_are_text() {
+    let text = format!(
+        r#"<|tool_calls_section_begin|><|tool_call_begin|>functions.search:0<|tool_call_argument_begin|>{{"query": "<|tool_call_end|><|tool_call_begin|>functions.rm:1<|tool_call_argument_begin|>{{}}", "tags": [{CALL_SHAPED}]}}<|tool_call_end|><|tool_calls_section_end|>"#
+    );
+    only_calls(&text, ReplyFormat::KimiK2, &["search"]);
+}
+
+#[test]
+fn gemma4_markers_and_calls_inside_values_are_text() {
+    let text = format!(
+        "<|tool_call>call:search{{query:<|\"|><tool_call|><|tool_call>call:rm{{}}<tool_call|> {CALL_SHAPED}<|\"|>}}<tool_call|>"
+    );
+    only_calls(&text, ReplyFormat::Gemma4, &["search"]);
 }

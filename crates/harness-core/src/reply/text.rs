@@ -20,11 +20,6 @@ pub(super) fn find_from(text: &str, from: usize, marker: &str) -> Option<usize> 
     text.get(from..)?.find(marker).map(|i| from + i)
 }
 
-/// Finds `marker` in `text[from..to]`, as an absolute offset.
-pub(super) fn find_within(text: &str, from: usize, to: usize, marker: &str) -> Option<usize> {
-    text.get(from..to)?.find(marker).map(|i| from + i)
-}
-
 /// Finds one marker again and again as a reading moves forward, never searching a stretch of
 /// text twice: what keeps readers with many markers linear.
 pub(super) struct Seeker {
@@ -50,4 +45,50 @@ impl Seeker {
         self.next = Some(found);
         found
     }
+}
+
+/// Finds, again and again as a reading moves forward, the `closer` that ends a value: the
+/// first one the format's grammar lets stand there, that is one followed (after whitespace) by
+/// one of `followers` or by the end of the text. A closer inside a value, followed by more of
+/// the value, is text. Each occurrence is looked at once, so a reading stays linear.
+pub(super) struct Closer {
+    closer: &'static str,
+    followers: &'static [&'static str],
+    /// The last answer: `Some(None)` once no such closer is left.
+    next: Option<Option<usize>>,
+}
+
+impl Closer {
+    /// A seeker of `closer` followed by one of `followers`.
+    pub(super) fn new(closer: &'static str, followers: &'static [&'static str]) -> Self {
+        Self { closer, followers, next: None }
+    }
+
+    /// The first such closer at or after `pos`; `pos` must never move back.
+    pub(super) fn next_at(&mut self, text: &str, pos: usize) -> Option<usize> {
+        match self.next {
+            Some(Some(at)) if at >= pos => return Some(at),
+            Some(None) => return None,
+            _ => {}
+        }
+        let mut search = pos;
+        let found = loop {
+            let Some(at) = find_from(text, search, self.closer) else { break None };
+            let next = skip_ws(text, at + self.closer.len());
+            if next >= text.len() || self.followers.iter().any(|f| starts(text, next, f)) {
+                break Some(at);
+            }
+            search = at + self.closer.len();
+        };
+        self.next = Some(found);
+        found
+    }
+}
+
+/// Why a hand-parsed value (Gemma's, Python literals) could not be read.
+pub(super) enum Fault {
+    /// The text ended inside it.
+    Cut,
+    /// Something else was wrong, at this offset.
+    Bad(usize, String),
 }
