@@ -49,7 +49,8 @@ pub(crate) struct ProviderArgs {
     /// Connect timeout of a model request, in seconds. [default: 10]
     #[arg(long, value_name = "SECS")]
     pub(crate) connect_timeout: Option<f64>,
-    /// Retries of a model request after a rate limit, a server error or a connection error. [default: 3]
+    /// Retries of a model request that failed in a transient way: no connection, no answer within --timeout, a body
+    /// cut short, 408, 409, 429, 5xx. [default: 3]
     #[arg(long, value_name = "N")]
     pub(crate) retries: Option<u32>,
     /// JSON Lines file of router replies, for the scripted provider (implies --provider scripted).
