@@ -12,7 +12,7 @@ use harness_core::{
     ApprovalPolicy, Approvals, ErrorCode, HarnessError, Message, ModelProvider, RunAbout, RunOptions, RunOutcome,
     RunStatus, ToolRegistry, TraceSink, TraceWriter, Usage, resume_traced, run_traced_with,
 };
-use harness_providers::ScriptedProvider;
+use harness_providers::{Breaker, Guarded, ScriptedProvider};
 use harness_trace::{Resumable, Tee};
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -87,6 +87,7 @@ pub struct Batch {
     also: Option<SinkFactory>,
     fingerprint: String,
     shard: Option<String>,
+    breaker: Option<Breaker>,
 }
 
 /// A run that ended.
@@ -98,6 +99,9 @@ struct Done {
     /// A trace of the pending directory that the run's new trace replaces, removed once its
     /// result line is written.
     obsolete: Option<PathBuf>,
+    /// The run was cut short by an outage that outlasted `--max-outage`: it gets no line, and
+    /// runs again when the batch is resumed.
+    unrun: bool,
 }
 
 /// One run to make: a request from its start, or a run that stopped for approval, resumed.
@@ -208,7 +212,21 @@ impl Batch {
             also: None,
             fingerprint: String::new(),
             shard: None,
+            breaker: None,
         }
+    }
+
+    /// Waits out outages of the shared provider's server through `breaker`: while it is open
+    /// no run starts and the runs in flight wait; past its limit the batch stops, and the runs
+    /// it cut short get no line.
+    pub fn with_breaker(mut self, breaker: Breaker) -> Self {
+        self.breaker = Some(breaker);
+        self
+    }
+
+    /// The breaker, when the batch has one: what it saw.
+    pub fn breaker(&self) -> Option<&Breaker> {
+        self.breaker.as_ref()
     }
 
     /// Holds every call to `policy` (by default: ask before `writes` and `network`). No one is
@@ -269,6 +287,11 @@ impl Batch {
             let (batch, queue, tx, pending_dir) = (self.clone(), queue.clone(), tx.clone(), pending_dir.clone());
             tokio::spawn(async move {
                 loop {
+                    if let Some(breaker) = &batch.breaker
+                        && !breaker.ready().await
+                    {
+                        break;
+                    }
                     let next = queue.lock().unwrap_or_else(PoisonError::into_inner).pop_front();
                     let Some(job) = next else { break };
                     if tx.send(batch.run_one(job, &pending_dir).await).is_err() {
@@ -291,8 +314,16 @@ impl Batch {
         }
     }
 
-    /// Appends a run's result line and counts it.
+    /// Appends a run's result line and counts it; a run cut short by the outage is only counted.
     fn record(&self, done: &Done, out: &mut ResultsFile, tally: &mut Tally) -> Result<()> {
+        if done.unrun {
+            tally.unrun += 1;
+            if let Some(trace) = &done.trace {
+                // It ends in a failure the run never had; the rerun writes it anew.
+                let _ = std::fs::remove_file(trace);
+            }
+            return Ok(());
+        }
         let duration_ms = (done.duration.as_secs_f64() * 1e6).round() / 1e3;
         let o = &done.outcome;
         let pending = o.error.as_ref().and_then(|e| e.details.get("pending"));
@@ -311,7 +342,7 @@ impl Batch {
             line: done.request.line,
             shard: self.shard.as_deref(),
         })?;
-        tally.add(o.status, duration_ms, o.usage, o.retries);
+        tally.add(o.status, o.error.as_ref().map(|e| e.code), duration_ms, o.usage, o.retries);
         if let Some(path) = &done.obsolete {
             // Its content is in the new trace; one left behind (a failed removal) misleads no one,
             // as no result line names it any more.
@@ -325,8 +356,14 @@ impl Batch {
         let started = Instant::now();
         let Job { request, resume } = job;
         let name = trace_file_name(&request.key);
-        let done =
-            |request, outcome, trace| Done { request, outcome, duration: started.elapsed(), trace, obsolete: None };
+        let done = |request, outcome, trace| Done {
+            request,
+            outcome,
+            duration: started.elapsed(),
+            trace,
+            obsolete: None,
+            unrun: false,
+        };
         // A fresh run with --traces streams its trace to its file; any other run's trace is held
         // in memory until the run ends, then kept where it is needed (or dropped).
         let streamed = match (&self.traces, &resume) {
@@ -371,6 +408,8 @@ impl Batch {
             }
             None => provider,
         };
+        let guarded = self.breaker.as_ref().map(|breaker| Guarded::new(provider, breaker));
+        let provider = guarded.as_ref().map_or(provider, |g| g as &dyn ModelProvider);
         let options = RunOptions { max_steps: request.max_steps.unwrap_or(self.options.max_steps), ..self.options };
         let mut approvals = Approvals::new(self.policy.clone(), None);
         let (outcome, source) = match resume {
@@ -387,6 +426,7 @@ impl Batch {
         };
         drop(sink);
         let mut done = done(request, outcome, streamed.clone());
+        done.unrun = guarded.as_ref().is_some_and(Guarded::stopped);
         if streamed.is_none() {
             self.keep_trace(&mut done, memory.into_inner(), source, &name, pending_dir);
         }
