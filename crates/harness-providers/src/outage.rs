@@ -303,3 +303,87 @@ impl ModelProvider for Guarded<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicU32;
+
+    use harness_core::{Message, ToolChoice};
+
+    use super::*;
+
+    /// A server that is down for its first `down` requests, then answers; or that refuses.
+    struct Server {
+        down: u32,
+        asked: AtomicU32,
+        refuses: bool,
+    }
+
+    #[async_trait]
+    impl ModelProvider for Server {
+        fn name(&self) -> &str {
+            "server"
+        }
+
+        async fn complete(&self, _: RouterRequest<'_>) -> Result<ModelReply, ProviderError> {
+            let n = self.asked.fetch_add(1, Ordering::SeqCst);
+            if self.refuses {
+                return Err(ProviderError::new("400"));
+            }
+            if n < self.down {
+                return Err(ProviderError { retries: 1, outage: true, ..ProviderError::new("connection refused") });
+            }
+            Ok(ModelReply::default())
+        }
+    }
+
+    fn server(down: u32, refuses: bool) -> Server {
+        Server { down, asked: AtomicU32::new(0), refuses }
+    }
+
+    fn quiet(max_outage: Duration) -> Breaker {
+        Breaker::new(max_outage, Arc::new(|_: &str| {}))
+    }
+
+    async fn ask(guarded: &Guarded<'_>) -> Result<ModelReply, ProviderError> {
+        let conversation = [Message::User { content: "x".into() }];
+        guarded
+            .complete(RouterRequest { conversation: &conversation, tools: &[], tool_choice: &ToolChoice::Required })
+            .await
+    }
+
+    #[tokio::test]
+    async fn requests_that_find_the_server_down_wait_and_are_asked_again() {
+        let (server, breaker) = (server(4, false), quiet(Duration::from_secs(60)));
+        let (a, b) = (Guarded::new(&server, &breaker), Guarded::new(&server, &breaker));
+        let (ra, rb) = tokio::join!(ask(&a), ask(&b));
+        let (ra, rb) = (ra.unwrap(), rb.unwrap());
+        // Each failed request made one retry of its own and is then asked again: two a failure.
+        assert_eq!(ra.retries + rb.retries, 4 * 2);
+        assert_eq!(server.asked.load(Ordering::SeqCst), 6);
+        let stats = breaker.stats();
+        assert_eq!((stats.outages, stats.stopped), (1, false));
+        assert!(breaker.ready().await && !a.stopped() && !b.stopped());
+    }
+
+    #[tokio::test]
+    async fn past_the_longest_outage_the_breaker_stops_and_says_the_request_was_cut_short() {
+        let (server, breaker) = (server(u32::MAX, false), quiet(Duration::from_millis(300)));
+        let guarded = Guarded::new(&server, &breaker);
+        let e = ask(&guarded).await.unwrap_err();
+        assert!(e.outage && guarded.stopped(), "{e:?}");
+        assert!(e.message.contains("did not come back") && e.message.contains("connection refused"), "{}", e.message);
+        assert!(breaker.stats().stopped);
+        assert!(!breaker.ready().await, "no run starts once it stopped");
+        assert!(ask(&Guarded::new(&server, &breaker)).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_refusal_is_the_request_s_own_and_opens_nothing() {
+        let (server, breaker) = (server(0, true), quiet(Duration::from_secs(60)));
+        let guarded = Guarded::new(&server, &breaker);
+        let e = ask(&guarded).await.unwrap_err();
+        assert_eq!((e.message.as_str(), guarded.stopped(), breaker.stats().outages), ("400", false, 0));
+        assert_eq!(server.asked.load(Ordering::SeqCst), 1);
+    }
+}
