@@ -35,6 +35,8 @@ const FAULTS: [Fault; 4] = [Fault::Status500, Fault::Close, Fault::Stall, Fault:
 struct Behaviour {
     /// Percent of attempts failed on purpose, each with one of [`FAULTS`].
     fault_percent: u64,
+    /// The most attempts of one request failed on purpose.
+    max_faults: u64,
     /// After this many connections, the server is down (nothing listens) for the given time.
     outage: Option<(usize, Duration)>,
 }
@@ -89,8 +91,8 @@ fn accept(mut listener: TcpListener, addr: SocketAddr, b: &Behaviour, log: &Arc<
     loop {
         let Ok((stream, _)) = listener.accept() else { return };
         accepted += 1;
-        let (log, refuse, percent) = (log.clone(), refuse.clone(), b.fault_percent);
-        std::thread::spawn(move || answer(stream, percent, &log, &refuse));
+        let (log, refuse, b2) = (log.clone(), refuse.clone(), b.clone());
+        std::thread::spawn(move || answer(stream, &b2, &log, &refuse));
         if let Some((after, down)) = b.outage
             && accepted == after
         {
@@ -108,7 +110,7 @@ fn accept(mut listener: TcpListener, addr: SocketAddr, b: &Behaviour, log: &Arc<
 }
 
 /// Reads one request and answers it, or fails it on purpose.
-fn answer(stream: TcpStream, fault_percent: u64, log: &Mutex<Log>, refusing: &AtomicBool) {
+fn answer(stream: TcpStream, b: &Behaviour, log: &Mutex<Log>, refusing: &AtomicBool) {
     stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let mut reader = BufReader::new(stream);
     let Some(body) = read_request(&mut reader) else { return };
@@ -121,9 +123,9 @@ fn answer(stream: TcpStream, fault_percent: u64, log: &Mutex<Log>, refusing: &At
         }
         let attempt = log.attempts.entry(key.clone()).or_default();
         *attempt += 1;
-        // At most two faults a conversation, so that three retries always get an answer.
         let roll = fnv(&format!("{key}#{attempt}"));
-        let fault = (*attempt <= 2 && roll % 100 < fault_percent).then(|| FAULTS[(roll / 100 % 4) as usize]);
+        let fault =
+            (*attempt <= b.max_faults && roll % 100 < b.fault_percent).then(|| FAULTS[(roll / 100 % 4) as usize]);
         if let Some(f) = fault {
             *log.faults.entry(f).or_default() += 1;
         }
@@ -256,7 +258,8 @@ fn retries_in(out: &[Value]) -> u64 {
 #[test]
 fn a_server_failing_in_each_of_four_ways_loses_no_run_and_no_answer_is_asked_twice() {
     let s = Scratch::new();
-    let api = ChaosApi::serve(Behaviour { fault_percent: 35, outage: None });
+    // At most two faults a request, so that three retries always get an answer.
+    let api = ChaosApi::serve(Behaviour { fault_percent: 35, max_faults: 2, outage: None });
     let input = doubling_requests(&s, 40);
     let r = ran(batch(&s, &input, &api.base_url).args(["--concurrency", "8", "--retries", "3", "--timeout", "1"]));
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
@@ -277,7 +280,7 @@ fn a_server_failing_in_each_of_four_ways_loses_no_run_and_no_answer_is_asked_twi
 fn a_server_down_for_a_while_is_waited_out_and_no_run_fails() {
     let s = Scratch::new();
     // Down after 10 connections, long enough that requests outlast their retries.
-    let api = ChaosApi::serve(Behaviour { fault_percent: 0, outage: Some((10, Duration::from_secs(4))) });
+    let api = ChaosApi::serve(Behaviour { outage: Some((10, Duration::from_secs(4))), ..Behaviour::default() });
     let input = doubling_requests(&s, 24);
     let r = ran(batch(&s, &input, &api.base_url).args(["--concurrency", "4", "--retries", "1"]));
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);

@@ -223,8 +223,8 @@ pub struct ProviderError {
     pub message: String,
     /// Requests retried before giving up.
     pub retries: u32,
-    /// The server could not be reached, did not answer in time, or failed (a 5xx): what a
-    /// server that is down looks like, as opposed to a request it refused.
+    /// The server could not be reached, did not answer in time, cut its answer short, or
+    /// failed (a 5xx): what a server that is down looks like, as opposed to a request it refused.
     pub outage: bool,
 }
 

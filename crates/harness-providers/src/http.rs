@@ -267,6 +267,9 @@ pub(crate) enum HttpError {
         problem: String,
         /// The start of the body.
         excerpt: String,
+        /// Whether the body ends before its JSON does: cut short, as by a server that died
+        /// mid-answer.
+        cut: bool,
     },
     /// An answer larger than any model reply should be.
     #[error("{url} answered with more than {limit} bytes, which no model reply needs; check --base-url")]
@@ -316,10 +319,12 @@ impl HttpError {
     }
 
     /// Whether this is what a server that is down, unreachable or failing looks like (no
-    /// connection, no answer in time, a 5xx): what a batch's circuit breaker counts.
+    /// connection, no answer in time, an answer cut short, a 5xx): what a circuit breaker
+    /// counts. A whole body that is not JSON (a web page) is a wrong `--base-url`, not this.
     pub(crate) fn outage(&self) -> bool {
         match self {
             Self::ConnectTimeout { .. } | Self::Connection { .. } | Self::Timeout { .. } => true,
+            Self::NotJson { cut, .. } => *cut,
             Self::Status { status, .. } => status.is_server_error(),
             Self::BudgetSpent { cause, .. } => cause.outage(),
             _ => false,
@@ -584,6 +589,7 @@ impl Transport {
                 status,
                 problem: e.to_string(),
                 excerpt: self.redact(&excerpt(&String::from_utf8_lossy(&body), 120)),
+                cut: e.is_eof(),
             }),
         }
     }

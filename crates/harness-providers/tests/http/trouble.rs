@@ -113,6 +113,9 @@ async fn a_body_cut_short_or_of_the_wrong_shape_is_retried() {
     let text = notices.text();
     assert!(text.contains("retry 1/3") && text.contains("not JSON"), "{text}");
     assert!(text.contains("retry 2/3") && text.contains("cannot read: it has no choices[0].message"), "{text}");
+    let api = MockApi::start(vec![Canned::raw(200, r#"{"id": "chatcmpl-1", "choi"#)]).await;
+    let e = ask_once(&retrying(&api, &notices, 0), &user()).await.unwrap_err();
+    assert!(e.outage, "a body cut short is a server failing mid-answer: {}", e.message);
 }
 
 #[tokio::test]
