@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -63,8 +63,9 @@ struct Log {
 struct ChaosApi {
     base_url: String,
     log: Arc<Mutex<Log>>,
-    /// Whether the server refuses every request with a 400 (the request's fault).
-    refusing: Arc<AtomicBool>,
+    /// A status the server answers every request with instead (0: none): 400, the request's
+    /// fault; 429, a rate limit.
+    refusing: Arc<AtomicU16>,
 }
 
 impl ChaosApi {
@@ -75,7 +76,7 @@ impl ChaosApi {
     fn serve_on(listener: TcpListener, behaviour: Behaviour) -> Self {
         let addr = listener.local_addr().unwrap();
         let log = Arc::new(Mutex::new(Log::default()));
-        let refusing = Arc::new(AtomicBool::new(false));
+        let refusing = Arc::new(AtomicU16::new(0));
         let (shared, refuse) = (log.clone(), refusing.clone());
         std::thread::spawn(move || accept(listener, addr, &behaviour, &shared, &refuse));
         Self { base_url: format!("http://{addr}/v1"), log, refusing }
@@ -86,7 +87,7 @@ impl ChaosApi {
     }
 }
 
-fn accept(mut listener: TcpListener, addr: SocketAddr, b: &Behaviour, log: &Arc<Mutex<Log>>, refuse: &Arc<AtomicBool>) {
+fn accept(mut listener: TcpListener, addr: SocketAddr, b: &Behaviour, log: &Arc<Mutex<Log>>, refuse: &Arc<AtomicU16>) {
     let mut accepted = 0;
     loop {
         let Ok((stream, _)) = listener.accept() else { return };
@@ -110,7 +111,7 @@ fn accept(mut listener: TcpListener, addr: SocketAddr, b: &Behaviour, log: &Arc<
 }
 
 /// Reads one request and answers it, or fails it on purpose.
-fn answer(stream: TcpStream, b: &Behaviour, log: &Mutex<Log>, refusing: &AtomicBool) {
+fn answer(stream: TcpStream, b: &Behaviour, log: &Mutex<Log>, refusing: &AtomicU16) {
     stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let mut reader = BufReader::new(stream);
     let Some(body) = read_request(&mut reader) else { return };
@@ -132,10 +133,9 @@ fn answer(stream: TcpStream, b: &Behaviour, log: &Mutex<Log>, refusing: &AtomicB
         fault
     };
     let mut stream = reader.into_inner();
-    let reply = if refusing.load(Ordering::SeqCst) {
-        (400, json!({"error": {"message": "refused on purpose", "type": "invalid_request_error"}}))
-    } else {
-        (200, reply_to(&body))
+    let reply = match refusing.load(Ordering::SeqCst) {
+        0 => (200, reply_to(&body)),
+        status => (status, json!({"error": {"message": "refused on purpose", "type": "invalid_request_error"}})),
     };
     let text = reply.1.to_string();
     match fault {
@@ -324,7 +324,7 @@ fn runs_failed_by_the_provider_exit_5_and_retry_failed_runs_them_again() {
     let s = Scratch::new();
     let api = ChaosApi::serve(Behaviour::default());
     let input = doubling_requests(&s, 6);
-    api.refusing.store(true, Ordering::SeqCst);
+    api.refusing.store(400, Ordering::SeqCst);
     let r = ran(&mut batch(&s, &input, &api.base_url));
     assert_eq!(r.code, 5, "{}\n{}", r.stdout, r.stderr);
     let out = results(&s);
@@ -339,7 +339,7 @@ fn runs_failed_by_the_provider_exit_5_and_retry_failed_runs_them_again() {
     assert_eq!(ran(batch(&s, &input, &api.base_url).arg("--allow-failures")).code, 0);
     assert_eq!(api.log().requests, 6);
 
-    api.refusing.store(false, Ordering::SeqCst);
+    api.refusing.store(0, Ordering::SeqCst);
     let r = ran(batch(&s, &input, &api.base_url).arg("--retry-failed"));
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     let out = results(&s);
@@ -369,4 +369,25 @@ fn a_single_run_waits_out_a_short_outage() {
     assert_eq!((out["status"].as_str(), out["answer"].as_u64()), (Some("finished"), Some(42)));
     assert!(out["retries"].as_u64().is_some_and(|n| n > 1), "{out}");
     assert_eq!(api.log().asked_again, 0);
+}
+
+#[test]
+fn past_the_retry_budget_failures_are_not_retried_and_the_summary_says_so() {
+    let s = Scratch::new();
+    let api = ChaosApi::serve(Behaviour::default());
+    api.refusing.store(429, Ordering::SeqCst);
+    let input = doubling_requests(&s, 20);
+    let r = ran(batch(&s, &input, &api.base_url).args(["--retries", "3", "--retry-budget", "0", "--concurrency", "2"]));
+    assert_eq!(r.code, 5, "{}\n{}", r.stdout, r.stderr);
+    let out = results(&s);
+    assert_eq!(out.len(), 20);
+    // A budget of no share still allows its floor of 10 retries, over the whole batch.
+    assert_eq!(retries_in(&out), 10);
+    assert_eq!(api.log().requests, 20 + 10);
+    let spent = out
+        .iter()
+        .filter(|l| l["error"]["message"].as_str().is_some_and(|m| m.contains("the retry budget is spent")))
+        .count();
+    assert!(spent >= 20 - 10 / 3, "{spent} lines say the budget stopped their retries");
+    assert!(r.stdout.contains("the retry budget was spent (10 retries"), "{}", r.stdout);
 }
