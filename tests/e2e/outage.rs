@@ -391,3 +391,19 @@ fn past_the_retry_budget_failures_are_not_retried_and_the_summary_says_so() {
     assert!(spent >= 20 - 10 / 3, "{spent} lines say the budget stopped their retries");
     assert!(r.stdout.contains("the retry budget was spent (10 retries"), "{}", r.stdout);
 }
+
+#[test]
+fn a_run_whose_time_budget_the_outage_spends_runs_again_rather_than_end_out_of_budget() {
+    let s = Scratch::new();
+    // Down for longer than a run may take: the runs waiting then reach their --max-seconds.
+    let api = ChaosApi::serve(Behaviour { outage: Some((4, Duration::from_secs(4))), ..Behaviour::default() });
+    let input = doubling_requests(&s, 8);
+    let r = ran(batch(&s, &input, &api.base_url).args(["--concurrency", "2", "--retries", "1", "--max-seconds", "2"]));
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let out = results(&s);
+    all_finished_once(&out, 8);
+    // Every line is a finished run: none out of budget, though runs waited past their limit.
+    // A run that runs again starts over, so its first steps were asked twice.
+    assert!(out.iter().all(|l| l["steps"] == 2), "{out:?}");
+    assert!(r.stdout.contains("outages: 1 "), "{}", r.stdout);
+}

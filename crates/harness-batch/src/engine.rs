@@ -102,6 +102,9 @@ struct Done {
     /// The run was cut short by an outage that outlasted `--max-outage`: it gets no line, and
     /// runs again when the batch is resumed.
     unrun: bool,
+    /// The run's time budget ran out while it waited out an outage: it runs again, from its
+    /// start, rather than be marked for the outage.
+    again: bool,
 }
 
 /// One run to make: a request from its start, or a run that stopped for approval, resumed.
@@ -293,8 +296,14 @@ impl Batch {
                         break;
                     }
                     let next = queue.lock().unwrap_or_else(PoisonError::into_inner).pop_front();
-                    let Some(job) = next else { break };
-                    if tx.send(batch.run_one(job, &pending_dir).await).is_err() {
+                    let Some(mut job) = next else { break };
+                    let mut done = batch.run_one(job, &pending_dir).await;
+                    // A run the outage kept past its time budget keeps its place: it runs again.
+                    while done.again {
+                        job = Job::from(done.request);
+                        done = batch.run_one(job, &pending_dir).await;
+                    }
+                    if tx.send(done).is_err() {
                         break;
                     }
                 }
@@ -355,6 +364,7 @@ impl Batch {
     async fn run_one(&self, job: Job, pending_dir: &Path) -> Done {
         let started = Instant::now();
         let Job { request, resume } = job;
+        let fresh = resume.is_none();
         let name = trace_file_name(&request.key);
         let done = |request, outcome, trace| Done {
             request,
@@ -363,6 +373,7 @@ impl Batch {
             trace,
             obsolete: None,
             unrun: false,
+            again: false,
         };
         // A fresh run with --traces streams its trace to its file; any other run's trace is held
         // in memory until the run ends, then kept where it is needed (or dropped).
@@ -427,6 +438,9 @@ impl Batch {
         drop(sink);
         let mut done = done(request, outcome, streamed.clone());
         done.unrun = guarded.as_ref().is_some_and(Guarded::stopped);
+        done.again = fresh
+            && done.outcome.status == RunStatus::TimeBudgetExhausted
+            && guarded.as_ref().is_some_and(Guarded::waited);
         if streamed.is_none() {
             self.keep_trace(&mut done, memory.into_inner(), source, &name, pending_dir);
         }

@@ -6,7 +6,7 @@
 //! an answer, marked [`Guarded::stopped`] so that a batch leaves their runs unrun.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -53,6 +53,8 @@ pub struct Breaker {
     changed: tokio::sync::Notify,
     stats: Mutex<OutageStats>,
     say: Say,
+    /// Requests asked through the breaker that have not ended: waiting, probing or asking.
+    in_flight: AtomicUsize,
 }
 
 /// What a breaker saw: outages, the time waited, and whether it stopped.
@@ -81,6 +83,7 @@ impl Breaker {
             changed: tokio::sync::Notify::new(),
             stats: Mutex::new(OutageStats::default()),
             say,
+            in_flight: AtomicUsize::new(0),
         }
     }
 
@@ -94,8 +97,9 @@ impl Breaker {
         *self.stats.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Waits while the breaker is open: `true` once it is closed, `false` when it stopped. A
-    /// batch asks this before it starts a run.
+    /// Waits while the breaker is open: `true` once it is closed, or when it is time to probe
+    /// and no request is left to do it (the run started then probes); `false` when it stopped.
+    /// A batch asks this before it starts a run.
     pub async fn ready(&self) -> bool {
         loop {
             let changed = self.changed.notified();
@@ -104,7 +108,16 @@ impl Breaker {
             let until = match self.expire() {
                 Phase::Closed => return true,
                 Phase::Stopped => return false,
-                // Wakes at the limit too, in case no request is left to probe.
+                Phase::Open { next_probe, probing: false, .. }
+                    if Instant::now() >= next_probe && self.in_flight.load(Ordering::SeqCst) == 0 =>
+                {
+                    return true;
+                }
+                // Until the next probe is due; past that, until a change (a request that ends
+                // wakes this) or the limit.
+                Phase::Open { since, next_probe, probing, .. } if !probing && Instant::now() < next_probe => {
+                    next_probe.min(since + self.max_outage)
+                }
                 Phase::Open { since, .. } => since + self.max_outage,
             };
             let _ = tokio::time::timeout_at(until, changed).await;
@@ -125,8 +138,8 @@ impl Breaker {
         *phase
     }
 
-    /// Waits for this request's turn: go, probe, or stop.
-    async fn admit(&self) -> Admit {
+    /// Waits for this request's turn: go, probe, or stop; sets `waited` before any wait.
+    async fn admit(&self, waited: &AtomicBool) -> Admit {
         loop {
             let changed = self.changed.notified();
             tokio::pin!(changed);
@@ -146,6 +159,7 @@ impl Breaker {
                 Phase::Open { since, next_probe, probing: false, .. } => next_probe.min(since + self.max_outage),
                 Phase::Open { since, .. } => since + self.max_outage,
             };
+            waited.store(true, Ordering::Relaxed);
             let _ = tokio::time::timeout_at(until, changed).await;
         }
     }
@@ -224,24 +238,49 @@ impl Drop for ProbeOut<'_> {
     }
 }
 
+/// Counts a request in flight for as long as it lives (a deadline may drop it anywhere); its
+/// end wakes whoever waits to start a run, who may have to probe now.
+struct InFlight<'a>(&'a Breaker);
+
+impl<'a> InFlight<'a> {
+    fn new(breaker: &'a Breaker) -> Self {
+        breaker.in_flight.fetch_add(1, Ordering::SeqCst);
+        Self(breaker)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+        self.0.changed.notify_waiters();
+    }
+}
+
 /// A provider whose requests go through a [`Breaker`]: a request that finds the server down
 /// waits for it and is asked again, rather than failing its run.
 pub struct Guarded<'a> {
     inner: &'a dyn ModelProvider,
     breaker: &'a Breaker,
     stopped: AtomicBool,
+    waited: AtomicBool,
 }
 
 impl<'a> Guarded<'a> {
     /// `inner`'s requests, through `breaker`.
     pub fn new(inner: &'a dyn ModelProvider, breaker: &'a Breaker) -> Self {
-        Self { inner, breaker, stopped: AtomicBool::new(false) }
+        Self { inner, breaker, stopped: AtomicBool::new(false), waited: AtomicBool::new(false) }
     }
 
     /// Whether a request of this provider ended because the breaker stopped: its run did not
     /// fail, it was cut short by the outage.
     pub fn stopped(&self) -> bool {
         self.stopped.load(Ordering::Relaxed)
+    }
+
+    /// Whether a request of this provider found the server down or waited for it: time its
+    /// run spent on the outage rather than on its work.
+    pub fn waited(&self) -> bool {
+        self.waited.load(Ordering::Relaxed)
     }
 
     fn stop_error(&self, retries: u32, last: Option<&ProviderError>) -> ProviderError {
@@ -268,10 +307,11 @@ impl ModelProvider for Guarded<'_> {
     /// probe, keeps it open) and the request waits to be asked again; every extra request
     /// counts in the reply's `retries`.
     async fn complete(&self, request: RouterRequest<'_>) -> Result<ModelReply, ProviderError> {
+        let _asking = InFlight::new(self.breaker);
         let (mut retries, mut own) = (0, 0);
         let mut last = None;
         loop {
-            let probe = match self.breaker.admit().await {
+            let probe = match self.breaker.admit(&self.waited).await {
                 Admit::Go => false,
                 Admit::Probe => true,
                 Admit::Stop => return Err(self.stop_error(retries, last.as_ref())),
@@ -286,6 +326,7 @@ impl ModelProvider for Guarded<'_> {
                     return Ok(reply);
                 }
                 Err(e) if e.outage && (probe || own < OWN_FAILURES) => {
+                    self.waited.store(true, Ordering::Relaxed);
                     own += u32::from(!probe);
                     retries += e.retries + 1;
                     self.breaker.down(probe, &e.message);
