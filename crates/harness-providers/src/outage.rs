@@ -1,6 +1,6 @@
 //! Waiting out an outage: a circuit breaker shared by every request to one server. A request
-//! that still finds the server down after its own retries (no connection, no answer in time, a
-//! 5xx) opens it; while it is open no new run starts and the waiting requests keep their
+//! that still finds the server down after its own retries (no connection, no answer in time, an
+//! answer cut short, a 5xx) opens it; while it is open no new run starts and the waiting requests keep their
 //! place; one of them probes the server, with backoff, and the first answer closes it. Past
 //! the longest outage allowed the breaker stops for good, and the waiting requests end without
 //! an answer, marked [`Guarded::stopped`] so that a batch leaves their runs unrun.
