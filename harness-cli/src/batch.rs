@@ -15,26 +15,31 @@ use harness_batch::{
     read_answers,
 };
 use harness_core::ToolRegistry;
+use harness_providers::{Breaker, OutageStats, RetryBudget};
 
 use crate::Result;
 use crate::config::LoadedConfig;
 use crate::error::CliError;
 use crate::setup::{PluginArgs, load_plugins};
 use crate::wiring::{
-    LoopArgs, ProviderArgs, build_provider, check_tool_choice, note_ignored_settings, otlp_export, provider_name,
-    run_about, run_options, runtime, script_path,
+    LoopArgs, ProviderArgs, build_budgeted_provider, check_tool_choice, note_ignored_settings, otlp_export,
+    provider_name, run_about, run_options, runtime, script_path, seconds,
 };
 use progress::{Progress, human_ms, human_secs};
 
 const EXIT_CODES: &str = "\
-Exit codes:
-  0  the batch ran to its end, whatever each run's status (see --out and the summary), and no run awaits
-     approval; bad input lines are reported and skipped
+Exit codes (when several apply, the first of 6, 5, 4):
+  0  the batch ran to its end, and every request of the results file has a line that did not fail for the
+     provider's reasons and does not await approval; bad input lines are reported and skipped
   1  the batch stopped: the results file or a trace could not be written, plugins failed to load
   2  usage or configuration error: a bad flag, an unreadable requests file, a results file another batch
      is writing, an invalid config, a missing API key or model name, a bad line in --approvals (nothing ran)
   4  the batch ran to its end, and runs of it await approval: answer their pending calls in an approvals
-     file and rerun with --approvals FILE";
+     file and rerun with --approvals FILE
+  5  the batch ran to its end, and runs of the results file failed for the provider's reasons (status failed,
+     error provider_error): rerun with --retry-failed once the server is right (--allow-failures: exit 0)
+  6  the batch stopped: the model server stayed down past --max-outage; what did not run has no line:
+     rerun the same command to resume";
 
 /// `harness batch`: a batch to run, or `merge`.
 #[derive(Debug, Args)]
@@ -125,6 +130,21 @@ pub(crate) struct BatchArgs {
     approvals: Option<PathBuf>,
     #[command(flatten)]
     policy: crate::approve::PolicyArgs,
+    /// Also run again the requests whose latest line failed for the provider's reasons (status failed, error
+    /// provider_error), appending their new lines.
+    #[arg(long)]
+    retry_failed: bool,
+    /// Exit 0 even when runs failed for the provider's reasons (otherwise 5).
+    #[arg(long)]
+    allow_failures: bool,
+    /// Seconds to wait out a model server that is down (no connection, no answer, 5xx) before the batch stops
+    /// (exit 6, what did not run stays unrun). While it is down no run starts and the runs in flight wait.
+    #[arg(long, value_name = "SECS", default_value_t = 300.0)]
+    max_outage: f64,
+    /// Retries over the whole batch, as a share of its model requests (0.5: one retry for every two requests;
+    /// at least 10); past it, failed requests are not retried, and a notice says so.
+    #[arg(long, value_name = "SHARE", default_value_t = 1.0)]
+    retry_budget: f64,
     /// Seconds between progress lines when stderr is not a terminal.
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     progress_every: f64,
@@ -178,6 +198,14 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
             args.progress_every
         )));
     }
+    let max_outage = seconds("--max-outage", args.max_outage)?;
+    if !(args.retry_budget.is_finite() && args.retry_budget >= 0.0 && args.retry_budget <= 100.0) {
+        return Err(CliError::Usage(format!(
+            "--retry-budget {}: give a share of the requests, from 0 (only the first 10 retries) to 100",
+            args.retry_budget
+        )));
+    }
+    let budget = Arc::new(RetryBudget::new(args.retry_budget));
     let config = LoadedConfig::load(args.plugins.config.as_deref())?;
     let options = run_options(&args.limits, &config)?;
     let policy = crate::approve::policy(&args.policy, &config, None)?;
@@ -189,7 +217,8 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
             None => (Router::Scripted(None), Scripts::Required),
         }
     } else {
-        (Router::Shared(build_provider(&args.provider, &config, args.quiet)?), Scripts::Ignored)
+        let provider = build_budgeted_provider(&args.provider, &config, args.quiet, Some(budget.clone()))?;
+        (Router::Shared(provider), Scripts::Ignored)
     };
 
     let spec = args.shard.unwrap_or(ShardSpec::Fixed(Shard::ALL));
@@ -207,7 +236,8 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
         );
     }
 
-    let (mut out, earlier) = ResultsFile::open(out_path)?;
+    let (mut out, mut earlier) = ResultsFile::open(out_path)?;
+    let retrying = if args.retry_failed { earlier.retry_provider_failures() } else { 0 };
     let out_name = out_path.display();
     if let Some(error) = &earlier.unlocked {
         eprintln!("harness: warning: cannot lock {out_name}: {error}; make sure no other batch writes to it");
@@ -241,7 +271,10 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
 
     let shard_text = if shard.count > 1 { format!(" (shard {}/{})", shard.index, shard.count) } else { String::new() };
     if !args.quiet {
-        let resuming = if resumed > 0 { format!(" ({resumed} resumed with their answers)") } else { String::new() };
+        let mut resuming = if resumed > 0 { format!(" ({resumed} resumed with their answers)") } else { String::new() };
+        if retrying > 0 {
+            resuming.push_str(&format!(" ({retrying} failed before, run again)"));
+        }
         eprintln!(
             "harness: batch: {selected} requests{shard_text}, {skipped} already in {out_name}, {} to run{resuming}, {} at a time",
             todo.len(),
@@ -249,6 +282,8 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
         );
     }
     let otlp = otlp_export(args.otlp.as_deref())?;
+    let breaker = matches!(router, Router::Shared(_))
+        .then(|| Breaker::new(max_outage, Arc::new(|said: &str| eprintln!("harness: batch: {said}"))));
     let mut batch = engine(router, registry, options, &args)
         .with_policy(policy)
         .with_source(fingerprint, shard)
@@ -257,12 +292,16 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
         let tracer = otlp.sink_factory();
         batch = batch.with_sink(Box::new(move || Box::new(tracer.sink())));
     }
+    if let Some(breaker) = breaker {
+        batch = batch.with_breaker(breaker);
+    }
     let batch = Arc::new(batch);
+    let to_run = todo.len();
     let concurrency = usize::from(args.concurrency).min(todo.len());
     let mut progress = Progress::new(todo.len(), Duration::from_secs_f64(args.progress_every), args.quiet);
     let threads = std::thread::available_parallelism().map_or(1, usize::from).min(concurrency).max(1);
     let rt = runtime(threads)?;
-    let ran = rt.block_on(batch.run(todo, concurrency, &mut out, &mut progress));
+    let ran = rt.block_on(batch.clone().run(todo, concurrency, &mut out, &mut progress));
     // An abandoned in-process call may still be running; the process must not wait for it.
     rt.shutdown_background();
     mcp_servers.shutdown();
@@ -273,14 +312,70 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
     let tally = ran?;
 
     println!("{}", summary(&tally, progress.elapsed(), selected, skipped, input.bad.len(), &shard_text, out_path));
-    let waiting = plan.waiting + tally.awaiting;
-    if waiting == 0 {
-        return Ok(0);
+    let outage = batch.breaker().map(Breaker::stats).unwrap_or_default();
+    let ending = Ending {
+        outage,
+        max_outage,
+        unrun: to_run - tally.done(),
+        failed: earlier.provider_failed.len() + tally.provider_failed,
+        waiting: plan.waiting + tally.awaiting,
+        budget_spent: budget.spent().then(|| budget.retries()),
+    };
+    Ok(ending.report(out_path, args.allow_failures))
+}
+
+/// How a batch ended, as far as its exit code goes.
+struct Ending {
+    outage: OutageStats,
+    max_outage: Duration,
+    /// Requests this invocation meant to run that have no line from it.
+    unrun: usize,
+    /// Requests of the results file whose latest line failed for the provider's reasons.
+    failed: usize,
+    /// Runs of the results file that await approval.
+    waiting: usize,
+    /// The retries made, when the retry budget ran out.
+    budget_spent: Option<u64>,
+}
+
+impl Ending {
+    /// Prints what the operator should know and do, and returns the exit code.
+    fn report(&self, out: &Path, allow_failures: bool) -> u8 {
+        let out = out.display();
+        if self.outage.outages > 0 {
+            println!(
+                "outages: {} (the model server down), waited {} in all",
+                self.outage.outages,
+                human_secs(self.outage.waited.as_secs_f64())
+            );
+        }
+        if let Some(retries) = self.budget_spent {
+            println!("the retry budget was spent ({retries} retries, --retry-budget): later failures were not retried");
+        }
+        if self.outage.stopped {
+            println!(
+                "stopped: the model server did not answer for {} (--max-outage); {} requests not run (no line): run the same command again to resume",
+                human_secs(self.max_outage.as_secs_f64()),
+                self.unrun
+            );
+            return 6;
+        }
+        if self.failed > 0 && !allow_failures {
+            println!(
+                "{} requests failed for the provider's reasons (their latest line in {out} is failed, provider_error): rerun with --retry-failed once the server is right, or pass --allow-failures to exit 0",
+                self.failed
+            );
+            return 5;
+        }
+        if self.waiting == 0 {
+            return 0;
+        }
+        println!(
+            "{} runs await approval (their pending calls are in {out}, status awaiting_approval): write an approvals file, one {{\"id\": REQUEST_ID, \"call\": CALL_ID, \"approve\": true}} (or \"approve\": false, \"reason\": TEXT) a line, and rerun with --approvals FILE",
+            self.waiting
+        );
+        4
     }
-    println!(
-        "{waiting} runs await approval (their pending calls are in {out_name}, status awaiting_approval): write an approvals file, one {{\"id\": REQUEST_ID, \"call\": CALL_ID, \"approve\": true}} (or \"approve\": false, \"reason\": TEXT) a line, and rerun with --approvals FILE"
-    );
-    Ok(4)
 }
 
 /// The `--approvals` file's answers, checked against the requests and results; the lines for

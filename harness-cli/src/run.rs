@@ -31,6 +31,9 @@ Exit codes:
   3  the step budget was exhausted without finish
   4  a call waits for approval: the run stopped before it; resume with --resume TRACE --approve ID (or --deny ID)";
 
+/// The longest outage of the model server a run waits out (its --max-seconds cuts it shorter).
+const RUN_MAX_OUTAGE: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Arguments of `harness run`.
 #[derive(Debug, Args)]
 #[command(after_help = EXIT_CODES)]
@@ -126,6 +129,13 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     harness_core::prepare_schema_compiler();
     let config = LoadedConfig::load(args.plugins.config.as_deref())?;
     let provider = build_provider(&args.provider, &config, args.quiet)?;
+    // A short outage of the model server is waited out, within the run's time budget; with
+    // no retries asked for, the run fails fast instead.
+    let breaker =
+        harness_providers::Breaker::new(RUN_MAX_OUTAGE, std::sync::Arc::new(|said: &str| eprintln!("harness: {said}")));
+    let waits = args.provider.retries.or(config.config.retries) != Some(0);
+    let guarded = waits.then(|| harness_providers::Guarded::new(provider.as_ref(), &breaker));
+    let provider = guarded.as_ref().map_or(provider.as_ref(), |g| g as &dyn harness_core::ModelProvider);
     let mut options = run_options(&args.limits, &config)?;
     // One loop on a current-thread runtime: nothing else waits while an in-process plugin
     // call runs, so the thread handoff (most of a step's cost) is skipped.
@@ -179,18 +189,13 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     let mut progress = Progress { inner: &mut sinks, quiet: args.quiet, usage_by_step: Vec::new() };
     let about = run_about(&args.provider, &config);
     let outcome = match resumed {
-        Some(r) => runtime.block_on(resume_traced(
-            provider.as_ref(),
-            &registry,
-            r.resumption,
-            &options,
-            &mut progress,
-            &mut approvals,
-        )),
+        Some(r) => {
+            runtime.block_on(resume_traced(provider, &registry, r.resumption, &options, &mut progress, &mut approvals))
+        }
         None => {
             let request = args.request.as_deref().unwrap_or_default();
             runtime.block_on(run_traced_with(
-                provider.as_ref(),
+                provider,
                 &registry,
                 request,
                 &options,

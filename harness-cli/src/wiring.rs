@@ -2,12 +2,13 @@
 //! how each becomes a provider or `RunOptions` (flags first, then the config, then defaults).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
 use harness_core::{ModelProvider, ReplyFormat, RunAbout, RunOptions, ToolRegistry};
 use harness_providers::{
-    HttpProvider, HttpProviderConfig, HttpSettings, OfflineRouter, Preset, RouterMode, ScriptedProvider,
+    HttpProvider, HttpProviderConfig, HttpSettings, OfflineRouter, Preset, RetryBudget, RouterMode, ScriptedProvider,
     parse_tool_choice,
 };
 
@@ -49,7 +50,8 @@ pub(crate) struct ProviderArgs {
     /// Connect timeout of a model request, in seconds. [default: 10]
     #[arg(long, value_name = "SECS")]
     pub(crate) connect_timeout: Option<f64>,
-    /// Retries of a model request after a rate limit, a server error or a connection error. [default: 3]
+    /// Retries of a model request that failed in a transient way: no connection, no answer within --timeout, a body
+    /// cut short, 408, 409, 429, 5xx. [default: 3]
     #[arg(long, value_name = "N")]
     pub(crate) retries: Option<u32>,
     /// JSON Lines file of router replies, for the scripted provider (implies --provider scripted).
@@ -121,6 +123,16 @@ pub(crate) fn build_provider(
     config: &LoadedConfig,
     quiet: bool,
 ) -> Result<Box<dyn ModelProvider>> {
+    build_budgeted_provider(args, config, quiet, None)
+}
+
+/// [`build_provider`], an HTTP provider's retries taken from `budget` (a batch's).
+pub(crate) fn build_budgeted_provider(
+    args: &ProviderArgs,
+    config: &LoadedConfig,
+    quiet: bool,
+    budget: Option<Arc<RetryBudget>>,
+) -> Result<Box<dyn ModelProvider>> {
     let name = provider_name(args, config);
     note_ignored_settings(args, config, &name, quiet);
     match name.as_str() {
@@ -140,7 +152,7 @@ pub(crate) fn build_provider(
         }
         other => {
             let preset = other.parse::<Preset>().map_err(|e| CliError::Usage(e.to_string()))?;
-            let provider = http_provider(preset, args, config)?;
+            let provider = http_provider(preset, args, config, budget)?;
             if !quiet {
                 eprintln!(
                     "harness: provider {}, model {:?}, router mode {}: {}",
@@ -156,7 +168,7 @@ pub(crate) fn build_provider(
 }
 
 /// Seconds from a flag or the config, as a duration.
-fn seconds(flag: &str, value: f64) -> Result<Duration> {
+pub(crate) fn seconds(flag: &str, value: f64) -> Result<Duration> {
     Duration::try_from_secs_f64(value)
         .ok()
         .filter(|d| !d.is_zero() && value <= 1e6)
@@ -169,10 +181,16 @@ fn tool_choice(args: &ProviderArgs, config: &LoadedConfig) -> Option<String> {
 }
 
 /// An HTTP provider from the flags, then the config, then the preset's defaults.
-fn http_provider(preset: Preset, args: &ProviderArgs, config: &LoadedConfig) -> Result<HttpProvider> {
+fn http_provider(
+    preset: Preset,
+    args: &ProviderArgs,
+    config: &LoadedConfig,
+    budget: Option<Arc<RetryBudget>>,
+) -> Result<HttpProvider> {
     let file = &config.config;
     let defaults = HttpSettings::default();
-    let mut http = HttpSettings { retries: args.retries.or(file.retries).unwrap_or(defaults.retries), ..defaults };
+    let retries = args.retries.or(file.retries).unwrap_or(defaults.retries);
+    let mut http = HttpSettings { retries, budget, ..defaults };
     if let Some(t) = args.timeout.or(file.timeout) {
         http.timeout = seconds("--timeout", t)?;
     }

@@ -12,7 +12,7 @@ use harness_core::{
     ApprovalPolicy, Approvals, ErrorCode, HarnessError, Message, ModelProvider, RunAbout, RunOptions, RunOutcome,
     RunStatus, ToolRegistry, TraceSink, TraceWriter, Usage, resume_traced, run_traced_with,
 };
-use harness_providers::ScriptedProvider;
+use harness_providers::{Breaker, Guarded, ScriptedProvider};
 use harness_trace::{Resumable, Tee};
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -87,6 +87,7 @@ pub struct Batch {
     also: Option<SinkFactory>,
     fingerprint: String,
     shard: Option<String>,
+    breaker: Option<Breaker>,
 }
 
 /// A run that ended.
@@ -98,6 +99,12 @@ struct Done {
     /// A trace of the pending directory that the run's new trace replaces, removed once its
     /// result line is written.
     obsolete: Option<PathBuf>,
+    /// The run was cut short by an outage that outlasted `--max-outage`: it gets no line, and
+    /// runs again when the batch is resumed.
+    unrun: bool,
+    /// The run's time budget ran out while it waited out an outage: it runs again, from its
+    /// start, rather than be marked for the outage.
+    again: bool,
 }
 
 /// One run to make: a request from its start, or a run that stopped for approval, resumed.
@@ -212,7 +219,21 @@ impl Batch {
             also: None,
             fingerprint: String::new(),
             shard: None,
+            breaker: None,
         }
+    }
+
+    /// Waits out outages of the shared provider's server through `breaker`: while it is open
+    /// no run starts and the runs in flight wait; past its limit the batch stops, and the runs
+    /// it cut short get no line.
+    pub fn with_breaker(mut self, breaker: Breaker) -> Self {
+        self.breaker = Some(breaker);
+        self
+    }
+
+    /// The breaker, when the batch has one: what it saw.
+    pub fn breaker(&self) -> Option<&Breaker> {
+        self.breaker.as_ref()
     }
 
     /// Holds every call to `policy` (by default: ask before `writes` and `network`). No one is
@@ -273,9 +294,20 @@ impl Batch {
             let (batch, queue, tx, pending_dir) = (self.clone(), queue.clone(), tx.clone(), pending_dir.clone());
             tokio::spawn(async move {
                 loop {
+                    if let Some(breaker) = &batch.breaker
+                        && !breaker.ready().await
+                    {
+                        break;
+                    }
                     let next = queue.lock().unwrap_or_else(PoisonError::into_inner).pop_front();
-                    let Some(job) = next else { break };
-                    if tx.send(batch.run_one(job, &pending_dir).await).is_err() {
+                    let Some(mut job) = next else { break };
+                    let mut done = batch.run_one(job, &pending_dir).await;
+                    // A run the outage kept past its time budget keeps its place: it runs again.
+                    while done.again {
+                        job = Job::from(done.request);
+                        done = batch.run_one(job, &pending_dir).await;
+                    }
+                    if tx.send(done).is_err() {
                         break;
                     }
                 }
@@ -295,8 +327,16 @@ impl Batch {
         }
     }
 
-    /// Appends a run's result line and counts it.
+    /// Appends a run's result line and counts it; a run cut short by the outage is only counted.
     fn record(&self, done: &Done, out: &mut ResultsFile, tally: &mut Tally) -> Result<()> {
+        if done.unrun {
+            tally.unrun += 1;
+            if let Some(trace) = &done.trace {
+                // It ends in a failure the run never had; the rerun writes it anew.
+                let _ = std::fs::remove_file(trace);
+            }
+            return Ok(());
+        }
         let duration_ms = (done.duration.as_secs_f64() * 1e6).round() / 1e3;
         let o = &done.outcome;
         let pending = o.error.as_ref().and_then(|e| e.details.get("pending"));
@@ -315,7 +355,7 @@ impl Batch {
             line: done.request.line,
             shard: self.shard.as_deref(),
         })?;
-        tally.add(o.status, duration_ms, o.usage, o.retries);
+        tally.add(o.status, o.error.as_ref().map(|e| e.code), duration_ms, o.usage, o.retries);
         if let Some(path) = &done.obsolete {
             // Its content is in the new trace; one left behind (a failed removal) misleads no one,
             // as no result line names it any more.
@@ -328,9 +368,17 @@ impl Batch {
     async fn run_one(&self, job: Job, pending_dir: &Path) -> Done {
         let started = Instant::now();
         let Job { request, resume } = job;
+        let fresh = resume.is_none();
         let name = trace_file_name(&request.key);
-        let done =
-            |request, outcome, trace| Done { request, outcome, duration: started.elapsed(), trace, obsolete: None };
+        let done = |request, outcome, trace| Done {
+            request,
+            outcome,
+            duration: started.elapsed(),
+            trace,
+            obsolete: None,
+            unrun: false,
+            again: false,
+        };
         // A fresh run with --traces streams its trace to its file; any other run's trace is held
         // in memory until the run ends, then kept where it is needed (or dropped).
         let streamed = match (&self.traces, &resume) {
@@ -375,6 +423,8 @@ impl Batch {
             }
             None => provider,
         };
+        let guarded = self.breaker.as_ref().map(|breaker| Guarded::new(provider, breaker));
+        let provider = guarded.as_ref().map_or(provider, |g| g as &dyn ModelProvider);
         let options = RunOptions { max_steps: request.max_steps.unwrap_or(self.options.max_steps), ..self.options };
         let mut approvals = Approvals::new(self.policy.clone(), None);
         let (outcome, source) = match resume {
@@ -392,6 +442,10 @@ impl Batch {
         };
         drop(sink);
         let mut done = done(request, outcome, streamed.clone());
+        done.unrun = guarded.as_ref().is_some_and(Guarded::stopped);
+        done.again = fresh
+            && done.outcome.status == RunStatus::TimeBudgetExhausted
+            && guarded.as_ref().is_some_and(Guarded::waited);
         if streamed.is_none() {
             self.keep_trace(&mut done, memory.into_inner(), source, &name, pending_dir);
         }

@@ -70,6 +70,9 @@ pub struct Earlier {
     pub done: HashSet<String>,
     /// Ids whose latest line is `awaiting_approval`, with what that line says.
     pub awaiting: HashMap<String, Awaiting>,
+    /// Ids whose latest line is `failed` for the provider's reasons (`provider_error`: the
+    /// server failed, refused or could not be reached), which `--retry-failed` runs again.
+    pub provider_failed: HashSet<String>,
     /// Lines that are not results (reported, left in place).
     pub foreign: Vec<(usize, String)>,
     /// Whether a torn last line, left by a killed batch, was cut off.
@@ -99,7 +102,7 @@ impl ResultsFile {
                 continue;
             }
             match read_result(line, i + 1) {
-                Some((key, awaiting)) => earlier.count(key, awaiting),
+                Some((key, latest)) => earlier.count(key, latest),
                 None => earlier.foreign.push((i + 1, String::from_utf8_lossy(line).chars().take(80).collect())),
             }
         }
@@ -107,10 +110,10 @@ impl ResultsFile {
         if !tail.iter().all(u8::is_ascii_whitespace) {
             let failed = |source| BatchError::RepairResults { path: path.to_owned(), source };
             let at = bytes[..complete].split(|&b| b == b'\n').count();
-            if let Some((key, awaiting)) = read_result(tail, at) {
+            if let Some((key, latest)) = read_result(tail, at) {
                 // A whole line that only lacks its newline (written by hand, or by another tool).
                 file.write_all(b"\n").map_err(failed)?;
-                earlier.count(key, awaiting);
+                earlier.count(key, latest);
             } else {
                 file.set_len(complete as u64).map_err(failed)?;
                 earlier.torn = true;
@@ -139,25 +142,58 @@ impl ResultsFile {
     }
 }
 
+/// What a result line says of its request, as far as a rerun cares.
+enum Latest {
+    /// The run awaits approval.
+    Awaiting(Awaiting),
+    /// The run failed for the provider's reasons.
+    ProviderFailed,
+    /// Anything else: done.
+    Done,
+}
+
 impl Earlier {
     /// Counts a result line; a later line of an id replaces what an earlier one said.
-    fn count(&mut self, key: String, awaiting: Option<Awaiting>) {
-        match awaiting {
-            Some(a) => self.awaiting.insert(key.clone(), a),
-            None => self.awaiting.remove(&key),
-        };
+    fn count(&mut self, key: String, latest: Latest) {
+        self.provider_failed.remove(&key);
+        match latest {
+            Latest::Awaiting(a) => {
+                self.awaiting.insert(key.clone(), a);
+            }
+            Latest::ProviderFailed => {
+                self.awaiting.remove(&key);
+                self.provider_failed.insert(key.clone());
+            }
+            Latest::Done => {
+                self.awaiting.remove(&key);
+            }
+        }
         self.done.insert(key);
+    }
+
+    /// Lets the requests whose latest line failed for the provider's reasons run again
+    /// (`--retry-failed`): they are no longer done. Returns how many.
+    pub fn retry_provider_failures(&mut self) -> usize {
+        for key in &self.provider_failed {
+            self.done.remove(key);
+        }
+        std::mem::take(&mut self.provider_failed).len()
     }
 }
 
-/// The id of a result line (numbered `at`), and what it says when its run awaits approval.
-fn read_result(line: &[u8], at: usize) -> Option<(String, Option<Awaiting>)> {
+/// The id of a result line (numbered `at`), and what it says of its request.
+fn read_result(line: &[u8], at: usize) -> Option<(String, Latest)> {
     let value: Value = serde_json::from_slice(line).ok()?;
     let obj = value.as_object()?;
     let status = obj.get("status")?;
     let key = id_key(obj.get("id")?)?;
+    if status == "failed" {
+        let code = obj.get("error").and_then(|e| e.get("code"));
+        let failed = if code.is_some_and(|c| c == "provider_error") { Latest::ProviderFailed } else { Latest::Done };
+        return Some((key, failed));
+    }
     if status != "awaiting_approval" {
-        return Some((key, None));
+        return Some((key, Latest::Done));
     }
     // `pending` is the batch's own field; an error's details carry the same call.
     let pending = obj.get("pending").or_else(|| obj.get("error")?.get("details")?.get("pending"));
@@ -168,7 +204,7 @@ fn read_result(line: &[u8], at: usize) -> Option<(String, Option<Awaiting>)> {
         tool: field("key").or_else(|| field("tool")).unwrap_or_default(),
         trace: obj.get("trace").and_then(Value::as_str).map(PathBuf::from),
     };
-    Some((key, Some(awaiting)))
+    Some((key, Latest::Awaiting(awaiting)))
 }
 
 /// Takes an exclusive lock on the file, so that two batches never append to one results file.
@@ -266,6 +302,25 @@ mod tests {
         };
         assert_eq!(earlier.awaiting, HashMap::from([("b".to_owned(), b)]));
         assert_eq!(file.pending_dir(), dir.path().join("out.jsonl.pending"));
+    }
+
+    #[test]
+    fn the_latest_line_of_an_id_says_whether_it_failed_for_the_provider() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.jsonl");
+        let failed = |id: &str, code: &str| {
+            format!("{{\"id\":\"{id}\",\"status\":\"failed\",\"error\":{{\"code\":\"{code}\"}}}}\n")
+        };
+        let text = failed("a", "provider_error")
+            + &failed("b", "provider_error")
+            + "{\"id\":\"a\",\"status\":\"finished\"}\n"
+            + &failed("c", "trace_error")
+            + "{\"id\":\"d\",\"status\":\"step_budget_exhausted\"}\n";
+        std::fs::write(&path, text).unwrap();
+        let (_file, mut earlier) = ResultsFile::open(&path).unwrap();
+        assert_eq!(earlier.provider_failed, HashSet::from(["b".to_owned()]));
+        assert_eq!(earlier.retry_provider_failures(), 1);
+        assert_eq!(earlier.done, HashSet::from(["a".to_owned(), "c".to_owned(), "d".to_owned()]));
     }
 
     #[cfg(unix)]

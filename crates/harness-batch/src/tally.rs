@@ -1,6 +1,6 @@
 //! Counts of the runs a batch made: statuses, durations, tokens and retries.
 
-use harness_core::{RunStatus, Usage};
+use harness_core::{ErrorCode, RunStatus, Usage};
 
 /// Counts of the runs this invocation made.
 #[derive(Debug, Default)]
@@ -13,8 +13,12 @@ pub struct Tally {
     pub time_budget: usize,
     /// Runs that failed (provider or trace failure).
     pub failed: usize,
+    /// Of those, runs that failed for the provider's reasons (`provider_error`).
+    pub provider_failed: usize,
     /// Runs stopped before a call that waits for the operator's approval.
     pub awaiting: usize,
+    /// Runs cut short when the batch stopped for an outage: no line, they run on a resume.
+    pub unrun: usize,
     /// Each run's wall time, in milliseconds.
     pub durations_ms: Vec<f64>,
     /// Tokens over every run.
@@ -24,8 +28,11 @@ pub struct Tally {
 }
 
 impl Tally {
-    /// Counts one run.
-    pub fn add(&mut self, status: RunStatus, duration_ms: f64, usage: Usage, retries: u32) {
+    /// Counts one run; `error` is its error's code, if any.
+    pub fn add(&mut self, status: RunStatus, error: Option<ErrorCode>, duration_ms: f64, usage: Usage, retries: u32) {
+        if status == RunStatus::Failed && error == Some(ErrorCode::ProviderError) {
+            self.provider_failed += 1;
+        }
         match status {
             RunStatus::Finished => self.finished += 1,
             RunStatus::StepBudgetExhausted => self.step_budget += 1,
@@ -77,14 +84,17 @@ mod tests {
         let mut t = Tally::default();
         assert_eq!(t.percentile(50.0), None);
         for ms in (1..=100).rev() {
-            t.add(RunStatus::Finished, f64::from(ms), Usage::default(), 0);
+            t.add(RunStatus::Finished, None, f64::from(ms), Usage::default(), 0);
         }
         assert_eq!(
             (t.percentile(50.0), t.percentile(95.0), t.percentile(100.0)),
             (Some(50.0), Some(95.0), Some(100.0))
         );
-        t.add(RunStatus::Failed, 1.0, Usage { input_tokens: 3, output_tokens: 1, cached_input_tokens: 0 }, 2);
-        assert_eq!(t.trouble(), "1 failed");
+        let usage = Usage { input_tokens: 3, output_tokens: 1, cached_input_tokens: 0 };
+        t.add(RunStatus::Failed, Some(ErrorCode::ProviderError), 1.0, usage, 2);
+        t.add(RunStatus::Failed, Some(ErrorCode::TraceError), 1.0, Usage::default(), 0);
+        assert_eq!(t.trouble(), "2 failed");
+        assert_eq!(t.provider_failed, 1);
         assert_eq!((t.usage.input_tokens, t.retries), (3, 2));
     }
 }

@@ -223,12 +223,15 @@ pub struct ProviderError {
     pub message: String,
     /// Requests retried before giving up.
     pub retries: u32,
+    /// The server could not be reached, did not answer in time, cut its answer short, or
+    /// failed (a 5xx): what a server that is down looks like, as opposed to a request it refused.
+    pub outage: bool,
 }
 
 impl ProviderError {
     /// A provider error with this message.
     pub fn new(message: impl Into<String>) -> Self {
-        Self { message: message.into(), retries: 0 }
+        Self { message: message.into(), retries: 0, outage: false }
     }
 }
 

@@ -903,7 +903,8 @@ async fn step_budget_exhausted() {
 #[tokio::test]
 async fn provider_error_fails_the_run_after_one_trace_line() {
     let kit = Kit::new();
-    let provider = Replay::scripted(vec![Err(ProviderError::new("connection refused"))]);
+    let refused = ProviderError { retries: 2, outage: true, ..ProviderError::new("connection refused") };
+    let provider = Replay::scripted(vec![Err(refused)]);
     let mut trace: Vec<Value> = Vec::new();
     let outcome = run(&provider, &kit.registry, REQUEST, &RunOptions::default(), &mut trace).await;
 
@@ -912,7 +913,8 @@ async fn provider_error_fails_the_run_after_one_trace_line() {
     assert_eq!(outcome.answer, None);
     let error = outcome.error.unwrap();
     assert_eq!(error.code, ErrorCode::ProviderError);
-    assert_eq!(error.details, json!({ "provider": "replay" }));
+    assert_eq!(error.details, json!({ "provider": "replay", "retries": 2, "outage": true }));
+    assert_eq!(outcome.retries, 2);
     assert!(error.message.contains("connection refused"), "{}", error.message);
     assert!(error.message.contains("replay"), "{}", error.message);
 

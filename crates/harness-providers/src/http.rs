@@ -13,9 +13,15 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use reqwest::{StatusCode, Url};
 use serde_json::Value;
 
-/// Statuses worth another try: rate limits, transient server errors, and Anthropic's 529
-/// "overloaded".
-const RETRYABLE: &[u16] = &[429, 500, 502, 503, 504, 529];
+use crate::budget::{RetryBudget, Spent};
+
+/// Whether a status is worth another try: a request timeout (408), a conflict with a request
+/// in flight (409), a rate limit (429), and every server error (5xx, Anthropic's 529
+/// "overloaded" among them). Other 4xx are the request's own fault: the same request would get
+/// the same answer.
+fn retryable_status(status: StatusCode) -> bool {
+    matches!(status.as_u16(), 408 | 409 | 429 | 500..=599)
+}
 
 /// The largest answer read; a model's reply is a small fraction of this.
 const MAX_BODY_BYTES: usize = 16 << 20;
@@ -38,6 +44,8 @@ pub struct HttpSettings {
     pub max_wait: Duration,
     /// Where retries and router-mode fallbacks are reported.
     pub notify: Notify,
+    /// A budget of retries shared with other providers' requests (a batch's), if any.
+    pub budget: Option<Arc<RetryBudget>>,
 }
 
 impl Default for HttpSettings {
@@ -49,6 +57,7 @@ impl Default for HttpSettings {
             backoff: Duration::from_millis(500),
             max_wait: Duration::from_secs(60),
             notify: Notify::stderr(),
+            budget: None,
         }
     }
 }
@@ -61,6 +70,7 @@ impl fmt::Debug for HttpSettings {
             .field("retries", &self.retries)
             .field("backoff", &self.backoff)
             .field("max_wait", &self.max_wait)
+            .field("budget", &self.budget)
             .finish_non_exhaustive()
     }
 }
@@ -81,6 +91,11 @@ pub enum Notice {
         /// What went wrong, naming the URL.
         reason: String,
     },
+    /// The retry budget is spent: from now on failed requests are not retried.
+    BudgetSpent {
+        /// Where the budget stood.
+        spent: Spent,
+    },
     /// `--router-mode auto` stepped down the ladder (native, constrained, prompt) for the rest
     /// of the run.
     Fallback {
@@ -98,6 +113,11 @@ impl fmt::Display for Notice {
                 let why = if *server_asked { " (the server's Retry-After)" } else { "" };
                 write!(f, "retry {attempt}/{of} in {} ms{why}: {reason}", wait.as_millis())
             }
+            Self::BudgetSpent { spent } => write!(
+                f,
+                "the retry budget is spent ({} retries over {} requests, --retry-budget {}): failed requests are no longer retried",
+                spent.retries, spent.requests, spent.share
+            ),
             Self::Fallback { to, reason } => write!(
                 f,
                 "switching to {to} mode for the rest of the run: {reason}. Pass --router-mode {to} to start there"
@@ -247,6 +267,9 @@ pub(crate) enum HttpError {
         problem: String,
         /// The start of the body.
         excerpt: String,
+        /// Whether the body ends before its JSON does: cut short, as by a server that died
+        /// mid-answer.
+        cut: bool,
     },
     /// An answer larger than any model reply should be.
     #[error("{url} answered with more than {limit} bytes, which no model reply needs; check --base-url")]
@@ -264,20 +287,57 @@ pub(crate) enum HttpError {
         /// What is missing or wrong.
         problem: String,
     },
+    /// A failure worth another try that was not retried: the retry budget is spent.
+    #[error(
+        "{cause}; not retried: the retry budget is spent ({} retries over {} requests, --retry-budget {}); raise --retry-budget, or rerun with --retry-failed",
+        spent.retries, spent.requests, spent.share
+    )]
+    BudgetSpent {
+        /// The failure.
+        cause: Box<HttpError>,
+        /// Where the budget stood.
+        spent: Spent,
+    },
 }
 
 impl HttpError {
-    /// Whether another attempt could go differently.
+    /// Whether another attempt could go differently: the server was not reached, was too slow,
+    /// failed, or answered a body cut short or not the API's. A request runs nothing, so asking
+    /// again is safe; what it costs is tokens.
     fn retryable(&self) -> bool {
         match self {
-            Self::ConnectTimeout { .. } | Self::Connection { .. } => true,
-            Self::Status { status, rejects_tools, .. } => !rejects_tools && RETRYABLE.contains(&status.as_u16()),
-            Self::Timeout { .. }
-            | Self::Redirect { .. }
-            | Self::WaitTooLong { .. }
+            Self::ConnectTimeout { .. }
+            | Self::Connection { .. }
+            | Self::Timeout { .. }
             | Self::NotJson { .. }
-            | Self::TooLarge { .. }
-            | Self::Shape { .. } => false,
+            | Self::Shape { .. } => true,
+            Self::Status { status, rejects_tools, .. } => !rejects_tools && retryable_status(*status),
+            Self::Redirect { .. } | Self::WaitTooLong { .. } | Self::TooLarge { .. } | Self::BudgetSpent { .. } => {
+                false
+            }
+        }
+    }
+
+    /// Whether this is what a server that is down, unreachable or failing looks like (no
+    /// connection, no answer in time, an answer cut short, a 5xx): what a circuit breaker
+    /// counts. A whole body that is not JSON (a web page) is a wrong `--base-url`, not this.
+    pub(crate) fn outage(&self) -> bool {
+        match self {
+            Self::ConnectTimeout { .. } | Self::Connection { .. } | Self::Timeout { .. } => true,
+            Self::NotJson { cut, .. } => *cut,
+            Self::Status { status, .. } => status.is_server_error(),
+            Self::BudgetSpent { cause, .. } => cause.outage(),
+            _ => false,
+        }
+    }
+
+    /// Why a client error was not retried, when this is one: the request itself is at fault.
+    pub(crate) fn not_retried(&self) -> Option<&'static str> {
+        match self {
+            Self::Status { status, .. } if status.is_client_error() && !retryable_status(*status) => Some(
+                "not retried: a 4xx other than 408, 409 and 429 is the request's own fault, and the same request would be refused again",
+            ),
+            _ => None,
         }
     }
 
@@ -312,10 +372,10 @@ pub(crate) struct Failure {
     pub(crate) retries: u32,
 }
 
-/// A JSON answer, after `retries` retries.
+/// An answer read from its JSON, after `retries` retries.
 #[derive(Debug, Clone)]
-pub(crate) struct Answer {
-    pub(crate) body: Value,
+pub(crate) struct Answer<T> {
+    pub(crate) body: T,
     pub(crate) retries: u32,
 }
 
@@ -411,11 +471,6 @@ impl Transport {
         &self.shown_url
     }
 
-    /// The request as errors name it: `POST <url>`.
-    pub(crate) fn endpoint(&self) -> &str {
-        &self.shown
-    }
-
     /// Cuts the key out of `text`.
     pub(crate) fn redact(&self, text: &str) -> String {
         match &self.secret {
@@ -431,21 +486,38 @@ impl Transport {
                 Notice::Retry { attempt, of, wait, server_asked, reason: self.redact(&reason) }
             }
             Notice::Fallback { to, reason } => Notice::Fallback { to, reason: self.redact(&reason) },
+            spent @ Notice::BudgetSpent { .. } => spent,
         };
         self.settings.notify.send(&notice);
     }
 
-    /// Posts `bytes` (a JSON body), retrying what is worth retrying, and returns the JSON answer.
-    pub(crate) async fn post(&self, bytes: &[u8]) -> Result<Answer, Failure> {
+    /// Posts `bytes` (a JSON body), retrying what is worth retrying, and returns the answer as
+    /// `read` reads it from the JSON; JSON `read` refuses is an answer of the wrong shape, which
+    /// is retried like a body cut short.
+    pub(crate) async fn post<T>(
+        &self,
+        bytes: &[u8],
+        read: impl Fn(&Value) -> Result<T, String>,
+    ) -> Result<Answer<T>, Failure> {
         let mut retries = 0;
+        if let Some(budget) = &self.settings.budget {
+            budget.request();
+        }
         loop {
             let error = match self.attempt(bytes).await {
-                Ok(body) => return Ok(Answer { body, retries }),
+                Ok(value) => match read(&value) {
+                    Ok(body) => return Ok(Answer { body, retries }),
+                    Err(problem) => HttpError::Shape { url: self.shown.clone(), problem },
+                },
                 Err(e) => e,
             };
             if !error.retryable() || retries >= self.settings.retries {
                 return Err(Failure { error, retries });
             }
+            let error = match self.spend(error) {
+                Ok(error) => error,
+                Err(error) => return Err(Failure { error, retries }),
+            };
             let asked = match &error {
                 HttpError::Status { retry_after, .. } => *retry_after,
                 _ => None,
@@ -470,6 +542,20 @@ impl Transport {
                 reason: error.to_string(),
             });
             tokio::time::sleep(wait).await;
+        }
+    }
+
+    /// Takes a retry from the budget, if there is one; a refusal is the failure, said once.
+    fn spend(&self, error: HttpError) -> Result<HttpError, HttpError> {
+        let Some(budget) = &self.settings.budget else { return Ok(error) };
+        match budget.spend() {
+            Ok(()) => Ok(error),
+            Err(spent) => {
+                if budget.first_refusal() {
+                    self.notify(Notice::BudgetSpent { spent });
+                }
+                Err(HttpError::BudgetSpent { cause: Box::new(error), spent })
+            }
         }
     }
 
@@ -503,6 +589,7 @@ impl Transport {
                 status,
                 problem: e.to_string(),
                 excerpt: self.redact(&excerpt(&String::from_utf8_lossy(&body), 120)),
+                cut: e.is_eof(),
             }),
         }
     }

@@ -279,7 +279,12 @@ impl HttpProvider {
         Ok(choice)
     }
 
-    async fn ask(&self, request: &RouterRequest<'_>, choice: &ToolChoice, mode: RouterMode) -> Result<Answer, Failure> {
+    async fn ask(
+        &self,
+        request: &RouterRequest<'_>,
+        choice: &ToolChoice,
+        mode: RouterMode,
+    ) -> Result<Answer<ModelReply>, Failure> {
         let system = system_prompt(mode, request.tools);
         let body = self.wire.body(&Outgoing {
             model: &self.model,
@@ -290,7 +295,7 @@ impl HttpProvider {
             mode,
             max_tokens: self.max_tokens,
         });
-        self.transport.post(&body.bytes()).await
+        self.transport.post(&body.bytes(), |value| self.wire.reply(value)).await
     }
 
     /// The step below `mode` on this API's ladder.
@@ -324,11 +329,8 @@ impl HttpProvider {
         Some(format!("{} refused {what}: {said}", self.endpoint()))
     }
 
-    /// Reads the reply out of a success body: ids for calls without one, the key cut out.
-    fn read(&self, body: &Value, retries: u32) -> Result<ModelReply, ProviderError> {
-        let mut reply = self.wire.reply(body).map_err(|problem| {
-            self.failed(&HttpError::Shape { url: self.transport.endpoint().to_owned(), problem }, retries)
-        })?;
+    /// Finishes a reply read from a success body: ids for calls without one, the key cut out.
+    fn read(&self, mut reply: ModelReply) -> ModelReply {
         for call in &mut reply.calls {
             if call.id.is_none() {
                 call.id = Some(format!("call_h{}", self.next_id.fetch_add(1, Ordering::Relaxed) + 1));
@@ -342,16 +344,18 @@ impl HttpProvider {
         }
         reply.text = reply.text.map(|t| self.transport.redact(&t));
         reply.reasoning = reply.reasoning.map(|t| self.transport.redact(&t));
-        Ok(reply)
+        reply
     }
 
     fn failed(&self, error: &HttpError, retries: u32) -> ProviderError {
-        let after = match retries {
-            0 => String::new(),
-            1 => " (after 1 retry)".to_owned(),
-            n => format!(" (after {n} retries)"),
+        let after = match (retries, error.not_retried()) {
+            (0, Some(why)) => format!(" ({why})"),
+            (0, None) => String::new(),
+            (1, _) => " (after 1 retry)".to_owned(),
+            (n, _) => format!(" (after {n} retries)"),
         };
-        ProviderError { message: self.transport.redact(&format!("{error}{after}")), retries }
+        let message = self.transport.redact(&format!("{error}{after}"));
+        ProviderError { message, retries, outage: error.outage() }
     }
 }
 
@@ -406,7 +410,7 @@ impl ModelProvider for HttpProvider {
                 }
             };
             retries += answer.retries;
-            let mut reply = self.read(&answer.body, retries)?;
+            let mut reply = self.read(answer.body);
             if mode == RouterMode::Native && forced && reply.calls.is_empty() {
                 let reason = format!(
                     "{} ignored the tools: its reply holds text and no tool call, though one was required",

@@ -9,8 +9,9 @@
 //!   picked by a [`Preset`]. It forces the tool choice natively or, for servers with no tool
 //!   calling, through a JSON schema the server decodes to or through the prompt
 //!   ([`RouterMode`]); it caps every reply's tokens and marks a reply cut at the cap; it keeps
-//!   each request a prefix of the next, so that a server's prompt cache serves it; it retries rate limits and server errors
-//!   with backoff ([`HttpSettings`]); and its errors name the URL, what the server said and
+//!   each request a prefix of the next, so that a server's prompt cache serves it; it retries what is transient (rate limits, server errors, timeouts,
+//!   lost connections, bodies cut short) with backoff, within a shared [`RetryBudget`] when given one
+//!   ([`HttpSettings`]); and its errors name the URL, what the server said and
 //!   what to check, never the API key.
 //!
 //! ```
@@ -29,20 +30,24 @@
 #![deny(missing_docs)]
 
 mod anthropic;
+mod budget;
 mod constrained;
 mod conversation;
 mod http;
 mod http_provider;
 mod offline;
 mod openai;
+mod outage;
 mod preset;
 mod prompt;
 mod scripted;
 #[cfg(test)]
 mod testing;
 
+pub use budget::{RetryBudget, Spent};
 pub use http::{HttpSettings, Notice, Notify};
 pub use http_provider::{DEFAULT_MAX_REPLY_TOKENS, HttpProvider, RouterMode, UnknownRouterMode, parse_tool_choice};
 pub use offline::OfflineRouter;
+pub use outage::{Breaker, Guarded, OutageStats, Say};
 pub use preset::{ConfigError, HttpProviderConfig, Preset};
 pub use scripted::{ScriptError, ScriptedProvider};

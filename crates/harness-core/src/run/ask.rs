@@ -47,7 +47,7 @@ pub(super) async fn ask_router(
             let error = HarnessError::new(
                 ErrorCode::ProviderError,
                 format!("provider {:?} failed: {}", provider.name(), e.message),
-                json!({ "provider": provider.name() }),
+                json!({ "provider": provider.name(), "retries": e.retries, "outage": e.outage }),
             );
             run.retries += e.retries;
             let entry = record::blank_entry(step, StepStatus::Error, Some(&error), micros(step.started));

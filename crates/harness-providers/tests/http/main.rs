@@ -81,6 +81,7 @@ pub fn settings(notices: &Notices) -> HttpSettings {
         backoff: Duration::from_millis(1),
         max_wait: Duration::from_secs(5),
         notify: Notify::new(move |n| sink.lock().unwrap().push(n.clone())),
+        budget: None,
     }
 }
 

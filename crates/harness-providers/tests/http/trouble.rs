@@ -64,38 +64,96 @@ async fn a_500_three_times_is_a_failure_after_the_allowed_retries_and_the_key_is
     no_key("the retry notices", &notices_text);
 }
 
+/// A provider at `api` that makes at most `retries` retries.
+fn retrying(api: &MockApi, notices: &Notices, retries: u32) -> HttpProvider {
+    let mut config = config(Preset::OpenAi, &format!("{}/v1", api.origin), notices);
+    config.http.retries = retries;
+    provider(config)
+}
+
 #[tokio::test]
-async fn a_response_slower_than_the_timeout_is_a_timeout_naming_the_url_and_is_not_retried() {
-    // The server would answer after a minute; the client gives up after 200 ms.
-    let api = MockApi::start(vec![finish().delayed(Duration::from_secs(60))]).await;
+async fn a_response_slower_than_the_timeout_is_a_timeout_naming_the_url_and_is_retried() {
+    // The server would answer after a minute; the client gives up after 200 ms, then asks again.
+    let slow = finish().delayed(Duration::from_secs(60));
+    let api = MockApi::start(vec![slow.clone(), slow, finish()]).await;
     let notices = Notices::default();
     let mut config = config(Preset::OpenAi, &format!("{}/v1", api.origin), &notices);
     config.http.timeout = Duration::from_millis(200);
+    config.http.retries = 1;
     let provider = provider(config);
     let e = ask_once(&provider, &user()).await.unwrap_err();
     let want = format!("POST {}/v1/chat/completions did not answer within 0.200 s (--timeout)", api.origin);
     assert!(e.message.starts_with(&want), "{}", e.message);
     assert!(e.message.contains("raise --timeout"), "{}", e.message);
-    assert_eq!((e.retries, api.seen().len()), (0, 1));
+    assert_eq!((e.retries, api.seen().len()), (1, 2));
+    assert!(e.outage, "a server that does not answer in time looks like one that is down");
+    let reply = ask_once(&provider, &user()).await.unwrap();
+    assert_eq!((reply.retries, reply.calls[0].name.as_str(), api.seen().len()), (0, "finish", 3));
 }
 
 #[tokio::test]
 async fn a_body_that_is_not_json_says_so_and_suggests_the_base_url() {
     let api = MockApi::start(vec![Canned::raw(200, "<!doctype html><title>Open WebUI</title>")]).await;
-    let provider = openai_at(&api, &Notices::default()).await;
+    let provider = retrying(&api, &Notices::default(), 0);
     let e = ask_once(&provider, &user()).await.unwrap_err();
     assert!(e.message.contains("answered 200 OK with a body that is not JSON"), "{}", e.message);
     assert!(e.message.contains("<!doctype html>"), "{}", e.message);
     assert!(e.message.contains("--base-url"), "{}", e.message);
-    assert_eq!(e.retries, 0);
+    assert_eq!((e.retries, e.outage), (0, false));
+}
+
+#[tokio::test]
+async fn a_body_cut_short_or_of_the_wrong_shape_is_retried() {
+    let cut = Canned::raw(200, r#"{"id": "chatcmpl-1", "object": "chat.completion", "choi"#);
+    let wrong = Canned::json(200, json!({"object": "list", "data": []}));
+    let api = MockApi::start(vec![cut, wrong, finish()]).await;
+    let notices = Notices::default();
+    let reply = ask_once(&retrying(&api, &notices, 3), &user()).await.unwrap();
+    assert_eq!((reply.retries, reply.calls[0].name.as_str(), api.seen().len()), (2, "finish", 3));
+    let text = notices.text();
+    assert!(text.contains("retry 1/3") && text.contains("not JSON"), "{text}");
+    assert!(text.contains("retry 2/3") && text.contains("cannot read: it has no choices[0].message"), "{text}");
+    let api = MockApi::start(vec![Canned::raw(200, r#"{"id": "chatcmpl-1", "choi"#)]).await;
+    let e = ask_once(&retrying(&api, &notices, 0), &user()).await.unwrap_err();
+    assert!(e.outage, "a body cut short is a server failing mid-answer: {}", e.message);
 }
 
 #[tokio::test]
 async fn json_of_the_wrong_shape_is_an_error_not_a_panic() {
     let api = MockApi::start(vec![Canned::json(200, json!({"object": "list", "data": []}))]).await;
-    let provider = openai_at(&api, &Notices::default()).await;
+    let provider = retrying(&api, &Notices::default(), 0);
     let e = ask_once(&provider, &user()).await.unwrap_err();
     assert!(e.message.contains("JSON this provider cannot read: it has no choices[0].message"), "{}", e.message);
+}
+
+#[tokio::test]
+async fn request_timeouts_conflicts_rate_limits_and_every_5xx_are_retried() {
+    for status in [408, 409, 429, 500, 502, 503, 504, 529] {
+        let api = MockApi::start(vec![openai_error(status, "try again"), finish()]).await;
+        let reply = ask_once(&retrying(&api, &Notices::default(), 1), &user()).await.unwrap();
+        assert_eq!((reply.retries, api.seen().len()), (1, 2), "{status}");
+    }
+}
+
+#[tokio::test]
+async fn past_the_retry_budget_a_failure_is_not_retried_and_says_so_once() {
+    let budget = std::sync::Arc::new(harness_providers::RetryBudget::new(0.0));
+    let api = MockApi::start(vec![openai_error(503, "busy"); 14]).await;
+    let notices = Notices::default();
+    let mut config = config(Preset::OpenAi, &format!("{}/v1", api.origin), &notices);
+    config.http.retries = 20;
+    config.http.budget = Some(budget.clone());
+    let provider = provider(config);
+    let e = ask_once(&provider, &user()).await.unwrap_err();
+    let floor = harness_providers::RetryBudget::FLOOR;
+    assert_eq!((u64::from(e.retries), api.seen().len() as u64), (floor, floor + 1));
+    assert!(e.message.contains("not retried: the retry budget is spent"), "{}", e.message);
+    assert!(e.outage, "a 503 is still a server failing");
+    let e = ask_once(&provider, &user()).await.unwrap_err();
+    assert_eq!(e.retries, 0);
+    let spent: Vec<_> = notices.all().into_iter().filter(|n| matches!(n, Notice::BudgetSpent { .. })).collect();
+    assert_eq!(spent.len(), 1, "{}", notices.text());
+    assert!(budget.spent());
 }
 
 #[tokio::test]
@@ -119,13 +177,15 @@ async fn client_errors_are_not_retried_and_each_says_what_to_check() {
         (404, "The model `nope` does not exist", "Check the model name \"test-model\" (--model)"),
         (404, "Not Found", "Check --base-url"),
         (400, "max_tokens is too large", "Check the model name"),
+        (422, "messages: field required", "Check the model name"),
     ];
     for (status, said, hint) in cases {
         let api = MockApi::start(vec![openai_error(status, said)]).await;
         let provider = openai_at(&api, &Notices::default()).await;
         let e = ask_once(&provider, &user()).await.unwrap_err();
         assert!(e.message.contains(said) && e.message.contains(hint), "{status}: {}", e.message);
-        assert_eq!((e.retries, api.seen().len()), (0, 1), "{status}");
+        assert!(e.message.contains("(not retried: a 4xx other than 408, 409 and 429"), "{status}: {}", e.message);
+        assert_eq!((e.retries, api.seen().len(), e.outage), (0, 1, false), "{status}");
     }
 }
 
