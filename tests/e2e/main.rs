@@ -25,5 +25,6 @@ mod reply;
 mod run;
 mod slurm;
 mod support;
+mod terminal;
 mod trace;
 mod trust;
