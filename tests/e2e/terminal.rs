@@ -54,8 +54,14 @@ fn openpty() -> (OwnedFd, OwnedFd) {
     // SAFETY: two out-pointers to locals; no name, termios or window size asked for.
     let rc = unsafe { libc::openpty(&mut master, &mut slave, null, null.cast(), null.cast()) };
     assert_eq!(rc, 0, "openpty: {}", io::Error::last_os_error());
+    // openpty does not set close-on-exec: set here, so that only the descriptor this test
+    // leaks on purpose reaches the harness, and no other test's processes get the terminal.
     // SAFETY: both descriptors were just opened and are owned here alone.
-    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let (master, slave) = unsafe {
+        assert_eq!(libc::fcntl(master, libc::F_SETFD, libc::FD_CLOEXEC), 0);
+        assert_eq!(libc::fcntl(slave, libc::F_SETFD, libc::FD_CLOEXEC), 0);
+        (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave))
+    };
     // SAFETY: termios is plain data, filled by tcgetattr before use.
     unsafe {
         let mut t: libc::termios = std::mem::zeroed();
