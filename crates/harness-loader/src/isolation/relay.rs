@@ -139,7 +139,8 @@ impl Lines {
     }
 
     fn emit(&mut self, note: &str, out: &mut String) {
-        out.push_str(&format!("[{}] {}{note}\n", self.label, escaped(&self.line)));
+        // The label may hold a file name, which is anyone's text too.
+        out.push_str(&format!("[{}] {}{note}\n", escaped(self.label.as_bytes()), escaped(&self.line)));
         self.line.clear();
     }
 }
