@@ -13,13 +13,20 @@ use super::child::{LoadRequest, Loaded};
 use super::relay::StderrRelay;
 use super::{HostCommand, child_gets, signal_name};
 
+/// The least read from a child's stdout at once: a small answer whole, in one read.
+const READ_AHEAD: usize = 16 << 10;
+
 /// A running child and its pipes.
 pub(crate) struct Conn {
     child: Child,
     stdin: BufWriter<ChildStdin>,
     stdout: ChildStdout,
     stderr: StderrRelay,
-    body: Vec<u8>,
+    /// What was read from stdout: answers, the last one handled ending at `taken`, bytes up
+    /// to `filled` read.
+    inbox: Vec<u8>,
+    taken: usize,
+    filled: usize,
     /// The largest answer read from it; over it the child is broken, not believed.
     frame_limit: usize,
 }
@@ -73,7 +80,16 @@ impl Conn {
                 return Err(e);
             }
         };
-        Ok(Self { child, stdin: BufWriter::new(stdin), stdout, stderr, body: Vec::new(), frame_limit })
+        Ok(Self {
+            child,
+            stdin: BufWriter::new(stdin),
+            stdout,
+            stderr,
+            inbox: Vec::new(),
+            taken: 0,
+            filled: 0,
+            frame_limit,
+        })
     }
 
     /// Says who the lines the child writes to its stderr from now on are from.
@@ -93,16 +109,11 @@ impl Conn {
         }
     }
 
-    /// Reads exactly `buf.len()` bytes, giving up at `deadline`, relaying the child's stderr
-    /// meanwhile: what it wrote there before its answer is relayed before the answer is read.
-    fn read_exact_by(
-        stdout: &mut ChildStdout,
-        stderr: &mut StderrRelay,
-        buf: &mut [u8],
-        deadline: Option<Instant>,
-    ) -> Result<(), ReadFail> {
-        let mut filled = 0;
-        while filled < buf.len() {
+    /// Waits until the child's stdout can be read, giving up at `deadline`, relaying its
+    /// stderr meanwhile: what it wrote there before its answer is relayed before the answer
+    /// is read.
+    fn wait_readable(&mut self, deadline: Option<Instant>) -> Result<(), ReadFail> {
+        loop {
             let ms = match deadline {
                 None => -1,
                 Some(deadline) => {
@@ -115,8 +126,8 @@ impl Conn {
             };
             // A closed stderr is polled as -1, which poll(2) skips.
             let mut fds = [
-                libc::pollfd { fd: stdout.as_raw_fd(), events: libc::POLLIN, revents: 0 },
-                libc::pollfd { fd: stderr.fd().unwrap_or(-1), events: libc::POLLIN, revents: 0 },
+                libc::pollfd { fd: self.stdout.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+                libc::pollfd { fd: self.stderr.fd().unwrap_or(-1), events: libc::POLLIN, revents: 0 },
             ];
             // SAFETY: two valid pollfds for descriptors this process owns (or -1, ignored).
             let ready = unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
@@ -131,14 +142,26 @@ impl Conn {
                 return Err(ReadFail::Timeout);
             }
             if fds[1].revents != 0 {
-                stderr.drain();
+                self.stderr.drain();
             }
-            if fds[0].revents == 0 {
-                continue;
+            if fds[0].revents != 0 {
+                return Ok(());
             }
-            match stdout.read(&mut buf[filled..]) {
+        }
+    }
+
+    /// Reads until `need` bytes of the child's answers are in, giving up at `deadline`. Each
+    /// read takes what the pipe holds, up to the room the inbox has: usually a whole answer
+    /// in one read.
+    fn fill(&mut self, need: usize, deadline: Option<Instant>) -> Result<(), ReadFail> {
+        while self.filled < need {
+            self.wait_readable(deadline)?;
+            if self.inbox.len() < need.max(READ_AHEAD) {
+                self.inbox.resize(need.max(READ_AHEAD), 0);
+            }
+            match self.stdout.read(&mut self.inbox[self.filled..]) {
                 Ok(0) => return Err(ReadFail::Closed),
-                Ok(n) => filled += n,
+                Ok(n) => self.filled += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(ReadFail::Io(e)),
             }
@@ -146,17 +169,22 @@ impl Conn {
         Ok(())
     }
 
-    /// Reads one answer frame into `self.body` and decodes it; one over the limit is refused
+    /// Reads one answer frame into the inbox and decodes it; one over the limit is refused
     /// on its length prefix, before its body is read.
     pub(crate) fn read_response(&mut self, deadline: Option<Instant>) -> Result<Response<'_>, ReadFail> {
+        // What the last answer left (a child answers once a request, so normally nothing).
+        self.inbox.copy_within(self.taken..self.filled, 0);
+        self.filled -= self.taken;
+        self.taken = 0;
+        self.fill(LENGTH_BYTES, deadline)?;
         let mut prefix = [0u8; LENGTH_BYTES];
-        Self::read_exact_by(&mut self.stdout, &mut self.stderr, &mut prefix, deadline)?;
+        prefix.copy_from_slice(&self.inbox[..LENGTH_BYTES]);
         let len = frame_length(prefix, self.frame_limit).map_err(|e| ReadFail::Protocol(e.to_string()))?;
-        self.body.resize(len, 0);
-        Self::read_exact_by(&mut self.stdout, &mut self.stderr, &mut self.body, deadline)?;
+        self.fill(LENGTH_BYTES + len, deadline)?;
+        self.taken = LENGTH_BYTES + len;
         // A call's last words without a newline are still the call's.
         self.stderr.flush();
-        decode_response_body(&self.body).map_err(|e| ReadFail::Protocol(e.to_string()))
+        decode_response_body(&self.inbox[LENGTH_BYTES..self.taken]).map_err(|e| ReadFail::Protocol(e.to_string()))
     }
 
     /// Sends one frame.
