@@ -136,14 +136,20 @@ fn a_plugin_child_cannot_type_into_the_operators_terminal() {
 #[test]
 fn a_plugin_childs_stderr_reaches_the_harness_prefixed_with_its_escape_sequences_shown() {
     let s = Scratch::new();
-    let script = [sys("stderr", "\u{1b}[2K\rfake\tline\nsecond"), finish()];
+    let flood = format!("{}\nafter the flood\n", "x".repeat(100_000));
+    let script = [sys("stderr", "\u{1b}[2K\rfake\tline\nsecond"), sys("stderr", &flood), finish()];
     let r = ran(&mut liar_run(&s, &script, &[]));
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(!r.stderr.contains('\u{1b}') && !r.stderr.contains('\r'), "raw control characters: {:?}", r.stderr);
     let lines: Vec<&str> = r.stderr.lines().filter(|l| l.starts_with("[plugin effects-liar] ")).collect();
     assert_eq!(
         lines,
-        ["[plugin effects-liar] \\u{1b}[2K\\u{d}fake\tline", "[plugin effects-liar] second"],
+        [
+            "[plugin effects-liar] \\u{1b}[2K\\u{d}fake\tline".to_owned(),
+            "[plugin effects-liar] second".to_owned(),
+            format!("[plugin effects-liar] {} [line cut: longer than 4096 bytes]", "x".repeat(4096)),
+            "[plugin effects-liar] after the flood".to_owned(),
+        ],
         "{}",
         r.stderr
     );

@@ -35,8 +35,7 @@ impl Drop for Conn {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        self.stderr.drain();
-        self.stderr.flush();
+        self.stderr.finish();
     }
 }
 
@@ -142,7 +141,8 @@ impl Conn {
                 return Err(ReadFail::Timeout);
             }
             if fds[1].revents != 0 {
-                self.stderr.drain();
+                // Past the budget the rest waits for the next poll, which sees it at once.
+                let _ = self.stderr.drain();
             }
             if fds[0].revents != 0 {
                 return Ok(());
@@ -212,8 +212,7 @@ impl Conn {
         };
         // What a crashing child wrote last (a panic message, an abort's reason) is relayed
         // before the harness reports the crash.
-        self.stderr.drain();
-        self.stderr.flush();
+        self.stderr.finish();
         status.map_or_else(|| "its status is unknown".to_owned(), describe)
     }
 }

@@ -54,7 +54,8 @@ impl StderrRelay {
     }
 
     /// Relays what the pipe holds now, complete lines only, up to a budget; never blocks.
-    pub(crate) fn drain(&mut self) {
+    /// Whether it stopped at the budget, with more perhaps waiting.
+    pub(crate) fn drain(&mut self) -> bool {
         let mut chunk = [0u8; 8192];
         let mut out = String::new();
         let mut read = 0;
@@ -74,6 +75,17 @@ impl StderrRelay {
             }
         }
         write_out(&out);
+        read >= READ_BUDGET
+    }
+
+    /// Relays what is left once the child has ended, its last line included: a crash's
+    /// message comes last. Up to 1 MiB (a child may have grown its pipe), never blocking.
+    pub(crate) fn finish(&mut self) {
+        let mut rounds = 0;
+        while rounds < 16 && self.drain() {
+            rounds += 1;
+        }
+        self.flush();
     }
 
     /// Relays the line in progress, if any: at the end of a call or of the child.
