@@ -155,22 +155,25 @@ fn load(json: &[u8]) -> (Loaded, Option<Hosted>) {
     }
 }
 
-/// Ends this process once the harness is gone (its end of stdin closed), even while a tool
-/// hangs: in a session of its own, the child gets no signal from the operator's terminal
-/// when the harness is interrupted, and an idle child sees the end of its input anyway, but a
-/// tool that never returns would run on. Started once per process.
+/// Ends this process once the harness is gone, even while a tool hangs: in a session of its
+/// own, the child gets no signal from the operator's terminal when the harness is
+/// interrupted, and an idle child sees the end of its input anyway, but a tool that never
+/// returns would run on. The harness gone, the child is given another parent; looked at
+/// once a second, which costs a call nothing (a thread waiting on the frame pipe would be
+/// woken by every frame). Started once per process.
 fn watch_harness() {
     static STARTED: std::sync::Once = std::sync::Once::new();
     STARTED.call_once(|| {
-        let watch = || loop {
-            // No events asked for: POLLHUP (every writer closed) is reported regardless, and
-            // nothing is read, so frames stay for the main loop.
-            let mut fd = libc::pollfd { fd: 0, events: 0, revents: 0 };
-            // SAFETY: one valid pollfd.
-            let ready = unsafe { libc::poll(&mut fd, 1, -1) };
-            if ready > 0 && fd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
-                // SAFETY: ends the process at once, as the harness's kill would.
-                unsafe { libc::_exit(0) };
+        // SAFETY: getppid has no preconditions.
+        let harness = unsafe { libc::getppid() };
+        let watch = move || loop {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            // SAFETY: getppid has no preconditions; _exit ends the process at once, as the
+            // harness's kill would.
+            unsafe {
+                if libc::getppid() != harness {
+                    libc::_exit(0);
+                }
             }
         };
         // Without the thread the child only lives on in a hang, as before.
