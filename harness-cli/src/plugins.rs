@@ -7,8 +7,8 @@ use clap::{Args, Subcommand};
 use harness_abi::manifest::Manifest;
 #[cfg(unix)]
 use harness_loader::isolation::HostCommand;
-use harness_loader::isolation::Isolation;
 use harness_loader::isolation::confine::Enforcement;
+use harness_loader::isolation::{CHILD_ENV_ALLOWLIST, Isolation};
 use harness_loader::{Discovery, LoadedPlugin, PluginLibrary, ToolState};
 use harness_testkit::scaffold::{self, Dependency, Scaffold, ScaffoldError};
 use harness_testkit::{CheckOptions, Executor};
@@ -168,10 +168,39 @@ fn enforcement_text(p: &LoadedPlugin) -> String {
     }
 }
 
+/// The variables a plugin's children get besides the allowlist (`[plugins.NAME] env`), names
+/// only: `None` for an in-process plugin, which shares the harness's whole environment.
+fn env_names<'a>(p: &LoadedPlugin, found: &'a Discovery) -> Option<&'a [String]> {
+    let names = found.options.settings.get(&p.manifest.name).map_or(&[][..], |s| s.env.as_slice());
+    (p.isolation == Isolation::Process).then_some(names)
+}
+
+fn env_json(p: &LoadedPlugin, found: &Discovery) -> Value {
+    match env_names(p, found) {
+        Some(names) => json!({ "allowlist": CHILD_ENV_ALLOWLIST, "configured": names }),
+        None => json!({ "all": true }),
+    }
+}
+
+fn env_text(p: &LoadedPlugin, found: &Discovery) -> String {
+    match env_names(p, found) {
+        Some([]) => format!("environment: {} (the allowlist)", CHILD_ENV_ALLOWLIST.join(", ")),
+        Some(names) => {
+            format!("environment: {}, and the allowlist ({})", names.join(", "), CHILD_ENV_ALLOWLIST.join(", "))
+        }
+        None => "environment: all of the harness's (in-process)".to_owned(),
+    }
+}
+
 fn list(out: &mut String, found: &Discovery, as_json: bool) {
     if as_json {
+        let plugins = found.plugins.iter().map(|p| {
+            let mut v = plugin_json(p, false);
+            v["env"] = env_json(p, found);
+            v
+        });
         let obj = json!({
-            "plugins": found.plugins.iter().map(|p| plugin_json(p, false)).collect::<Vec<_>>(),
+            "plugins": plugins.collect::<Vec<_>>(),
             "skipped": found.skipped,
             "warnings": found.warnings,
         });
@@ -186,6 +215,7 @@ fn list(out: &mut String, found: &Discovery, as_json: bool) {
         let test_only = if m.test_only { " (test only)" } else { "" };
         say!(out, "{} {} (ABI {}){test_only}  {}", m.name, m.version, p.abi_version, p.path.display());
         say!(out, "    isolation: {}, {}", p.isolation.as_str(), enforcement_text(p));
+        say!(out, "    {}", env_text(p, found));
         for (t, s) in &p.tools {
             say!(out, "    {:<20} {:<8} {}", t.name, t.effects.as_str(), state_text(s));
         }

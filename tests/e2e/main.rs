@@ -26,5 +26,6 @@ mod reply;
 mod run;
 mod slurm;
 mod support;
+mod terminal;
 mod trace;
 mod trust;

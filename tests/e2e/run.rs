@@ -300,6 +300,38 @@ fn files_plugin_reads_under_its_configured_root_and_refuses_escapes() {
 }
 
 #[test]
+fn the_files_plugin_refuses_a_fifo_at_once_and_a_write_through_a_hard_link() {
+    let s = Scratch::new();
+    s.write("root/keep.txt", "");
+    let fifo = std::ffi::CString::new(s.path("root/pipe").into_os_string().into_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0, "{}", std::io::Error::last_os_error());
+    let outside = s.write("outside.txt", "the operator's bytes");
+    std::fs::hard_link(&outside, s.path("root/link.txt")).unwrap();
+    s.write("harness.toml", "[policy]\nwrites = \"allow\"\n[plugins.files]\nroot = \"root\"\n");
+    let script = s.script(&[
+        call("read_file", json!({"path": "pipe"})),
+        call("write_file", json!({"path": "link.txt", "content": "overwritten"})),
+        call("finish", json!({"answer": "done"})),
+    ]);
+    // The timeout only keeps a regression from hanging the suite: a FIFO nobody writes
+    // would hold a blocking read until then, and the call would be `tool_timeout`.
+    let r = ran(s
+        .harness()
+        .args(["run", "x", "--config", "harness.toml", "--tool-timeout", "20", "--trace", "t.jsonl", "--script"])
+        .arg(&script));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let t = s.trace("t.jsonl");
+    assert_eq!(t[0]["error"]["code"], "tool_error", "{}", t[0]);
+    let why = t[0]["error"]["message"].as_str().unwrap();
+    assert!(why.contains("\"pipe\" is refused: it is a FIFO (named pipe)"), "{why}");
+    assert_eq!(t[1]["error"]["code"], "tool_error", "{}", t[1]);
+    let why = t[1]["error"]["message"].as_str().unwrap();
+    assert!(why.contains("\"link.txt\" is refused: it has 2 hard links"), "{why}");
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "the operator's bytes");
+}
+
+#[test]
 fn without_a_root_the_files_tools_are_not_offered() {
     let s = Scratch::new();
     s.write("notes.txt", "hello");

@@ -42,6 +42,9 @@ impl Discovery {
         if let Some(confinement) = plugin.confinement.get(effects.as_str()) {
             handler = handler.confined(confinement.clone());
         }
+        if let Some(settings) = self.options.settings.get(name) {
+            handler = handler.passing_env(settings.env.clone());
+        }
         Ok(Arc::new(handler))
     }
 

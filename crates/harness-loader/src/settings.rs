@@ -4,7 +4,8 @@
 //! out before the section reaches `init`: `isolation`, `timeout` (seconds, every tool),
 //! `timeouts` (a table of seconds per tool), and what a confined child may touch:
 //! `allow_paths` (directories a `reads`/`writes` plugin works under), `allow_ports` (TCP ports
-//! a `network` plugin may connect to) and `allow_exec` (programs it may run).
+//! a `network` plugin may connect to) and `allow_exec` (programs it may run); and `env`, the
+//! variables of the harness's environment its child gets besides the allowlist.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -15,7 +16,8 @@ use serde_json::Value;
 use crate::isolation::Isolation;
 
 /// The keys of a plugin's section that the harness reads itself.
-pub const RESERVED_KEYS: [&str; 6] = ["isolation", "timeout", "timeouts", "allow_paths", "allow_ports", "allow_exec"];
+pub const RESERVED_KEYS: [&str; 7] =
+    ["isolation", "timeout", "timeouts", "allow_paths", "allow_ports", "allow_exec", "env"];
 
 /// How long each tool of a plugin may take.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -47,6 +49,9 @@ pub struct PluginSettings {
     pub allow_ports: Option<Vec<u16>>,
     /// `allow_exec`: programs it may run; none unless listed.
     pub allow_exec: Vec<PathBuf>,
+    /// `env`: names of variables of the harness's environment its child gets besides the
+    /// allowlist ([`crate::isolation::CHILD_ENV_ALLOWLIST`]); none unless listed.
+    pub env: Vec<String>,
 }
 
 fn path_list(v: &Value, at: &str) -> Result<Vec<PathBuf>, String> {
@@ -59,6 +64,18 @@ fn port_list(v: &Value, at: &str) -> Result<Vec<u16>, String> {
     let bad = || format!("{at} must be a list of TCP port numbers, like [443], not {v}");
     let list = v.as_array().ok_or_else(bad)?;
     list.iter().map(|p| p.as_u64().and_then(|p| u16::try_from(p).ok()).ok_or_else(bad)).collect()
+}
+
+fn name_list(v: &Value, at: &str) -> Result<Vec<String>, String> {
+    let bad = || {
+        format!("{at} must be a list of environment variable names (letters, digits, _), like [\"MY_TOKEN\"], not {v}")
+    };
+    let is_name = |n: &str| {
+        n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            && n.bytes().next().is_some_and(|b| !b.is_ascii_digit())
+    };
+    let list = v.as_array().ok_or_else(bad)?;
+    list.iter().map(|n| n.as_str().filter(|n| is_name(n)).map(str::to_owned).ok_or_else(bad)).collect()
 }
 
 fn seconds(v: &Value, at: &str) -> Result<Duration, String> {
@@ -103,6 +120,9 @@ impl PluginSettings {
         if let Some(v) = table.remove("allow_exec") {
             settings.allow_exec = path_list(&v, &format!("[plugins.{plugin}] allow_exec"))?;
         }
+        if let Some(v) = table.remove("env") {
+            settings.env = name_list(&v, &format!("[plugins.{plugin}] env"))?;
+        }
         Ok((settings, config))
     }
 }
@@ -114,9 +134,11 @@ mod tests {
 
     #[test]
     fn reserved_keys_are_taken_out() {
-        let section = json!({"root": "/srv", "isolation": "process", "timeout": 2, "timeouts": {"read_file": 0.5}});
+        let section = json!({"root": "/srv", "isolation": "process", "timeout": 2, "timeouts": {"read_file": 0.5},
+            "env": ["MY_TOKEN", "_X1"]});
         let (settings, config) = PluginSettings::from_section("files", &section).unwrap();
         assert_eq!(config, json!({"root": "/srv"}));
+        assert_eq!(settings.env, ["MY_TOKEN", "_X1"]);
         assert_eq!(settings.isolation, Some(Isolation::Process));
         assert_eq!(settings.timeouts.of("read_file"), Some(Duration::from_millis(500)));
         assert_eq!(settings.timeouts.of("list_dir"), Some(Duration::from_secs(2)));
@@ -132,6 +154,10 @@ mod tests {
             (json!({"allow_paths": ["relative"]}), "allow_paths must be a list of absolute paths"),
             (json!({"allow_ports": [70000]}), "allow_ports must be a list of TCP port numbers"),
             (json!({"allow_exec": "/bin/sh"}), "allow_exec"),
+            (json!({"env": "MY_TOKEN"}), "[plugins.p] env must be a list of environment variable names"),
+            (json!({"env": ["A=B"]}), "[plugins.p] env must be"),
+            (json!({"env": ["1X"]}), "[plugins.p] env must be"),
+            (json!({"env": [""]}), "[plugins.p] env must be"),
         ] {
             let e = PluginSettings::from_section("p", &section).unwrap_err();
             assert!(e.contains(needle), "{e}");

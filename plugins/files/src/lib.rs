@@ -12,12 +12,18 @@
 //! Inside the root, the usual secret files are refused by default (`.env*`, `*.pem`, `*.key`,
 //! `id_*`, `.git/`, `.ssh/`; `[plugins.files] refuse` replaces the list): the name asked for
 //! and the path actually opened (links resolved) are both checked.
+//!
+//! Only regular files and directories are read or written: a FIFO, a socket or a device
+//! inside the root is refused, checked on the opened descriptor (opened non-blocking, so that
+//! a FIFO with no writer cannot hold a call until its deadline). A file with more than one
+//! hard link is refused too: another of its names may be outside the root, where neither the
+//! root nor the refused names reach, and a write through it would change that file.
 
 use std::io::{Read, Write};
 use std::path::{Component, Path, PathBuf};
 
 use cap_std::ambient_authority;
-use cap_std::fs::{Dir, File, OpenOptions};
+use cap_std::fs::{Dir, File, Metadata, OpenOptions};
 use harness_sdk::schemars::JsonSchema;
 use harness_sdk::serde::{Deserialize, Serialize};
 use harness_sdk::{Effects, Plugin, Tool, ToolError};
@@ -178,6 +184,7 @@ impl Files {
         if e.to_string().contains("outside of the filesystem") {
             return self.outside(path);
         }
+
         ToolError::tool_error(format!("{path:?} cannot be {what}: {e}"))
     }
 
@@ -190,21 +197,39 @@ impl Files {
         Ok(())
     }
 
-    /// Opens `path` beneath the root with `options`, and checks what was opened.
+    /// Opens the regular file `path` beneath the root with `options`, and checks what was
+    /// opened: its name, its type and its links, all on the descriptor. Opened non-blocking,
+    /// so that opening a FIFO or a device returns at once, to be refused.
     fn open(&self, path: &str, options: &OpenOptions, what: &str) -> Result<File, ToolError> {
         let relative = self.relative(path)?;
-        let file = self.dir.open_with(&relative, options).map_err(|e| self.open_error(path, what, &e))?;
+        let mut options = options.clone();
+        #[cfg(unix)]
+        cap_std::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+        let refused = |kind: &str| ToolError::tool_error(format!("{path:?} is refused: it is {kind}; {ONLY_FILES}"));
+        let file = self.dir.open_with(&relative, &options).map_err(|e| {
+            if cfg!(unix) && e.raw_os_error() == Some(ENXIO) {
+                // What opening a socket, or a FIFO nobody reads for writing, says: named from
+                // a look at the path, for the message only (it is refused either way).
+                let meta = self.dir.metadata(&relative).ok();
+                return refused(meta.as_ref().and_then(special_kind).unwrap_or("not a regular file"));
+            }
+            self.open_error(path, what, &e)
+        })?;
         self.check_opened(path, &file)?;
+        let meta = file.metadata().map_err(|e| self.open_error(path, what, &e))?;
+        if meta.is_dir() {
+            return Err(ToolError::tool_error(format!("{path:?} is not a file: it is a directory")));
+        }
+        if let Some(kind) = special_kind(&meta) {
+            return Err(refused(kind));
+        }
+        check_links(path, &meta)?;
         Ok(file)
     }
 
     /// Reads at most `max_bytes` of a text file.
     pub fn read_file(&self, args: ReadFileArgs) -> Result<FileContent, ToolError> {
         let file = self.open(&args.path, OpenOptions::new().read(true), "opened")?;
-        let is_file = file.metadata().map(|m| m.is_file()).unwrap_or(false);
-        if !is_file {
-            return Err(ToolError::tool_error(format!("{:?} is not a file", args.path)));
-        }
         let max = args.max_bytes.unwrap_or(DEFAULT_READ).min(MAX_READ);
         let mut buf = Vec::new();
         file.take(max + 1)
@@ -255,6 +280,57 @@ impl Files {
         entries.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(Listing { path: args.path, entries })
     }
+}
+
+/// "No such device or address": what `open` says of a socket, or of a FIFO opened for writing
+/// non-blocking that nobody reads.
+#[cfg(unix)]
+const ENXIO: i32 = libc::ENXIO;
+#[cfg(not(unix))]
+const ENXIO: i32 = 6;
+
+/// What the tools say of a path that is neither a regular file nor a directory.
+const ONLY_FILES: &str = "only regular files are read or written";
+
+/// What `meta` describes when it is neither a regular file nor a directory: `a FIFO`, ...
+fn special_kind(meta: &Metadata) -> Option<&'static str> {
+    let t = meta.file_type();
+    if t.is_file() || t.is_dir() {
+        return None;
+    }
+    #[cfg(unix)]
+    {
+        use cap_std::fs::FileTypeExt;
+        let kinds = [
+            (t.is_fifo(), "a FIFO (named pipe)"),
+            (t.is_socket(), "a socket"),
+            (t.is_char_device(), "a character device"),
+            (t.is_block_device(), "a block device"),
+        ];
+        if let Some((_, kind)) = kinds.into_iter().find(|(is, _)| *is) {
+            return Some(kind);
+        }
+    }
+    Some("not a regular file")
+}
+
+/// Refuses a file with more than one hard link: its other names may be outside the root.
+fn check_links(path: &str, meta: &Metadata) -> Result<(), ToolError> {
+    #[cfg(unix)]
+    {
+        use cap_std::fs::MetadataExt;
+        let links = meta.nlink();
+        if links > 1 {
+            return Err(ToolError::tool_error(format!(
+                "{path:?} is refused: it has {links} hard links, and another of its names may be outside the root \
+                 directory, where a read or a write through this one would reach; only files with one link are read \
+                 or written"
+            )));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (path, meta);
+    Ok(())
 }
 
 /// The text of `buf`; a character cut by `max_bytes` is dropped, other invalid bytes refused.
@@ -310,7 +386,7 @@ impl Plugin for Files {
         vec![
             Tool::new(
                 "read_file",
-                "Read a text file under the root directory (at most max_bytes, default 1 MiB). Secret files (.env*, keys, .git, .ssh) are refused.",
+                "Read a text file under the root directory (at most max_bytes, default 1 MiB). Secret files (.env*, keys, .git, .ssh), files with more than one hard link, and FIFOs, sockets and devices are refused.",
                 Effects::Reads,
                 |f: &Files, a: ReadFileArgs| f.read_file(a),
             )
@@ -324,7 +400,7 @@ impl Plugin for Files {
             .output::<Listing>(),
             Tool::new(
                 "write_file",
-                "Create or replace a text file under the root directory; its directory must exist.",
+                "Create or replace a text file under the root directory; its directory must exist. Files with more than one hard link, and FIFOs, sockets and devices are refused.",
                 Effects::Writes,
                 |f: &Files, a: WriteFileArgs| f.write_file(a),
             )
@@ -394,6 +470,43 @@ mod tests {
             let write = f.write_file(WriteFileArgs { path: "out/x".into(), content: "x".into() });
             assert!(write.unwrap_err().message.contains("outside the root"));
         }
+    }
+
+    fn mkfifo(path: &Path) {
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "{}", std::io::Error::last_os_error());
+    }
+
+    #[test]
+    fn fifos_and_sockets_are_refused_at_once_naming_their_type() {
+        let (d, f) = setup();
+        mkfifo(&d.path().join("fifo"));
+        // No writer: a blocking open would wait here for one, forever.
+        let e = read(&f, "fifo", None).unwrap_err();
+        assert_eq!(e.code, "tool_error");
+        assert!(e.message.contains("\"fifo\" is refused: it is a FIFO (named pipe)"), "{}", e.message);
+        // No reader: a non-blocking open for writing fails, and is refused as well.
+        let e = f.write_file(WriteFileArgs { path: "fifo".into(), content: "x".into() }).unwrap_err();
+        assert!(e.message.contains("\"fifo\" is refused: it is a FIFO"), "{}", e.message);
+        let _socket = std::os::unix::net::UnixListener::bind(d.path().join("sock")).unwrap();
+        let e = read(&f, "sock", None).unwrap_err();
+        assert!(e.message.contains("\"sock\" is refused: it is a socket"), "{}", e.message);
+    }
+
+    #[test]
+    fn a_file_with_another_link_is_neither_read_nor_written() {
+        let (d, f) = setup();
+        let outside = tempfile::tempdir().unwrap();
+        let target = outside.path().join("victim.txt");
+        fs::write(&target, "outside").unwrap();
+        fs::hard_link(&target, d.path().join("sub/link.txt")).unwrap();
+        let e = f.write_file(WriteFileArgs { path: "sub/link.txt".into(), content: "pwned".into() }).unwrap_err();
+        assert_eq!(e.code, "tool_error");
+        assert!(e.message.contains("\"sub/link.txt\" is refused: it has 2 hard links"), "{}", e.message);
+        assert_eq!(fs::read_to_string(&target).unwrap(), "outside", "written through the link");
+        let e = read(&f, "sub/link.txt", None).unwrap_err();
+        assert!(e.message.contains("has 2 hard links"), "{}", e.message);
     }
 
     #[test]

@@ -138,6 +138,8 @@ fn load(json: &[u8]) -> (Loaded, Option<Hosted>) {
     {
         return (refused(format!("the plugin host cannot confine itself: {e}")), None);
     }
+    // Started confined, as every thread the plugin starts is.
+    watch_harness();
     // The harness checks and compiles the manifest it is sent; compiling the schemas here
     // too would only build jsonschema's metaschema validator in every child.
     match PluginLibrary::load_schemas_unchecked(&request.path) {
@@ -151,6 +153,32 @@ fn load(json: &[u8]) -> (Loaded, Option<Hosted>) {
         }
         Err(e) => (refused(e.to_string()), None),
     }
+}
+
+/// Ends this process once the harness is gone, even while a tool hangs: in a session of its
+/// own, the child gets no signal from the operator's terminal when the harness is
+/// interrupted, and an idle child sees the end of its input anyway, but a tool that never
+/// returns would run on. The harness gone, the child is given another parent; looked at
+/// once a second, which costs a call nothing (a thread waiting on the frame pipe would be
+/// woken by every frame). Started once per process.
+fn watch_harness() {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| {
+        // SAFETY: getppid has no preconditions.
+        let harness = unsafe { libc::getppid() };
+        let watch = move || loop {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            // SAFETY: getppid has no preconditions; _exit ends the process at once, as the
+            // harness's kill would.
+            unsafe {
+                if libc::getppid() != harness {
+                    libc::_exit(0);
+                }
+            }
+        };
+        // Without the thread the child only lives on in a hang, as before.
+        let _ = std::thread::Builder::new().name("harness-watch".into()).spawn(watch);
+    });
 }
 
 fn init(hosted: Option<&Hosted>, json: &[u8]) -> Result<(), String> {

@@ -3,21 +3,30 @@
 
 use std::io::{self, BufWriter, Read, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::time::Instant;
 
 use harness_frames::{LENGTH_BYTES, Request, Response, decode_response_body, encode_request, frame_length};
 
 use super::child::{LoadRequest, Loaded};
-use super::{HostCommand, signal_name};
+use super::relay::StderrRelay;
+use super::{HostCommand, child_gets, signal_name};
+
+/// The least read from a child's stdout at once: a small answer whole, in one read.
+const READ_AHEAD: usize = 16 << 10;
 
 /// A running child and its pipes.
 pub(crate) struct Conn {
     child: Child,
     stdin: BufWriter<ChildStdin>,
     stdout: ChildStdout,
-    body: Vec<u8>,
+    stderr: StderrRelay,
+    /// What was read from stdout: answers, the last one handled ending at `taken`, bytes up
+    /// to `filled` read.
+    inbox: Vec<u8>,
+    taken: usize,
+    filled: usize,
     /// The largest answer read from it; over it the child is broken, not believed.
     frame_limit: usize,
 }
@@ -26,6 +35,7 @@ impl Drop for Conn {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        self.stderr.finish();
     }
 }
 
@@ -42,20 +52,48 @@ pub(crate) enum ReadFail {
 }
 
 impl Conn {
-    /// Starts a child with `command`; answers over `frame_limit` bytes are refused unread.
-    pub(crate) fn spawn(command: &HostCommand, frame_limit: usize) -> io::Result<Self> {
-        let mut child = Command::new(&command.program)
-            .args(&command.args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()?;
-        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+    /// Starts a child with `command` in a session of its own, its stderr relayed under
+    /// `label`, its environment the allowlist and `env`; answers over `frame_limit` bytes are
+    /// refused unread.
+    pub(crate) fn spawn(command: &HostCommand, frame_limit: usize, label: String, env: &[String]) -> io::Result<Self> {
+        let mut cmd = Command::new(&command.program);
+        cmd.args(&command.args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.env_clear().envs(std::env::vars_os().filter(|(k, _)| k.to_str().is_some_and(|k| child_gets(k, env))));
+        // SAFETY: what runs between fork and exec makes system calls only (async-signal-safe)
+        // and touches no memory of the parent's.
+        unsafe {
+            cmd.pre_exec(own_session);
+        }
+        let mut child = cmd.spawn()?;
+        let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
             let _ = child.kill();
             let _ = child.wait();
             return Err(io::Error::other("the plugin host has no pipes"));
         };
-        Ok(Self { child, stdin: BufWriter::new(stdin), stdout, body: Vec::new(), frame_limit })
+        let stderr = match StderrRelay::new(stderr, label) {
+            Ok(relay) => relay,
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(e);
+            }
+        };
+        Ok(Self {
+            child,
+            stdin: BufWriter::new(stdin),
+            stdout,
+            stderr,
+            inbox: Vec::new(),
+            taken: 0,
+            filled: 0,
+            frame_limit,
+        })
+    }
+
+    /// Says who the lines the child writes to its stderr from now on are from.
+    pub(crate) fn relabel(&mut self, label: String) {
+        self.stderr.relabel(label);
     }
 
     /// Asks the child to confine itself and load its library; its answer, or why none came.
@@ -70,33 +108,60 @@ impl Conn {
         }
     }
 
-    /// Reads exactly `buf.len()` bytes, giving up at `deadline`.
-    fn read_exact_by(stdout: &mut ChildStdout, buf: &mut [u8], deadline: Option<Instant>) -> Result<(), ReadFail> {
-        let mut filled = 0;
-        while filled < buf.len() {
-            if let Some(deadline) = deadline {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return Err(ReadFail::Timeout);
-                }
-                let ms = i32::try_from(left.as_millis().max(1)).unwrap_or(i32::MAX);
-                let mut fd = libc::pollfd { fd: stdout.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-                // SAFETY: one valid pollfd for a descriptor this process owns.
-                let ready = unsafe { libc::poll(&mut fd, 1, ms) };
-                if ready < 0 {
-                    let e = io::Error::last_os_error();
-                    if e.kind() == io::ErrorKind::Interrupted {
-                        continue;
+    /// Waits until the child's stdout can be read, giving up at `deadline`, relaying its
+    /// stderr meanwhile: what it wrote there before its answer is relayed before the answer
+    /// is read.
+    fn wait_readable(&mut self, deadline: Option<Instant>) -> Result<(), ReadFail> {
+        loop {
+            let ms = match deadline {
+                None => -1,
+                Some(deadline) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(ReadFail::Timeout);
                     }
-                    return Err(ReadFail::Io(e));
+                    i32::try_from(left.as_millis().max(1)).unwrap_or(i32::MAX)
                 }
-                if ready == 0 {
-                    return Err(ReadFail::Timeout);
+            };
+            // A closed stderr is polled as -1, which poll(2) skips.
+            let mut fds = [
+                libc::pollfd { fd: self.stdout.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+                libc::pollfd { fd: self.stderr.fd().unwrap_or(-1), events: libc::POLLIN, revents: 0 },
+            ];
+            // SAFETY: two valid pollfds for descriptors this process owns (or -1, ignored).
+            let ready = unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
+            if ready < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
                 }
+                return Err(ReadFail::Io(e));
             }
-            match stdout.read(&mut buf[filled..]) {
+            if ready == 0 {
+                return Err(ReadFail::Timeout);
+            }
+            if fds[1].revents != 0 {
+                // Past the budget the rest waits for the next poll, which sees it at once.
+                let _ = self.stderr.drain();
+            }
+            if fds[0].revents != 0 {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Reads until `need` bytes of the child's answers are in, giving up at `deadline`. Each
+    /// read takes what the pipe holds, up to the room the inbox has: usually a whole answer
+    /// in one read.
+    fn fill(&mut self, need: usize, deadline: Option<Instant>) -> Result<(), ReadFail> {
+        while self.filled < need {
+            self.wait_readable(deadline)?;
+            if self.inbox.len() < need.max(READ_AHEAD) {
+                self.inbox.resize(need.max(READ_AHEAD), 0);
+            }
+            match self.stdout.read(&mut self.inbox[self.filled..]) {
                 Ok(0) => return Err(ReadFail::Closed),
-                Ok(n) => filled += n,
+                Ok(n) => self.filled += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(ReadFail::Io(e)),
             }
@@ -104,15 +169,22 @@ impl Conn {
         Ok(())
     }
 
-    /// Reads one answer frame into `self.body` and decodes it; one over the limit is refused
+    /// Reads one answer frame into the inbox and decodes it; one over the limit is refused
     /// on its length prefix, before its body is read.
     pub(crate) fn read_response(&mut self, deadline: Option<Instant>) -> Result<Response<'_>, ReadFail> {
+        // What the last answer left (a child answers once a request, so normally nothing).
+        self.inbox.copy_within(self.taken..self.filled, 0);
+        self.filled -= self.taken;
+        self.taken = 0;
+        self.fill(LENGTH_BYTES, deadline)?;
         let mut prefix = [0u8; LENGTH_BYTES];
-        Self::read_exact_by(&mut self.stdout, &mut prefix, deadline)?;
+        prefix.copy_from_slice(&self.inbox[..LENGTH_BYTES]);
         let len = frame_length(prefix, self.frame_limit).map_err(|e| ReadFail::Protocol(e.to_string()))?;
-        self.body.resize(len, 0);
-        Self::read_exact_by(&mut self.stdout, &mut self.body, deadline)?;
-        decode_response_body(&self.body).map_err(|e| ReadFail::Protocol(e.to_string()))
+        self.fill(LENGTH_BYTES + len, deadline)?;
+        self.taken = LENGTH_BYTES + len;
+        // A call's last words without a newline are still the call's.
+        self.stderr.flush();
+        decode_response_body(&self.inbox[LENGTH_BYTES..self.taken]).map_err(|e| ReadFail::Protocol(e.to_string()))
     }
 
     /// Sends one frame.
@@ -138,8 +210,35 @@ impl Conn {
                 self.child.wait().ok()
             }
         };
+        // What a crashing child wrote last (a panic message, an abort's reason) is relayed
+        // before the harness reports the crash.
+        self.stderr.finish();
         status.map_or_else(|| "its status is unknown".to_owned(), describe)
     }
+}
+
+/// In the child, before exec: a session of its own, which has no controlling terminal (the
+/// child cannot open `/dev/tty`, and no signal from the operator's terminal reaches it), and
+/// every descriptor past stderr closed at exec, so that none the harness inherited without
+/// close-on-exec (a terminal a shell left open, say) reaches a plugin. Marked, not closed:
+/// the standard library's own pipe that reports a failed exec must live until the exec.
+fn own_session() -> io::Result<()> {
+    // SAFETY: plain system calls; the one pointer is to a local of this frame.
+    unsafe {
+        if libc::setsid() < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC) < 0 {
+            // A kernel before 5.11: each descriptor in turn, up to the process's limit.
+            let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+            let last =
+                if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 { limit.rlim_cur.min(1 << 16) } else { 1024 };
+            for fd in 3..last as libc::c_int {
+                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            }
+        }
+    }
+    Ok(())
 }
 
 fn describe(status: ExitStatus) -> String {

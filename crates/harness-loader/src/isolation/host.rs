@@ -33,6 +33,8 @@ pub struct ProcessHandler {
     load: LoadRequest,
     config: Value,
     command: HostCommand,
+    /// Variables of the harness's environment its child gets beyond the allowlist.
+    env: Vec<String>,
     timeouts: Timeouts,
     slot: Mutex<Slot>,
     free: Condvar,
@@ -74,6 +76,7 @@ impl ProcessHandler {
             load: LoadRequest { path, confinement: None, max_result_bytes },
             config,
             command,
+            env: Vec::new(),
             timeouts,
             slot: Mutex::new(Slot::default()),
             free: Condvar::new(),
@@ -83,6 +86,13 @@ impl ProcessHandler {
     /// The same handler, its child confined by `confinement` before it loads the library.
     pub fn confined(mut self, confinement: Confinement) -> Self {
         self.load.confinement = Some(confinement);
+        self
+    }
+
+    /// The same handler, its child given the variables `names` (those set) besides the
+    /// allowlist: `[plugins.NAME] env`.
+    pub fn passing_env(mut self, names: Vec<String>) -> Self {
+        self.env = names;
         self
     }
 
@@ -120,7 +130,9 @@ impl ProcessHandler {
     /// Starts a child, confines it, loads and initialises the library, by `deadline`.
     fn start(&self, deadline: Instant) -> Result<Conn, ToolFailure> {
         let crashed = |m: String| failure("tool_crashed", m);
-        let mut conn = Conn::spawn(&self.command, frame_limit(self.load.max_result_bytes)).map_err(|e| {
+        let label = format!("plugin {}", self.plugin);
+        let limit = frame_limit(self.load.max_result_bytes);
+        let mut conn = Conn::spawn(&self.command, limit, label, &self.env).map_err(|e| {
             crashed(format!(
                 "cannot start the plugin host for {} ({}): {e}",
                 self.plugin,

@@ -15,6 +15,8 @@ mod conn;
 mod host;
 #[cfg(unix)]
 pub(crate) mod probe;
+#[cfg(unix)]
+mod relay;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -62,6 +64,24 @@ pub struct HostCommand {
     pub program: PathBuf,
     /// Its arguments.
     pub args: Vec<OsString>,
+}
+
+/// The variables of the harness's environment that every plugin-host child gets (when set),
+/// besides those its `[plugins.NAME] env` names; `LC_*` stands for every variable whose name
+/// starts with `LC_`. None holds a
+/// secret: the search path, the locale and time zone, the home directory (which the child can
+/// read from the password database anyway), the temporary directory, and whether a panic
+/// prints a backtrace. Everything else, API keys first, stays in the harness.
+pub const CHILD_ENV_ALLOWLIST: [&str; 9] =
+    ["PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "RUST_BACKTRACE", "RUST_LIB_BACKTRACE", "LC_*"];
+
+/// Whether a child gets the variable `name`: on the allowlist, or in `extra`.
+pub fn child_gets(name: &str, extra: &[String]) -> bool {
+    let listed = CHILD_ENV_ALLOWLIST.iter().any(|a| match a.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => *a == name,
+    });
+    listed || extra.iter().any(|e| e == name)
 }
 
 /// The largest frame the child accepts; the harness accepts far less (see [`frame_limit`]).

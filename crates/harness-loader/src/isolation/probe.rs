@@ -49,8 +49,12 @@ pub(crate) fn probe(command: &HostCommand, paths: &[PathBuf], confine: bool) -> 
         // A fresh child confines itself once, to every file it may still be asked to load.
         let confinement =
             (conn.is_none() && confine).then(|| Confinement::loading(paths[i..].iter().map(PathBuf::as_path)));
-        if conn.is_none() {
-            match Conn::spawn(command, MANIFEST_LIMIT) {
+        let label = format!("plugin file {}", path.file_name().unwrap_or(path.as_os_str()).to_string_lossy());
+        if let Some(c) = conn.as_mut() {
+            c.relabel(label);
+        } else {
+            // No plugin's own variables: what it is, and so what it may be given, is not known yet.
+            match Conn::spawn(command, MANIFEST_LIMIT, label, &[]) {
                 Ok(c) => conn = Some(c),
                 Err(e) => {
                     out.push(Err(Refusal::line(format!(

@@ -325,7 +325,7 @@ fn run_checks(report: &mut Report, file: &Path, opened: Opened, options: &CheckO
             Err("its configuration section cannot be used (see loads)".to_owned())
         }
         Ok((settings, config)) => {
-            let caller = make_caller(report, file, &opened, &name, &config, options, &settings.timeouts);
+            let caller = make_caller(report, file, &opened, &name, &config, options, &settings);
             // Keys only: a section may hold a token, and reports end up in CI logs.
             let keys: Vec<&str> =
                 config.as_object().map(|o| o.keys().map(String::as_str).collect()).unwrap_or_default();
@@ -389,8 +389,9 @@ fn make_caller(
     name: &str,
     config: &Value,
     options: &CheckOptions,
-    timeouts: &Timeouts,
+    settings: &PluginSettings,
 ) -> Caller {
+    let timeouts = &settings.timeouts;
     let in_process = Caller::InProcess { module: opened.module, max_result_bytes: options.max_result_bytes };
     match &options.executor {
         Executor::InProcess => in_process,
@@ -408,14 +409,17 @@ fn make_caller(
             report.executor = "process".to_owned();
             let mut timeouts = timeouts.clone();
             timeouts.default = timeouts.default.or(Some(options.tool_timeout));
-            Caller::Process(Box::new(harness_loader::isolation::ProcessHandler::new(
-                name,
-                file.to_owned(),
-                config.clone(),
-                command.clone(),
-                options.max_result_bytes,
-                timeouts,
-            )))
+            Caller::Process(Box::new(
+                harness_loader::isolation::ProcessHandler::new(
+                    name,
+                    file.to_owned(),
+                    config.clone(),
+                    command.clone(),
+                    options.max_result_bytes,
+                    timeouts,
+                )
+                .passing_env(settings.env.clone()),
+            ))
         }
     }
 }
