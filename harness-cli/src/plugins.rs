@@ -143,6 +143,7 @@ fn plugin_json(p: &LoadedPlugin, full: bool) -> Value {
         "name": m.name, "version": m.version, "description": m.description, "abi_version": p.abi_version,
         "path": p.path, "test_only": m.test_only, "initialised": p.initialised, "from_cache": p.from_cache, "tools": tools,
         "isolation": p.isolation.as_str(), "enforcement": enforcement_json(p),
+        "placement": { "kind": p.placement.kind(), "reason": p.placement.reason(&m.name) },
     })
 }
 
@@ -168,6 +169,11 @@ fn enforcement_text(p: &LoadedPlugin) -> String {
     }
 }
 
+/// Where a plugin runs and why: `process (declares writes)`.
+fn placement_text(p: &LoadedPlugin) -> String {
+    format!("{} ({})", p.isolation.as_str(), p.placement.reason(&p.manifest.name))
+}
+
 fn list(out: &mut String, found: &Discovery, as_json: bool) {
     if as_json {
         let obj = json!({
@@ -185,7 +191,7 @@ fn list(out: &mut String, found: &Discovery, as_json: bool) {
         let m = &p.manifest;
         let test_only = if m.test_only { " (test only)" } else { "" };
         say!(out, "{} {} (ABI {}){test_only}  {}", m.name, m.version, p.abi_version, p.path.display());
-        say!(out, "    isolation: {}, {}", p.isolation.as_str(), enforcement_text(p));
+        say!(out, "    isolation: {}, {}", placement_text(p), enforcement_text(p));
         for (t, s) in &p.tools {
             say!(out, "    {:<20} {:<8} {}", t.name, t.effects.as_str(), state_text(s));
         }
@@ -220,7 +226,7 @@ fn print_library(out: &mut String, library: &Shown<'_>, tools: Option<&LoadedPlu
     say!(out, "  path: {}", library.path.display());
     say!(out, "  ABI:  {}{}", library.abi_version, if m.test_only { "  (test only)" } else { "" });
     if let Some(p) = tools {
-        say!(out, "  isolation: {}, {}", p.isolation.as_str(), enforcement_text(p));
+        say!(out, "  isolation: {}, {}", placement_text(p), enforcement_text(p));
     }
     for t in &m.tools {
         let state = tools

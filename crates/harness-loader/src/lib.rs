@@ -25,6 +25,7 @@ pub mod isolation;
 mod late;
 mod library;
 mod permissions;
+mod placement;
 mod preflight;
 mod register;
 mod settings;
@@ -35,4 +36,5 @@ pub use late::LateLibrary;
 pub use library::{
     LoadError, PluginLibrary, ToolSchemas, compile_schemas, parse_manifest, parse_manifest_schemas_unchecked,
 };
+pub use placement::Placement;
 pub use settings::{PluginSettings, RESERVED_KEYS, Timeouts};

@@ -52,10 +52,11 @@ impl Discovery {
 
     /// Starts the children of every process-isolated plugin with tools offered, all at once,
     /// so that a plugin that cannot load or initialise there is skipped before a run, with
-    /// its reason, as an in-process one is.
+    /// its reason, as an in-process one is. Not with `open_lazily`: each child then starts
+    /// at its first call, and a run whose model calls none of a plugin's tools starts none.
     #[cfg(unix)]
     pub(crate) fn start_hosts(&mut self) {
-        if self.options.host_command.is_none() {
+        if self.options.host_command.is_none() || self.options.open_lazily {
             return;
         }
         let mut wanted = Vec::new();
