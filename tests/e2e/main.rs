@@ -18,6 +18,7 @@ mod llama;
 mod lock;
 mod mcp;
 mod otel;
+mod placement;
 mod prompt;
 mod providers;
 mod replay;

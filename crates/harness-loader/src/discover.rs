@@ -60,7 +60,8 @@ pub struct DiscoveryOptions {
     /// first call of one of its tools, not in `discover` (see the `late` module): the first
     /// model request does not wait for them. One that cannot be opened then fails its calls
     /// with the reason (`plugin_unavailable`) instead of being skipped before the run. The
-    /// child of a process-isolated plugin likewise starts at its first call, not here.
+    /// child of a process-isolated plugin admitted from the cache likewise starts at its
+    /// first call, not here.
     pub open_lazily: bool,
 }
 

@@ -52,16 +52,17 @@ impl Discovery {
 
     /// Starts the children of every process-isolated plugin with tools offered, all at once,
     /// so that a plugin that cannot load or initialise there is skipped before a run, with
-    /// its reason, as an in-process one is. Not with `open_lazily`: each child then starts
-    /// at its first call, and a run whose model calls none of a plugin's tools starts none.
+    /// its reason, as an in-process one is. Not, with `open_lazily`, those admitted from the
+    /// plugin cache: as an in-process plugin's library, their children start at their first
+    /// call, so that a start-up whose files are all known starts no child at all.
     #[cfg(unix)]
     pub(crate) fn start_hosts(&mut self) {
-        if self.options.host_command.is_none() || self.options.open_lazily {
+        if self.options.host_command.is_none() {
             return;
         }
         let mut wanted = Vec::new();
         for plugin in &self.plugins {
-            if plugin.isolation != Isolation::Process {
+            if plugin.isolation != Isolation::Process || (plugin.from_cache && self.options.open_lazily) {
                 continue;
             }
             let timeouts = self.options.timeouts_of(&plugin.manifest.name);
