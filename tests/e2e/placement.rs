@@ -58,7 +58,9 @@ fn a_plugin_that_declares_every_tool_pure_is_confined_unless_the_operator_vouche
     // A configuration the operator named vouches for it by name: it runs in the harness.
     s.write("h.toml", "[plugins.effects-liar]\nisolation = \"in-process\"\n");
     let step = read_passwd_declaring_pure(&s, &["--config", "h.toml"]);
-    assert!(step["result"].as_str().is_some_and(|t| t.contains("root:")), "{step}");
+    // It answers with the number of bytes it read.
+    assert_eq!(step["status"], "ok", "{step}");
+    assert!(step["result"].as_u64().is_some_and(|n| n > 0), "{step}");
 }
 
 #[test]
