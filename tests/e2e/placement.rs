@@ -122,7 +122,9 @@ fn a_process_plugin_from_the_plugin_cache_starts_no_child_before_its_first_call(
     let s = Scratch::new();
     let dir = copy_into(&s, "plugins", &plugin("calc"));
     // calc takes no configuration: a key in its section makes its `init` fail, in its child.
-    s.write("h.toml", "[plugins.calc]\nprecision = 3\n");
+    // (A copy outside the harness's directory runs in a child anyway; said here, so that the
+    // test holds whatever the default.)
+    s.write("h.toml", "[plugins.calc]\nprecision = 3\nisolation = \"process\"\n");
     let listed = list(&s, &dir, &["--config", "h.toml"]);
     assert!(listed["skipped"][0]["reason"].as_str().unwrap().contains("precision"), "{listed}");
     let run = |calls: &[Value]| {
