@@ -448,8 +448,9 @@ fn process_calls(
     let kernel = kernel_support();
     let mut timeouts = settings.timeouts.clone();
     timeouts.default = timeouts.default.or(Some(options.tool_timeout));
+    let classes: std::collections::BTreeSet<_> = class_of.values().copied().collect();
     let mut by_class = std::collections::BTreeMap::new();
-    for class in class_of.values().copied() {
+    for class in classes {
         let mut handler = harness_loader::isolation::ProcessHandler::new(
             name,
             file.to_owned(),
@@ -462,7 +463,7 @@ fn process_calls(
         if let Enforcement::Kernel { .. } = kernel {
             handler = handler.confined(Confinement::for_effects(file, EffectSet::of([class]), &grants));
         }
-        by_class.entry(class).or_insert(handler);
+        by_class.insert(class, handler);
     }
     let classes: Vec<&str> = by_class.keys().map(|c| c.as_str()).collect();
     let confined = match &kernel {
