@@ -29,7 +29,7 @@ pub enum Placement {
     PinMismatch {
         /// The SHA-256 `harness.lock` pins.
         pinned: String,
-        /// The SHA-256 of the file found (empty when it could not be read).
+        /// The SHA-256 of the file found (`unreadable` when it could not be read).
         found: String,
     },
     /// The configuration's own `isolation` for every plugin it does not name.
@@ -127,7 +127,10 @@ impl DiscoveryOptions {
             Isolation::InProcess => Some(match self.pins.get(plugin) {
                 Some(pinned) => match file_sha256(path) {
                     Some(found) if found == *pinned => Placement::ConfiguredInProcess,
-                    found => Placement::PinMismatch { pinned: pinned.clone(), found: found.unwrap_or_default() },
+                    found => Placement::PinMismatch {
+                        pinned: pinned.clone(),
+                        found: found.unwrap_or_else(|| "unreadable".to_owned()),
+                    },
                 },
                 None => Placement::ConfiguredInProcess,
             }),
