@@ -9,7 +9,7 @@ use harness_abi::manifest::Manifest;
 use harness_loader::isolation::HostCommand;
 use harness_loader::isolation::confine::Enforcement;
 use harness_loader::isolation::{CHILD_ENV_ALLOWLIST, Isolation};
-use harness_loader::{Discovery, LoadedPlugin, PluginLibrary, ToolState};
+use harness_loader::{Discovery, LoadedPlugin, ToolState};
 use harness_testkit::scaffold::{self, Dependency, Scaffold, ScaffoldError};
 use harness_testkit::{CheckOptions, Executor};
 use serde_json::{Value, json};
@@ -88,9 +88,13 @@ pub(crate) struct CheckArgs {
     /// Every call's time limit in seconds, unless the plugin's section sets its own.
     #[arg(long, value_name = "SECS", default_value_t = harness_testkit::DEFAULT_TOOL_TIMEOUT.as_secs_f64())]
     tool_timeout: f64,
-    /// Where calls run: process (a crash or a hang fails one call) or in-process.
+    /// Where the manifest is read and calls run: process (children confined as a run confines
+    /// the plugin, one per effect class; a crash or a hang fails one call) or in-process.
     #[arg(long, value_name = "MODE", default_value = "process")]
     isolation: String,
+    /// Check the file even when it or its directories are writable by others (warns).
+    #[arg(long)]
+    allow_insecure_plugins: bool,
 }
 
 /// Appends a line to the output gathered for one write (see [`emit`]).
@@ -143,6 +147,7 @@ fn plugin_json(p: &LoadedPlugin, full: bool) -> Value {
         "name": m.name, "version": m.version, "description": m.description, "abi_version": p.abi_version,
         "path": p.path, "test_only": m.test_only, "initialised": p.initialised, "from_cache": p.from_cache, "tools": tools,
         "isolation": p.isolation.as_str(), "enforcement": enforcement_json(p),
+        "placement": { "kind": p.placement.kind(), "reason": p.placement.reason(&m.name) },
     })
 }
 
@@ -192,6 +197,11 @@ fn env_text(p: &LoadedPlugin, found: &Discovery) -> String {
     }
 }
 
+/// Where a plugin runs and why: `process (declares writes)`.
+fn placement_text(p: &LoadedPlugin) -> String {
+    format!("{} ({})", p.isolation.as_str(), p.placement.reason(&p.manifest.name))
+}
+
 fn list(out: &mut String, found: &Discovery, as_json: bool) {
     if as_json {
         let plugins = found.plugins.iter().map(|p| {
@@ -214,7 +224,7 @@ fn list(out: &mut String, found: &Discovery, as_json: bool) {
         let m = &p.manifest;
         let test_only = if m.test_only { " (test only)" } else { "" };
         say!(out, "{} {} (ABI {}){test_only}  {}", m.name, m.version, p.abi_version, p.path.display());
-        say!(out, "    isolation: {}, {}", p.isolation.as_str(), enforcement_text(p));
+        say!(out, "    isolation: {}, {}", placement_text(p), enforcement_text(p));
         say!(out, "    {}", env_text(p, found));
         for (t, s) in &p.tools {
             say!(out, "    {:<20} {:<8} {}", t.name, t.effects.as_str(), state_text(s));
@@ -250,7 +260,7 @@ fn print_library(out: &mut String, library: &Shown<'_>, tools: Option<&LoadedPlu
     say!(out, "  path: {}", library.path.display());
     say!(out, "  ABI:  {}{}", library.abi_version, if m.test_only { "  (test only)" } else { "" });
     if let Some(p) = tools {
-        say!(out, "  isolation: {}, {}", p.isolation.as_str(), enforcement_text(p));
+        say!(out, "  isolation: {}, {}", placement_text(p), enforcement_text(p));
     }
     for t in &m.tools {
         let state = tools
@@ -290,39 +300,78 @@ pub(crate) fn plugins(command: PluginsCommand) -> Result<u8> {
         }
         PluginsCommand::Check(args) => check(*args),
         PluginsCommand::New { name, path, sdk_path, sdk_version } => new_plugin(&name, path, sdk_path, sdk_version),
-        PluginsCommand::Inspect { target, json, plugins } => {
-            let path = Path::new(&target);
-            if target.contains(std::path::MAIN_SEPARATOR) || target.contains('/') || path.is_file() {
-                let canonical = path
-                    .canonicalize()
-                    .map_err(|e| CliError::Usage(format!("cannot read plugin file {target}: {e}")))?;
-                let library = PluginLibrary::load(&canonical)
-                    .map_err(|e| CliError::Failure(format!("{}: {e}", canonical.display())))?;
-                let mut out = String::new();
-                let shown =
-                    Shown { manifest: library.manifest(), abi_version: library.abi_version(), path: library.path() };
-                print_library(&mut out, &shown, None, json);
-                return emit(&out);
-            }
-            let config = LoadedConfig::load(plugins.config.as_deref())?;
-            let found = load_plugins(&plugins, &config, false)?;
-            let Some(p) = found.plugins.iter().find(|p| p.manifest.name == target) else {
-                let names: Vec<&str> = found.plugins.iter().map(|p| p.manifest.name.as_str()).collect();
-                let skipped: Vec<String> =
-                    found.skipped.iter().map(|s| format!("{}: {}", s.path.display(), s.reason)).collect();
-                let skipped =
-                    if skipped.is_empty() { String::new() } else { format!("; skipped files: {}", skipped.join("; ")) };
-                return Err(CliError::Failure(format!(
-                    "no plugin named {target:?} was found; found: {}{skipped}",
-                    if names.is_empty() { "none".to_owned() } else { names.join(", ") }
-                )));
-            };
-            let mut out = String::new();
-            let shown = Shown { manifest: &p.manifest, abi_version: &p.abi_version, path: &p.path };
-            print_library(&mut out, &shown, Some(p), json);
-            emit(&out)
-        }
+        PluginsCommand::Inspect { target, json, plugins } => inspect(&target, json, &plugins),
     }
+}
+
+/// `plugins inspect`: a path (it has a `/`) is a library file, read through a confined child;
+/// a bare name is looked up only among the plugins discovered, never as a file here.
+fn inspect(target: &str, as_json: bool, plugins: &PluginArgs) -> Result<u8> {
+    if target.contains(std::path::MAIN_SEPARATOR) || target.contains('/') {
+        return inspect_file(Path::new(target), as_json, plugins.allow_insecure_plugins);
+    }
+    let config = LoadedConfig::load(plugins.config.as_deref())?;
+    let found = load_plugins(plugins, &config, false)?;
+    let Some(p) = found.plugins.iter().find(|p| p.manifest.name == target) else {
+        return Err(no_plugin_named(target, &found));
+    };
+    let mut out = String::new();
+    let shown = Shown { manifest: &p.manifest, abi_version: &p.abi_version, path: &p.path };
+    print_library(&mut out, &shown, Some(p), as_json);
+    emit(&out)
+}
+
+/// No discovered plugin has the name `target`: which were found, which were skipped, and,
+/// when a file of that name is here, how to name it as a file.
+fn no_plugin_named(target: &str, found: &Discovery) -> CliError {
+    let names: Vec<&str> = found.plugins.iter().map(|p| p.manifest.name.as_str()).collect();
+    let skipped: Vec<String> = found.skipped.iter().map(|s| format!("{}: {}", s.path.display(), s.reason)).collect();
+    let skipped = if skipped.is_empty() { String::new() } else { format!("; skipped files: {}", skipped.join("; ")) };
+    let file = if Path::new(target).exists() {
+        format!("; a bare name is a plugin's name, never a file: to inspect the file {target} here, write ./{target}")
+    } else {
+        String::new()
+    };
+    CliError::Failure(format!(
+        "no plugin named {target:?} was found; found: {}{skipped}{file}",
+        if names.is_empty() { "none".to_owned() } else { names.join(", ") }
+    ))
+}
+
+/// `plugins inspect FILE`: the file passes discovery's ownership and permission check, its
+/// manifest is read in a confined child, and the loader's rules are applied here.
+fn inspect_file(path: &Path, as_json: bool, allow_insecure: bool) -> Result<u8> {
+    let canonical = plugin_file(path, allow_insecure)?;
+    let read = harness_loader::isolation::read_manifest(&host_command()?, &canonical)
+        .map_err(|why| CliError::Failure(format!("{}: {why}", canonical.display())))?;
+    let refused = |e: harness_loader::LoadError| CliError::Failure(format!("{}: {e}", canonical.display()));
+    harness_loader::check_abi(&read.abi_version).map_err(refused)?;
+    let manifest = harness_loader::parse_manifest(&read.manifest_json).map_err(refused)?;
+    let mut out = String::new();
+    let shown = Shown { manifest: &manifest, abi_version: &read.abi_version, path: &canonical };
+    print_library(&mut out, &shown, None, as_json);
+    emit(&out)
+}
+
+/// A library file named on the command line, canonical, once it passes the ownership and
+/// permission check discovery holds every file to (with `allow_insecure`, a warning).
+fn plugin_file(path: &Path, allow_insecure: bool) -> Result<PathBuf> {
+    let canonical =
+        path.canonicalize().map_err(|e| CliError::Usage(format!("cannot read plugin file {}: {e}", path.display())))?;
+    if let Err(why) = harness_loader::check_plugin_file(&canonical) {
+        if !allow_insecure {
+            return Err(CliError::Usage(format!("{}: insecure: {why}", canonical.display())));
+        }
+        eprintln!("harness: warning: reading {} although it is insecure: {why}", canonical.display());
+    }
+    Ok(canonical)
+}
+
+/// The command that starts a plugin-host child: this very executable in its hidden mode.
+fn host_command() -> Result<HostCommand> {
+    let program = std::env::current_exe()
+        .map_err(|e| CliError::Failure(format!("cannot find the harness executable to start a plugin host: {e}")))?;
+    Ok(HostCommand { program, args: vec![crate::PLUGIN_HOST_MODE.into()] })
 }
 
 /// The configured MCP servers, as a source of their own after the plugins: each is started and
@@ -370,9 +419,10 @@ fn check(args: CheckArgs) -> Result<u8> {
     if !(secs.is_finite() && secs > 0.0 && secs <= 86_400.0) {
         return Err(CliError::Usage(format!("--tool-timeout {secs}: give a number of seconds between 0 and 86400")));
     }
+    let file = plugin_file(&args.file, args.allow_insecure_plugins)?;
     let executor = match Isolation::parse(&args.isolation) {
         Some(Isolation::InProcess) => Executor::InProcess,
-        Some(Isolation::Process) => process_executor(),
+        Some(Isolation::Process) => process_executor()?,
         None => {
             return Err(CliError::Usage(format!(
                 "--isolation {:?} is not a mode; use process or in-process",
@@ -389,7 +439,7 @@ fn check(args: CheckArgs) -> Result<u8> {
         never_call: Vec::new(),
         max_result_bytes: config.config.limits.result_bytes.unwrap_or(CheckOptions::default().max_result_bytes),
     };
-    let report = harness_testkit::check(&args.file, &options).map_err(|e| CliError::Usage(e.to_string()))?;
+    let report = harness_testkit::check(&file, &options).map_err(|e| CliError::Usage(e.to_string()))?;
     if let Some(junit) = &args.junit {
         std::fs::write(junit, report.junit())
             .map_err(|e| CliError::Failure(format!("cannot write the JUnit report {}: {e}", junit.display())))?;
@@ -404,18 +454,16 @@ fn check(args: CheckArgs) -> Result<u8> {
     Ok(if report.passed() { 0 } else { 1 })
 }
 
-/// Calls in a plugin-host child: this very executable in its hidden mode.
+/// The manifest read and calls made in plugin-host children: never in this process, even
+/// when the executable cannot be found (then the check cannot run, and says why).
 #[cfg(unix)]
-fn process_executor() -> Executor {
-    match std::env::current_exe() {
-        Ok(program) => Executor::Process(HostCommand { program, args: vec![crate::PLUGIN_HOST_MODE.into()] }),
-        Err(_) => Executor::InProcess,
-    }
+fn process_executor() -> Result<Executor> {
+    host_command().map(Executor::Process)
 }
 
 #[cfg(not(unix))]
-fn process_executor() -> Executor {
-    Executor::InProcess
+fn process_executor() -> Result<Executor> {
+    Err(CliError::Usage("process isolation is only available on Unix; pass --isolation in-process".to_owned()))
 }
 
 /// The SDK of the checkout this binary was built from, when it is still there.

@@ -35,9 +35,10 @@ pub(crate) struct PluginArgs {
     /// Do not search the directory that holds the harness executable.
     #[arg(long)]
     pub(crate) no_default_plugins: bool,
-    /// Where plugin tools run: in-process (fastest) or process (a crash or hang costs one call;
-    /// confined by the kernel to the plugin's declared effects). Default: process for plugins
-    /// with any tool that is not pure, in-process for pure ones.
+    /// Where every plugin's tools run, for this run: in-process (fastest, unconfined) or process
+    /// (a crash or hang costs one call; confined by the kernel to the plugin's declared effects).
+    /// Default: in-process only for pure plugins installed beside the harness and plugins a
+    /// configuration names with [plugins.NAME] isolation = "in-process"; process for the rest.
     #[arg(long, value_name = "MODE")]
     pub(crate) isolation: Option<String>,
     /// Every tool's timeout in seconds, unless its plugin section sets its own.
@@ -97,13 +98,13 @@ pub(crate) fn discovery_options(args: &PluginArgs, config: &LoadedConfig) -> Res
         configs.insert(name.clone(), value);
         settings.insert(name.clone(), plugin_settings);
     }
-    let isolation =
-        match args.isolation.as_deref().or(config.config.isolation.as_deref()) {
-            None => None,
-            Some(name) => Some(Isolation::parse(name).ok_or_else(|| {
-                CliError::Usage(format!("isolation {name:?} is not a mode; use in-process or process"))
-            })?),
-        };
+    let isolation = isolation_mode(args.isolation.as_deref(), "--isolation")?;
+    let config_isolation = isolation_mode(config.config.isolation.as_deref(), &format!("{config_name}: isolation"))?;
+    let pins = if settings.values().any(|s: &PluginSettings| s.isolation == Some(Isolation::InProcess)) {
+        library_pins(config)?
+    } else {
+        BTreeMap::new()
+    };
     let tool_timeout = match args.tool_timeout.or(config.config.tool_timeout) {
         None => None,
         Some(secs) if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 => Some(Duration::from_secs_f64(secs)),
@@ -122,6 +123,9 @@ pub(crate) fn discovery_options(args: &PluginArgs, config: &LoadedConfig) -> Res
         configs,
         settings,
         isolation,
+        config_isolation,
+        harness_dir: harness_dir(),
+        pins,
         tool_timeout,
         max_result_bytes: config.config.limits.result_bytes.unwrap_or(defaults.max_result_bytes),
         host_command: std::env::current_exe()
@@ -131,6 +135,35 @@ pub(crate) fn discovery_options(args: &PluginArgs, config: &LoadedConfig) -> Res
         cache_dir: plugin_cache_dir(),
         open_lazily: false,
     })
+}
+
+/// Parses an isolation mode given at `at`.
+fn isolation_mode(name: Option<&str>, at: &str) -> Result<Option<Isolation>> {
+    name.map(|name| {
+        Isolation::parse(name)
+            .ok_or_else(|| CliError::Usage(format!("{at} {name:?} is not a mode; use in-process or process")))
+    })
+    .transpose()
+}
+
+/// The directory of the harness executable, canonical: where plugins installed with the
+/// harness live, the only directory whose pure plugins run in-process unless configured.
+fn harness_dir() -> Option<PathBuf> {
+    std::env::current_exe().ok()?.parent()?.canonicalize().ok()
+}
+
+/// The library hashes `harness.lock` pins, by plugin name: a plugin a configuration runs
+/// in-process runs so only as the file that was locked.
+fn library_pins(config: &LoadedConfig) -> Result<BTreeMap<String, String>> {
+    let path = crate::lock_cmd::lock_path(config);
+    let lock = harness_config::ToolLock::read(&path).map_err(|e| CliError::Usage(e.to_string()))?;
+    let entries = lock.map(|l| l.tools.into_values()).into_iter().flatten();
+    Ok(entries
+        .filter_map(|e| {
+            let plugin = e.source.strip_prefix("plugin ")?.split(' ').next()?.to_owned();
+            Some((plugin, e.library_sha256?))
+        })
+        .collect())
 }
 
 /// Where the plugin cache lives (docs/operators.md): `HARNESS_PLUGIN_CACHE` (a directory, or

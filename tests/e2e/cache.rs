@@ -111,7 +111,14 @@ fn an_entry_edited_to_declare_its_tools_pure_cannot_move_a_plugin_into_the_harne
     let s = Scratch::new();
     let first = files_cached_then_declared_pure(&s);
     assert_eq!(first["plugins"][0]["isolation"], "process", "{first}");
+    // Not vouched for, it stays in a child whatever it declares; the edit only narrows it.
     let after = list(&s, &["--config", "h.toml"]);
+    let p = &after["plugins"][0];
+    assert_eq!((&p["isolation"], &p["placement"]["kind"]), (&json!("process"), &json!("not_vouched")), "{after}");
+    assert_eq!(p["enforcement"]["confinement"].as_object().unwrap().keys().collect::<Vec<_>>(), ["pure"], "{p}");
+    // Vouched for by its section, it is loaded here, and must declare what the entry holds.
+    s.write("in.toml", "[plugins.files]\nroot = \"root\"\nisolation = \"in-process\"\n");
+    let after = list(&s, &["--config", "in.toml"]);
     assert_eq!(after["plugins"], json!([]), "{after}");
     let reason = after["skipped"][0]["reason"].as_str().unwrap();
     assert!(reason.contains("another manifest here than the plugin cache holds for it"), "{reason}");
@@ -150,8 +157,9 @@ fn a_plugin_from_the_cache_is_initialised_at_its_first_call_and_a_failed_init_fa
     copy_into(&s, "p", &plugin("calc"));
     list(&s, &[]);
     // calc takes no configuration: a key in its section makes its `init` fail. From the
-    // cache, the run offers `calculate` without opening calc; its first call opens it.
-    s.write("h.toml", "[plugins.calc]\nprecision = 3\n");
+    // cache, the run offers `calculate` without opening calc; its first call opens it. The
+    // section vouches for it: a copy outside the harness's directory runs in-process only so.
+    s.write("h.toml", "[plugins.calc]\nprecision = 3\nisolation = \"in-process\"\n");
     let calls = [
         json!({"tool": "calculate", "arguments": {"expression": "6*7"}}),
         json!({"tool": "calculate", "arguments": {"expression": "1+1"}}),
@@ -173,7 +181,7 @@ fn a_plugin_from_the_cache_is_initialised_at_its_first_call_and_a_failed_init_fa
 }
 
 #[test]
-fn a_run_refuses_at_the_first_call_a_plugin_whose_edited_entry_declares_it_pure() {
+fn a_run_confines_as_pure_a_plugin_whose_edited_entry_declares_it_pure() {
     let s = Scratch::new();
     s.write("root/a.txt", "secret");
     files_cached_then_declared_pure(&s);
@@ -182,6 +190,25 @@ fn a_run_refuses_at_the_first_call_a_plugin_whose_edited_entry_declares_it_pure(
         json!({"tool": "finish", "arguments": {"answer": "none"}}),
     ];
     let r = run(&s, &["--config", "h.toml"], &calls);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let step = &s.trace("t.jsonl")[0];
+    assert_eq!(step["error"]["code"], "tool_error", "{step}");
+    let message = step["error"]["message"].as_str().unwrap();
+    assert!(message.contains("Permission denied"), "{message}");
+    assert!(!step.to_string().contains("secret"), "{step}");
+}
+
+#[test]
+fn a_run_refuses_at_the_first_call_a_vouched_plugin_whose_edited_entry_declares_it_pure() {
+    let s = Scratch::new();
+    s.write("root/a.txt", "secret");
+    files_cached_then_declared_pure(&s);
+    s.write("in.toml", "[plugins.files]\nroot = \"root\"\nisolation = \"in-process\"\n");
+    let calls = [
+        json!({"tool": "read_file", "arguments": {"path": "a.txt"}}),
+        json!({"tool": "finish", "arguments": {"answer": "none"}}),
+    ];
+    let r = run(&s, &["--config", "in.toml"], &calls);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let step = &s.trace("t.jsonl")[0];
     assert_eq!(step["error"]["code"], "plugin_unavailable", "{step}");

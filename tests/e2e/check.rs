@@ -94,8 +94,9 @@ fn each_broken_fixture_fails_exactly_its_check_naming_the_tool_and_the_input() {
 fn the_loader_refusal_is_reported_by_the_check_that_owns_it_and_calls_still_run() {
     let s = Scratch::new();
     let (_, report) = check_json(&s, &fixture("check-duplicate"), &[]);
-    assert_eq!(report["executor"], "in-process");
-    assert!(report["notes"][0].as_str().unwrap().contains("refuses this one"), "{report:#}");
+    // A file the harness refuses is still called only in its confined children, never here.
+    assert_eq!(report["executor"], "process");
+    assert!(report["notes"][0].as_str().unwrap().contains("a child process per effect class"), "{report:#}");
     let loads = &report["checks"][0]["outcomes"][0]["detail"];
     assert!(loads.as_str().unwrap().contains("declared twice"), "{loads}");
     // `inspect`, the loader's own view, refuses the same file.

@@ -97,7 +97,7 @@ fn plugins_list_shows_each_plugins_isolation_and_enforcement() {
     };
     // It declares reads and writes: process isolation by default, confined by the kernel.
     let text = list(&[]).stdout;
-    assert!(text.contains("isolation: process, enforcement: landlock+seccomp"), "{text}");
+    assert!(text.contains("isolation: process (declares reads+writes), enforcement: landlock+seccomp"), "{text}");
     assert!(text.contains("(a child per effect class: pure, reads, writes)"), "{text}");
     let json = list(&["--json"]).json();
     let p = &json["plugins"][0];
@@ -114,7 +114,10 @@ fn plugins_list_shows_each_plugins_isolation_and_enforcement() {
     assert_eq!(by_class["writes"]["write"], here, "the working directory, by default");
     // The operator's choice wins; in the harness's process nothing is enforced, and it says so.
     let text = list(&["--isolation", "in-process"]).stdout;
-    assert!(text.contains("isolation: in-process, enforcement: none ("), "{text}");
+    assert!(
+        text.contains("isolation: in-process (--isolation in-process on the command line), enforcement: none ("),
+        "{text}"
+    );
 }
 
 #[test]

@@ -19,6 +19,7 @@ mod lock;
 mod mcp;
 mod otel;
 mod outage;
+mod placement;
 mod prompt;
 mod providers;
 mod replay;

@@ -412,10 +412,13 @@ fn pulled_run(s: &Scratch, extra: &[&str]) -> (crate::support::Ran, Vec<Value>) 
 #[test]
 fn a_tool_changed_mid_run_is_refused_with_the_diff_under_locked_and_without() {
     let s = Scratch::new();
+    // The files plugin gets a root, so that it is offered alike by `lock` and by the run (whose
+    // plugins from the plugin cache start at their first call, and so are offered before
+    // their `init` runs).
     s.write(
         "harness.toml",
         &format!(
-            "[[mcp.servers]]\nname = \"rug\"\ncommand = {:?}\nargs = [{:?}]\n",
+            "[plugins.files]\nroot = \".\"\n\n[[mcp.servers]]\nname = \"rug\"\ncommand = {:?}\nargs = [{:?}]\n",
             python().display().to_string(),
             fixture("rug_pull_server.py").display().to_string(),
         ),

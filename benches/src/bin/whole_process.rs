@@ -24,7 +24,9 @@
 //! a loopback port that times the arrival of its first request (`harness_bench::first_call`).
 //!
 //! The step runs load only a copy of the calc library (`--no-default-plugins --plugins-dir`),
-//! so that the run does not depend on whatever else sits in `target/release`.
+//! so that the run does not depend on whatever else sits in `target/release`. That copy is not
+//! beside the harness, so it runs in a confined child unless asked: the harness rows pass
+//! `--isolation in-process`, and the `--isolation process` row is what it costs by default.
 //! Python set-up: see benches/reference/requirements.txt. Not run by CI.
 
 use std::fmt::Write as _;
@@ -240,9 +242,10 @@ fn harness_run(
 /// What runs the script.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
-    /// `harness run`, plugins in-process.
+    /// `harness run --isolation in-process`: the plugin in the harness's process, as the
+    /// operator may choose (a copy outside the harness's directory runs in a child otherwise).
     Harness,
-    /// `harness run --isolation process`.
+    /// `harness run --isolation process`: what the copy of calc costs by default.
     HarnessProcess,
     /// The Python reference, validators compiled once.
     PythonCompiled,
@@ -364,7 +367,8 @@ fn real_main() -> Result<(), String> {
             .map(|&kind| Case {
                 name: kind.name(shape),
                 command: Box::new(move || match (kind, &o.python) {
-                    (Kind::Harness, _) => harness_run(o, script_path, steps, one_plugin, trace, None),
+                    // The copy of calc is not beside the harness: in-process only when asked.
+                    (Kind::Harness, _) => harness_run(o, script_path, steps, one_plugin, trace, Some("in-process")),
                     (Kind::HarnessProcess, _) => harness_run(o, script_path, steps, one_plugin, trace, Some("process")),
                     (Kind::PythonCompiled, Some(py)) => python_run(py, script_path, steps, trace, "compiled"),
                     (_, py) => {

@@ -14,6 +14,7 @@ use crate::isolation::confine::{Confinement, EffectSet, Enforcement, Grants};
 use crate::isolation::{HostCommand, Isolation};
 use crate::late::LateLibrary;
 use crate::library::{LoadError, PluginLibrary, ToolSchemas};
+use crate::placement::Placement;
 use crate::settings::{PluginSettings, Timeouts};
 
 /// What the operator chose: directories in order, and which plugins and tools to offer.
@@ -31,9 +32,18 @@ pub struct DiscoveryOptions {
     pub configs: BTreeMap<String, Value>,
     /// Each plugin's harness-side settings (isolation, timeouts).
     pub settings: BTreeMap<String, PluginSettings>,
-    /// Where tools run unless a plugin's settings say otherwise; `None`, the default: in a
-    /// confined child for plugins with any tool that is not `pure`, in-process for the others.
+    /// `--isolation`: where every plugin's tools run, the operator's choice for this run,
+    /// before any configuration (see the `placement` module for the whole rule).
     pub isolation: Option<Isolation>,
+    /// The configuration's `isolation`, for plugins its sections do not place: `process`
+    /// for all of them; `in-process` only for those installed beside the harness.
+    pub config_isolation: Option<Isolation>,
+    /// The directory of the harness executable (canonical): a pure plugin installed there
+    /// runs in-process by default; any other file runs in a confined child unless vouched for.
+    pub harness_dir: Option<PathBuf>,
+    /// Library SHA-256 pins by plugin name (from `harness.lock`): a plugin whose section says
+    /// `isolation = "in-process"` runs in-process only when its file has the pinned hash.
+    pub pins: BTreeMap<String, String>,
     /// Every tool's timeout unless its plugin's settings say otherwise.
     pub tool_timeout: Option<Duration>,
     /// Largest tool result, in bytes: over it, `result_too_large`.
@@ -49,7 +59,9 @@ pub struct DiscoveryOptions {
     /// Open and initialise each in-process plugin admitted from the plugin cache at the
     /// first call of one of its tools, not in `discover` (see the `late` module): the first
     /// model request does not wait for them. One that cannot be opened then fails its calls
-    /// with the reason (`plugin_unavailable`) instead of being skipped before the run.
+    /// with the reason (`plugin_unavailable`) instead of being skipped before the run. The
+    /// child of a process-isolated plugin admitted from the cache likewise starts at its
+    /// first call, not here.
     pub open_lazily: bool,
 }
 
@@ -63,6 +75,9 @@ impl Default for DiscoveryOptions {
             configs: BTreeMap::new(),
             settings: BTreeMap::new(),
             isolation: None,
+            config_isolation: None,
+            harness_dir: None,
+            pins: BTreeMap::new(),
             tool_timeout: None,
             max_result_bytes: 4 << 20,
             host_command: None,
@@ -74,12 +89,6 @@ impl Default for DiscoveryOptions {
 }
 
 impl DiscoveryOptions {
-    /// Where `plugin`'s tools run, given the effects of its offered tools.
-    pub fn isolation_of(&self, plugin: &str, effects: EffectSet) -> Isolation {
-        let by_effects = if effects.is_pure() { Isolation::InProcess } else { Isolation::Process };
-        self.settings.get(plugin).and_then(|s| s.isolation).or(self.isolation).unwrap_or(by_effects)
-    }
-
     /// What the operator lets `plugin` touch when confined; `config` is its section.
     pub fn grants_of(&self, plugin: &str, config: &Value) -> Grants {
         let settings = self.settings.get(plugin);
@@ -156,6 +165,8 @@ pub struct LoadedPlugin {
     pub schemas: Vec<ToolSchemas>,
     /// Where its tools run.
     pub isolation: Isolation,
+    /// Why they run there.
+    pub placement: Placement,
     /// What the kernel enforces on it.
     pub enforcement: Enforcement,
     /// What its children may touch, by effect class (`pure`, `reads`, ...), when the kernel
@@ -488,7 +499,8 @@ impl Discovery {
         let offered: Vec<Effects> =
             tools.iter().filter(|(_, s)| *s == ToolState::Offered).map(|(t, _)| t.effects).collect();
         let effects = EffectSet::of(offered.iter().copied());
-        let isolation = self.options.isolation_of(&name, effects);
+        let placement = self.options.placement_of(&name, &path, effects);
+        let isolation = placement.isolation();
         let config = self.options.configs.get(&name).cloned().unwrap_or_else(|| Value::Object(Default::default()));
         let mut plugin = LoadedPlugin {
             path,
@@ -499,6 +511,7 @@ impl Discovery {
             tools,
             schemas,
             isolation,
+            placement,
             enforcement: Enforcement::None { reason: "it runs in the harness's own process".to_owned() },
             confinement: BTreeMap::new(),
             from_cache: matches!(origin, Origin::Cached { .. }),

@@ -25,6 +25,7 @@ pub mod isolation;
 mod late;
 mod library;
 mod permissions;
+mod placement;
 mod preflight;
 mod register;
 mod settings;
@@ -33,6 +34,8 @@ pub use discover::{Discovery, DiscoveryOptions, LoadedPlugin, Skipped, ToolState
 pub use handler::PluginHandler;
 pub use late::LateLibrary;
 pub use library::{
-    LoadError, PluginLibrary, ToolSchemas, compile_schemas, parse_manifest, parse_manifest_schemas_unchecked,
+    LoadError, PluginLibrary, ToolSchemas, check_abi, compile_schemas, parse_manifest, parse_manifest_schemas_unchecked,
 };
+pub use permissions::check_plugin_file;
+pub use placement::Placement;
 pub use settings::{PluginSettings, RESERVED_KEYS, Timeouts};

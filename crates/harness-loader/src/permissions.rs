@@ -20,6 +20,14 @@ pub(crate) fn check(path: &Path, meta: &std::fs::Metadata, passed: &mut HashSet<
     }
 }
 
+/// Why the plugin file `path` (canonical) is not safe to load, if it is not: the check
+/// discovery holds every file to, for a file named on its own (`plugins inspect FILE`,
+/// `plugins check FILE`).
+pub fn check_plugin_file(path: &Path) -> Result<(), String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    check(path, &meta, &mut HashSet::new())
+}
+
 /// Why `path` (canonical) is not safe to trust, if it is not; `escape` ends each fix (how to
 /// go on without fixing it, when there is a way).
 pub(crate) fn check_or(path: &Path, escape: &str, passed: &mut HashSet<PathBuf>) -> Result<(), String> {

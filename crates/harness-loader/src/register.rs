@@ -55,7 +55,9 @@ impl Discovery {
 
     /// Starts the children of every process-isolated plugin with tools offered, all at once,
     /// so that a plugin that cannot load or initialise there is skipped before a run, with
-    /// its reason, as an in-process one is.
+    /// its reason, as an in-process one is. Not, with `open_lazily`, those admitted from the
+    /// plugin cache: as an in-process plugin's library, their children start at their first
+    /// call, so that a start-up whose files are all known starts no child at all.
     #[cfg(unix)]
     pub(crate) fn start_hosts(&mut self) {
         if self.options.host_command.is_none() {
@@ -63,7 +65,7 @@ impl Discovery {
         }
         let mut wanted = Vec::new();
         for plugin in &self.plugins {
-            if plugin.isolation != Isolation::Process {
+            if plugin.isolation != Isolation::Process || (plugin.from_cache && self.options.open_lazily) {
                 continue;
             }
             let timeouts = self.options.timeouts_of(&plugin.manifest.name);

@@ -1,10 +1,14 @@
 //! Calling the checked plugin: in this process on a thread with a deadline, or in a child.
 
+#[cfg(unix)]
+use std::collections::{BTreeMap, HashMap};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use harness_abi::PluginModuleRef;
 use harness_abi::abi_stable::std_types::{RResult, RStr};
+#[cfg(unix)]
+use harness_abi::manifest::Effects;
 use harness_abi::manifest::ToolError;
 #[cfg(unix)]
 use harness_loader::isolation::ProcessHandler;
@@ -57,9 +61,26 @@ impl CallOutcome {
 pub(crate) enum Caller {
     /// This process.
     InProcess { module: PluginModuleRef, max_result_bytes: usize },
-    /// A plugin-host child.
+    /// Plugin-host children, one per effect class, as a run places them.
     #[cfg(unix)]
-    Process(Box<ProcessHandler>),
+    Process(Box<ProcessCalls>),
+}
+
+/// The children of a plugin whose calls run in process isolation: one per effect class of its
+/// tools, each confined to its class, as a run confines them.
+#[cfg(unix)]
+pub(crate) struct ProcessCalls {
+    /// Each class's child.
+    pub(crate) by_class: BTreeMap<Effects, ProcessHandler>,
+    /// Each tool's class (the first declaration of a name).
+    pub(crate) class_of: HashMap<String, Effects>,
+}
+
+#[cfg(unix)]
+impl ProcessCalls {
+    fn handler(&self, tool: &str) -> Option<&ProcessHandler> {
+        self.by_class.get(self.class_of.get(tool)?)
+    }
 }
 
 /// Why a thread gave no answer.
@@ -124,9 +145,9 @@ impl Caller {
                 }
             }
             #[cfg(unix)]
-            Self::Process(handler) => {
-                // The child loads the library and runs `init` when it starts, without any call.
-                handler.prestart(Some(timeout)).map_err(|f| {
+            Self::Process(calls) => {
+                // Each child loads the library and runs `init` when it starts, without any call.
+                calls.by_class.values().try_for_each(|handler| handler.prestart(Some(timeout))).map_err(|f| {
                     // "the plugin host could not start NAME: init failed: ...": the same
                     // reason as in this process, without the wrapping.
                     f.message
@@ -163,7 +184,15 @@ impl Caller {
                 }
             }
             #[cfg(unix)]
-            Self::Process(handler) => match handler.call_with_timeout(tool, arguments, Some(timeout)) {
+            Self::Process(calls) => match calls.handler(tool).map_or_else(
+                || {
+                    Err(harness_core::ToolFailure {
+                        code: "tool_crashed".to_owned(),
+                        message: format!("no plugin process hosts {tool:?}"),
+                    })
+                },
+                |handler| handler.call_with_timeout(tool, arguments, Some(timeout)),
+            ) {
                 Ok(v) => CallOutcome::Result(v),
                 Err(f) => match f.code.as_str() {
                     "tool_panicked" => CallOutcome::Panicked(f.message),

@@ -22,6 +22,10 @@ pub(crate) struct LoadRequest {
     pub(crate) confinement: Option<Confinement>,
     /// Largest result the child sends; a larger one is refused here, before it is sent.
     pub(crate) max_result_bytes: usize,
+    /// Hold the manifest to no rule and answer it as the plugin gives it ([`Loaded::Raw`]):
+    /// `plugins check` reports each rule in its own check and still calls the tools.
+    #[serde(default)]
+    pub(crate) raw: bool,
 }
 
 /// The answer to a load frame: the manifest, or why the library was refused.
@@ -34,6 +38,13 @@ pub(crate) enum Loaded {
         abi_version: String,
         /// Its manifest, checked.
         manifest: harness_abi::manifest::Manifest,
+    },
+    /// It loaded, its manifest held to no rule (a `raw` load request).
+    Raw {
+        /// The ABI version it was built against.
+        abi_version: String,
+        /// Its manifest as the plugin gives it.
+        manifest_json: String,
     },
     /// It did not.
     Refused {
@@ -142,10 +153,19 @@ fn load(json: &[u8]) -> (Loaded, Option<Hosted>) {
     watch_harness();
     // The harness checks and compiles the manifest it is sent; compiling the schemas here
     // too would only build jsonschema's metaschema validator in every child.
-    match PluginLibrary::load_schemas_unchecked(&request.path) {
+    let opened = if request.raw {
+        PluginLibrary::load_rules_unchecked(&request.path)
+    } else {
+        PluginLibrary::load_schemas_unchecked(&request.path)
+    };
+    match opened {
         Ok(library) => {
-            let answer =
-                Loaded::Plugin { abi_version: library.abi_version().to_owned(), manifest: library.manifest().clone() };
+            let abi_version = library.abi_version().to_owned();
+            let answer = if request.raw {
+                Loaded::Raw { abi_version, manifest_json: library.raw_manifest() }
+            } else {
+                Loaded::Plugin { abi_version, manifest: library.manifest().clone() }
+            };
             (answer, Some(Hosted { library, max_result_bytes: request.max_result_bytes }))
         }
         Err(e @ LoadError::Layout { .. }) => {

@@ -27,6 +27,8 @@ pub use child::serve_plugin_host;
 pub use host::ProcessHandler;
 #[cfg(unix)]
 pub(crate) use probe::probe;
+#[cfg(unix)]
+pub use probe::{FileManifest, read_manifest};
 
 /// Where a plugin's tools run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -2,7 +2,7 @@
 //! that runs in process isolation: its constructors and `tools()` run in the child, confined
 //! as strictly as possible, and a crash there is a skipped file, not a dead harness.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use harness_abi::manifest::Manifest;
@@ -66,10 +66,13 @@ pub(crate) fn probe(command: &HostCommand, paths: &[PathBuf], confine: bool) -> 
             }
         }
         let Some(c) = conn.as_mut() else { continue };
-        let request = LoadRequest { path: path.clone(), confinement, max_result_bytes: 0 };
+        let request = LoadRequest { path: path.clone(), confinement, max_result_bytes: 0, raw: false };
         match c.load(&request, Instant::now() + PROBE_TIMEOUT) {
             Ok(Loaded::Plugin { abi_version, manifest }) => out.push(Ok(Probed { abi_version, manifest })),
             Ok(Loaded::Refused { reason, detail }) => out.push(Err(Refusal { reason, detail })),
+            Ok(Loaded::Raw { .. }) => {
+                out.push(Err(Refusal::line("its plugin host answered a raw manifest unasked".to_owned())))
+            }
             Err(fail) => {
                 let how = conn.take().map_or_else(|| "it is gone".to_owned(), Conn::end);
                 out.push(Err(Refusal::line(died(fail, &how))));
@@ -91,4 +94,36 @@ fn died(fail: ReadFail, how: &str) -> String {
         ReadFail::Protocol(m) => format!("its plugin host broke the protocol ({m}; {how})"),
     };
     format!("{why}: its constructor or its manifest function failed; the harness goes on without it")
+}
+
+/// A library file's ABI version and manifest as its plugin gives them, unchecked.
+#[derive(Debug, Clone)]
+pub struct FileManifest {
+    /// The ABI version it reports.
+    pub abi_version: String,
+    /// Its manifest's JSON text, as the plugin gives it; held to no rule yet.
+    pub manifest_json: String,
+}
+
+/// Reads the manifest of `path` (canonical) in a child started with `command` and confined to
+/// loading that one file when the kernel can confine it: for `plugins inspect` and `plugins
+/// check` on a file, so that reading a manifest never runs a plugin's code in the harness.
+pub fn read_manifest(command: &HostCommand, path: &Path) -> Result<FileManifest, String> {
+    let confine = matches!(super::confine::kernel_support(), super::confine::Enforcement::Kernel { .. });
+    let label = format!("plugin file {}", path.file_name().unwrap_or(path.as_os_str()).to_string_lossy());
+    let mut conn = Conn::spawn(command, MANIFEST_LIMIT, label, &[])
+        .map_err(|e| format!("cannot start the plugin host ({}) to read it: {e}", command.program.display()))?;
+    let confinement = confine.then(|| Confinement::loading([path]));
+    let request = LoadRequest { path: path.to_owned(), confinement, max_result_bytes: 0, raw: true };
+    let answer = match conn.load(&request, Instant::now() + PROBE_TIMEOUT) {
+        Ok(Loaded::Raw { abi_version, manifest_json }) => Ok(FileManifest { abi_version, manifest_json }),
+        Ok(Loaded::Refused { reason, .. }) => Err(reason),
+        Ok(Loaded::Plugin { .. }) => Err("its plugin host answered a checked manifest, not the raw one".to_owned()),
+        Err(fail) => {
+            let how = conn.end();
+            return Err(died(fail, &how));
+        }
+    };
+    conn.dismiss();
+    answer
 }

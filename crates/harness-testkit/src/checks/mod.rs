@@ -274,7 +274,12 @@ pub fn check(path: &Path, options: &CheckOptions) -> Result<Report, CheckError> 
         duration: Duration::ZERO,
     };
     let t0 = Instant::now();
-    let opened = match open(&file) {
+    let opened = match &options.executor {
+        Executor::InProcess => open(&file),
+        #[cfg(unix)]
+        Executor::Process(command) => crate::open::open_in_child(command, &file),
+    };
+    let opened = match opened {
         Ok(opened) => opened,
         Err(why) => {
             let mut loads = Outcome::new(None, Status::Passed, "");
@@ -324,8 +329,14 @@ fn run_checks(report: &mut Report, file: &Path, opened: Opened, options: &CheckO
             loads.fail(Failure::plain(format!("its configuration section cannot be used: {why}")));
             Err("its configuration section cannot be used (see loads)".to_owned())
         }
-        Ok((settings, config)) => {
-            let caller = make_caller(report, file, &opened, &name, &config, options, &settings);
+        Ok((settings, config)) => 'init: {
+            let caller = match make_caller(report, file, &opened, &name, &config, options, &settings) {
+                Ok(caller) => caller,
+                Err(why) => {
+                    loads.fail(Failure::plain(why));
+                    break 'init Err("the plugin could not be called (see loads)".to_owned());
+                }
+            };
             // Keys only: a section may hold a token, and reports end up in CI logs.
             let keys: Vec<&str> =
                 config.as_object().map(|o| o.keys().map(String::as_str).collect()).unwrap_or_default();
@@ -380,8 +391,9 @@ fn run_checks(report: &mut Report, file: &Path, opened: Opened, options: &CheckO
     report.checks.push(per_tool(CheckName::Deterministic, &mut subject, generated::deterministic));
 }
 
-/// Picks where calls run; a file the loader refuses cannot start a plugin host, so its calls
-/// run in this process, which the report notes.
+/// Picks where calls run: in this process, or in children placed as a run places this
+/// plugin's (one per effect class, each confined to its class when the kernel can), which
+/// the report notes. A manifest the harness refuses still runs only in those children.
 fn make_caller(
     report: &mut Report,
     file: &Path,
@@ -390,38 +402,77 @@ fn make_caller(
     config: &Value,
     options: &CheckOptions,
     settings: &PluginSettings,
-) -> Caller {
-    let timeouts = &settings.timeouts;
-    let in_process = Caller::InProcess { module: opened.module, max_result_bytes: options.max_result_bytes };
-    match &options.executor {
-        Executor::InProcess => in_process,
-        #[cfg(unix)]
-        Executor::Process(command) if opened.refusal.is_some() => {
-            let _ = command;
-            report.notes.push(
-                "calls ran in this process: a plugin host loads only files the harness accepts, and it refuses this one"
-                    .to_owned(),
-            );
-            in_process
+) -> Result<Caller, String> {
+    match (&options.executor, opened.module) {
+        (Executor::InProcess, Some(module)) => {
+            Ok(Caller::InProcess { module, max_result_bytes: options.max_result_bytes })
         }
         #[cfg(unix)]
-        Executor::Process(command) => {
+        (Executor::Process(command), _) => {
+            let (calls, note) = process_calls(file, opened, name, config, options, settings, command);
             report.executor = "process".to_owned();
-            let mut timeouts = timeouts.clone();
-            timeouts.default = timeouts.default.or(Some(options.tool_timeout));
-            Caller::Process(Box::new(
-                harness_loader::isolation::ProcessHandler::new(
-                    name,
-                    file.to_owned(),
-                    config.clone(),
-                    command.clone(),
-                    options.max_result_bytes,
-                    timeouts,
-                )
-                .passing_env(settings.env.clone()),
-            ))
+            report.notes.push(note);
+            Ok(Caller::Process(Box::new(calls)))
+        }
+        // A module is opened here exactly when calls run here (see `check`).
+        (Executor::InProcess, None) => {
+            Err("its manifest was read in a child, but its calls were to run here".to_owned())
         }
     }
+}
+
+/// One child per effect class of the plugin's tools, each confined as a run confines that
+/// class of this plugin (its section's `allow_paths`, `allow_ports`, `allow_exec`), and what
+/// the report says of them.
+#[cfg(unix)]
+fn process_calls(
+    file: &Path,
+    opened: &Opened,
+    name: &str,
+    config: &Value,
+    options: &CheckOptions,
+    settings: &PluginSettings,
+    command: &harness_loader::isolation::HostCommand,
+) -> (crate::call::ProcessCalls, String) {
+    use harness_loader::isolation::confine::{Confinement, EffectSet, Enforcement, kernel_support};
+    let tools = serde_json::from_str::<Manifest>(&opened.manifest_json).map(|m| m.tools).unwrap_or_default();
+    let mut class_of = HashMap::new();
+    for t in &tools {
+        class_of.entry(t.name.clone()).or_insert(t.effects);
+    }
+    let placement = harness_loader::DiscoveryOptions {
+        settings: [(name.to_owned(), settings.clone())].into(),
+        ..Default::default()
+    };
+    let grants = placement.grants_of(name, config);
+    let kernel = kernel_support();
+    let mut timeouts = settings.timeouts.clone();
+    timeouts.default = timeouts.default.or(Some(options.tool_timeout));
+    let classes: std::collections::BTreeSet<_> = class_of.values().copied().collect();
+    let mut by_class = std::collections::BTreeMap::new();
+    for class in classes {
+        let mut handler = harness_loader::isolation::ProcessHandler::new(
+            name,
+            file.to_owned(),
+            config.clone(),
+            command.clone(),
+            options.max_result_bytes,
+            timeouts.clone(),
+        )
+        .rules_unchecked()
+        .passing_env(settings.env.clone());
+        if let Enforcement::Kernel { .. } = kernel {
+            handler = handler.confined(Confinement::for_effects(file, EffectSet::of([class]), &grants));
+        }
+        by_class.insert(class, handler);
+    }
+    let classes: Vec<&str> = by_class.keys().map(|c| c.as_str()).collect();
+    let confined = match &kernel {
+        Enforcement::Kernel { .. } => format!("each confined to its class by {} as a run confines it", kernel.label()),
+        Enforcement::None { reason } => format!("not confined by the kernel: {reason}"),
+    };
+    let note = format!("calls ran in a child process per effect class ({}), {confined}", classes.join(", "));
+    (crate::call::ProcessCalls { by_class, class_of }, note)
 }
 
 #[cfg(test)]
