@@ -46,6 +46,11 @@ pub(crate) struct PluginArgs {
     /// Load plugin files even when they or their directories are writable by others (warns).
     #[arg(long)]
     pub(crate) allow_insecure_plugins: bool,
+    /// Offer only plugins whose declared effects the kernel enforces in full (Landlock and
+    /// seccomp, every feature they need); skip the others with what they lack. The same as
+    /// `[isolation] require = "full"`.
+    #[arg(long)]
+    pub(crate) require_enforcement: bool,
 }
 
 fn effects(names: &[String], source: &str) -> Result<Vec<Effects>> {
@@ -98,7 +103,7 @@ pub(crate) fn discovery_options(args: &PluginArgs, config: &LoadedConfig) -> Res
         settings.insert(name.clone(), plugin_settings);
     }
     let isolation =
-        match args.isolation.as_deref().or(config.config.isolation.as_deref()) {
+        match args.isolation.as_deref().or(config.config.isolation.as_ref().and_then(|i| i.mode())) {
             None => None,
             Some(name) => Some(Isolation::parse(name).ok_or_else(|| {
                 CliError::Usage(format!("isolation {name:?} is not a mode; use in-process or process"))
@@ -110,6 +115,16 @@ pub(crate) fn discovery_options(args: &PluginArgs, config: &LoadedConfig) -> Res
         Some(secs) => {
             return Err(CliError::Usage(format!(
                 "--tool-timeout {secs}: give a number of seconds between 0 and 86400"
+            )));
+        }
+    };
+    let require_full_enforcement = match config.config.isolation.as_ref().and_then(|i| i.require()) {
+        _ if args.require_enforcement => true,
+        None | Some("best-effort") => false,
+        Some("full") => true,
+        Some(other) => {
+            return Err(CliError::Usage(format!(
+                "{config_name}: [isolation] require = {other:?} is not a level; use \"full\" or \"best-effort\""
             )));
         }
     };
@@ -130,6 +145,7 @@ pub(crate) fn discovery_options(args: &PluginArgs, config: &LoadedConfig) -> Res
         allow_insecure: args.allow_insecure_plugins,
         cache_dir: plugin_cache_dir(),
         open_lazily: false,
+        require_full_enforcement,
     })
 }
 
