@@ -19,6 +19,7 @@ const FIXTURES: &[&str] = &[
     "check-bad-result",
     "effects-liar",
     "load-abort",
+    "net-client",
 ];
 
 /// The directory that holds the `harness` binary and, once built, the workspace's plugins.
