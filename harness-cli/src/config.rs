@@ -50,8 +50,9 @@ pub(crate) struct Config {
     pub(crate) max_seconds: Option<f64>,
     /// How a reply's text is read (`--reply-format`): auto, or a model family's call format.
     pub(crate) reply_format: Option<String>,
-    /// Where plugin tools run by default: `in-process` or `process`.
-    pub(crate) isolation: Option<String>,
+    /// Where plugin tools run by default (`isolation = "process"`), or `[isolation]` with
+    /// `mode` and `require`.
+    pub(crate) isolation: Option<IsolationConfig>,
     /// Every tool's timeout, in seconds, unless its plugin section says otherwise.
     pub(crate) tool_timeout: Option<f64>,
     /// `[limits]`: sizes.
@@ -77,6 +78,45 @@ pub(crate) struct McpConfig {
     /// `[[mcp.servers]]`: name, command, args, env; each started as a child process at startup.
     #[serde(default)]
     pub(crate) servers: Vec<harness_mcp::McpServerConfig>,
+}
+
+/// `isolation`: the default mode alone, or the `[isolation]` table.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum IsolationConfig {
+    /// `isolation = "process"` or `"in-process"`.
+    Mode(String),
+    /// `[isolation]`: `mode`, and `require = "full"`.
+    Table(IsolationTable),
+}
+
+/// The `[isolation]` table.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct IsolationTable {
+    /// Where plugin tools run by default: `in-process` or `process`.
+    pub(crate) mode: Option<String>,
+    /// `full`: offer only plugins whose declared effects the kernel enforces in full;
+    /// `best-effort` (the default): offer the others too, with a warning.
+    pub(crate) require: Option<String>,
+}
+
+impl IsolationConfig {
+    /// The default mode, when one is set.
+    pub(crate) fn mode(&self) -> Option<&str> {
+        match self {
+            Self::Mode(mode) => Some(mode),
+            Self::Table(t) => t.mode.as_deref(),
+        }
+    }
+
+    /// The `require` key, when set.
+    pub(crate) fn require(&self) -> Option<&str> {
+        match self {
+            Self::Mode(_) => None,
+            Self::Table(t) => t.require.as_deref(),
+        }
+    }
 }
 
 /// The `[limits]` table: sizes in bytes.

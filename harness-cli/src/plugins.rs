@@ -151,12 +151,17 @@ fn plugin_json(p: &LoadedPlugin, full: bool) -> Value {
     })
 }
 
-/// What the kernel enforces on a plugin: `landlock+seccomp` with what the child may touch, or
-/// `none` with the reason.
+/// What the kernel enforces on a plugin: `landlock+seccomp` or `partial` with what the child
+/// may touch and the Landlock features this kernel lacks, or `none` with the reason.
 fn enforcement_json(p: &LoadedPlugin) -> Value {
     match &p.enforcement {
-        Enforcement::Kernel { landlock_abi } => json!({
+        Enforcement::Kernel { landlock_abi, covered } => json!({
             "kind": p.enforcement.label(), "landlock_abi": landlock_abi, "confinement": p.confinement,
+            "covered": covered,
+        }),
+        Enforcement::Partial { landlock_abi, missing, covered } => json!({
+            "kind": p.enforcement.label(), "landlock_abi": landlock_abi, "confinement": p.confinement,
+            "missing": missing, "covered": covered,
         }),
         Enforcement::None { reason } => json!({ "kind": "none", "reason": reason }),
     }
@@ -164,7 +169,7 @@ fn enforcement_json(p: &LoadedPlugin) -> Value {
 
 fn enforcement_text(p: &LoadedPlugin) -> String {
     match &p.enforcement {
-        Enforcement::Kernel { .. } => format!(
+        Enforcement::Kernel { .. } | Enforcement::Partial { .. } => format!(
             "enforcement: {} (a child per effect class: {})",
             p.enforcement.label(),
             p.confinement.keys().cloned().collect::<Vec<_>>().join(", ")
@@ -202,6 +207,22 @@ fn placement_text(p: &LoadedPlugin) -> String {
     format!("{} ({})", p.isolation.as_str(), p.placement.reason(&p.manifest.name))
 }
 
+/// One line per Landlock feature this kernel lacks for the plugin: not enforced, or what
+/// seccomp does in its place.
+fn gap_lines(out: &mut String, p: &LoadedPlugin, indent: &str) {
+    let (missing, covered) = match &p.enforcement {
+        Enforcement::Kernel { covered, .. } => (&[][..], covered.as_slice()),
+        Enforcement::Partial { missing, covered, .. } => (missing.as_slice(), covered.as_slice()),
+        Enforcement::None { .. } => return,
+    };
+    for g in missing {
+        say!(out, "{indent}not enforced: {}", g.message);
+    }
+    for g in covered {
+        say!(out, "{indent}seccomp instead: {} ({})", g.message, g.seccomp.unwrap_or_default());
+    }
+}
+
 fn list(out: &mut String, found: &Discovery, as_json: bool) {
     if as_json {
         let plugins = found.plugins.iter().map(|p| {
@@ -226,6 +247,7 @@ fn list(out: &mut String, found: &Discovery, as_json: bool) {
         say!(out, "{} {} (ABI {}){test_only}  {}", m.name, m.version, p.abi_version, p.path.display());
         say!(out, "    isolation: {}, {}", placement_text(p), enforcement_text(p));
         say!(out, "    {}", env_text(p, found));
+        gap_lines(out, p, "    ");
         for (t, s) in &p.tools {
             say!(out, "    {:<20} {:<8} {}", t.name, t.effects.as_str(), state_text(s));
         }
@@ -261,6 +283,7 @@ fn print_library(out: &mut String, library: &Shown<'_>, tools: Option<&LoadedPlu
     say!(out, "  ABI:  {}{}", library.abi_version, if m.test_only { "  (test only)" } else { "" });
     if let Some(p) = tools {
         say!(out, "  isolation: {}, {}", placement_text(p), enforcement_text(p));
+        gap_lines(out, p, "  ");
     }
     for t in &m.tools {
         let state = tools

@@ -47,6 +47,11 @@ pub(crate) struct PluginArgs {
     /// Load plugin files even when they or their directories are writable by others (warns).
     #[arg(long)]
     pub(crate) allow_insecure_plugins: bool,
+    /// Offer only plugins whose declared effects the kernel enforces in full (Landlock and
+    /// seccomp, every feature they need); skip the others with what they lack. The same as
+    /// `[isolation] require = "full"`.
+    #[arg(long)]
+    pub(crate) require_enforcement: bool,
 }
 
 fn effects(names: &[String], source: &str) -> Result<Vec<Effects>> {
@@ -99,7 +104,8 @@ pub(crate) fn discovery_options(args: &PluginArgs, config: &LoadedConfig) -> Res
         settings.insert(name.clone(), plugin_settings);
     }
     let isolation = isolation_mode(args.isolation.as_deref(), "--isolation")?;
-    let config_isolation = isolation_mode(config.config.isolation.as_deref(), &format!("{config_name}: isolation"))?;
+    let config_isolation =
+        isolation_mode(config.config.isolation.as_ref().and_then(|i| i.mode()), &format!("{config_name}: isolation"))?;
     let pins = if settings.values().any(|s: &PluginSettings| s.isolation == Some(Isolation::InProcess)) {
         library_pins(config)?
     } else {
@@ -111,6 +117,16 @@ pub(crate) fn discovery_options(args: &PluginArgs, config: &LoadedConfig) -> Res
         Some(secs) => {
             return Err(CliError::Usage(format!(
                 "--tool-timeout {secs}: give a number of seconds between 0 and 86400"
+            )));
+        }
+    };
+    let require_full_enforcement = match config.config.isolation.as_ref().and_then(|i| i.require()) {
+        _ if args.require_enforcement => true,
+        None | Some("best-effort") => false,
+        Some("full") => true,
+        Some(other) => {
+            return Err(CliError::Usage(format!(
+                "{config_name}: [isolation] require = {other:?} is not a level; use \"full\" or \"best-effort\""
             )));
         }
     };
@@ -134,6 +150,7 @@ pub(crate) fn discovery_options(args: &PluginArgs, config: &LoadedConfig) -> Res
         allow_insecure: args.allow_insecure_plugins,
         cache_dir: plugin_cache_dir(),
         open_lazily: false,
+        require_full_enforcement,
     })
 }
 

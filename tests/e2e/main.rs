@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod approval;
+mod attacks;
 mod batch;
 mod cache;
 mod check;

@@ -20,6 +20,7 @@ const FIXTURES: &[&str] = &[
     "effects-liar",
     "load-abort",
     "load-marker",
+    "net-client",
 ];
 
 /// The directory that holds the `harness` binary and, once built, the workspace's plugins.

@@ -63,6 +63,9 @@ pub struct DiscoveryOptions {
     /// child of a process-isolated plugin admitted from the cache likewise starts at its
     /// first call, not here.
     pub open_lazily: bool,
+    /// Offer only plugins whose declared effects the kernel enforces in full (`[isolation]
+    /// require = "full"`, `--require-enforcement`): any other is skipped with what it lacks.
+    pub require_full_enforcement: bool,
 }
 
 impl Default for DiscoveryOptions {
@@ -84,6 +87,7 @@ impl Default for DiscoveryOptions {
             allow_insecure: false,
             cache_dir: None,
             open_lazily: false,
+            require_full_enforcement: false,
         }
     }
 }
@@ -452,7 +456,7 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
     });
     let paths = files(options, &mut found);
     let kernel = crate::isolation::confine::kernel_support();
-    let confine = matches!(kernel, Enforcement::Kernel { .. });
+    let confine = kernel.landlock_abi().is_some();
     let mut taken = Taken::default();
     for opened in open_all(options, paths, confine, found.cache.as_ref()) {
         match opened {
@@ -518,21 +522,23 @@ impl Discovery {
             late: None,
         };
         if isolation == Isolation::Process {
-            plugin.enforcement = kernel.clone();
-            match kernel {
-                Enforcement::Kernel { .. } => {
-                    let grants = self.options.grants_of(&name, &config);
-                    for effect in &offered {
-                        let confinement = Confinement::for_effects(&plugin.path, EffectSet::of([*effect]), &grants);
-                        plugin.confinement.insert(effect.as_str().to_owned(), confinement);
-                    }
+            let grants = self.options.grants_of(&name, &config);
+            plugin.enforcement = kernel.of(effects, &grants);
+            if plugin.enforcement.landlock_abi().is_some() {
+                for effect in &offered {
+                    let confinement = Confinement::for_effects(&plugin.path, EffectSet::of([*effect]), &grants);
+                    plugin.confinement.insert(effect.as_str().to_owned(), confinement);
                 }
-                Enforcement::None { reason } if !offered.is_empty() => self.warnings.push(format!(
-                    "plugin {name:?} runs in process isolation without kernel confinement: {reason}; its declared effects ({}) are not enforced",
-                    effects.describe()
-                )),
-                Enforcement::None { .. } => {}
             }
+        }
+        if !offered.is_empty()
+            && let Some(shortfall) = plugin.enforcement.shortfall()
+            && !self.short_of_enforcement(&name, &plugin, effects, &shortfall)
+        {
+            release_tools(taken, &name, &plugin.tools);
+            return;
+        }
+        if isolation == Isolation::Process {
             plugin.library = library.map(Arc::new);
         } else if let (Origin::Cached { identity, .. }, None, true, false) =
             (origin, &library, self.options.open_lazily, offered.is_empty())
@@ -552,11 +558,7 @@ impl Discovery {
                     plugin.initialised = true;
                 }
                 Err(e) => {
-                    for (t, _) in &plugin.tools {
-                        if taken.tools.get(&t.name) == Some(&name) {
-                            taken.tools.remove(&t.name);
-                        }
-                    }
+                    release_tools(taken, &name, &plugin.tools);
                     self.skipped.push(skip(plugin.path, &e));
                     return;
                 }
@@ -564,6 +566,35 @@ impl Discovery {
         }
         taken.names.insert(name, plugin.path.clone());
         self.plugins.push(plugin);
+    }
+
+    /// Reports a plugin whose declared effects the kernel does not enforce in full: a warning,
+    /// and `true` (it is offered); or, when full enforcement is required, skipped with what it
+    /// lacks, and `false`.
+    fn short_of_enforcement(&mut self, name: &str, plugin: &LoadedPlugin, effects: EffectSet, shortfall: &str) -> bool {
+        let effects = effects.describe();
+        let required = self.options.require_full_enforcement;
+        let what = match (&plugin.enforcement, plugin.isolation) {
+            (_, Isolation::InProcess) if !required => return true,
+            (_, Isolation::InProcess) => format!(
+                "plugin {name:?} runs in the harness's own process, where the kernel enforces nothing; run it with --isolation process"
+            ),
+            (Enforcement::Partial { .. }, _) => {
+                format!("plugin {name:?} is partially enforced: of its declared effects ({effects}), {shortfall}")
+            }
+            (_, _) => format!(
+                "plugin {name:?} runs in process isolation without kernel confinement: {shortfall}; its declared effects ({effects}) are not enforced"
+            ),
+        };
+        if required {
+            let reason = format!(
+                "{what}; full enforcement is required ([isolation] require = \"full\" or --require-enforcement), so it is not offered"
+            );
+            self.skipped.push(Skipped { path: plugin.path.clone(), reason, detail: None });
+            return false;
+        }
+        self.warnings.push(what);
+        true
     }
 
     /// A kept plugin's schemas: compiled here, once, and the registry takes them as they are;
@@ -648,6 +679,15 @@ fn load_as_probed(path: &Path, probed: &Manifest, from_cache: bool) -> Result<Pl
 /// another (see [`load_as_probed`]).
 pub(crate) fn load_as_cached(path: &Path, cached: &Manifest) -> Result<PluginLibrary, LoadError> {
     load_as_probed(path, cached, true)
+}
+
+/// Gives up the tool names `plugin` took, for a plugin that is not kept.
+fn release_tools(taken: &mut Taken, plugin: &str, tools: &[(ToolManifest, ToolState)]) {
+    for (t, _) in tools {
+        if taken.tools.get(&t.name).is_some_and(|owner| owner == plugin) {
+            taken.tools.remove(&t.name);
+        }
+    }
 }
 
 pub(crate) fn skip(path: PathBuf, e: &LoadError) -> Skipped {

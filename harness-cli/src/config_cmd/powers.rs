@@ -31,7 +31,7 @@ pub(crate) fn powers(config: &Config, base: &Path) -> Vec<String> {
         let key = config.api_key_env.as_deref().map_or_else(String::new, |k| format!(" with the key in ${}", word(k)));
         out.push(format!("sends requests to {}{key}", word(url)));
     }
-    if config.isolation.as_deref() == Some("in-process") {
+    if config.isolation.as_ref().and_then(|i| i.mode()) == Some("in-process") {
         out.push("runs every plugin in-process (isolation = \"in-process\"): unconfined, in the harness".to_owned());
     }
     policy(config, &mut out);

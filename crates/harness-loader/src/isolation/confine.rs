@@ -3,9 +3,13 @@
 //! The parent decides what the child may touch ([`Confinement::for_effects`]) and whether the
 //! kernel can enforce it ([`kernel_support`]); the child applies it ([`apply`]) before it
 //! loads the library, so that even the library's constructors run confined. Landlock limits
-//! files and TCP ports and scopes signals and abstract sockets; a seccomp filter refuses what
-//! Landlock does not cover: creating sockets (unless the plugin declares `network`), `ptrace`
-//! and its kin, executing programs (unless configured), namespaces, mounts and kernel modules.
+//! files and TCP ports and scopes signals and abstract sockets; a seccomp allowlist per effect
+//! class (the `seccomp` module) refuses every system call the class does not need.
+//!
+//! Each Landlock feature needs a minimum ABI ([`FEATURES`]); on an older kernel the parent
+//! says which features a plugin's declared effects lose ([`Enforcement::Partial`]) and which
+//! seccomp stands in for, and the child asks Landlock for exactly the ABI the parent saw, as a
+//! hard requirement: nothing is dropped silently.
 
 use std::path::{Path, PathBuf};
 
@@ -26,6 +30,8 @@ pub struct Confinement {
     pub connect_ports: Option<Vec<u16>>,
     /// Programs it may execute; empty: none.
     pub exec: Vec<PathBuf>,
+    /// The Landlock ABI the parent found: the child enforces exactly its features.
+    pub landlock_abi: i32,
 }
 
 /// Where a dynamically linked library finds what it links to.
@@ -107,7 +113,7 @@ impl Confinement {
     pub fn loading<'a>(libraries: impl IntoIterator<Item = &'a Path>) -> Self {
         let mut read: Vec<PathBuf> = libraries.into_iter().map(Path::to_path_buf).collect();
         read.extend(LIBRARY_DIRS.iter().map(PathBuf::from));
-        Self { read, ..Self::default() }
+        Self { read, landlock_abi: landlock_abi(), ..Self::default() }
     }
 
     /// What a plugin with `effects` and the operator's `grants` may do.
@@ -128,14 +134,119 @@ impl Confinement {
     }
 }
 
+/// A Landlock feature, the ABI it needs, the effects it matters to, and what seccomp does in
+/// its place on an older kernel (`None`: nothing, the feature is lost).
+pub struct Feature {
+    /// Its name in `plugins list --json`.
+    pub key: &'static str,
+    /// What it enforces, in words.
+    pub what: &'static str,
+    /// The first Landlock ABI that has it.
+    pub needs_abi: i32,
+    /// Whether a plugin with these effects and grants needs it.
+    pub matters: fn(EffectSet, &Grants) -> bool,
+    /// What the seccomp filter does in its place, when it can.
+    pub seccomp: Option<&'static str>,
+}
+
+/// Each Landlock feature the confinement uses beyond ABI 1. File refer (renaming or linking
+/// across directories, ABI 2) is not here: before it, Landlock refuses such renames outright,
+/// which is stricter, not weaker.
+pub const FEATURES: &[Feature] = &[
+    Feature {
+        key: "truncate",
+        what: "file truncation",
+        needs_abi: 3,
+        matters: |e, _| e.writes,
+        seccomp: Some("truncate on a path is refused; ftruncate needs a file Landlock let it open for writing"),
+    },
+    Feature {
+        key: "tcp_bind",
+        what: "TCP bind limits",
+        needs_abi: 4,
+        matters: |e, _| e.network,
+        seccomp: Some("bind, listen and accept are refused"),
+    },
+    Feature {
+        key: "tcp_connect_ports",
+        what: "TCP port limits (allow_ports)",
+        needs_abi: 4,
+        matters: |e, g| e.network && g.ports.is_some(),
+        seccomp: None,
+    },
+    Feature {
+        key: "ioctl_dev",
+        what: "ioctl limits on devices",
+        needs_abi: 5,
+        matters: |_, _| true,
+        seccomp: Some("ioctl is limited to FIONBIO, FIOCLEX, FIONCLEX, FIONREAD, TCGETS and TIOCGWINSZ"),
+    },
+    Feature {
+        key: "signal_scoping",
+        what: "signal scoping",
+        needs_abi: 6,
+        matters: |_, _| true,
+        seccomp: Some(
+            "kill and tgkill reach only the child itself; tkill, rt_sigqueueinfo and pidfd_send_signal are refused",
+        ),
+    },
+    Feature {
+        key: "abstract_unix_socket_scoping",
+        what: "abstract Unix socket scoping",
+        needs_abi: 6,
+        matters: |e, _| e.network,
+        seccomp: Some("only IPv4 and IPv6 sockets can be created"),
+    },
+];
+
+/// A feature this kernel's Landlock lacks that a plugin's effects need.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Gap {
+    /// [`Feature::key`].
+    pub feature: &'static str,
+    /// The Landlock ABI it needs.
+    pub needs_abi: i32,
+    /// What seccomp does in its place; absent: nothing, it is not enforced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seccomp: Option<&'static str>,
+    /// What is lacking, in one line: "TCP port limits (allow_ports) needs Landlock ABI 4; this
+    /// kernel has 3".
+    pub message: String,
+}
+
+/// The features `effects` and `grants` need that Landlock ABI `abi` lacks.
+pub fn gaps(abi: i32, effects: EffectSet, grants: &Grants) -> Vec<Gap> {
+    FEATURES
+        .iter()
+        .filter(|f| abi < f.needs_abi && (f.matters)(effects, grants))
+        .map(|f| {
+            let message = format!("{} needs Landlock ABI {}; this kernel has {abi}", f.what, f.needs_abi);
+            Gap { feature: f.key, needs_abi: f.needs_abi, seccomp: f.seccomp, message }
+        })
+        .collect()
+}
+
 /// What the kernel enforces on a plugin's child.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Enforcement {
-    /// Landlock and seccomp confine the child.
+    /// Landlock and seccomp confine the child to every declared effect.
     Kernel {
         /// The kernel's Landlock ABI version.
         landlock_abi: i32,
+        /// Landlock features this kernel lacks that seccomp stands in for.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        covered: Vec<Gap>,
+    },
+    /// Landlock and seccomp confine the child, but this kernel's Landlock lacks features its
+    /// declared effects need and seccomp cannot stand in for.
+    Partial {
+        /// The kernel's Landlock ABI version.
+        landlock_abi: i32,
+        /// What is not enforced.
+        missing: Vec<Gap>,
+        /// What seccomp stands in for.
+        covered: Vec<Gap>,
     },
     /// Nothing is enforced, and why.
     None {
@@ -145,13 +256,67 @@ pub enum Enforcement {
 }
 
 impl Enforcement {
-    /// One word for `plugins list`: `landlock+seccomp` or `none`.
+    /// One word for `plugins list`: `landlock+seccomp`, `partial` or `none`.
     pub fn label(&self) -> &'static str {
         match self {
             Self::Kernel { .. } => "landlock+seccomp",
+            Self::Partial { .. } => "partial",
             Self::None { .. } => "none",
         }
     }
+
+    /// The kernel's Landlock ABI, when it confines anything.
+    pub fn landlock_abi(&self) -> Option<i32> {
+        match self {
+            Self::Kernel { landlock_abi, .. } | Self::Partial { landlock_abi, .. } => Some(*landlock_abi),
+            Self::None { .. } => None,
+        }
+    }
+
+    /// What this kernel (`self`, from [`kernel_support`]) enforces on a child with `effects`
+    /// and `grants`.
+    pub fn of(&self, effects: EffectSet, grants: &Grants) -> Self {
+        let Some(abi) = self.landlock_abi() else { return self.clone() };
+        let (covered, missing): (Vec<Gap>, Vec<Gap>) =
+            gaps(abi, effects, grants).into_iter().partition(|g| g.seccomp.is_some());
+        if missing.is_empty() {
+            Self::Kernel { landlock_abi: abi, covered }
+        } else {
+            Self::Partial { landlock_abi: abi, missing, covered }
+        }
+    }
+
+    /// What is not enforced, in one line; `None` when everything is.
+    pub fn shortfall(&self) -> Option<String> {
+        match self {
+            Self::Kernel { .. } => None,
+            Self::Partial { missing, .. } => {
+                Some(missing.iter().map(|g| g.message.as_str()).collect::<Vec<_>>().join("; "))
+            }
+            Self::None { reason } => Some(reason.clone()),
+        }
+    }
+}
+
+/// The Landlock ABI of this kernel, probed once per process; 0 when it has none.
+pub fn landlock_abi() -> i32 {
+    static ABI: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
+    *ABI.get_or_init(probe_landlock_abi)
+}
+
+#[cfg(target_os = "linux")]
+fn probe_landlock_abi() -> i32 {
+    // SAFETY: landlock_create_ruleset with a null attribute, size 0 and the VERSION flag
+    // only returns the ABI version (or an error); it creates nothing.
+    let abi = unsafe {
+        libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<u8>(), 0usize, 1u32 /* VERSION */)
+    };
+    i32::try_from(abi.max(0)).unwrap_or(i32::MAX)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn probe_landlock_abi() -> i32 {
+    0
 }
 
 /// Whether this kernel can confine a child: `Kernel` or `None` with the reason.
@@ -180,32 +345,27 @@ pub(crate) fn apply(_: &Confinement) -> Result<(), String> {
 }
 
 #[cfg(target_os = "linux")]
-mod linux {
-    use std::collections::BTreeMap;
+mod seccomp;
 
+#[cfg(target_os = "linux")]
+mod linux {
     use landlock::{
         ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath, PathFd, Ruleset,
         RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
     };
-    use seccompiler::{SeccompAction, SeccompFilter, SeccompRule, TargetArch};
+    use seccompiler::TargetArch;
 
+    use super::seccomp::Profile;
     use super::{Confinement, Enforcement};
 
-    /// The Landlock ABI this code asks for: files, TCP ports, signal and socket scopes.
+    /// The newest Landlock ABI this code asks for: files, TCP ports, signal and socket scopes.
     const WANTED: ABI = ABI::V6;
 
     pub(super) fn kernel_support() -> Enforcement {
-        // SAFETY: landlock_create_ruleset with a null attribute, size 0 and the VERSION flag
-        // only returns the ABI version (or an error); it creates nothing.
-        let abi = unsafe {
-            libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<u8>(), 0usize, 1u32 /* VERSION */)
-        };
+        let abi = super::landlock_abi();
         if abi < 1 {
-            let e = std::io::Error::last_os_error();
             return Enforcement::None {
-                reason: format!(
-                    "this kernel offers no Landlock ({e}); it needs Linux 5.13 or later with Landlock enabled"
-                ),
+                reason: "this kernel offers no Landlock; it needs Linux 5.13 or later with Landlock enabled".to_owned(),
             };
         }
         // SAFETY: PR_GET_SECCOMP takes no pointers; EINVAL means the kernel has no seccomp.
@@ -216,32 +376,39 @@ mod linux {
         if target_arch().is_err() {
             return Enforcement::None { reason: format!("no seccomp filter is built for {}", std::env::consts::ARCH) };
         }
-        Enforcement::Kernel { landlock_abi: i32::try_from(abi).unwrap_or(i32::MAX) }
+        Enforcement::Kernel { landlock_abi: abi, covered: Vec::new() }
     }
 
     fn target_arch() -> Result<TargetArch, String> {
         TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())
     }
 
-    /// Files and TCP ports by Landlock; a path that does not exist is left out, not an error.
+    /// Files and TCP ports by Landlock, at exactly the ABI the parent saw (`c.landlock_abi`),
+    /// as a hard requirement: a feature the parent reported enforced is never dropped here.
+    /// A path that does not exist is left out, not an error.
     pub(super) fn landlock(c: &Confinement) -> Result<(), String> {
-        let fail = |e: landlock::RulesetError| format!("Landlock: {e}");
-        let read = AccessFs::ReadFile | AccessFs::ReadDir;
-        let mut net: BitFlags<AccessNet> = AccessNet::BindTcp.into();
-        if !c.sockets || c.connect_ports.is_some() {
-            net |= AccessNet::ConnectTcp;
+        let fail = |e: landlock::RulesetError| format!("Landlock (ABI {}): {e}", c.landlock_abi);
+        if c.landlock_abi < 1 {
+            return Err("Landlock: the parent found no Landlock ABI to confine to".to_owned());
         }
+        let abi = ABI::from(c.landlock_abi).min(WANTED);
         let mut ruleset = Ruleset::default()
-            .set_compatibility(CompatLevel::BestEffort)
-            .handle_access(AccessFs::from_all(WANTED))
-            .map_err(fail)?
-            .handle_access(net)
-            .map_err(fail)?
-            .scope(Scope::AbstractUnixSocket | Scope::Signal)
-            .map_err(fail)?
-            .create()
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(AccessFs::from_all(abi))
             .map_err(fail)?;
-        let write = AccessFs::from_all(WANTED) & !AccessFs::Execute;
+        if abi >= ABI::V4 {
+            let mut net: BitFlags<AccessNet> = AccessNet::BindTcp.into();
+            if !c.sockets || c.connect_ports.is_some() {
+                net |= AccessNet::ConnectTcp;
+            }
+            ruleset = ruleset.handle_access(net).map_err(fail)?;
+        }
+        if abi >= ABI::V6 {
+            ruleset = ruleset.scope(Scope::AbstractUnixSocket | Scope::Signal).map_err(fail)?;
+        }
+        let mut ruleset = ruleset.create().map_err(fail)?;
+        let read = AccessFs::ReadFile | AccessFs::ReadDir;
+        let write = AccessFs::from_all(abi) & !AccessFs::Execute;
         let rules = (c.read.iter().map(|p| (p, read)))
             .chain(c.write.iter().map(|p| (p, write)))
             .chain(c.exec.iter().map(|p| (p, AccessFs::Execute | AccessFs::ReadFile)));
@@ -250,57 +417,30 @@ mod linux {
             // A path that does not exist here grants nothing; it is not an error.
             let Ok(fd) = PathFd::new(path) else { continue };
             // Rights on a file are only those that apply to files.
-            let access = if path.is_dir() { access } else { access & AccessFs::from_file(WANTED) };
+            let access = if path.is_dir() { access } else { access & AccessFs::from_file(abi) };
             ruleset = ruleset.add_rule(PathBeneath::new(fd, access)).map_err(fail)?;
         }
-        for port in c.connect_ports.iter().flatten() {
-            ruleset = ruleset.add_rule(NetPort::new(*port, AccessNet::ConnectTcp)).map_err(fail)?;
+        if abi >= ABI::V4 {
+            for port in c.connect_ports.iter().flatten() {
+                ruleset = ruleset.add_rule(NetPort::new(*port, AccessNet::ConnectTcp)).map_err(fail)?;
+            }
         }
         let status = ruleset.restrict_self().map_err(fail)?;
-        if status.ruleset == RulesetStatus::NotEnforced {
-            return Err("Landlock is not enforced by this kernel".to_owned());
+        if status.ruleset != RulesetStatus::FullyEnforced {
+            return Err(format!("Landlock ABI {} is not fully enforced by this kernel", c.landlock_abi));
         }
         Ok(())
     }
 
-    /// What Landlock does not cover, refused with EPERM.
+    /// Everything else, by the allowlist of the child's classes.
     pub(super) fn seccomp(c: &Confinement) -> Result<(), String> {
-        let mut denied: Vec<i64> = vec![
-            libc::SYS_ptrace,
-            libc::SYS_process_vm_readv,
-            libc::SYS_process_vm_writev,
-            libc::SYS_pidfd_getfd,
-            libc::SYS_kcmp,
-            libc::SYS_mount,
-            libc::SYS_umount2,
-            libc::SYS_pivot_root,
-            libc::SYS_chroot,
-            libc::SYS_unshare,
-            libc::SYS_setns,
-            libc::SYS_bpf,
-            libc::SYS_perf_event_open,
-            libc::SYS_keyctl,
-            libc::SYS_add_key,
-            libc::SYS_request_key,
-            libc::SYS_userfaultfd,
-            libc::SYS_io_uring_setup,
-            libc::SYS_init_module,
-            libc::SYS_finit_module,
-            libc::SYS_delete_module,
-            libc::SYS_kexec_load,
-        ];
-        if !c.sockets {
-            denied.push(libc::SYS_socket);
-        }
-        if c.exec.is_empty() {
-            denied.extend([libc::SYS_execve, libc::SYS_execveat]);
-        }
-        let rules: BTreeMap<i64, Vec<SeccompRule>> = denied.into_iter().map(|n| (n, Vec::new())).collect();
-        let eperm = u32::try_from(libc::EPERM).unwrap_or(1);
-        let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(eperm), target_arch()?)
-            .map_err(|e| format!("seccomp: {e}"))?;
-        let program: seccompiler::BpfProgram = filter.try_into().map_err(|e| format!("seccomp: {e:?}"))?;
+        let profile = Profile {
+            writes: !c.write.is_empty(),
+            network: c.sockets,
+            exec: !c.exec.is_empty(),
+            landlock_truncates: c.landlock_abi >= 3,
+        };
         // Landlock's restrict_self has set no_new_privs, which an unprivileged filter needs.
-        seccompiler::apply_filter(&program).map_err(|e| format!("seccomp: {e}"))
+        super::seccomp::install(profile, target_arch()?)
     }
 }

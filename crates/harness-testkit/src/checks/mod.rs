@@ -461,14 +461,16 @@ fn process_calls(
         )
         .rules_unchecked()
         .passing_env(settings.env.clone());
-        if let Enforcement::Kernel { .. } = kernel {
+        if kernel.landlock_abi().is_some() {
             handler = handler.confined(Confinement::for_effects(file, EffectSet::of([class]), &grants));
         }
         by_class.insert(class, handler);
     }
     let classes: Vec<&str> = by_class.keys().map(|c| c.as_str()).collect();
     let confined = match &kernel {
-        Enforcement::Kernel { .. } => format!("each confined to its class by {} as a run confines it", kernel.label()),
+        Enforcement::Kernel { .. } | Enforcement::Partial { .. } => {
+            format!("each confined to its class by {} as a run confines it", kernel.label())
+        }
         Enforcement::None { reason } => format!("not confined by the kernel: {reason}"),
     };
     let note = format!("calls ran in a child process per effect class ({}), {confined}", classes.join(", "));
