@@ -160,7 +160,7 @@ pub(crate) fn servers_text(out: &mut String, sources: &McpSources) {
         let config = server.config();
         let info = server.server_info().map(|(n, v)| format!(" ({n} {v})")).unwrap_or_default();
         // Writing to a String cannot fail.
-        let _ = writeln!(out, "mcp server {}{}  {}", config.name, printable(&info), printable(&config.command_line()));
+        let _ = writeln!(out, "mcp server {}{}  {}", config.name, printable(&info), printable(&config.endpoint()));
         if let Some(why) = server.failure() {
             let _ = writeln!(out, "    not started: {}", printable(&why));
         }
@@ -191,6 +191,9 @@ pub(crate) fn servers_json(sources: &McpSources) -> Value {
                 "name": config.name,
                 "command": config.command,
                 "args": config.args,
+                "url": config.url,
+                // Names only: the values are where the secrets are.
+                "headers": config.headers.keys().collect::<Vec<_>>(),
                 "server_info": server.server_info().map(|(name, version)| json!({ "name": name, "version": version })),
                 "failure": server.failure(),
                 "tools": tools,
