@@ -42,6 +42,7 @@ mod config;
 mod connection;
 mod error;
 mod handler;
+mod http;
 mod remote;
 mod serve;
 mod source;
@@ -49,6 +50,7 @@ mod watch;
 
 pub use config::{INHERITED_ENV, McpServerConfig, is_model_tool_name, qualified_name, validate_servers};
 pub use error::McpError;
+pub use http::HttpOptions;
 pub use remote::header_variables;
 pub use serve::{ServeOptions, ToolServer};
 pub use source::{McpServer, McpSources, McpTool, McpToolState, SourceOptions};
