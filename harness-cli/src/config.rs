@@ -75,7 +75,8 @@ pub(crate) struct Config {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct McpConfig {
-    /// `[[mcp.servers]]`: name, command, args, env; each started as a child process at startup.
+    /// `[[mcp.servers]]`: name, then command, args, env (a child process) or url, headers (a
+    /// remote server), and timeout.
     #[serde(default)]
     pub(crate) servers: Vec<harness_mcp::McpServerConfig>,
 }

@@ -108,8 +108,9 @@ fn show(explicit: Option<&Path>, as_json: bool) -> Result<u8> {
     let loaded = LoadedConfig::load(explicit)?;
     let mut settings = Vec::new();
     if let Some(file) = &loaded.file {
-        let table: toml::Table = toml::from_str(&file.text)
+        let mut table: toml::Table = toml::from_str(&file.text)
             .map_err(|e| CliError::Usage(format!("invalid config file {}: {e}", file.named.display())))?;
+        hide_server_secrets(&mut table);
         flatten("", &toml::Value::Table(table), &file.canonical.display().to_string(), &mut settings);
     }
     for (key, value) in DEFAULTS {
@@ -148,6 +149,30 @@ fn show(explicit: Option<&Path>, as_json: bool) -> Result<u8> {
         println!("{line:width$} # {}", printable(&s.source));
     }
     Ok(0)
+}
+
+/// Replaces the values of every MCP server's `headers` and `env` (where tokens go) with what
+/// they read from the environment, if anything: the names are shown, never the values.
+fn hide_server_secrets(table: &mut toml::Table) {
+    let servers = table.get_mut("mcp").and_then(|m| m.get_mut("servers")).and_then(toml::Value::as_array_mut);
+    for server in servers.into_iter().flatten().filter_map(toml::Value::as_table_mut) {
+        for key in ["headers", "env"] {
+            for value in server
+                .get_mut(key)
+                .and_then(toml::Value::as_table_mut)
+                .into_iter()
+                .flat_map(|t| t.iter_mut().map(|(_, v)| v))
+            {
+                let read = value.as_str().map(harness_mcp::header_variables).unwrap_or_default();
+                let shown = read.iter().map(|v| format!("${{{v}}}")).collect::<Vec<_>>().join(" ");
+                *value = toml::Value::String(if shown.is_empty() {
+                    "(hidden)".to_owned()
+                } else {
+                    format!("(hidden; reads {shown})")
+                });
+            }
+        }
+    }
 }
 
 /// Every leaf of `value` as a dotted key (arrays are leaves).

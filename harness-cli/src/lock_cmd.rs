@@ -50,7 +50,7 @@ pub(crate) fn current(found: &Discovery, mcp: &McpSources, registry: &ToolRegist
             }
             ToolSource::Mcp { server } => {
                 let command = config.config.mcp.servers.iter().find(|s| s.name == *server);
-                let command = command.map_or_else(String::new, |s| format!("{} {}", s.command, s.args.join(" ")));
+                let command = command.map_or_else(String::new, harness_mcp::McpServerConfig::endpoint);
                 // The same hash a change mid-run is caught by (see harness_mcp::McpTool).
                 let offered = McpToolState::Offered { name: definition.name.clone() };
                 let listed = mcp.servers().iter().filter(|s| s.config().name == *server);

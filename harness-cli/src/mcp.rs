@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use harness_core::{RunOptions, ToolRegistry, TraceSink, TraceWriter, printable};
-use harness_mcp::{McpSources, McpToolState, ServeOptions, SourceOptions, ToolServer};
+use harness_mcp::{HttpOptions, McpSources, McpToolState, ServeOptions, SourceOptions, ToolServer};
 use serde_json::{Value, json};
 
 use crate::Result;
@@ -37,6 +37,21 @@ pub(crate) struct ServeArgs {
     /// OTEL_EXPORTER_OTLP_ENDPOINT does the same.
     #[arg(long, value_name = "URL")]
     otlp: Option<String>,
+    /// Serve over Streamable HTTP on ADDR (default 127.0.0.1:8765) instead of stdio; every
+    /// request needs the bearer token.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8765")]
+    http: Option<String>,
+    /// With --http: the bearer token is this environment variable's value (else a random one,
+    /// printed once on stderr).
+    #[arg(long, value_name = "NAME", requires = "http")]
+    token_env: Option<String>,
+    /// With --http: keep no session between requests, so that replicas can sit behind any
+    /// load balancer.
+    #[arg(long, requires = "http")]
+    stateless: bool,
+    /// With --http: a browser origin allowed besides this machine's (repeatable).
+    #[arg(long, value_name = "ORIGIN", requires = "http")]
+    allow_origin: Vec<String>,
     #[command(flatten)]
     plugins: PluginArgs,
 }
@@ -70,21 +85,69 @@ fn serve(args: ServeArgs) -> Result<u8> {
         max_arguments_bytes: config.config.limits.arguments_bytes.unwrap_or(RunOptions::default().max_arguments_bytes),
         trace,
     };
-    eprintln!(
-        "harness: serving {} tools over MCP on stdio (diagnostics on stderr; close stdin to stop)",
-        registry.definitions().len().saturating_sub(1)
-    );
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::Failure(format!("cannot start the async runtime: {e}")))?;
-    let served = runtime.block_on(ToolServer::new(registry, options).serve_stdio());
+    let tools = registry.definitions().len().saturating_sub(1);
+    let server = ToolServer::new(registry, options);
+    // Many HTTP clients are served at once; one stdio client needs no more than one thread.
+    let mut builder = if args.http.is_some() {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    let runtime =
+        builder.enable_all().build().map_err(|e| CliError::Failure(format!("cannot start the async runtime: {e}")))?;
+    let served = match &args.http {
+        Some(addr) => {
+            let (listener, options) = http_setup(addr, &args)?;
+            let local = listener.local_addr().map_or_else(|_| addr.clone(), |a| a.to_string());
+            eprintln!(
+                "harness: serving {tools} tools over MCP (Streamable HTTP) at http://{local}/mcp; SIGTERM drains and stops"
+            );
+            runtime.block_on(server.serve_http(listener, options))
+        }
+        None => {
+            eprintln!("harness: serving {tools} tools over MCP on stdio (diagnostics on stderr; close stdin to stop)");
+            runtime.block_on(server.serve_stdio())
+        }
+    };
     // A blocked read of stdin, or an abandoned in-process call, must not keep the process alive.
     runtime.shutdown_background();
     if let Some(otlp) = otlp {
         otlp.shutdown();
     }
     served.map(|()| 0).map_err(|e| CliError::Failure(e.to_string()))
+}
+
+/// The listener on `addr` and the token: from `--token-env`, else random and printed once.
+fn http_setup(addr: &str, args: &ServeArgs) -> Result<(std::net::TcpListener, HttpOptions)> {
+    let token = match &args.token_env {
+        Some(name) => std::env::var(name).ok().filter(|t| !t.is_empty()).ok_or_else(|| {
+            CliError::Usage(format!("--token-env {name}: the variable is not set or empty; export the token in it"))
+        })?,
+        None => {
+            let token = random_token()?;
+            eprintln!("harness: bearer token for this server (shown once): {token}");
+            token
+        }
+    };
+    let listener = std::net::TcpListener::bind(addr)
+        .map_err(|e| CliError::Usage(format!("--http {addr}: cannot listen there: {e}")))?;
+    let mut options = HttpOptions::new(token);
+    options.stateless = args.stateless;
+    options.allowed_origins.clone_from(&args.allow_origin);
+    Ok((listener, options))
+}
+
+/// 32 random bytes from the kernel, as hex.
+fn random_token() -> Result<String> {
+    use std::io::Read as _;
+    let mut bytes = [0u8; 32];
+    File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).map_err(|e| {
+        CliError::Failure(format!("cannot read /dev/urandom for a token: {e}; give one with --token-env"))
+    })?;
+    Ok(bytes.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    }))
 }
 
 /// Starts the configured MCP servers and registers their tools after whatever `registry` holds
@@ -160,7 +223,7 @@ pub(crate) fn servers_text(out: &mut String, sources: &McpSources) {
         let config = server.config();
         let info = server.server_info().map(|(n, v)| format!(" ({n} {v})")).unwrap_or_default();
         // Writing to a String cannot fail.
-        let _ = writeln!(out, "mcp server {}{}  {}", config.name, printable(&info), printable(&config.command_line()));
+        let _ = writeln!(out, "mcp server {}{}  {}", config.name, printable(&info), printable(&config.endpoint()));
         if let Some(why) = server.failure() {
             let _ = writeln!(out, "    not started: {}", printable(&why));
         }
@@ -191,6 +254,9 @@ pub(crate) fn servers_json(sources: &McpSources) -> Value {
                 "name": config.name,
                 "command": config.command,
                 "args": config.args,
+                "url": config.url,
+                // Names only: the values are where the secrets are.
+                "headers": config.headers.keys().collect::<Vec<_>>(),
                 "server_info": server.server_info().map(|(name, version)| json!({ "name": name, "version": version })),
                 "failure": server.failure(),
                 "tools": tools,

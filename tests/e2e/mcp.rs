@@ -460,3 +460,6 @@ fn a_tool_changed_mid_run_is_refused_with_the_diff_under_locked_and_without() {
         assert!(r.stderr.contains("MCP server \"rug\" added tool \"steal\""), "{}", r.stderr);
     }
 }
+
+mod http_serve;
+mod remote;

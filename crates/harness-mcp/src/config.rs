@@ -1,18 +1,22 @@
 //! One `[[mcp.servers]]` entry, and the tool-name rule of model APIs.
 
 use std::collections::{BTreeMap, HashSet};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::McpError;
+use crate::remote;
 
-/// An MCP server to start as a child process and use as a source of tools.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+/// An MCP server used as a source of tools: a child process (`command`) or a remote server
+/// reached over Streamable HTTP (`url`).
+#[derive(Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct McpServerConfig {
     /// Its name: shown to operators, and the prefix of its tools' names when they collide.
     pub name: String,
-    /// The program to run (looked up in `PATH` when it has no `/`).
+    /// The program to run (looked up in `PATH` when it has no `/`); empty for a remote server.
+    #[serde(default)]
     pub command: String,
     /// Its arguments.
     #[serde(default)]
@@ -20,6 +24,33 @@ pub struct McpServerConfig {
     /// Environment variables set for it, over the few it inherits (see [`INHERITED_ENV`]).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// The endpoint of a remote server (`https://…/mcp`; `http://` to loopback only), instead
+    /// of a `command`.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// HTTP headers sent to a remote server with every request; `${NAME}` in a value is the
+    /// harness's environment variable NAME, read at start (secrets stay out of the file).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Seconds this server has to start, and to answer each call, over the defaults.
+    #[serde(default)]
+    pub timeout: Option<f64>,
+}
+
+/// Written without the values of `env` and `headers`: those are where secrets go, and a
+/// configuration is printed in errors and logs.
+impl std::fmt::Debug for McpServerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServerConfig")
+            .field("name", &self.name)
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("url", &self.url)
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("timeout", &self.timeout)
+            .finish()
+    }
 }
 
 /// The only variables a server inherits from the harness's environment, as the official
@@ -40,13 +71,24 @@ pub fn qualified_name(server: &str, tool: &str) -> String {
 }
 
 impl McpServerConfig {
-    /// The command line, for messages.
+    /// The command line, for messages (empty for a remote server).
     pub fn command_line(&self) -> String {
         std::iter::once(self.command.as_str()).chain(self.args.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")
     }
+
+    /// Where the server is, for messages and listings: its URL, or its command line.
+    pub fn endpoint(&self) -> String {
+        self.url.clone().unwrap_or_else(|| self.command_line())
+    }
+
+    /// Its own `timeout`, when it has a valid one.
+    pub fn own_timeout(&self) -> Option<Duration> {
+        self.timeout.and_then(|s| Duration::try_from_secs_f64(s).ok()).filter(|d| !d.is_zero())
+    }
 }
 
-/// Checks every entry: names valid for model APIs and unique, a command given.
+/// Checks every entry: names valid for model APIs and unique, a command or a URL (not both),
+/// and for a URL, its scheme, host and headers.
 pub fn validate_servers(servers: &[McpServerConfig]) -> Result<(), McpError> {
     let mut seen = HashSet::new();
     for (i, server) in servers.iter().enumerate() {
@@ -60,9 +102,34 @@ pub fn validate_servers(servers: &[McpServerConfig]) -> Result<(), McpError> {
         if !seen.insert(server.name.as_str()) {
             return Err(invalid("another server has this name; give each a name of its own".to_owned()));
         }
-        if server.command.trim().is_empty() {
-            return Err(invalid("command is empty; name the program that runs the server".to_owned()));
+        if server.timeout.is_some() && server.own_timeout().is_none() {
+            return Err(invalid("timeout is a number of seconds above 0".to_owned()));
         }
+        check_kind(server).map_err(invalid)?;
+    }
+    Ok(())
+}
+
+/// A local entry has a command and no HTTP settings; a remote one a valid URL and headers, and
+/// nothing of a process.
+fn check_kind(server: &McpServerConfig) -> Result<(), String> {
+    let Some(url) = &server.url else {
+        if !server.headers.is_empty() {
+            return Err("headers are for a remote server (url); a local server gets env".to_owned());
+        }
+        if server.command.trim().is_empty() {
+            return Err(
+                "command is empty; name the program that runs the server, or give the url of a remote one".to_owned()
+            );
+        }
+        return Ok(());
+    };
+    if !server.command.is_empty() || !server.args.is_empty() || !server.env.is_empty() {
+        return Err("url and command/args/env exclude each other: a remote server is reached at its url, a local one is started with its command".to_owned());
+    }
+    remote::check_url(url)?;
+    for (name, value) in &server.headers {
+        remote::check_header(name, value)?;
     }
     Ok(())
 }
@@ -72,7 +139,7 @@ mod tests {
     use super::*;
 
     fn server(name: &str, command: &str) -> McpServerConfig {
-        McpServerConfig { name: name.into(), command: command.into(), args: vec![], env: BTreeMap::new() }
+        McpServerConfig { name: name.into(), command: command.into(), ..Default::default() }
     }
 
     #[test]

@@ -6,13 +6,15 @@ use std::time::Duration;
 
 use harness_core::ToolFailure;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation, JsonObject,
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation, JsonObject, Tool,
 };
-use rmcp::service::{NotificationContext, RunningService};
+use rmcp::service::{ClientInitializeError, NotificationContext, RunningService};
+use rmcp::transport::IntoTransport;
 use rmcp::{ClientCacheConfig, ClientHandler, MAX_CLIENT_CACHE_TTL, Peer, RoleClient, ServiceError, ServiceExt};
 
 use crate::child::{self, ChildWatch};
 use crate::config::McpServerConfig;
+use crate::remote;
 use crate::watch::ToolWatch;
 
 /// How long a server that lost its connection gets to be seen exiting, for a better message.
@@ -97,19 +99,22 @@ pub(crate) struct Started {
     pub(crate) tools: Vec<rmcp::model::Tool>,
 }
 
-/// One live session with a server child.
+/// One live session with a server: a child process, or a remote server (no process to watch).
 pub(crate) struct Connection {
     server: String,
     peer: Peer<RoleClient>,
-    service: Mutex<Option<RunningService<RoleClient, Client>>>,
-    child: ChildWatch,
+    service: Mutex<Option<Service>>,
+    child: Option<ChildWatch>,
     watch: Arc<ToolWatch>,
 }
+
+type Service = RunningService<RoleClient, Client>;
 
 /// How a server is started.
 #[derive(Debug, Clone)]
 pub(crate) struct Start {
-    /// How long it has to start, complete the handshake and list its tools.
+    /// How long it has to start, complete the handshake and list its tools (unless its own
+    /// `timeout` says otherwise).
     pub(crate) timeout: Duration,
     /// Copy its stderr lines to ours.
     pub(crate) forward_stderr: bool,
@@ -117,35 +122,86 @@ pub(crate) struct Start {
     pub(crate) working_dir: Option<std::path::PathBuf>,
 }
 
-/// Starts `config`'s server, completes the handshake and lists its tools, all within
-/// `start.timeout`; on failure, why, in one line, with how it exited and the end of its stderr.
+/// What went wrong in the handshake or the first listing.
+enum HandshakeError {
+    Init(Box<ClientInitializeError>),
+    List(ServiceError),
+}
+
+impl std::fmt::Display for HandshakeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Init(e) => write!(f, "the MCP handshake failed: {e}"),
+            Self::List(e) => write!(f, "listing its tools failed: {e}"),
+        }
+    }
+}
+
+/// Completes the handshake over `transport` and lists the tools.
+async fn handshake<T, E, A>(watch: &Arc<ToolWatch>, transport: T) -> Result<(Service, Vec<Tool>), HandshakeError>
+where
+    T: IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let client = Client { watch: watch.clone() };
+    let service = client.serve(transport).await.map_err(|e| HandshakeError::Init(Box::new(e)))?;
+    service.peer().set_response_cache_config(tool_list_cache()).await;
+    let tools = service.peer().list_all_tools().await.map_err(HandshakeError::List)?;
+    Ok((service, tools))
+}
+
+/// The live connection of a completed handshake.
+fn started(
+    config: &McpServerConfig,
+    service: Service,
+    tools: Vec<Tool>,
+    child: Option<ChildWatch>,
+    watch: Arc<ToolWatch>,
+) -> Started {
+    let server_info =
+        service.peer().peer_info().and_then(|i| i.server_info.as_ref().map(|s| (s.name.clone(), s.version.clone())));
+    let peer = service.peer().clone();
+    let connection = Connection { server: config.name.clone(), peer, service: Mutex::new(Some(service)), child, watch };
+    Started { connection, server_info, tools }
+}
+
+/// Starts (or reaches) `config`'s server, completes the handshake and lists its tools, all
+/// within its timeout; on failure, why, in one line.
 pub(crate) async fn connect(config: &McpServerConfig, start: &Start) -> Result<Started, String> {
-    let timeout = start.timeout;
+    let timeout = config.own_timeout().unwrap_or(start.timeout);
+    match &config.url {
+        Some(url) => connect_remote(config, url, timeout).await,
+        None => connect_child(config, start, timeout).await,
+    }
+}
+
+/// A remote server: the headers expanded from the environment, then the handshake. A server
+/// that asks for OAuth is refused with that said: the harness has no OAuth client.
+async fn connect_remote(config: &McpServerConfig, url: &str, timeout: Duration) -> Result<Started, String> {
+    let headers = remote::expand_headers(&config.headers, |name| std::env::var(name).ok())?;
+    let watch = Arc::new(ToolWatch::new(&config.name));
+    let outcome = tokio::time::timeout(timeout, handshake(&watch, remote::transport(url, headers))).await;
+    match outcome {
+        Ok(Ok((service, tools))) => Ok(started(config, service, tools, None, watch)),
+        Ok(Err(HandshakeError::Init(e))) if e.is_authorization_required() => Err(format!(
+            "{url} answered 401 and asks for OAuth authorization, which the harness does not do; give it a token in headers (Authorization = \"Bearer ${{TOKEN}}\"), or check the one given"
+        )),
+        Ok(Err(e)) => Err(format!("{e} (at {url})")),
+        Err(_) => Err(format!("{url} did not complete the MCP handshake within {} s", timeout.as_secs_f64())),
+    }
+}
+
+/// A child: started, then the handshake over its stdio; a failure says how it exited and
+/// ends with the end of its stderr.
+async fn connect_child(config: &McpServerConfig, start: &Start, timeout: Duration) -> Result<Started, String> {
     let (pipes, child) = child::spawn(config, start.forward_stderr, start.working_dir.as_deref())
         .map_err(|e| format!("cannot run {:?}: {e}", config.command))?;
     let watch = Arc::new(ToolWatch::new(&config.name));
-    let client = Client { watch: watch.clone() };
-    let handshake = async {
-        let service =
-            client.serve((pipes.stdout, pipes.stdin)).await.map_err(|e| format!("the MCP handshake failed: {e}"))?;
-        service.peer().set_response_cache_config(tool_list_cache()).await;
-        let tools = service.peer().list_all_tools().await.map_err(|e| format!("listing its tools failed: {e}"))?;
-        Ok::<_, String>((service, tools))
-    };
-    let failure = match tokio::time::timeout(timeout, handshake).await {
-        Ok(Ok((service, tools))) => {
-            let server_info = service
-                .peer()
-                .peer_info()
-                .and_then(|i| i.server_info.as_ref().map(|s| (s.name.clone(), s.version.clone())));
-            let peer = service.peer().clone();
-            let service = Mutex::new(Some(service));
-            let connection = Connection { server: config.name.clone(), peer, service, child, watch };
-            return Ok(Started { connection, server_info, tools });
-        }
+    let failure = match tokio::time::timeout(timeout, handshake(&watch, (pipes.stdout, pipes.stdin))).await {
+        Ok(Ok((service, tools))) => return Ok(started(config, service, tools, Some(child), watch)),
         Ok(Err(reason)) => match child.wait_exit(EXIT_GRACE).await {
             Some(exit) => format!("it {exit} during the MCP handshake"),
-            None => reason,
+            None => reason.to_string(),
         },
         Err(_) => {
             format!("it did not complete the MCP handshake within {} s, so it was stopped", timeout.as_secs_f64())
@@ -170,9 +226,17 @@ impl Connection {
         &self.watch
     }
 
-    /// How the server's process ended, if it has.
+    /// How the server's process ended, if it has (a remote server has none: each call tries).
     pub(crate) fn exit(&self) -> Option<String> {
-        self.child.exit()
+        self.child.as_ref().and_then(ChildWatch::exit)
+    }
+
+    /// How the server's process ended, waiting a little for it: `None` for a remote server.
+    async fn wait_exit(&self, limit: Duration) -> Option<String> {
+        match &self.child {
+            Some(child) => child.wait_exit(limit).await,
+            None => None,
+        }
     }
 
     /// Calls `tool` with `arguments`; a dead server or a lost connection is `tool_crashed`, a
@@ -230,8 +294,14 @@ impl Connection {
         let server = &self.server;
         let tool_error = |message: String| ToolFailure { code: "tool_error".to_owned(), message };
         match error {
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) if self.child.is_none() => ToolFailure {
+                code: "tool_crashed".to_owned(),
+                message: format!(
+                    "the connection to MCP server {server:?} failed during the call to {tool:?} ({error}); whether the tool ran is unknown"
+                ),
+            },
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-                let exit = self.child.wait_exit(EXIT_GRACE).await;
+                let exit = self.wait_exit(EXIT_GRACE).await;
                 self.gone(exit.unwrap_or_else(|| "closed the connection".to_owned()))
             }
             // Fail closed: a tool not confirmed unchanged is not called.
@@ -245,16 +315,17 @@ impl Connection {
         }
     }
 
-    /// Ends the session as the MCP spec asks: close the server's stdin, give it time to exit,
-    /// then kill it.
+    /// Ends the session as the MCP spec asks: close the server's stdin (or, remote, end the
+    /// HTTP session), give it time to exit, then kill it.
     pub(crate) async fn close(&self) {
         let service = self.service.lock().unwrap_or_else(PoisonError::into_inner).take();
         if let Some(mut service) = service {
             let _ = service.close_with_timeout(CLOSE_GRACE).await;
         }
-        if self.child.wait_exit(CLOSE_GRACE).await.is_none() {
-            self.child.kill();
-            self.child.wait_exit(CLOSE_GRACE).await;
+        let Some(child) = &self.child else { return };
+        if child.wait_exit(CLOSE_GRACE).await.is_none() {
+            child.kill();
+            child.wait_exit(CLOSE_GRACE).await;
         }
     }
 }

@@ -19,6 +19,9 @@ pub enum McpError {
     /// Standard output could not be set aside for the protocol.
     #[error("cannot set up standard output for the MCP protocol: {0}")]
     Stdout(#[source] std::io::Error),
+    /// The HTTP listener failed.
+    #[error("the MCP HTTP server failed: {0}")]
+    Listen(#[source] std::io::Error),
     /// The MCP client never completed the handshake, or the transport failed.
     #[error("the MCP session failed: {0}")]
     Session(String),

@@ -4,9 +4,9 @@
 //! - [`ToolServer`] serves a [`harness_core::ToolRegistry`] to any MCP client over stdio
 //!   (`harness mcp serve`): `tools/list` from the registry, `tools/call` validated and run by
 //!   [`harness_core::call_tool`] exactly as a step would be, each call one trace line.
-//! - [`McpSources`] starts the MCP servers of `[[mcp.servers]]` as child processes, lists their
-//!   tools and registers them beside plugin tools: their schemas are compiled and their calls
-//!   validated like any other tool's. A server that fails to start is reported, not fatal.
+//! - [`McpSources`] starts the MCP servers of `[[mcp.servers]]` as child processes, or reaches
+//!   remote ones over Streamable HTTP, lists their tools and registers them beside plugin
+//!   tools: their schemas are compiled and their calls validated like any other tool's. A server that fails to start is reported, not fatal.
 //!   The tools are pinned as offered: one its server changes or removes mid-run
 //!   (`notifications/tools/list_changed`) is refused, `tool_changed`, for the rest of the run.
 //!
@@ -18,7 +18,7 @@
 //!     name: "weather".into(),
 //!     command: "python3".into(),
 //!     args: vec!["weather_server.py".into()],
-//!     env: Default::default(),
+//!     ..Default::default()
 //! }];
 //! let mut registry = harness_core::ToolRegistry::new();
 //! let mut sources = McpSources::start(&servers, SourceOptions::default()).expect("valid entries");
@@ -42,11 +42,15 @@ mod config;
 mod connection;
 mod error;
 mod handler;
+mod http;
+mod remote;
 mod serve;
 mod source;
 mod watch;
 
 pub use config::{INHERITED_ENV, McpServerConfig, is_model_tool_name, qualified_name, validate_servers};
 pub use error::McpError;
+pub use http::HttpOptions;
+pub use remote::header_variables;
 pub use serve::{ServeOptions, ToolServer};
 pub use source::{McpServer, McpSources, McpTool, McpToolState, SourceOptions};

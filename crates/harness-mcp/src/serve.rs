@@ -16,7 +16,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 
 use crate::error::McpError;
 
@@ -36,19 +36,39 @@ impl Default for ServeOptions {
 
 /// What the session and its driver share: the stop signal after a trace failure.
 #[derive(Default)]
-struct Stop {
-    notify: Notify,
-    trace_error: Mutex<Option<String>>,
+pub(crate) struct Stop {
+    pub(crate) notify: Notify,
+    pub(crate) trace_error: Mutex<Option<String>>,
 }
 
-/// An MCP server offering every tool of a registry but `finish`.
+/// An MCP server offering every tool of a registry but `finish`. Clones share everything (the
+/// registry, the trace, the call count): over HTTP, each session gets one.
+#[derive(Clone)]
 pub struct ToolServer {
     registry: Arc<ToolRegistry>,
     tools: Arc<Vec<Tool>>,
     max_arguments_bytes: usize,
-    trace: Option<Mutex<Box<dyn TraceSink>>>,
-    calls: AtomicU32,
-    stop: Arc<Stop>,
+    trace: Option<Arc<Mutex<Box<dyn TraceSink>>>>,
+    calls: Arc<AtomicU32>,
+    pub(crate) stop: Arc<Stop>,
+    /// Calls running now, for a shutdown that drains them.
+    pub(crate) in_flight: Arc<watch::Sender<usize>>,
+}
+
+/// Counts one call in flight for as long as it lives, however the call ends.
+struct InFlight(Arc<watch::Sender<usize>>);
+
+impl InFlight {
+    fn enter(count: &Arc<watch::Sender<usize>>) -> Self {
+        count.send_modify(|n| *n += 1);
+        Self(count.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
 }
 
 impl ToolServer {
@@ -68,9 +88,10 @@ impl ToolServer {
             registry: Arc::new(registry),
             tools: Arc::new(tools),
             max_arguments_bytes: options.max_arguments_bytes,
-            trace: options.trace.map(Mutex::new),
-            calls: AtomicU32::new(0),
+            trace: options.trace.map(|t| Arc::new(Mutex::new(t))),
+            calls: Arc::new(AtomicU32::new(0)),
             stop: Arc::new(Stop::default()),
+            in_flight: Arc::new(watch::channel(0).0),
         }
     }
 
@@ -108,6 +129,7 @@ impl ToolServer {
 
     /// Runs one call as a step would, and records it.
     async fn dispatch(&self, tool: &str, arguments: Value) -> Result<Value, HarnessError> {
+        let _counted = InFlight::enter(&self.in_flight);
         let started = Instant::now();
         let bytes = serde_json::to_vec(&arguments).map_or(0, |v| v.len());
         let (kept, outcome) = if bytes > self.max_arguments_bytes {

@@ -186,6 +186,7 @@ impl McpSources {
                 continue;
             };
             let server_name = server.config.name.clone();
+            let call_timeout = server.config.own_timeout().or(self.options.call_timeout);
             let mut offered = Vec::new();
             for tool in &mut server.tools {
                 let name = if registry.get(&tool.name).is_none() {
@@ -210,12 +211,12 @@ impl McpSources {
                     connection: connection.clone(),
                     driver: driver.clone(),
                     tool: tool.name.clone(),
-                    timeout: self.options.call_timeout,
+                    timeout: call_timeout,
                     max_result_bytes: self.options.max_result_bytes,
                 });
                 match registry.register(definition, handler) {
                     Ok(()) => {
-                        if let Some(limit) = self.options.call_timeout {
+                        if let Some(limit) = call_timeout {
                             registry.set_timeout(&name, limit);
                         }
                         offered.push((tool.clone(), name.clone()));
@@ -283,6 +284,7 @@ mod tests {
             command: command.into(),
             args: args.iter().map(|a| (*a).to_owned()).collect(),
             env: [("GREETING".to_owned(), "from the config".to_owned())].into(),
+            ..Default::default()
         }
     }
 

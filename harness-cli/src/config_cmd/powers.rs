@@ -15,11 +15,7 @@ use crate::config::Config;
 pub(crate) fn powers(config: &Config, base: &Path) -> Vec<String> {
     let mut out = Vec::new();
     for server in &config.mcp.servers {
-        let words: Vec<String> = std::iter::once(&server.command).chain(&server.args).map(|w| word(w)).collect();
-        out.push(format!("starts MCP server {}: {} (in {})", word(&server.name), words.join(" "), shown(base)));
-        if !server.env.is_empty() {
-            out.push(format!("  with environment {}", names(server.env.keys())));
-        }
+        mcp_server(server, base, &mut out);
     }
     for dir in &config.plugins.dirs {
         out.push(format!("loads plugins from {}", shown(dir)));
@@ -50,6 +46,25 @@ pub(crate) fn powers(config: &Config, base: &Path) -> Vec<String> {
         if ports.is_empty() { "none".to_owned() } else { names(ports) }
     ));
     out
+}
+
+/// What one `[[mcp.servers]]` entry does: start a command, or connect to a URL with headers
+/// (their names and the variables they read, never their values).
+fn mcp_server(server: &harness_mcp::McpServerConfig, base: &Path, out: &mut Vec<String>) {
+    let Some(url) = &server.url else {
+        let words: Vec<String> = std::iter::once(&server.command).chain(&server.args).map(|w| word(w)).collect();
+        out.push(format!("starts MCP server {}: {} (in {})", word(&server.name), words.join(" "), shown(base)));
+        if !server.env.is_empty() {
+            out.push(format!("  with environment {}", names(server.env.keys())));
+        }
+        return;
+    };
+    out.push(format!("connects to remote MCP server {}: {}", word(&server.name), word(url)));
+    for (header, value) in &server.headers {
+        let read: Vec<String> = harness_mcp::header_variables(value).iter().map(|v| format!("${}", word(v))).collect();
+        let from = if read.is_empty() { String::new() } else { format!(" from {}", read.join(", ")) };
+        out.push(format!("  sending header {}{from}", word(header)));
+    }
 }
 
 /// `[policy]` entries that run calls without asking.

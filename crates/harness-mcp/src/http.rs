@@ -1,0 +1,186 @@
+//! The tool server over Streamable HTTP (`harness mcp serve --http`): `rmcp`'s HTTP service
+//! at `/mcp` behind a bearer token, `/healthz` for probes, and a shutdown that drains calls.
+//!
+//! What `rmcp` checks before a message reaches a tool: the `Origin` (403 unless it is this
+//! machine's or one allowed; DNS rebinding), the `Host` when listening on loopback, the body's
+//! size (413) and its JSON-RPC shape (400). What is checked here first: the token (401).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::{Next, from_fn_with_state};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+
+use crate::error::McpError;
+use crate::serve::ToolServer;
+
+/// Origins always allowed: pages served from this machine.
+const LOCAL_ORIGINS: &[&str] = &["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"];
+
+/// How the HTTP endpoint is guarded and run.
+#[derive(Clone)]
+pub struct HttpOptions {
+    /// The bearer token every request to `/mcp` must carry.
+    pub token: String,
+    /// No session kept between requests, so that replicas behind a load balancer are
+    /// interchangeable (each POST is answered alone, with JSON).
+    pub stateless: bool,
+    /// Browser origins allowed besides this machine's (`https://app.example.com:443`).
+    pub allowed_origins: Vec<String>,
+    /// Largest request body, in bytes: over it, 413.
+    pub max_body_bytes: usize,
+    /// How long calls in flight get to finish after SIGTERM before the server stops anyway.
+    pub drain_timeout: Duration,
+}
+
+impl std::fmt::Debug for HttpOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpOptions")
+            .field("token", &"(hidden)")
+            .field("stateless", &self.stateless)
+            .field("allowed_origins", &self.allowed_origins)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("drain_timeout", &self.drain_timeout)
+            .finish()
+    }
+}
+
+impl HttpOptions {
+    /// The defaults, with `token`: sessions kept, 4 MiB bodies, 30 s to drain.
+    pub fn new(token: String) -> Self {
+        Self {
+            token,
+            stateless: false,
+            allowed_origins: Vec::new(),
+            max_body_bytes: 4 << 20,
+            drain_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+impl ToolServer {
+    /// Serves every client that comes to `listener` until SIGTERM or SIGINT (or a trace line
+    /// that cannot be written); then stops accepting, lets calls in flight finish (up to
+    /// `drain_timeout`), and closes the sessions.
+    pub async fn serve_http(self, listener: std::net::TcpListener, options: HttpOptions) -> Result<(), McpError> {
+        listener.set_nonblocking(true).map_err(McpError::Listen)?;
+        let listener = tokio::net::TcpListener::from_std(listener).map_err(McpError::Listen)?;
+        let loopback = listener.local_addr().map(|a| a.ip().is_loopback()).map_err(McpError::Listen)?;
+        let config = service_config(&options, loopback);
+        let cancel = config.cancellation_token.clone();
+        let factory = {
+            let server = self.clone();
+            move || Ok(server.clone())
+        };
+        let mcp = StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), config);
+        let draining = Arc::new(AtomicBool::new(false));
+        let app = Router::new()
+            .route_service("/mcp", mcp)
+            .route_layer(from_fn_with_state(Arc::<str>::from(options.token.as_str()), require_bearer))
+            .route("/healthz", get(health).with_state(draining.clone()));
+
+        let (stop, in_flight) = (self.stop.clone(), self.in_flight.clone());
+        let stopping = async move {
+            tokio::select! {
+                () = termination() => {}
+                () = stop.notify.notified() => {}
+            }
+            draining.store(true, Ordering::SeqCst);
+            // Not awaited here: accepting stops now, while the calls in flight finish.
+            tokio::spawn(async move {
+                let mut count = in_flight.subscribe();
+                let _ = tokio::time::timeout(options.drain_timeout, count.wait_for(|n| *n == 0)).await;
+                // Ends the sessions and their SSE streams, which would keep connections open.
+                cancel.cancel();
+            });
+        };
+        axum::serve(listener, app).with_graceful_shutdown(stopping).await.map_err(McpError::Listen)?;
+        if let Some(e) = self.stop.trace_error.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
+            return Err(McpError::Trace(e));
+        }
+        Ok(())
+    }
+}
+
+/// `rmcp`'s settings: origins checked always, hosts when on loopback (elsewhere the name
+/// clients use is not known here, and the token guards the door), the body limit, and
+/// stateless JSON answers when asked.
+fn service_config(options: &HttpOptions, loopback: bool) -> StreamableHttpServerConfig {
+    let origins = LOCAL_ORIGINS.iter().map(|o| (*o).to_owned()).chain(options.allowed_origins.iter().cloned());
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_origins(origins)
+        .enforce_origin_validation()
+        .with_max_request_body_bytes(options.max_body_bytes)
+        .with_legacy_session_mode(!options.stateless)
+        .with_json_response(options.stateless);
+    if loopback { config } else { config.disable_allowed_hosts() }
+}
+
+/// `200 ok`, or `503 draining` once the server is shutting down, so that a load balancer
+/// stops sending it clients.
+async fn health(State(draining): State<Arc<AtomicBool>>) -> Response {
+    if draining.load(Ordering::SeqCst) {
+        (StatusCode::SERVICE_UNAVAILABLE, "draining\n").into_response()
+    } else {
+        (StatusCode::OK, "ok\n").into_response()
+    }
+}
+
+/// Lets a request through only with `Authorization: Bearer TOKEN`; 401 otherwise.
+async fn require_bearer(State(token): State<Arc<str>>, request: Request, next: Next) -> Response {
+    let given = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    let presented = given.and_then(|v| v.strip_prefix("Bearer ")).unwrap_or("");
+    if same(presented.as_bytes(), token.as_bytes()) {
+        return next.run(request).await;
+    }
+    let body = r#"{"error":"unauthorized","message":"this MCP endpoint needs Authorization: Bearer <token>; harness mcp serve --http printed the token at start, or read it from --token-env"}"#;
+    (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer"), (header::CONTENT_TYPE, "application/json")], body)
+        .into_response()
+}
+
+/// Compares in time that depends on the lengths alone, not on where the bytes first differ.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// SIGTERM (what a container runtime sends) or SIGINT.
+async fn termination() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(same(b"abc", b"abc"));
+        assert!(!same(b"abc", b"abd"));
+        assert!(!same(b"abc", b"ab"));
+        assert!(!same(b"", b"x"));
+    }
+
+    #[test]
+    fn the_token_is_never_in_debug_output() {
+        let options = HttpOptions::new("s3cret-token".to_owned());
+        assert!(!format!("{options:?}").contains("s3cret"));
+    }
+}
