@@ -43,7 +43,7 @@ mod trace;
 
 pub use approval::{Answer, ApprovalPolicy, Approvals, Approver, Decision, Effect, PendingCall, call_digest};
 pub use error::{ErrorCode, HarnessError};
-pub use printable::printable;
+pub use printable::{moves_or_reorders, printable};
 pub use provider::{
     Arguments, Message, ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest, ToolChoice, Usage,
 };

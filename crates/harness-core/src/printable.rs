@@ -11,7 +11,7 @@
 pub fn printable(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        if is_sneaky(c) {
+        if moves_or_reorders(c) {
             out.extend(c.escape_default());
         } else {
             out.push(c);
@@ -20,8 +20,9 @@ pub fn printable(text: &str) -> String {
     out
 }
 
-/// Characters that move the cursor, clear the screen or reorder what is shown.
-fn is_sneaky(c: char) -> bool {
+/// Whether `c` moves the cursor, clears the screen or reorders what is shown: the one rule of
+/// what text from outside may not bring to a terminal as it is.
+pub fn moves_or_reorders(c: char) -> bool {
     c.is_control()
         || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
 }

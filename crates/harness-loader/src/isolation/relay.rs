@@ -157,15 +157,14 @@ impl Lines {
     }
 }
 
-/// `bytes` as text a terminal shows as it is: invalid UTF-8 replaced, control characters
-/// (but the tab) and the bidirectional overrides that reorder what is shown written as
-/// `\u{1b}`.
+/// `bytes` as text a terminal shows as it is: invalid UTF-8 replaced, and every character
+/// [`harness_core::moves_or_reorders`] names but the tab written as `\u{1b}`.
 pub(crate) fn escaped(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(bytes);
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        let hidden = matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-        if (c.is_control() && c != '\t') || hidden {
+        // The tab is kept: a plugin's aligned output reads as it was written.
+        if c != '\t' && harness_core::moves_or_reorders(c) {
             out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
         } else {
             out.push(c);
