@@ -21,34 +21,7 @@ fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/replies")
 }
 
-fn tool(name: &str, properties: Value) -> ToolDefinition {
-    ToolDefinition {
-        name: name.to_owned(),
-        description: String::new(),
-        parameters: json!({ "type": "object", "properties": properties }),
-        examples: Vec::new(),
-        source: ToolSource::Builtin,
-    }
-}
-
-/// The tools every case is read with: their schemas type the values of XML-style formats.
-fn tools() -> Vec<ToolDefinition> {
-    vec![
-        tool("get_weather", json!({ "city": { "type": "string" }, "days": { "type": "integer" } })),
-        tool(
-            "search",
-            json!({
-                "query": { "type": "string" },
-                "limit": { "type": ["integer", "null"] },
-                "exact": { "type": "boolean" },
-                "score": { "type": "number" },
-                "filters": { "type": "object" },
-                "tags": { "type": "array" },
-            }),
-        ),
-        tool("calculate", json!({ "expression": { "type": "string" } })),
-    ]
-}
+include!("common/tools.rs");
 
 /// What the reader gives for a case, as the case file holds it.
 fn reading(text: &str, case: &Map<String, Value>, tools: &[ToolDefinition]) -> Result<Map<String, Value>, String> {

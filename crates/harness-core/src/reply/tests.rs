@@ -8,33 +8,7 @@ use super::{ReadOptions, ReadReply, ReplyFormat, read_reply};
 use crate::error::ErrorCode;
 use crate::registry::{ToolDefinition, ToolSource};
 
-fn tool(name: &str, properties: Value) -> ToolDefinition {
-    ToolDefinition {
-        name: name.to_owned(),
-        description: String::new(),
-        parameters: json!({ "type": "object", "properties": properties }),
-        examples: Vec::new(),
-        source: ToolSource::Builtin,
-    }
-}
-
-fn tools() -> Vec<ToolDefinition> {
-    vec![
-        tool("get_weather", json!({ "city": { "type": "string" }, "days": { "type": "integer" } })),
-        tool(
-            "search",
-            json!({
-                "query": { "type": "string" },
-                "limit": { "type": ["integer", "null"] },
-                "exact": { "type": "boolean" },
-                "score": { "type": "number" },
-                "filters": { "type": "object" },
-                "tags": { "type": "array" },
-            }),
-        ),
-        tool("calculate", json!({ "expression": { "type": "string" } })),
-    ]
-}
+include!("../../tests/common/tools.rs");
 
 fn read_as(text: &str, format: ReplyFormat, truncated: bool) -> ReadReply {
     let tools = tools();
