@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every benchmark of issue 8 in one go: the machine, the stage benchmarks (divan), then the
+# The stage and whole-process benchmarks in one go: the machine, the stage benchmarks (divan), then the
 # whole-process runs of the harness against the Python reference, with ratios. Results are
 # printed and kept in target/bench-results/<date>/. See docs/benchmarks.md.
 #

@@ -1,4 +1,4 @@
-//! Stage benchmarks of the harness (issue 8): `cargo bench -p harness-bench --bench stages`.
+//! Stage benchmarks of the harness: `cargo bench -p harness-bench --bench stages`.
 //!
 //! Each group measures one stage through the crates' public API, on the inputs of
 //! `harness_bench` (the same the Python reference uses). The plugin libraries are built with

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The Python reference loop the harness is measured against (issue 8; docs/benchmarks.md).
+"""The Python reference loop the harness is measured against (docs/benchmarks.md).
 
 The same router-first loop as `harness run --script`, written the way a Python harness
 usually is: the scripted router reply is read as JSON text, a call in model text is found by

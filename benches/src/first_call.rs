@@ -1,4 +1,4 @@
-//! Exec to first router call, seen from the model server's side (issue 19, item 1).
+//! Exec to first router call, seen from the model server's side: the start-up a server waits on.
 //!
 //! The benchmark plays an OpenAI-compatible server on a loopback port and starts
 //! `harness run --provider llamacpp --base-url http://127.0.0.1:PORT/v1`: the time from the

@@ -1,4 +1,4 @@
-//! Shared inputs and helpers of the harness benchmarks (issue 8).
+//! Shared inputs and helpers of the harness benchmarks.
 //!
 //! The stage benchmarks (`cargo bench -p harness-bench`) and the whole-process runner
 //! (`cargo run --release -p harness-bench --bin whole-process`) use the same inputs from here,

@@ -1,4 +1,4 @@
-//! How busy `harness batch --concurrency N` keeps a real llama.cpp server (issue 19, item 3).
+//! How busy `harness batch --concurrency N` keeps a real llama.cpp server.
 //!
 //! Starts `llama-server -np SLOTS` on a free loopback port, runs `harness batch` over RUNS
 //! requests against it, and samples the server's `/slots` every 20 ms while the batch runs: the

@@ -1,4 +1,4 @@
-//! Whole-process numbers (issue 8): the `harness` binary against the Python reference loop.
+//! Whole-process numbers: the `harness` binary against the Python reference loop.
 //!
 //! ```text
 //! cargo run --release -p harness-bench --bin whole-process -- [options]

@@ -1,6 +1,6 @@
 //! The plugin cache: what each library file declared (its ABI version and manifest) when a
 //! plugin host last read it, so that a start-up starts no plugin host for files that have not
-//! changed since (issue 19: the probe child was most of a start-up with ten plugin files).
+//! changed since (the probe child was most of a start-up with ten plugin files).
 //!
 //! Why an entry can stand in for reading the file again:
 //! - it is used only for the file it was written for, recognised as git's index recognises a

@@ -1,5 +1,5 @@
-//! The notation, row by row: what a user expects from each expression (the rows of issue 18
-//! first), and for each mistake, the column and the words of its error.
+//! The notation, row by row: what a user expects from each expression (the expressions models
+//! write most first), and for each mistake, the column and the words of its error.
 
 use calc::calculate;
 
@@ -14,7 +14,7 @@ fn shown(expression: &str) -> String {
 #[test]
 fn every_expression_gives_what_a_user_expects() {
     let rows = [
-        // Issue 18's table.
+        // What models write most: true division, `^` and `**`, the usual functions, exact big integers.
         ("17/100*2340", "397.8"),
         ("10/4", "2.5"),
         ("-5/2", "-2.5"),

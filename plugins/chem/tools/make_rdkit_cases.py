@@ -11,7 +11,7 @@ CI needs no RDKit. Rows:
   doubled, a bond order changed, a case flipped, charges, isotopes, stereo marks, `%nn`
   closures, `.` parts, `:` and `~` bonds, metals in brackets, whitespace, ...), one or two
   per case; each mutated string appears once;
-* `hard`: hand-written hard SMILES (those of issue 15 and their relatives).
+* `hard`: hand-written hard SMILES (each kind where this parser and RDKit once disagreed, and their relatives).
 
 Columns (tab-separated): kind, SMILES, then `invalid`, or formula, atom count (GetNumAtoms)
 and average weight (Descriptors.MolWt, 5 decimals). Lines starting with `#` are comments.
@@ -53,7 +53,7 @@ SOURCES = [
 ]
 
 HARD = [
-    # issue 15, by kind
+    # where this parser and RDKit once disagreed, by kind
     "Cn=1ccnc1",
     "c1c=ocn1",
     "c1ccccc1c2c(Cl)cccc#2Cl",
