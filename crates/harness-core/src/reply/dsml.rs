@@ -101,13 +101,19 @@ struct Attributes<'t> {
     closed: bool,
 }
 
-/// `key="value"` attributes from `p` up to `>` or `/>`.
-fn attributes<'t>(text: &'t str, mut p: usize, opened: usize, r: &mut Reading<'_>) -> Option<Attributes<'t>> {
+/// `key="value"` attributes from `p` up to `>` or `/>`; a cut names `tool`, the call they are in.
+fn attributes<'t>(
+    text: &'t str,
+    mut p: usize,
+    opened: usize,
+    tool: Option<&str>,
+    r: &mut Reading<'_>,
+) -> Option<Attributes<'t>> {
     let mut pairs = Vec::new();
     loop {
         p = skip_ws(text, p);
         if p >= text.len() {
-            r.cut(opened, None);
+            r.cut(opened, tool);
             return None;
         }
         if starts(text, p, ">") {
@@ -117,7 +123,7 @@ fn attributes<'t>(text: &'t str, mut p: usize, opened: usize, r: &mut Reading<'_
             return Some(Attributes { pairs, end: p + 2, closed: true });
         }
         let Some(eq) = find_from(text, p, "=\"") else {
-            r.cut(opened, None);
+            r.cut(opened, tool);
             return None;
         };
         let key = text[p..eq].trim();
@@ -126,7 +132,7 @@ fn attributes<'t>(text: &'t str, mut p: usize, opened: usize, r: &mut Reading<'_
             return None;
         }
         let Some(quote) = find_from(text, eq + 2, "\"") else {
-            r.cut(opened, None);
+            r.cut(opened, tool);
             return None;
         };
         pairs.push((key, &text[eq + 2..quote]));
@@ -144,7 +150,7 @@ fn read_invoke(text: &str, p: usize, r: &mut Reading<'_>) -> Option<usize> {
         r.malformed(p, "expected <｜DSML｜invoke name=\"…\"> or </｜DSML｜function_calls>");
         return None;
     };
-    let attrs = attributes(text, after_tag, p, r)?;
+    let attrs = attributes(text, after_tag, p, None, r)?;
     let Some(name) = attribute(&attrs.pairs, "name").filter(|n| !n.trim().is_empty()) else {
         r.malformed(p, "the invoke tag has no name attribute");
         return None;
@@ -188,7 +194,7 @@ fn read_parameters(text: &str, mut p: usize, opened: usize, tool: &str, r: &mut 
             r.malformed(p, &format!("expected <｜DSML｜parameter name=\"…\"> in the call to {tool:?}"));
             return None;
         };
-        let attrs = attributes(text, after_tag, opened, r)?;
+        let attrs = attributes(text, after_tag, opened, Some(tool), r)?;
         let Some(key) = attribute(&attrs.pairs, "name") else {
             r.malformed(p, "the parameter tag has no name attribute");
             return None;

@@ -196,7 +196,7 @@ impl<'a> Reading<'a> {
             }
             reasoning.push_str(&self.reasoning);
         }
-        let content = self.content.trim().to_owned();
+        let content = without_end_of_turn(&self.content).to_owned();
         if self.calls.is_empty() && self.error.is_none() {
             self.error = Some(if options.truncated {
                 cut_error(self.format, self.reply_len, None, true)
@@ -213,6 +213,34 @@ impl<'a> Reading<'a> {
             error: self.error,
         }
     }
+}
+
+/// The end-of-turn tokens chat templates write after a reply (DeepSeek, Llama 3 and 4, Qwen and
+/// Kimi, Mistral, Gemma 3 and 4, GLM, Kimi K3): a serving engine stops on them, so they end the
+/// reply and are never its content.
+const END_OF_TURN: [&str; 13] = [
+    "<｜end▁of▁sentence｜>",
+    "<|eot_id|>",
+    "<|eom_id|>",
+    "<|end_of_text|>",
+    "<|eot|>",
+    "<|im_end|>",
+    "<|endoftext|>",
+    "</s>",
+    "<turn|>",
+    "<end_of_turn>",
+    "<|user|>",
+    "<|observation|>",
+    "<|end_of_msg|>",
+];
+
+/// `content` trimmed, without the end-of-turn tokens that close it.
+fn without_end_of_turn(content: &str) -> &str {
+    let mut rest = content.trim();
+    while let Some(token) = END_OF_TURN.iter().find(|t| rest.ends_with(**t)) {
+        rest = rest[..rest.len() - token.len()].trim_end();
+    }
+    rest
 }
 
 /// The error of a reply cut short: at the token limit, or inside a call never closed.
