@@ -218,12 +218,13 @@ impl<'a> Reading<'a> {
 /// The end-of-turn tokens chat templates write after a reply (DeepSeek, Llama 3 and 4, Qwen and
 /// Kimi, Mistral, Gemma 3 and 4, GLM, Kimi K3): a serving engine stops on them, so they end the
 /// reply and are never its content.
-const END_OF_TURN: [&str; 13] = [
+const END_OF_TURN: [&str; 14] = [
     "<｜end▁of▁sentence｜>",
     "<|eot_id|>",
     "<|eom_id|>",
     "<|end_of_text|>",
     "<|eot|>",
+    "<|eom|>",
     "<|im_end|>",
     "<|endoftext|>",
     "</s>",
