@@ -5,9 +5,10 @@
 //! Read as the engines accept it (vLLM's and SGLang's qwen3_coder parsers): the `<tool_call>`
 //! opener may be missing, so bare `<function=…>` blocks, one or several in a row, are calls;
 //! a missing `</parameter>` is read as ended by the next `<parameter=` starting a line or by
-//! `</function>`. Otherwise a value ends only where the grammar puts its end: a `</parameter>`
-//! followed by the next `<parameter=` or by `</function>`; a `</parameter>` or `<function=x>`
-//! inside the value, followed by more of it, is text. `<function=NAME>{...}</function>` with
+//! `</function>`, unless a `</parameter>` follows that `</function>` before another block opens
+//! (then the value quotes a call). Otherwise a value ends only where the grammar puts its end: a
+//! `</parameter>` followed by the next `<parameter=` or by `</function>`; a `</parameter>`,
+//! `<function=x>` or `</function>` inside the value, followed by more of it, is text. `<function=NAME>{...}</function>` with
 //! JSON arguments (Llama 3.1's custom tool format) is read as well.
 
 use serde_json::{Map, Value};
@@ -31,6 +32,15 @@ struct Closers {
     function: Closer,
     /// The next parameter on a line of its own, which ends a value whose `</parameter>` is missing.
     next_parameter: Seeker,
+    /// Block openers, which tell a `</function>` that ends a block from one inside a value.
+    openers: [Seeker; 2],
+}
+
+impl Closers {
+    /// Whether a block opens between `from` and `to`.
+    fn opens_between(&mut self, text: &str, from: usize, to: usize) -> bool {
+        self.openers.iter_mut().filter_map(|s| s.next_at(text, from)).any(|at| at < to)
+    }
 }
 
 /// Reads every call of `text`: `<tool_call>` blocks and bare `<function=…>` blocks.
@@ -40,6 +50,7 @@ pub(super) fn read(text: &str, r: &mut Reading<'_>) {
         parameter: Closer::new(PARAMETER_END, AFTER_PARAMETER),
         function: Closer::new(FUNCTION_END, AFTER_FUNCTION),
         next_parameter: Seeker::new("\n<parameter="),
+        openers: [Seeker::new(TOOL_CALL), Seeker::new(FUNCTION)],
     };
     let mut pos = 0;
     while let Some(open) = openers.iter_mut().filter_map(|s| s.next_at(text, pos)).min() {
@@ -152,11 +163,12 @@ fn read_parameters(
         // The value ends at its own `</parameter>`, or, when that is missing, at the next
         // `<parameter=` starting a line or at `</function>` (as vLLM's parser reads it);
         // a block followed by prose has no closer the grammar vouches for: its first one ends it.
-        let ends = [
-            closers.parameter.next_at(text, value_start),
-            closers.function.next_at(text, value_start),
-            closers.next_parameter.next_at(text, value_start),
-        ];
+        // A `</function>` before the value's own `</parameter>` ends it only when a block opens
+        // between them: else it is text of the value (a value quoting a whole call).
+        let own = closers.parameter.next_at(text, value_start);
+        let function = closers.function.next_at(text, value_start);
+        let function = function.filter(|f| own.is_none_or(|o| o < *f || closers.opens_between(text, *f, o)));
+        let ends = [own, function, closers.next_parameter.next_at(text, value_start)];
         let plain = || find_from(text, value_start, FUNCTION_END);
         let Some(value_end) = ends.into_iter().flatten().min().or_else(plain) else {
             r.cut(open, Some(tool));
