@@ -2,7 +2,9 @@
 //! </tool_call>`, with or without newlines between the parts. Values are text typed by the
 //! tool's schema (a value that is JSON for an object or array parameter becomes that value).
 //! A value ends at the `</arg_value>` followed by the next `<arg_key>` or by `</tool_call>`,
-//! as the chat template writes it: a closer inside a value, followed by more of it, is text.
+//! as the chat template writes it: a closer inside a value, followed by more of it, is text, and
+//! so is a whole call quoted in a value, `</tool_call>` included, when the value's own
+//! `</arg_value>` follows before the next `<tool_call>`.
 
 use serde_json::{Map, Value};
 
@@ -17,7 +19,7 @@ const CLOSE: &str = "</tool_call>";
 
 /// Reads every `<tool_call>` block of `text`.
 pub(super) fn read(text: &str, r: &mut Reading<'_>) {
-    let mut value_end = Closer::new(VALUE_END, &[KEY, CLOSE]);
+    let mut value_end = Closer::new(VALUE_END, &[KEY, CLOSE]).quoting_calls(CLOSE, OPEN);
     r.each_call(text, OPEN, Reading::content, |text, open, r| read_block(text, open, r, &mut value_end));
 }
 

@@ -10,8 +10,9 @@
 //! JSON (a value that is not stays the raw text), as vLLM's kimi_k3 parser decodes it;
 //! attribute values are escaped as in XML (`&amp;`, `&quot;`, …). A value ends
 //! only at its closing marker followed by the next element or the call's end: marker-like
-//! text inside a value is text. A call with no tool name, or a JSON block that does not
-//! parse, is a malformed call.
+//! text inside a value is text, and so is a whole call's end quoted in it when the value's own
+//! closing marker follows before the next call opens. A call with no tool name, or a JSON
+//! block that does not parse, is a malformed call.
 
 use serde_json::{Map, Value};
 
@@ -54,8 +55,10 @@ fn content(piece: &str, r: &mut Reading<'_>) {
 
 /// Reads every call of `text`.
 pub(super) fn read(text: &str, r: &mut Reading<'_>) {
-    let mut closers =
-        Closers { argument: Closer::new(ARGUMENT_END, AFTER_ELEMENT), json: Closer::new(JSON_END, AFTER_ELEMENT) };
+    let mut closers = Closers {
+        argument: Closer::new(ARGUMENT_END, AFTER_ELEMENT).quoting_calls(CALL_END, CALL),
+        json: Closer::new(JSON_END, AFTER_ELEMENT).quoting_calls(CALL_END, CALL),
+    };
     r.each_call(text, CALL, |r, piece| content(piece, r), |text, open, r| read_call(text, open, r, &mut closers));
 }
 

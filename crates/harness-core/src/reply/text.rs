@@ -56,12 +56,35 @@ pub(super) struct Closer {
     followers: &'static [&'static str],
     /// The last answer: `Some(None)` once no such closer is left.
     next: Option<Option<usize>>,
+    /// The marker that ends a call, the seeker of the next call's opener and one of this
+    /// closer again: see [`Closer::quoting_calls`].
+    call_end: Option<(&'static str, Seeker, Seeker)>,
 }
 
 impl Closer {
     /// A seeker of `closer` followed by one of `followers`.
     pub(super) fn new(closer: &'static str, followers: &'static [&'static str]) -> Self {
-        Self { closer, followers, next: None }
+        Self { closer, followers, next: None, call_end: None }
+    }
+
+    /// A closer followed by `end` (the marker that ends a call) ends the value only when no
+    /// closer like it comes after, before the next call's `opener`: else the value quotes a
+    /// whole call, its end included, and goes on to its own closer.
+    pub(super) fn quoting_calls(mut self, end: &'static str, opener: &'static str) -> Self {
+        self.call_end = Some((end, Seeker::new(opener), Seeker::new(self.closer)));
+        self
+    }
+
+    /// Whether the follower at `next` lets the closer before it stand.
+    fn ends_value(&mut self, text: &str, next: usize) -> bool {
+        let Some((end, opener, again)) = self.call_end.as_mut().filter(|(end, ..)| starts(text, next, end)) else {
+            return true;
+        };
+        let after = next + end.len();
+        match again.next_at(text, after) {
+            None => true,
+            Some(again) => opener.next_at(text, after).is_some_and(|open| open < again),
+        }
     }
 
     /// The first such closer at or after `pos`; `pos` must never move back.
@@ -72,11 +95,20 @@ impl Closer {
             _ => {}
         }
         let mut search = pos;
+        // A closer taken for a quoted call's end still ends the value when no other one does
+        // (prose after the call that names the closer).
+        let mut quoted = None;
         let found = loop {
-            let Some(at) = find_from(text, search, self.closer) else { break None };
+            let Some(at) = find_from(text, search, self.closer) else { break quoted };
             let next = skip_ws(text, at + self.closer.len());
-            if next >= text.len() || self.followers.iter().any(|f| starts(text, next, f)) {
+            if next >= text.len() {
                 break Some(at);
+            }
+            if self.followers.iter().any(|f| starts(text, next, f)) {
+                if self.ends_value(text, next) {
+                    break Some(at);
+                }
+                quoted = quoted.or(Some(at));
             }
             search = at + self.closer.len();
         };
