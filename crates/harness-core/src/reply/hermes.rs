@@ -20,8 +20,12 @@ pub(super) fn kind_of_block(after_open: &str) -> ReplyFormat {
     }
 }
 
-/// Reads every Hermes `<tool_call>` block of `text`.
+/// Reads every Hermes `<tool_call>` block of `text`. A reply without one is read for calls
+/// written as JSON (fenced or bare), as llama.cpp's Hermes parsing takes the tag as optional.
 pub(super) fn read_tagged(text: &str, r: &mut Reading<'_>) {
+    if !text.contains(OPEN) {
+        return super::json::read(text, r);
+    }
     r.each_call(text, OPEN, Reading::content, |text, open, r| read_json_block(text, open, open + OPEN.len(), r));
 }
 

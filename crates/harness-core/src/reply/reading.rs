@@ -235,11 +235,16 @@ const END_OF_TURN: [&str; 14] = [
     "<|end_of_msg|>",
 ];
 
-/// `content` trimmed, without the end-of-turn tokens that close it.
+/// `content` trimmed, without the end-of-turn tokens that close it, and empty when all that is
+/// left is the code fence a call was written in (```` ```xml ```` … ```` ``` ````).
 fn without_end_of_turn(content: &str) -> &str {
     let mut rest = content.trim();
     while let Some(token) = END_OF_TURN.iter().find(|t| rest.ends_with(**t)) {
         rest = rest[..rest.len() - token.len()].trim_end();
+    }
+    let inside = rest.strip_prefix("```").and_then(|r| r.strip_suffix("```"));
+    if inside.is_some_and(|i| i.trim().chars().all(|c| c.is_ascii_alphanumeric())) {
+        return "";
     }
     rest
 }
