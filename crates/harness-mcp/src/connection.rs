@@ -5,12 +5,16 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use harness_core::ToolFailure;
+use rmcp::model::ProtocolVersion;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation, JsonObject, Tool,
 };
 use rmcp::service::{ClientInitializeError, NotificationContext, RunningService};
 use rmcp::transport::IntoTransport;
-use rmcp::{ClientCacheConfig, ClientHandler, MAX_CLIENT_CACHE_TTL, Peer, RoleClient, ServiceError, ServiceExt};
+use rmcp::{
+    ClientCacheConfig, ClientHandler, ClientLifecycleMode, ClientServiceExt, MAX_CLIENT_CACHE_TTL, Peer, RoleClient,
+    ServiceError,
+};
 
 use crate::child::{self, ChildWatch};
 use crate::config::McpServerConfig;
@@ -96,6 +100,8 @@ fn tool_list_cache() -> ClientCacheConfig {
 pub(crate) struct Started {
     pub(crate) connection: Connection,
     pub(crate) server_info: Option<(String, String)>,
+    /// The protocol version the handshake settled on (the newest both sides speak).
+    pub(crate) protocol_version: Option<String>,
     pub(crate) tools: Vec<rmcp::model::Tool>,
 }
 
@@ -137,6 +143,13 @@ impl std::fmt::Display for HandshakeError {
     }
 }
 
+/// The newest protocol first (`server/discover`, no handshake), then, for a server that says
+/// it does not know it, the `initialize` handshake, in which the server picks the newest
+/// older version it speaks.
+fn lifecycle() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto { preferred_versions: vec![ProtocolVersion::LATEST], legacy_version: None }
+}
+
 /// Completes the handshake over `transport` and lists the tools.
 async fn handshake<T, E, A>(watch: &Arc<ToolWatch>, transport: T) -> Result<(Service, Vec<Tool>), HandshakeError>
 where
@@ -144,7 +157,8 @@ where
     E: std::error::Error + Send + Sync + 'static,
 {
     let client = Client { watch: watch.clone() };
-    let service = client.serve(transport).await.map_err(|e| HandshakeError::Init(Box::new(e)))?;
+    let service =
+        client.serve_with_lifecycle(transport, lifecycle()).await.map_err(|e| HandshakeError::Init(Box::new(e)))?;
     service.peer().set_response_cache_config(tool_list_cache()).await;
     let tools = service.peer().list_all_tools().await.map_err(HandshakeError::List)?;
     Ok((service, tools))
@@ -158,11 +172,12 @@ fn started(
     child: Option<ChildWatch>,
     watch: Arc<ToolWatch>,
 ) -> Started {
-    let server_info =
-        service.peer().peer_info().and_then(|i| i.server_info.as_ref().map(|s| (s.name.clone(), s.version.clone())));
+    let info = service.peer().peer_info();
+    let server_info = info.as_ref().and_then(|i| i.server_info.as_ref().map(|s| (s.name.clone(), s.version.clone())));
+    let protocol_version = info.as_ref().map(|i| i.protocol_version.to_string());
     let peer = service.peer().clone();
     let connection = Connection { server: config.name.clone(), peer, service: Mutex::new(Some(service)), child, watch };
-    Started { connection, server_info, tools }
+    Started { connection, server_info, protocol_version, tools }
 }
 
 /// Starts (or reaches) `config`'s server, completes the handshake and lists its tools, all

@@ -4,19 +4,26 @@
 //! What `rmcp` checks before a message reaches a tool: the `Origin` (403 unless it is this
 //! machine's or one allowed; DNS rebinding), the `Host` when listening on loopback, the body's
 //! size (413) and its JSON-RPC shape (400). What is checked here first: the token (401).
+//!
+//! A shutdown drains POSTs, not tool calls: a call that has returned is not answered until
+//! its response is written, and ending the sessions before that loses the answer (500).
 
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
+use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::{Method, StatusCode, header};
 use axum::middleware::{Next, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::sync::watch;
 
 use crate::error::McpError;
 use crate::serve::ToolServer;
@@ -81,12 +88,14 @@ impl ToolServer {
         };
         let mcp = StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), config);
         let draining = Arc::new(AtomicBool::new(false));
+        let in_flight = Arc::new(watch::channel(0).0);
         let app = Router::new()
             .route_service("/mcp", mcp)
+            .route_layer(from_fn_with_state(in_flight.clone(), count_posts))
             .route_layer(from_fn_with_state(Arc::<str>::from(options.token.as_str()), require_bearer))
             .route("/healthz", get(health).with_state(draining.clone()));
 
-        let (stop, in_flight) = (self.stop.clone(), self.in_flight.clone());
+        let stop = self.stop.clone();
         let stopping = async move {
             tokio::select! {
                 () = termination() => {}
@@ -143,6 +152,60 @@ async fn require_bearer(State(token): State<Arc<str>>, request: Request, next: N
     let body = r#"{"error":"unauthorized","message":"this MCP endpoint needs Authorization: Bearer <token>; harness mcp serve --http printed the token at start, or read it from --token-env"}"#;
     (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer"), (header::CONTENT_TYPE, "application/json")], body)
         .into_response()
+}
+
+/// Counts one POST in flight for as long as it lives: until its response is written.
+struct InFlight(Arc<watch::Sender<usize>>);
+
+impl InFlight {
+    fn enter(count: &Arc<watch::Sender<usize>>) -> Self {
+        count.send_modify(|n| *n += 1);
+        Self(count.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
+/// A response body that keeps its request counted in flight until the body is sent (or the
+/// client goes away): an SSE answer is written after the handler has returned.
+struct Counted {
+    inner: Body,
+    _in_flight: InFlight,
+}
+
+impl http_body::Body for Counted {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// Counts every POST (a message that may run a tool) until its answer is sent; the GET that
+/// holds a session's stream open is not counted, since it never ends by itself.
+async fn count_posts(State(count): State<Arc<watch::Sender<usize>>>, request: Request, next: Next) -> Response {
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    let in_flight = InFlight::enter(&count);
+    let response = next.run(request).await;
+    response.map(|inner| Body::new(Counted { inner, _in_flight: in_flight }))
 }
 
 /// Compares in time that depends on the lengths alone, not on where the bytes first differ.

@@ -66,6 +66,12 @@ fn run(s: &Scratch, token: Option<&str>, steps: &[Value]) -> crate::support::Ran
     ran(harness.args(args).arg("--script").arg(&script))
 }
 
+/// The newest protocol version that both the harness's SDK and the Python SDK of
+/// tests/mcp/requirements.txt speak.
+fn rmcp_latest() -> Value {
+    json!("2026-07-28")
+}
+
 fn assert_no_secret(what: &str, text: &str) {
     for secret in [TOKEN, LITERAL] {
         assert!(!text.contains(secret), "{what} shows a secret: {text}");
@@ -101,6 +107,11 @@ fn a_remote_server_behind_a_bearer_token_is_a_tool_source() {
     assert_eq!((&remote["url"], &remote["headers"]), (&json!(server.url), &json!(["Authorization", "X-Literal"])));
     assert_eq!(remote["server_info"]["name"], "py-tools", "{remote}");
     assert_no_secret("plugins list", &listed.stdout);
+    // The version the handshake settled on: the newest both SDKs speak, in the listing and in
+    // the trace's first line alike.
+    let first = &s.trace_lines("t.jsonl")[0];
+    assert_eq!(first["mcp_servers"], json!([{"name": "remote", "protocol_version": remote["protocol_version"]}]));
+    assert_eq!(remote["protocol_version"], rmcp_latest(), "{remote}");
 }
 
 #[test]
