@@ -3,7 +3,8 @@
 //!
 //! What `rmcp` checks before a message reaches a tool: the `Origin` (403 unless it is this
 //! machine's or one allowed; DNS rebinding), the `Host` when listening on loopback, the body's
-//! size (413) and its JSON-RPC shape (400). What is checked here first: the token (401).
+//! size (413) and its JSON-RPC shape (400; `rmcp` says 415, turned into 400 here). What is
+//! checked here first: the token (401).
 //!
 //! A shutdown drains POSTs, not tool calls: a call that has returned is not answered until
 //! its response is written, and ending the sessions before that loses the answer (500).
@@ -18,7 +19,7 @@ use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{Method, StatusCode, header};
-use axum::middleware::{Next, from_fn_with_state};
+use axum::middleware::{Next, from_fn, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -92,6 +93,7 @@ impl ToolServer {
         let app = Router::new()
             .route_service("/mcp", mcp)
             .route_layer(from_fn_with_state(in_flight.clone(), count_posts))
+            .route_layer(from_fn(malformed_is_bad_request))
             .route_layer(from_fn_with_state(Arc::<str>::from(options.token.as_str()), require_bearer))
             .route("/healthz", get(health).with_state(draining.clone()));
 
@@ -206,6 +208,29 @@ async fn count_posts(State(count): State<Arc<watch::Sender<usize>>>, request: Re
     let in_flight = InFlight::enter(&count);
     let response = next.run(request).await;
     response.map(|inner| Body::new(Counted { inner, _in_flight: in_flight }))
+}
+
+/// A JSON body that is not a JSON-RPC message is 400 with a JSON-RPC parse error, as the
+/// spec asks: `rmcp` answers 415 (its media-type answer) for a body it cannot read, whatever
+/// the reason. A body sent as another type stays 415.
+async fn malformed_is_bad_request(request: Request, next: Next) -> Response {
+    let json = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    let response = next.run(request).await;
+    if !json || response.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        return response;
+    }
+    // The reason is a short line of rmcp's ("EOF while parsing a value at line 1 column 33").
+    let said = axum::body::to_bytes(response.into_body(), 4096).await.unwrap_or_default();
+    let error = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": -32700, "message": format!("the body is not a JSON-RPC message: {}", String::from_utf8_lossy(&said))},
+    });
+    (StatusCode::BAD_REQUEST, [(header::CONTENT_TYPE, "application/json")], error.to_string()).into_response()
 }
 
 /// Compares in time that depends on the lengths alone, not on where the bytes first differ.

@@ -104,13 +104,24 @@ const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","param
 #[test]
 fn serve_http_refuses_without_the_token_or_from_a_foreign_origin() {
     let s = Scratch::new();
-    let served = serve(&s);
+    let served = serve_with(&s, &["--enable", "fault", "--trace", "t.jsonl"]);
     let addr = &served.1;
     assert_eq!(status(addr, HEALTHZ), 200);
     assert_eq!(post(addr, "", INITIALIZE), 401);
     assert_eq!(post(addr, "Authorization: Bearer wrong\r\n", INITIALIZE), 401);
     assert_eq!(post(addr, "Authorization: Bearer e2e-token\r\nOrigin: http://evil.example\r\n", INITIALIZE), 403);
+    // Over the documented 4 MiB body limit, and not JSON-RPC: refused before any tool runs.
+    let echo = |pad: usize| tools_call(1, "fault_echo", &json!({"value": "x".repeat(pad)}));
+    let stateless = serve_with(&s, &["--enable", "fault", "--stateless", "--trace", "s.jsonl"]);
+    assert_eq!(authorized_post(&stateless.1, &echo(5 << 20)).0, 413);
+    assert_eq!(authorized_post(&stateless.1, r#"{"jsonrpc":"2.0","id":1,"method":"#).0, 400);
+    assert_eq!(authorized_post(&stateless.1, r#"{"jsonrpc":"1.0","id":1}"#).0, 400);
+    assert_eq!(post(&stateless.1, "", &echo(1)), 401);
     assert_eq!(post(addr, "Authorization: Bearer e2e-token\r\n", INITIALIZE), 200);
+    assert_eq!((stateless.terminate(), served.terminate()), (Some(0), Some(0)));
+    for trace in ["t.jsonl", "s.jsonl"] {
+        assert_eq!(std::fs::read_to_string(s.path(trace)).unwrap(), "", "a refused request reached a tool");
+    }
 }
 
 /// What the official Python SDK's Streamable HTTP client saw of the server at `addr`.
