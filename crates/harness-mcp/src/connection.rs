@@ -19,6 +19,7 @@ use rmcp::{
 use crate::child::{self, ChildWatch};
 use crate::config::McpServerConfig;
 use crate::remote;
+use crate::retry::Retrying;
 use crate::watch::ToolWatch;
 
 /// How long a server that lost its connection gets to be seen exiting, for a better message.
@@ -185,17 +186,23 @@ fn started(
 pub(crate) async fn connect(config: &McpServerConfig, start: &Start) -> Result<Started, String> {
     let timeout = config.own_timeout().unwrap_or(start.timeout);
     match &config.url {
-        Some(url) => connect_remote(config, url, timeout).await,
+        Some(url) => connect_remote(config, url, timeout, start.forward_stderr).await,
         None => connect_child(config, start, timeout).await,
     }
 }
 
 /// A remote server: the headers expanded from the environment, then the handshake. A server
 /// that asks for OAuth is refused with that said: the harness has no OAuth client.
-async fn connect_remote(config: &McpServerConfig, url: &str, timeout: Duration) -> Result<Started, String> {
+async fn connect_remote(
+    config: &McpServerConfig,
+    url: &str,
+    timeout: Duration,
+    report: bool,
+) -> Result<Started, String> {
     let headers = remote::expand_headers(&config.headers, |name| std::env::var(name).ok())?;
     let watch = Arc::new(ToolWatch::new(&config.name));
-    let outcome = tokio::time::timeout(timeout, handshake(&watch, remote::transport(url, headers))).await;
+    let transport = remote::transport(url, headers, Retrying::new(&config.name, report));
+    let outcome = tokio::time::timeout(timeout, handshake(&watch, transport)).await;
     match outcome {
         Ok(Ok((service, tools))) => Ok(started(config, service, tools, None, watch)),
         Ok(Err(HandshakeError::Init(e))) if e.is_authorization_required() => Err(format!(
@@ -309,7 +316,14 @@ impl Connection {
         let server = &self.server;
         let tool_error = |message: String| ToolFailure { code: "tool_error".to_owned(), message };
         match error {
-            ServiceError::TransportClosed | ServiceError::TransportSend(_) if self.child.is_none() => ToolFailure {
+            ServiceError::TransportSend(e) if self.child.is_none() => ToolFailure {
+                code: "tool_crashed".to_owned(),
+                message: format!(
+                    "the request to MCP server {server:?} for the call to {tool:?} failed ({}); whether the tool ran is unknown, so it was not retried",
+                    e.error
+                ),
+            },
+            ServiceError::TransportClosed if self.child.is_none() => ToolFailure {
                 code: "tool_crashed".to_owned(),
                 message: format!(
                     "the connection to MCP server {server:?} failed during the call to {tool:?} ({error}); whether the tool ran is unknown"

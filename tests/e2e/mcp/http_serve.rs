@@ -35,10 +35,6 @@ impl Served {
     }
 }
 
-fn serve(s: &Scratch) -> Served {
-    serve_with(s, &[])
-}
-
 /// The server with `more` arguments (`--stateless`, `--enable calc`, `--trace t.jsonl`, ...).
 fn serve_with(s: &Scratch, more: &[&str]) -> Served {
     let mut child = s
