@@ -19,7 +19,7 @@ use rmcp::{
 use crate::child::{self, ChildWatch};
 use crate::config::McpServerConfig;
 use crate::remote;
-use crate::retry::Retrying;
+use crate::retry::{self, Retrying};
 use crate::watch::ToolWatch;
 
 /// How long a server that lost its connection gets to be seen exiting, for a better message.
@@ -316,6 +316,16 @@ impl Connection {
         let server = &self.server;
         let tool_error = |message: String| ToolFailure { code: "tool_error".to_owned(), message };
         match error {
+            ServiceError::TransportSend(e) if self.child.is_none() && retry::never_reached(e.error.as_ref()) => {
+                ToolFailure {
+                    code: "tool_crashed".to_owned(),
+                    message: format!(
+                        "MCP server {server:?} could not be reached for the call to {tool:?} ({}), {} retries included; the tool did not run",
+                        e.error,
+                        retry::RETRIES
+                    ),
+                }
+            }
             ServiceError::TransportSend(e) if self.child.is_none() => ToolFailure {
                 code: "tool_crashed".to_owned(),
                 message: format!(

@@ -59,6 +59,11 @@ fn transient(error: &Error, runs_tool: bool) -> Option<Option<Duration>> {
     }
 }
 
+/// Whether a failed request surely never reached the server: no connection was made.
+pub(crate) fn never_reached(error: &(dyn std::error::Error + 'static)) -> bool {
+    matches!(error.downcast_ref::<Error>(), Some(StreamableHttpError::Client(e)) if e.is_connect())
+}
+
 fn runs_tool(message: &ClientJsonRpcMessage) -> bool {
     matches!(message, ClientJsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::CallToolRequest(_)))
 }

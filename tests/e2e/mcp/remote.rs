@@ -216,3 +216,26 @@ fn a_failing_remote_server_is_retried_but_never_where_a_tool_could_run_twice() {
     let handed = std::fs::read_to_string(log).unwrap();
     assert_eq!(handed, "greet {\"name\": \"Ada\"}\ngreet {\"name\": \"Bo\"}\n");
 }
+
+#[test]
+fn a_remote_server_that_drops_the_connection_mid_call_costs_calls_not_the_run() {
+    let server = HttpServer::start("tool_server");
+    let s = Scratch::new();
+    remote_config(&s, &server.url);
+    let steps = [
+        step("greet", json!({"name": "Ada"})),
+        step("die", json!({"code": 3})),
+        step("greet", json!({"name": "Bo"})),
+        step("finish", json!({"answer": "done"})),
+    ];
+    let r = run(&s, Some(TOKEN), &steps);
+    assert_eq!((r.code, &r.json()["answer"]), (0, &json!("done")), "{}", r.stderr);
+    let t = s.trace("t.jsonl");
+    assert_eq!(t[0]["result"], "Hello, Ada!");
+    // The call in flight may have run; the next one never reached a server that is gone.
+    for (i, said) in [(1, "whether the tool ran is unknown"), (2, "3 retries included; the tool did not run")] {
+        assert_eq!((&t[i]["status"], &t[i]["error"]["code"]), (&json!("error"), &json!("tool_crashed")), "{}", t[i]);
+        let message = t[i]["error"]["message"].as_str().unwrap();
+        assert!(message.contains(said), "{message}");
+    }
+}
