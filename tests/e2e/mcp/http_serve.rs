@@ -3,12 +3,14 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
 
 use serde_json::{Value, json};
 
 use super::{call, fixture, python};
-use crate::support::{Scratch, ran};
+use crate::support::{Scratch, bin_dir, ran};
 
 /// The server on a free loopback port, with its address; killed when dropped.
 struct Served(Child, String);
@@ -190,4 +192,66 @@ fn sigterm_lets_a_call_in_flight_finish_then_exits() {
     assert_eq!(served.terminate(), Some(0));
     let t = s.trace("t.jsonl");
     assert_eq!((t.len(), &t[0]["tool"], &t[0]["status"]), (1, &json!("fault_sleep"), &json!("ok")));
+}
+
+/// The `node_modules` that holds the official MCP TypeScript SDK: `HARNESS_MCP_NODE_MODULES`
+/// when set, else `target/mcp-node`, installed on first use from tests/mcp/package.json.
+fn node_modules() -> PathBuf {
+    static FOUND: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let found = FOUND.get_or_init(|| {
+        if let Some(dir) = std::env::var_os("HARNESS_MCP_NODE_MODULES") {
+            return Ok(PathBuf::from(dir));
+        }
+        let wanted = std::fs::read(fixture("package.json")).map_err(|e| e.to_string())?;
+        let dir = bin_dir().parent().expect("the target directory").join("mcp-node");
+        if std::fs::read(dir.join("package.json")).ok() != Some(wanted.clone()) {
+            std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+            std::fs::write(dir.join("package.json"), &wanted).map_err(|e| e.to_string())?;
+            let r = ran(Command::new("npm").args(["install", "--no-audit", "--no-fund", "--prefix"]).arg(&dir));
+            if r.code != 0 {
+                let _ = std::fs::remove_file(dir.join("package.json"));
+                return Err(format!("npm install failed: {}", r.stderr));
+            }
+        }
+        Ok(dir.join("node_modules"))
+    });
+    match found {
+        Ok(dir) => dir.clone(),
+        Err(e) => panic!(
+            "this test needs Node.js and the official MCP TypeScript SDK; installing it failed: {e}\n\
+             install it by hand with `mkdir -p target/mcp-node && cp tests/mcp/package.json target/mcp-node/ && \
+             npm install --prefix target/mcp-node`, or set HARNESS_MCP_NODE_MODULES to a node_modules that has it"
+        ),
+    }
+}
+
+#[test]
+fn the_typescript_sdk_client_calls_plugin_tools_over_http() {
+    let s = Scratch::new();
+    let served = serve_with(&s, &["--enable", "calc", "--trace", "t.jsonl"]);
+    let calls = json!([
+        call("calculate", json!({"expression": "6*7"})),
+        call("calculate", json!({"expr": 6})),
+        call("no_such_tool", json!({})),
+    ]);
+    let r = ran(Command::new("node")
+        .env("MCP_TOKEN", "e2e-token")
+        .env("MCP_NODE_MODULES", node_modules())
+        .arg(fixture("ts_client.mjs"))
+        .arg(format!("http://{}/mcp", served.1))
+        .arg(calls.to_string()));
+    assert_eq!(r.code, 0, "the TypeScript client failed:\n{}", r.stderr);
+    let seen = r.json();
+    assert_eq!(served.terminate(), Some(0));
+    assert_eq!(seen["server_info"]["name"], "harness", "{seen}");
+    assert_eq!(seen["tools"][0]["inputSchema"]["required"], json!(["expression"]));
+    let [ok, invalid, unknown] = seen["calls"].as_array().unwrap().as_slice() else { panic!("{seen}") };
+    assert_eq!((&ok["is_error"], &ok["text"]), (&json!(false), &json!("42")), "{ok}");
+    assert_eq!(invalid["structured"]["code"], "invalid_arguments", "{invalid}");
+    assert_eq!(unknown["protocol_error"]["code"], -32602, "{unknown}");
+    let t = s.trace("t.jsonl");
+    let statuses: Vec<&str> = t.iter().map(|l| l["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses, ["ok", "rejected", "rejected"]);
+    assert_eq!(t[0]["mcp_protocol"], seen["protocol_version"], "{}", t[0]);
+    assert!(t[0]["mcp_session"].is_string(), "{}", t[0]);
 }
