@@ -2,9 +2,13 @@
 //!
 //! cargo-fuzz is installed into the cache directory (outside the clone) the first time. CI has
 //! stable Rust only: libFuzzer's instrumentation needs no sanitizer (`--sanitizer none`), and
-//! the few unstable flags cargo-fuzz passes are let through by `RUSTC_BOOTSTRAP=1`. Everything
-//! built or found goes under `target/fuzz/`: the build, each target's corpus, and the input of
-//! a crash, whose path the failure names.
+//! the few unstable flags cargo-fuzz passes are let through by `RUSTC_BOOTSTRAP=1`.
+//!
+//! The build and each target's corpus are kept in the cache too (`fuzz/`), so that a fresh
+//! clone rebuilds only the project's own crates (the instrumented release build of the 110
+//! dependencies alone takes minutes, over CI's 3-minute budget) and each run starts from the
+//! inputs earlier runs found. The input of a crash goes to the clone's `target/fuzz/`, and the
+//! failure names it.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -22,7 +26,7 @@ const TARGETS: &[(&str, u32)] = &[("reply_parser", 60), ("manifest_reader", 20),
 pub(crate) fn fuzz(context: &Context, rest: &[String]) -> Result<(), String> {
     let chosen = chosen(rest)?;
     let cargo_fuzz = install(context)?;
-    let work = context.root.join("target/fuzz");
+    let kept = context.cache.join("fuzz");
     let fuzz = |args: &[&str]| {
         let mut command = Command::new(&cargo_fuzz);
         command
@@ -30,7 +34,7 @@ pub(crate) fn fuzz(context: &Context, rest: &[String]) -> Result<(), String> {
             .arg("fuzz")
             .args(args)
             .args(["--sanitizer", "none", "--target-dir"])
-            .arg(work.join("build"))
+            .arg(kept.join("target"))
             // The stable toolchain, with the unstable flags cargo-fuzz passes let through.
             .env("RUSTC_BOOTSTRAP", "1")
             .env_remove("RUSTUP_TOOLCHAIN");
@@ -39,8 +43,8 @@ pub(crate) fn fuzz(context: &Context, rest: &[String]) -> Result<(), String> {
     eprintln!("== cargo fuzz build (stable, --sanitizer none)");
     run(&mut fuzz(&["build"]))?;
     for (target, seconds) in chosen {
-        let corpus = work.join("corpus").join(&target);
-        let artifacts = work.join("artifacts").join(&target);
+        let corpus = kept.join("corpus").join(&target);
+        let artifacts = context.root.join("target/fuzz/artifacts").join(&target);
         for dir in [&corpus, &artifacts] {
             std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         }
