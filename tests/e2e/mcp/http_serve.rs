@@ -1,5 +1,6 @@
 //! `harness mcp serve --http` through the real binary: the refusals before any plugin runs,
-//! the official Python SDK's HTTP client, stateless replicas, probes, and a SIGTERM that drains.
+//! the official Python and TypeScript SDKs' HTTP clients, stateless replicas, probes, and a
+//! SIGTERM that drains.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
