@@ -181,10 +181,10 @@ fn sigterm_lets_a_call_in_flight_finish_then_exits() {
     assert_eq!(status(&addr, HEALTHZ), 200);
     let in_flight = std::thread::spawn({
         let addr = addr.clone();
-        move || authorized_post(&addr, &tools_call(1, "fault_sleep", &json!({"ms": 3000})))
+        move || authorized_post(&addr, &tools_call(1, "fault_sleep", &json!({"ms": 4000})))
     });
     // The call is on its way before the signal: the trace's step is the proof that it ran.
-    std::thread::sleep(std::time::Duration::from_millis(800));
+    std::thread::sleep(std::time::Duration::from_millis(1500));
     served.signal();
     let (code, body) = in_flight.join().unwrap();
     assert_eq!(code, 200, "{body}");
