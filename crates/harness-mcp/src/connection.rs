@@ -201,7 +201,7 @@ async fn connect_remote(
 ) -> Result<Started, String> {
     let headers = remote::expand_headers(&config.headers, |name| std::env::var(name).ok())?;
     let watch = Arc::new(ToolWatch::new(&config.name));
-    let transport = remote::transport(url, headers, Retrying::new(&config.name, report));
+    let transport = remote::transport(url, headers, Retrying::new(&config.name, report)?);
     let outcome = tokio::time::timeout(timeout, handshake(&watch, transport)).await;
     match outcome {
         Ok(Ok((service, tools))) => Ok(started(config, service, tools, None, watch)),

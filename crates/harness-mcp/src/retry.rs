@@ -37,9 +37,18 @@ pub(crate) struct Retrying {
 }
 
 impl Retrying {
-    /// A client for the server named `server`; `report`: say each retry on stderr.
-    pub(crate) fn new(server: &str, report: bool) -> Self {
-        Self { inner: reqwest::Client::default(), server: server.into(), report }
+    /// A client for the server named `server`; `report`: say each retry on stderr. It follows
+    /// no redirect: one to another host would hand it the headers (the token) and the session
+    /// id, and one that turns a POST into a GET loses the message. No idle connection is kept
+    /// either, as `rmcp`'s own client does: reusing one whose last answer was not read to its
+    /// end stalls on the server's delayed ACK.
+    pub(crate) fn new(server: &str, report: bool) -> Result<Self, String> {
+        let inner = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .pool_max_idle_per_host(0)
+            .build()
+            .map_err(|e| format!("cannot make an HTTP client ({e})"))?;
+        Ok(Self { inner, server: server.into(), report })
     }
 }
 
