@@ -210,6 +210,45 @@ mod tests {
         assert_eq!(transient(&StreamableHttpError::SessionExpired, false), None);
     }
 
+    /// A server on loopback that answers every POST with `answer`, counting them.
+    async fn counting(
+        answer: fn(&str) -> axum::response::Response,
+        to: String,
+    ) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+        use axum::response::IntoResponse;
+        let hits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let counted = hits.clone();
+        let app = axum::Router::new().route(
+            "/mcp",
+            axum::routing::post(move || {
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let response = answer(&to);
+                async move { response.into_response() }
+            }),
+        );
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (format!("http://{addr}/mcp"), hits)
+    }
+
+    #[tokio::test]
+    async fn no_redirect_is_followed_so_headers_never_reach_another_host() {
+        use axum::http::{StatusCode, header};
+        use axum::response::IntoResponse;
+        let (elsewhere, reached) = counting(|_| StatusCode::OK.into_response(), String::new()).await;
+        let redirect = |to: &str| (StatusCode::TEMPORARY_REDIRECT, [(header::LOCATION, to.to_owned())]).into_response();
+        let (url, _) = counting(redirect, elsewhere).await;
+        let ping = ClientJsonRpcMessage::request(
+            ClientRequest::PingRequest(rmcp::model::PingRequest::default()),
+            rmcp::model::RequestId::Number(1),
+        );
+        let headers = HashMap::from([(HeaderName::from_static("x-token"), HeaderValue::from_static("secret"))]);
+        let client = Retrying::new("test", false).unwrap();
+        assert!(client.post_message(url.into(), ping, None, None, headers).await.is_err());
+        assert_eq!(reached.load(std::sync::atomic::Ordering::SeqCst), 0);
+    }
+
     #[test]
     fn backoff_doubles_within_its_jitter_and_cap() {
         for n in 0..8 {
