@@ -388,6 +388,8 @@ mod step {
             plugin: Some("calc"),
             plugin_version: Some("0.1.0"),
             mcp_server: None,
+            mcp_session: None,
+            mcp_protocol: None,
             offered: "all",
             call_index: None,
             reply_text: None,

@@ -14,7 +14,7 @@ use harness_batch::{
     Answers, Batch, DefaultScript, Earlier, Input, ResultsFile, Router, Scripts, Shard, ShardSpec, Tally, input, plan,
     read_answers,
 };
-use harness_core::ToolRegistry;
+use harness_core::{RunAbout, ToolRegistry};
 use harness_providers::{Breaker, OutageStats, RetryBudget};
 
 use crate::Result;
@@ -287,7 +287,7 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
     let mut batch = engine(router, registry, options, &args)
         .with_policy(policy)
         .with_source(fingerprint, shard)
-        .with_about(run_about(&args.provider, &config));
+        .with_about(RunAbout { mcp_servers: crate::mcp::peers(&mcp_servers), ..run_about(&args.provider, &config) });
     if let Some(otlp) = &otlp {
         let tracer = otlp.sink_factory();
         batch = batch.with_sink(Box::new(move || Box::new(tracer.sink())));

@@ -221,7 +221,10 @@ fn state_text(state: &McpToolState) -> String {
 pub(crate) fn servers_text(out: &mut String, sources: &McpSources) {
     for server in sources.servers() {
         let config = server.config();
-        let info = server.server_info().map(|(n, v)| format!(" ({n} {v})")).unwrap_or_default();
+        let mut info = server.server_info().map(|(n, v)| format!(" ({n} {v})")).unwrap_or_default();
+        if let Some(version) = server.protocol_version() {
+            info.push_str(&format!(" protocol {version}"));
+        }
         // Writing to a String cannot fail.
         let _ = writeln!(out, "mcp server {}{}  {}", config.name, printable(&info), printable(&config.endpoint()));
         if let Some(why) = server.failure() {
@@ -236,6 +239,19 @@ pub(crate) fn servers_text(out: &mut String, sources: &McpSources) {
             let _ = writeln!(out, "    {:<20} {:<8} {state}", tool.name, "-");
         }
     }
+}
+
+/// The servers that started, for the trace's first line: each one's protocol version.
+pub(crate) fn peers(sources: &McpSources) -> Vec<harness_core::McpPeer> {
+    sources
+        .servers()
+        .iter()
+        .filter(|server| server.failure().is_none())
+        .map(|server| harness_core::McpPeer {
+            name: server.config().name.clone(),
+            protocol_version: server.protocol_version().map(str::to_owned),
+        })
+        .collect()
 }
 
 /// The servers for `harness plugins list --json`.
@@ -258,6 +274,7 @@ pub(crate) fn servers_json(sources: &McpSources) -> Value {
                 // Names only: the values are where the secrets are.
                 "headers": config.headers.keys().collect::<Vec<_>>(),
                 "server_info": server.server_info().map(|(name, version)| json!({ "name": name, "version": version })),
+                "protocol_version": server.protocol_version(),
                 "failure": server.failure(),
                 "tools": tools,
             })

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 use harness_core::{
-    Answer, Approvals, RunEnd, RunStart, RunStatus, StepStatus, ToolRegistry, TraceEntry, TraceSink, TraceWriter,
-    resume_traced, run_traced_with,
+    Answer, Approvals, RunAbout, RunEnd, RunStart, RunStatus, StepStatus, ToolRegistry, TraceEntry, TraceSink,
+    TraceWriter, resume_traced, run_traced_with,
 };
 use harness_trace::{Resumable, resumption};
 use serde_json::{Value, json};
@@ -187,7 +187,7 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
         sinks.push(otlp.sink());
     }
     let mut progress = Progress { inner: &mut sinks, quiet: args.quiet, usage_by_step: Vec::new() };
-    let about = run_about(&args.provider, &config);
+    let about = RunAbout { mcp_servers: crate::mcp::peers(&mcp_servers), ..run_about(&args.provider, &config) };
     let outcome = match resumed {
         Some(r) => {
             runtime.block_on(resume_traced(provider, &registry, r.resumption, &options, &mut progress, &mut approvals))

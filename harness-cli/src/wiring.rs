@@ -305,6 +305,8 @@ pub(crate) fn run_about(args: &ProviderArgs, config: &LoadedConfig) -> RunAbout 
             .or_else(|| runs_a_model.then(|| "auto".to_owned())),
         config_source,
         config_hash,
+        // Filled by the commands that start MCP servers.
+        mcp_servers: Vec::new(),
     }
 }
 

@@ -1,23 +1,34 @@
-"""Drives an MCP server over stdio with the official Python MCP SDK's client, and prints what
-it saw as one JSON object, for the Rust end-to-end tests to check.
+"""Drives an MCP server with the official Python MCP SDK's client, and prints what it saw as one
+JSON object, for the Rust end-to-end tests to check.
 
 usage: client.py [--mode auto|legacy] CALLS -- COMMAND [ARG...]
+       client.py [--mode auto|legacy] --url URL CALLS
 
 CALLS is a JSON list of {"name": TOOL, "arguments": {...}}. The server is COMMAND, started by
-the SDK's stdio transport. Every call is made in order whatever the previous one gave; each
+the SDK's stdio transport, or the Streamable HTTP endpoint at URL, reached by the SDK's
+`streamable_http_client` with `Authorization: Bearer $MCP_TOKEN`. Every call is made in order whatever the previous one gave; each
 gives {"is_error", "text", "structured"} or, for a JSON-RPC error, {"protocol_error": {...}}.
 """
 
 import argparse
 import json
+import os
 import sys
 
 import anyio
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 
-async def drive(mode: str, calls: list, command: list) -> dict:
-    server = StdioServerParameters(command=command[0], args=command[1:])
+def server_of(url: str | None, command: list):
+    if url is None:
+        return StdioServerParameters(command=command[0], args=command[1:])
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {os.environ['MCP_TOKEN']}"})
+    return streamable_http_client(url, http_client=http)
+
+
+async def drive(mode: str, calls: list, server) -> dict:
     async with Client(server, mode=mode, read_timeout_seconds=30) as client:
         info = client.server_info
         listed = await client.list_tools()
@@ -47,10 +58,11 @@ async def drive(mode: str, calls: list, command: list) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--mode", default="auto", choices=["auto", "legacy"])
+    parser.add_argument("--url")
     parser.add_argument("calls")
-    parser.add_argument("command", nargs="+")
+    parser.add_argument("command", nargs="*")
     args = parser.parse_args()
-    report = anyio.run(drive, args.mode, json.loads(args.calls), args.command)
+    report = anyio.run(drive, args.mode, json.loads(args.calls), server_of(args.url, args.command))
     json.dump(report, sys.stdout)
     sys.stdout.write("\n")
     return 0

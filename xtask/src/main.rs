@@ -10,8 +10,10 @@
 //! cargo xtask setup [NAME...]       prerequisites only (all, or the named ones)
 //! cargo xtask env [NAME...]         prerequisites, then print their variables as `export` lines
 //! cargo xtask list                  the prerequisites and what each is for
+//! cargo xtask fuzz [TARGET[=SECS]...] the fuzz/ targets for a fixed time each, on stable
 //! ```
 
+mod fuzz;
 mod prereq;
 
 use std::path::{Path, PathBuf};
@@ -40,6 +42,7 @@ fn main() -> ExitCode {
         "test" => test(&context, rest),
         "setup" => prereq::ensure(&context, rest).map(|_| ()),
         "env" => print_env(&context, rest),
+        "fuzz" => fuzz::fuzz(&context, rest),
         "list" => {
             prereq::list();
             Ok(())
@@ -53,7 +56,9 @@ fn main() -> ExitCode {
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: cargo xtask test [-- CARGO_TEST_ARGS...] | setup [NAME...] | env [NAME...] | list");
+    eprintln!(
+        "usage: cargo xtask test [-- CARGO_TEST_ARGS...] | setup [NAME...] | env [NAME...] | list | fuzz [TARGET[=SECS]...]"
+    );
     ExitCode::from(2)
 }
 

@@ -54,6 +54,6 @@ pub use registry::{
 pub use reply::{ReadOptions, ReadReply, ReplyFormat, TextCall, read_reply};
 pub use run::{Resumption, RunOptions, RunOutcome, RunStatus, call_tool, resume, run, run_with};
 pub use trace::{
-    Limits, NoTrace, OfferedTool, RunAbout, RunEnd, RunStart, StepStatus, TRACE_FORMAT, TraceEntry, TraceSink,
+    Limits, McpPeer, NoTrace, OfferedTool, RunAbout, RunEnd, RunStart, StepStatus, TRACE_FORMAT, TraceEntry, TraceSink,
     TraceWriter, definition_hash, resume_traced, rfc3339, run_traced, run_traced_with, sha256_hex,
 };

@@ -18,7 +18,9 @@ use crate::provider::{ModelProvider, ModelReply, Usage};
 use crate::registry::ToolRegistry;
 use crate::run::{Resumption, RunOptions, RunOutcome, RunStatus};
 
-pub use lines::{Limits, OfferedTool, RunAbout, RunEnd, RunStart, TRACE_FORMAT, definition_hash, rfc3339, sha256_hex};
+pub use lines::{
+    Limits, McpPeer, OfferedTool, RunAbout, RunEnd, RunStart, TRACE_FORMAT, definition_hash, rfc3339, sha256_hex,
+};
 
 /// How a step ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -62,6 +64,13 @@ pub struct TraceEntry<'a> {
     /// The MCP server that offered the tool.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mcp_server: Option<&'a str>,
+    /// The MCP session the call came in on, when the harness serves MCP over HTTP with
+    /// sessions (its `Mcp-Session-Id`), so that one client's calls can be told from another's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mcp_session: Option<&'a str>,
+    /// The MCP protocol version the call was made in, when the harness serves MCP.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mcp_protocol: Option<&'a str>,
     /// The tools offered at this step: `all`, or `finish` when only it was.
     pub offered: &'a str,
     /// Which call of a reply with several this step ran (from 0); absent for single calls.

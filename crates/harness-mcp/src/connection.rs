@@ -5,16 +5,21 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use harness_core::ToolFailure;
+use rmcp::model::ProtocolVersion;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation, JsonObject, Tool,
 };
 use rmcp::service::{ClientInitializeError, NotificationContext, RunningService};
 use rmcp::transport::IntoTransport;
-use rmcp::{ClientCacheConfig, ClientHandler, MAX_CLIENT_CACHE_TTL, Peer, RoleClient, ServiceError, ServiceExt};
+use rmcp::{
+    ClientCacheConfig, ClientHandler, ClientLifecycleMode, ClientServiceExt, MAX_CLIENT_CACHE_TTL, Peer, RoleClient,
+    ServiceError,
+};
 
 use crate::child::{self, ChildWatch};
 use crate::config::McpServerConfig;
 use crate::remote;
+use crate::retry::{self, Retrying};
 use crate::watch::ToolWatch;
 
 /// How long a server that lost its connection gets to be seen exiting, for a better message.
@@ -96,6 +101,8 @@ fn tool_list_cache() -> ClientCacheConfig {
 pub(crate) struct Started {
     pub(crate) connection: Connection,
     pub(crate) server_info: Option<(String, String)>,
+    /// The protocol version the handshake settled on (the newest both sides speak).
+    pub(crate) protocol_version: Option<String>,
     pub(crate) tools: Vec<rmcp::model::Tool>,
 }
 
@@ -137,6 +144,13 @@ impl std::fmt::Display for HandshakeError {
     }
 }
 
+/// The newest protocol first (`server/discover`, no handshake), then, for a server that says
+/// it does not know it, the `initialize` handshake, in which the server picks the newest
+/// older version it speaks.
+fn lifecycle() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto { preferred_versions: vec![ProtocolVersion::LATEST], legacy_version: None }
+}
+
 /// Completes the handshake over `transport` and lists the tools.
 async fn handshake<T, E, A>(watch: &Arc<ToolWatch>, transport: T) -> Result<(Service, Vec<Tool>), HandshakeError>
 where
@@ -144,7 +158,8 @@ where
     E: std::error::Error + Send + Sync + 'static,
 {
     let client = Client { watch: watch.clone() };
-    let service = client.serve(transport).await.map_err(|e| HandshakeError::Init(Box::new(e)))?;
+    let service =
+        client.serve_with_lifecycle(transport, lifecycle()).await.map_err(|e| HandshakeError::Init(Box::new(e)))?;
     service.peer().set_response_cache_config(tool_list_cache()).await;
     let tools = service.peer().list_all_tools().await.map_err(HandshakeError::List)?;
     Ok((service, tools))
@@ -158,11 +173,12 @@ fn started(
     child: Option<ChildWatch>,
     watch: Arc<ToolWatch>,
 ) -> Started {
-    let server_info =
-        service.peer().peer_info().and_then(|i| i.server_info.as_ref().map(|s| (s.name.clone(), s.version.clone())));
+    let info = service.peer().peer_info();
+    let server_info = info.as_ref().and_then(|i| i.server_info.as_ref().map(|s| (s.name.clone(), s.version.clone())));
+    let protocol_version = info.as_ref().map(|i| i.protocol_version.to_string());
     let peer = service.peer().clone();
     let connection = Connection { server: config.name.clone(), peer, service: Mutex::new(Some(service)), child, watch };
-    Started { connection, server_info, tools }
+    Started { connection, server_info, protocol_version, tools }
 }
 
 /// Starts (or reaches) `config`'s server, completes the handshake and lists its tools, all
@@ -170,17 +186,23 @@ fn started(
 pub(crate) async fn connect(config: &McpServerConfig, start: &Start) -> Result<Started, String> {
     let timeout = config.own_timeout().unwrap_or(start.timeout);
     match &config.url {
-        Some(url) => connect_remote(config, url, timeout).await,
+        Some(url) => connect_remote(config, url, timeout, start.forward_stderr).await,
         None => connect_child(config, start, timeout).await,
     }
 }
 
 /// A remote server: the headers expanded from the environment, then the handshake. A server
 /// that asks for OAuth is refused with that said: the harness has no OAuth client.
-async fn connect_remote(config: &McpServerConfig, url: &str, timeout: Duration) -> Result<Started, String> {
+async fn connect_remote(
+    config: &McpServerConfig,
+    url: &str,
+    timeout: Duration,
+    report: bool,
+) -> Result<Started, String> {
     let headers = remote::expand_headers(&config.headers, |name| std::env::var(name).ok())?;
     let watch = Arc::new(ToolWatch::new(&config.name));
-    let outcome = tokio::time::timeout(timeout, handshake(&watch, remote::transport(url, headers))).await;
+    let transport = remote::transport(url, headers, Retrying::new(&config.name, report)?);
+    let outcome = tokio::time::timeout(timeout, handshake(&watch, transport)).await;
     match outcome {
         Ok(Ok((service, tools))) => Ok(started(config, service, tools, None, watch)),
         Ok(Err(HandshakeError::Init(e))) if e.is_authorization_required() => Err(format!(
@@ -294,7 +316,24 @@ impl Connection {
         let server = &self.server;
         let tool_error = |message: String| ToolFailure { code: "tool_error".to_owned(), message };
         match error {
-            ServiceError::TransportClosed | ServiceError::TransportSend(_) if self.child.is_none() => ToolFailure {
+            ServiceError::TransportSend(e) if self.child.is_none() && retry::never_reached(e.error.as_ref()) => {
+                ToolFailure {
+                    code: "tool_crashed".to_owned(),
+                    message: format!(
+                        "MCP server {server:?} could not be reached for the call to {tool:?} ({}), {} retries included; the tool did not run",
+                        e.error,
+                        retry::RETRIES
+                    ),
+                }
+            }
+            ServiceError::TransportSend(e) if self.child.is_none() => ToolFailure {
+                code: "tool_crashed".to_owned(),
+                message: format!(
+                    "the request to MCP server {server:?} for the call to {tool:?} failed ({}); whether the tool ran is unknown, so it was not retried",
+                    e.error
+                ),
+            },
+            ServiceError::TransportClosed if self.child.is_none() => ToolFailure {
                 code: "tool_crashed".to_owned(),
                 message: format!(
                     "the connection to MCP server {server:?} failed during the call to {tool:?} ({error}); whether the tool ran is unknown"

@@ -44,6 +44,7 @@ mod error;
 mod handler;
 mod http;
 mod remote;
+mod retry;
 mod serve;
 mod source;
 mod watch;

@@ -12,8 +12,10 @@ use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
-/// The transport of a remote session.
-pub(crate) type HttpTransport = StreamableHttpClientTransport<reqwest::Client>;
+use crate::retry::Retrying;
+
+/// The transport of a remote session, whose requests are retried by [`Retrying`]'s rules.
+pub(crate) type HttpTransport = StreamableHttpClientTransport<Retrying>;
 
 /// `https://` anywhere; `http://` only to this machine (a token sent in clear over a network
 /// is a token given away); no user or password in the URL (credentials go in `headers`, which
@@ -110,10 +112,10 @@ pub(crate) fn expand_headers(
     Ok(out)
 }
 
-/// The transport to `url`, sending `headers` with every request.
-pub(crate) fn transport(url: &str, headers: HashMap<HeaderName, HeaderValue>) -> HttpTransport {
+/// The transport to `url`, sending `headers` with every request; `client` retries.
+pub(crate) fn transport(url: &str, headers: HashMap<HeaderName, HeaderValue>, client: Retrying) -> HttpTransport {
     let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers);
-    StreamableHttpClientTransport::from_config(config)
+    StreamableHttpClientTransport::with_client(client, config)
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::{Notify, watch};
+use tokio::sync::Notify;
 
 use crate::error::McpError;
 
@@ -51,24 +51,6 @@ pub struct ToolServer {
     trace: Option<Arc<Mutex<Box<dyn TraceSink>>>>,
     calls: Arc<AtomicU32>,
     pub(crate) stop: Arc<Stop>,
-    /// Calls running now, for a shutdown that drains them.
-    pub(crate) in_flight: Arc<watch::Sender<usize>>,
-}
-
-/// Counts one call in flight for as long as it lives, however the call ends.
-struct InFlight(Arc<watch::Sender<usize>>);
-
-impl InFlight {
-    fn enter(count: &Arc<watch::Sender<usize>>) -> Self {
-        count.send_modify(|n| *n += 1);
-        Self(count.clone())
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.0.send_modify(|n| *n = n.saturating_sub(1));
-    }
 }
 
 impl ToolServer {
@@ -91,7 +73,6 @@ impl ToolServer {
             trace: options.trace.map(|t| Arc::new(Mutex::new(t))),
             calls: Arc::new(AtomicU32::new(0)),
             stop: Arc::new(Stop::default()),
-            in_flight: Arc::new(watch::channel(0).0),
         }
     }
 
@@ -127,9 +108,8 @@ impl ToolServer {
         self.serve_on(tokio::io::stdin(), out).await
     }
 
-    /// Runs one call as a step would, and records it.
-    async fn dispatch(&self, tool: &str, arguments: Value) -> Result<Value, HarnessError> {
-        let _counted = InFlight::enter(&self.in_flight);
+    /// Runs one call as a step would, and records it with the session it came in on.
+    async fn dispatch(&self, tool: &str, arguments: Value, caller: &Caller) -> Result<Value, HarnessError> {
         let started = Instant::now();
         let bytes = serde_json::to_vec(&arguments).map_or(0, |v| v.len());
         let (kept, outcome) = if bytes > self.max_arguments_bytes {
@@ -178,6 +158,8 @@ impl ToolServer {
             plugin,
             plugin_version,
             mcp_server: None,
+            mcp_session: caller.session.as_deref(),
+            mcp_protocol: caller.protocol.as_deref(),
             offered: "all",
             call_index: None,
             reply_text: None,
@@ -202,6 +184,25 @@ impl ToolServer {
             ));
         }
         outcome
+    }
+}
+
+/// Who made a call: the HTTP session (none over stdio, or when stateless) and the protocol
+/// version the client speaks.
+struct Caller {
+    session: Option<String>,
+    protocol: Option<String>,
+}
+
+impl Caller {
+    fn of(context: &RequestContext<RoleServer>) -> Self {
+        let session = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.headers.get("mcp-session-id"))
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        Self { session, protocol: context.protocol_version().map(|v| v.to_string()) }
     }
 }
 
@@ -235,10 +236,10 @@ impl ServerHandler for ToolServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments = request.arguments.map_or_else(|| json!({}), Value::Object);
-        match self.dispatch(&request.name, arguments).await {
+        match self.dispatch(&request.name, arguments, &Caller::of(&context)).await {
             Ok(value) => Ok(success(value).into()),
             // MCP answers an unknown tool with a protocol error; the error object rides along.
             Err(e) if e.code == ErrorCode::UnknownTool => {
@@ -376,6 +377,7 @@ mod tests {
         assert_eq!(lines[0]["step"], 1);
         assert_eq!(lines[0]["plugin_version"], "1.2.3");
         assert_eq!(lines[0]["result"], 42);
+        assert_eq!(lines[0]["mcp_protocol"], rmcp::model::ProtocolVersion::LATEST_WITH_INITIALIZE.to_string());
         assert_eq!(lines[3]["tool"], "finish");
     }
 

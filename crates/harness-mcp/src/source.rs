@@ -79,6 +79,7 @@ pub struct McpServer {
     config: McpServerConfig,
     started: Result<Arc<Connection>, String>,
     server_info: Option<(String, String)>,
+    protocol_version: Option<String>,
     tools: Vec<McpTool>,
 }
 
@@ -99,6 +100,12 @@ impl McpServer {
     /// The name and version the server gave for itself.
     pub fn server_info(&self) -> Option<(&str, &str)> {
         self.server_info.as_ref().map(|(n, v)| (n.as_str(), v.as_str()))
+    }
+
+    /// The MCP protocol version the handshake settled on (`2025-06-18`, ...): the newest that
+    /// both this harness's SDK and the server speak.
+    pub fn protocol_version(&self) -> Option<&str> {
+        self.protocol_version.as_deref()
     }
 
     /// Its tools, as listed (empty when it did not start).
@@ -159,10 +166,17 @@ impl McpSources {
                 Ok(s) => McpServer {
                     config,
                     server_info: s.server_info,
+                    protocol_version: s.protocol_version,
                     tools: s.tools.into_iter().map(McpTool::listed).collect(),
                     started: Ok(Arc::new(s.connection)),
                 },
-                Err(why) => McpServer { config, started: Err(why), server_info: None, tools: Vec::new() },
+                Err(why) => McpServer {
+                    config,
+                    started: Err(why),
+                    server_info: None,
+                    protocol_version: None,
+                    tools: Vec::new(),
+                },
             })
             .collect();
         Ok(Self { driver: Some(driver), servers, options })

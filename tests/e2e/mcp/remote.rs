@@ -22,10 +22,16 @@ struct HttpServer {
 
 impl HttpServer {
     fn start(module: &str) -> Self {
+        Self::start_with(module, &[])
+    }
+
+    /// The server with more environment: `MCP_FAIL_FIRST`, `MCP_FAIL_CALLS`, `MCP_LOG`.
+    fn start_with(module: &str, env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(python())
             .arg(fixture("http_server.py"))
             .arg(module)
             .env("MCP_TEST_TOKEN", TOKEN)
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .spawn()
             .expect("the Python HTTP server starts");
@@ -66,6 +72,12 @@ fn run(s: &Scratch, token: Option<&str>, steps: &[Value]) -> crate::support::Ran
     ran(harness.args(args).arg("--script").arg(&script))
 }
 
+/// The newest protocol version that both the harness's SDK and the Python SDK of
+/// tests/mcp/requirements.txt speak.
+fn rmcp_latest() -> Value {
+    json!("2026-07-28")
+}
+
 fn assert_no_secret(what: &str, text: &str) {
     for secret in [TOKEN, LITERAL] {
         assert!(!text.contains(secret), "{what} shows a secret: {text}");
@@ -101,6 +113,11 @@ fn a_remote_server_behind_a_bearer_token_is_a_tool_source() {
     assert_eq!((&remote["url"], &remote["headers"]), (&json!(server.url), &json!(["Authorization", "X-Literal"])));
     assert_eq!(remote["server_info"]["name"], "py-tools", "{remote}");
     assert_no_secret("plugins list", &listed.stdout);
+    // The version the handshake settled on: the newest both SDKs speak, in the listing and in
+    // the trace's first line alike.
+    let first = &s.trace_lines("t.jsonl")[0];
+    assert_eq!(first["mcp_servers"], json!([{"name": "remote", "protocol_version": remote["protocol_version"]}]));
+    assert_eq!(remote["protocol_version"], rmcp_latest(), "{remote}");
 }
 
 #[test]
@@ -168,4 +185,57 @@ fn a_remote_tool_changed_mid_run_is_refused() {
     assert_eq!(t[2]["result"], "still here");
     assert_eq!(t[3]["error"]["code"], "unknown_tool");
     assert!(r.stderr.contains("MCP server \"rug\" changed tool \"weather\" (its description)"), "{}", r.stderr);
+}
+
+#[test]
+fn a_failing_remote_server_is_retried_but_never_where_a_tool_could_run_twice() {
+    let s = Scratch::new();
+    let log = s.path("calls.log");
+    let log = log.to_str().unwrap();
+    // The handshake's first two POSTs get 503; the first call 503 (refused before it ran, so
+    // asked again, and let through), the next 500 (it might have run: not asked again).
+    let env = [("MCP_FAIL_FIRST", "2"), ("MCP_FAIL_CALLS", "503,,500"), ("MCP_LOG", log)];
+    let server = HttpServer::start_with("tool_server", &env);
+    remote_config(&s, &server.url);
+    let steps = [
+        step("greet", json!({"name": "Ada"})),
+        step("add", json!({"a": 2, "b": 3})),
+        step("greet", json!({"name": "Bo"})),
+        step("finish", json!({"answer": "done"})),
+    ];
+    let r = run(&s, Some(TOKEN), &steps);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let t = s.trace("t.jsonl");
+    assert_eq!(t[0]["result"], "Hello, Ada!", "{}", r.stderr);
+    assert_eq!((&t[1]["status"], &t[1]["error"]["code"]), (&json!("error"), &json!("tool_crashed")), "{}", t[1]);
+    assert!(t[1]["error"]["message"].as_str().unwrap().contains("HTTP 500"), "{}", t[1]);
+    assert_eq!(t[2]["result"], "Hello, Bo!", "{}", t[2]);
+    let retries = r.stderr.matches("MCP server \"remote\": retry ").count();
+    assert_eq!(retries, 3, "two for the handshake, one for the refused call: {}", r.stderr);
+    // The server was handed each call once: the refused ones never, the retried one once.
+    let handed = std::fs::read_to_string(log).unwrap();
+    assert_eq!(handed, "greet {\"name\": \"Ada\"}\ngreet {\"name\": \"Bo\"}\n");
+}
+
+#[test]
+fn a_remote_server_that_drops_the_connection_mid_call_costs_calls_not_the_run() {
+    let server = HttpServer::start("tool_server");
+    let s = Scratch::new();
+    remote_config(&s, &server.url);
+    let steps = [
+        step("greet", json!({"name": "Ada"})),
+        step("die", json!({"code": 3})),
+        step("greet", json!({"name": "Bo"})),
+        step("finish", json!({"answer": "done"})),
+    ];
+    let r = run(&s, Some(TOKEN), &steps);
+    assert_eq!((r.code, &r.json()["answer"]), (0, &json!("done")), "{}", r.stderr);
+    let t = s.trace("t.jsonl");
+    assert_eq!(t[0]["result"], "Hello, Ada!");
+    // The call in flight may have run; the next one never reached a server that is gone.
+    for (i, said) in [(1, "whether the tool ran is unknown"), (2, "3 retries included; the tool did not run")] {
+        assert_eq!((&t[i]["status"], &t[i]["error"]["code"]), (&json!("error"), &json!("tool_crashed")), "{}", t[i]);
+        let message = t[i]["error"]["message"].as_str().unwrap();
+        assert!(message.contains(said), "{message}");
+    }
 }

@@ -28,6 +28,19 @@ pub struct RunAbout {
     pub config_source: Option<String>,
     /// SHA-256 of the configuration file's bytes, hex.
     pub config_hash: Option<String>,
+    /// The MCP servers that started, with the protocol version each one settled on.
+    pub mcp_servers: Vec<McpPeer>,
+}
+
+/// An MCP server the run reached, as the first line lists it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct McpPeer {
+    /// Its name in `[[mcp.servers]]`.
+    pub name: String,
+    /// The protocol version the handshake settled on (`2025-06-18`, ...); versions differ in
+    /// what a server may send, so a trace read later must say which one was spoken.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
 }
 
 /// One tool offered to the router, as the first line lists it.
@@ -110,6 +123,9 @@ pub struct RunStart {
     pub reply_format: &'static str,
     /// Every tool offered, `finish` first.
     pub tools: Vec<OfferedTool>,
+    /// The MCP servers reached, with their protocol versions.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mcp_servers: Vec<McpPeer>,
     /// The run's limits.
     pub limits: Limits,
     /// When the run started, RFC 3339 in UTC.
@@ -131,6 +147,7 @@ impl RunStart {
             config_hash: about.config_hash.clone(),
             reply_format: options.reply_format.as_str(),
             tools: registry.definitions().iter().map(offered_tool).collect(),
+            mcp_servers: about.mcp_servers.clone(),
             limits: Limits::from(options),
             started_at: rfc3339(SystemTime::now()),
         }

@@ -26,6 +26,8 @@ pub(super) fn write_entry(out: &mut Vec<u8>, entry: &TraceEntry<'_>) -> io::Resu
         plugin,
         plugin_version,
         mcp_server,
+        mcp_session,
+        mcp_protocol,
         offered,
         call_index,
         reply_text,
@@ -59,6 +61,8 @@ pub(super) fn write_entry(out: &mut Vec<u8>, entry: &TraceEntry<'_>) -> io::Resu
     write_some_str(out, b",\"plugin\":", *plugin);
     write_some_str(out, b",\"plugin_version\":", *plugin_version);
     write_some_str(out, b",\"mcp_server\":", *mcp_server);
+    write_some_str(out, b",\"mcp_session\":", *mcp_session);
+    write_some_str(out, b",\"mcp_protocol\":", *mcp_protocol);
     out.extend_from_slice(b",\"offered\":");
     write_str(out, offered);
     if let Some(i) = call_index {
@@ -182,6 +186,8 @@ mod tests {
             plugin: None,
             plugin_version: None,
             mcp_server: None,
+            mcp_session: None,
+            mcp_protocol: None,
             offered: "all",
             call_index: None,
             reply_text: None,
@@ -231,6 +237,8 @@ mod tests {
             plugin: Some("calc"),
             plugin_version: Some("0.1.0"),
             mcp_server: Some("srv"),
+            mcp_session: Some("a1b2"),
+            mcp_protocol: Some("2025-06-18"),
             offered: "finish",
             call_index: Some(usize::MAX),
             reply_text: Some(AWKWARD),
