@@ -1,0 +1,432 @@
+//! Keep every request within the model's context.
+//!
+//! Before each request the prompt's size is estimated: the tokens of the conversation's text,
+//! scaled by how the server counted the last request (its `usage`), plus the system prompt,
+//! plus room for the reply. A reply cut at the token limit is kept as a short stub, never
+//! whole. When the next request would not fit, the oldest steps are compacted in one chunk into
+//! one line each, right after the request, so that the prompt keeps a long common prefix (the
+//! server's prompt cache keeps serving it) and compaction happens rarely; when even that
+//! cannot fit, the run ends `context_exhausted`, before the server refuses the request.
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::{Run, RunOutcome, RunStatus, Step, arguments_size, message_size};
+use crate::error::{ErrorCode, HarnessError};
+use crate::provider::{Arguments, ContextWindow, Message, ModelReply};
+use crate::trace::TraceSink;
+
+/// Bytes of a cut reply kept at each end of its stub: enough to show what the model began and
+/// what it kept repeating.
+const STUB_END_BYTES: usize = 300;
+/// Bytes per token assumed before the server has counted a request: low, so that the first
+/// estimates err large (JSON and code run 3 to 4 bytes a token in the usual tokenizers).
+const BYTES_PER_TOKEN: usize = 3;
+/// Tokens a message costs beyond its text: the chat template's role markers.
+const MESSAGE_OVERHEAD_TOKENS: u64 = 8;
+/// Tokens kept free beyond the estimate, for what an estimate misses (the template's own text).
+const SLACK_TOKENS: u64 = 32;
+/// Bytes of a call's arguments, and of its result, on its one line in a compacted summary.
+const LINE_PART_BYTES: usize = 80;
+/// The first line of the summary of compacted steps.
+const SUMMARY_HEAD: &str = "Earlier steps, shortened to one line each:";
+
+/// Tokens of `bytes` bytes of text, estimated before a server has counted any.
+pub fn estimate_tokens(bytes: usize) -> u64 {
+    bytes.div_ceil(BYTES_PER_TOKEN) as u64
+}
+
+/// How a run used the model's context, for `--json` and the trace's last line.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ContextUse {
+    /// The context the run kept to and where its size came from; absent when the provider
+    /// declares none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window: Option<ContextWindow>,
+    /// The largest prompt sent, in tokens: as the server counted it, else as estimated.
+    pub largest_prompt_tokens: u64,
+    /// Compactions made.
+    pub compactions: u32,
+    /// Tokens the compactions took out of the prompt, estimated.
+    pub tokens_saved: u64,
+}
+
+/// The trace line of one compaction: which steps it shortened and what that saved.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Compaction {
+    /// Always `compaction`.
+    pub kind: &'static str,
+    /// The step whose request needed the room.
+    pub before_step: u32,
+    /// The first and last step shortened to one line each.
+    pub steps: [u32; 2],
+    /// Messages replaced by the summary.
+    pub messages_removed: usize,
+    /// The prompt's estimated tokens before and after.
+    pub tokens_before: u64,
+    /// The prompt's estimated tokens after.
+    pub tokens_after: u64,
+    /// `tokens_before - tokens_after`.
+    pub tokens_saved: u64,
+    /// The model's context, in tokens.
+    pub context_tokens: u64,
+}
+
+/// What the loop keeps about the context from one request to the next.
+#[derive(Debug, Default)]
+pub(super) struct ContextState {
+    /// What the run's `--json` and last line report.
+    pub(super) used: ContextUse,
+    /// Server tokens per estimated token, learnt from the last request's `usage`.
+    scale: Option<f64>,
+    /// The conversation's length when the last request was sent.
+    asked_len: usize,
+    /// The estimate of the last request, before scaling.
+    asked_estimate: u64,
+    /// Steps already shortened into the summary.
+    compacted: u32,
+    /// Whether the conversation's second message is the summary of compacted steps.
+    summary: bool,
+    /// Replies cut at the token limit in a row.
+    pub(super) cut_in_row: u32,
+}
+
+impl ContextState {
+    /// Learns from a reply: its prompt's size as the server counted it, whether it was cut.
+    pub(super) fn after_reply(&mut self, reply: &ModelReply) {
+        self.cut_in_row = if reply.truncated { self.cut_in_row + 1 } else { 0 };
+        let Some(counted) = reply.usage.map(|u| u.input_tokens).filter(|&n| n > 0) else {
+            return;
+        };
+        self.used.largest_prompt_tokens = self.used.largest_prompt_tokens.max(counted);
+        if self.asked_estimate > 0 {
+            // Bounded, so that one odd count cannot make the estimates absurd.
+            self.scale = Some((counted as f64 / self.asked_estimate as f64).clamp(0.5, 4.0));
+        }
+    }
+}
+
+/// Readies the conversation for the next request: ends a run whose replies keep being cut,
+/// stubs a cut reply, compacts when the request would not fit, and ends the run when even that
+/// cannot make it fit. `Err` is the run's end.
+pub(super) fn before_ask(run: &mut Run<'_>, step: &Step, trace: &mut dyn TraceSink) -> Result<(), RunOutcome> {
+    let max = run.options.max_truncated;
+    if max > 0 && run.context.cut_in_row >= max {
+        let error = cut_too_often(&run.conversation, run.context.cut_in_row);
+        return Err(run.ended(RunStatus::ReplyTruncated, step.number - 1, error));
+    }
+    let from = run.context.asked_len;
+    for message in &mut run.conversation[from..] {
+        if let Message::Assistant { reply } = message
+            && reply.truncated
+        {
+            stub_reply(reply);
+        }
+    }
+    let fitted = fit(run, step, trace);
+    run.context.asked_len = run.conversation.len();
+    let raw = raw_estimate(run);
+    run.context.asked_estimate = raw;
+    if run.context.scale.is_none() {
+        run.context.used.largest_prompt_tokens = run.context.used.largest_prompt_tokens.max(raw);
+    }
+    fitted
+}
+
+/// Compacts when the next request would not fit; `Err` when it cannot be made to.
+fn fit(run: &mut Run<'_>, step: &Step, trace: &mut dyn TraceSink) -> Result<(), RunOutcome> {
+    let Some(window) = run.context.used.window.clone() else {
+        return Ok(());
+    };
+    let room = window.tokens.saturating_sub(window.reply_tokens + SLACK_TOKENS);
+    let before = scaled(run, raw_estimate(run));
+    if before <= room {
+        return Ok(());
+    }
+    if let Some(line) = compact(run, step.number, room, before, window.tokens)
+        && let Err(e) = trace.compacted(&line)
+    {
+        return Err(run.failed(step.number - 1, super::record::trace_error(&e)));
+    }
+    let after = scaled(run, raw_estimate(run));
+    if after <= room {
+        return Ok(());
+    }
+    let error = HarnessError::new(
+        ErrorCode::ContextExhausted,
+        format!(
+            "the next request needs about {after} tokens and {} more for the reply, over the model's context of {} tokens (from {}), even with every earlier step shortened; give the server a larger context (llama-server -c), lower --max-reply-tokens, or shorten the request",
+            window.reply_tokens, window.tokens, window.source
+        ),
+        json!({ "prompt_tokens": after, "reply_tokens": window.reply_tokens, "context_tokens": window.tokens, "source": window.source }),
+    );
+    Err(run.ended(RunStatus::ContextExhausted, step.number - 1, error))
+}
+
+/// The conversation's tokens, estimated from its bytes, with the system prompt.
+fn raw_estimate(run: &Run<'_>) -> u64 {
+    let prompt = run.context.used.window.as_ref().map_or(0, |w| w.prompt_tokens);
+    prompt + run.conversation.iter().map(message_tokens).sum::<u64>()
+}
+
+/// An estimate as the server would count it, once it has counted a request.
+fn scaled(run: &Run<'_>, raw: u64) -> u64 {
+    match run.context.scale {
+        Some(scale) => (raw as f64 * scale).ceil() as u64,
+        None => raw,
+    }
+}
+
+/// Tokens of one message, estimated.
+fn message_tokens(message: &Message) -> u64 {
+    let bytes = match message {
+        Message::Assistant { reply } => message_size(message) + reply.calls.iter().map(|c| c.name.len()).sum::<usize>(),
+        _ => message_size(message),
+    };
+    estimate_tokens(bytes) + MESSAGE_OVERHEAD_TOKENS
+}
+
+/// Shortens the oldest steps into the summary after the request: as many as it takes to bring
+/// the prompt to half of `room`, so that the next compaction is far off; never the latest step
+/// unless it alone is too large. `None` when there is nothing to shorten.
+fn compact(run: &mut Run<'_>, before_step: u32, room: u64, before: u64, context_tokens: u64) -> Option<Compaction> {
+    let start = if run.context.summary { 2 } else { 1 };
+    let groups = step_groups(&run.conversation[start..]);
+    if groups.is_empty() {
+        return None;
+    }
+    let target = room / 2;
+    let whole = raw_estimate(run);
+    let mut cut = 0;
+    let mut removed = 0;
+    let mut lines = Vec::new();
+    let mut step = run.context.compacted;
+    for (i, group) in groups.iter().enumerate() {
+        let messages = &run.conversation[start + group.start..start + group.end];
+        removed += messages.iter().map(message_tokens).sum::<u64>();
+        lines.extend(summary_lines(messages, &mut step));
+        cut = group.end;
+        let added = estimate_tokens(lines.iter().map(|l| l.len() + 1).sum());
+        let left = scaled(run, (whole + added).saturating_sub(removed));
+        let last = i + 1 == groups.len();
+        if left <= target || (i + 2 == groups.len() && left <= room) || last {
+            break;
+        }
+    }
+    let first_step = run.context.compacted + 1;
+    let summary = summary_text(run.conversation.get(1).filter(|_| run.context.summary), &lines);
+    let drained = run.conversation.drain(start..start + cut).count();
+    if run.context.summary {
+        run.conversation[1] = Message::User { content: summary };
+    } else {
+        run.conversation.insert(1, Message::User { content: summary });
+    }
+    run.context.summary = true;
+    run.context.compacted = step;
+    run.current = None;
+    run.conversation_bytes = run.conversation.iter().map(message_size).sum();
+    let after = scaled(run, raw_estimate(run));
+    let saved = before.saturating_sub(after);
+    run.context.used.compactions += 1;
+    run.context.used.tokens_saved += saved;
+    Some(Compaction {
+        kind: "compaction",
+        before_step,
+        steps: [first_step, step],
+        messages_removed: drained,
+        tokens_before: before,
+        tokens_after: after,
+        tokens_saved: saved,
+        context_tokens,
+    })
+}
+
+/// The summary with `lines` appended: appended, so that the summary already sent stays a
+/// prefix of the new one.
+fn summary_text(existing: Option<&Message>, lines: &[String]) -> String {
+    let mut text = match existing {
+        Some(Message::User { content }) => content.clone(),
+        _ => SUMMARY_HEAD.to_owned(),
+    };
+    for line in lines {
+        text.push('\n');
+        text.push_str(line);
+    }
+    text
+}
+
+/// A step group: a reply and the results that answer it, as a range of the conversation.
+struct Group {
+    start: usize,
+    end: usize,
+}
+
+/// The conversation split at each reply: every group a reply and what answered it.
+fn step_groups(messages: &[Message]) -> Vec<Group> {
+    let mut groups: Vec<Group> = Vec::new();
+    for (i, message) in messages.iter().enumerate() {
+        match (message, groups.last_mut()) {
+            (Message::Assistant { .. }, _) | (_, None) => groups.push(Group { start: i, end: i + 1 }),
+            (_, Some(group)) => group.end = i + 1,
+        }
+    }
+    groups
+}
+
+/// One line per step of a group: `step 3: calculate {"expression":"6*7"} -> 42`.
+fn summary_lines(messages: &[Message], step: &mut u32) -> Vec<String> {
+    let reply = messages.iter().find_map(|m| match m {
+        Message::Assistant { reply } => Some(reply),
+        _ => None,
+    });
+    let mut lines = Vec::new();
+    for message in messages {
+        let Message::ToolResult { call_id, tool, content, is_error } = message else {
+            continue;
+        };
+        *step += 1;
+        let asked = reply.map(|r| asked_of(r, call_id.as_deref())).unwrap_or_default();
+        let outcome = match (is_error, content.get("code").and_then(Value::as_str)) {
+            (true, Some(code)) => format!("error {code}"),
+            _ => clip(&text_of(content), LINE_PART_BYTES),
+        };
+        let tool = tool.as_deref().unwrap_or("(no call)");
+        lines.push(format!("step {step}: {tool} {} -> {outcome}", clip(&asked, LINE_PART_BYTES)));
+    }
+    lines
+}
+
+/// What the call answered by `call_id` asked: its arguments, else the reply's text.
+fn asked_of(reply: &ModelReply, call_id: Option<&str>) -> String {
+    let call = reply.calls.iter().find(|c| c.id.is_some() && c.id.as_deref() == call_id);
+    match (call, &reply.text) {
+        (Some(c), _) => c.arguments.to_string(),
+        (None, Some(text)) => text.clone(),
+        (None, None) => String::new(),
+    }
+}
+
+/// A value as text: a string as it is, anything else as JSON.
+fn text_of(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// `text` cut to about `max` bytes at a character boundary, on one line.
+fn clip(text: &str, max: usize) -> String {
+    let one_line = text.replace(['\n', '\r'], " ");
+    if one_line.len() <= max {
+        return one_line;
+    }
+    format!("{}…", &one_line[..floor_boundary(&one_line, max)])
+}
+
+fn floor_boundary(text: &str, at: usize) -> usize {
+    (0..=at.min(text.len())).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0)
+}
+
+fn ceil_boundary(text: &str, at: usize) -> usize {
+    (at.min(text.len())..=text.len()).find(|&i| text.is_char_boundary(i)).unwrap_or(text.len())
+}
+
+/// A cut reply as it is fed back: its first and last few hundred bytes and the size cut out
+/// between them; a short text is kept whole.
+pub(super) fn stub(text: &str) -> String {
+    if text.len() <= 2 * STUB_END_BYTES + 64 {
+        return text.to_owned();
+    }
+    let head = floor_boundary(text, STUB_END_BYTES);
+    let tail = ceil_boundary(text, text.len() - STUB_END_BYTES);
+    format!("{} …({} bytes cut)… {}", &text[..head], tail - head, &text[tail..])
+}
+
+/// Stubs a cut reply's text and its last call's arguments (where the cut fell).
+fn stub_reply(reply: &mut ModelReply) {
+    if let Some(text) = &mut reply.text {
+        *text = stub(text);
+    }
+    if let Some(call) = reply.calls.last_mut()
+        && arguments_size(&call.arguments) > 2 * STUB_END_BYTES + 64
+    {
+        call.arguments = Arguments::Value(json!({ "cut": stub(&call.arguments.to_string()) }));
+    }
+}
+
+/// The error that ends a run whose replies were cut `times` times in a row, with what the
+/// model kept writing.
+fn cut_too_often(conversation: &[Message], times: u32) -> HarnessError {
+    let last = conversation.iter().rev().find_map(|m| match m {
+        Message::Assistant { reply } => Some(reply),
+        _ => None,
+    });
+    let written = last.map(|r| match (r.calls.last(), &r.text) {
+        (Some(call), _) => format!("{} {}", call.name, call.arguments),
+        (None, Some(text)) => text.clone(),
+        (None, None) => String::new(),
+    });
+    let kept = clip(&written.unwrap_or_default(), 200);
+    HarnessError::new(
+        ErrorCode::ReplyTruncated,
+        format!(
+            "the model's last {times} replies were cut at the token limit; it kept writing: {kept}. Raise --max-reply-tokens, use a larger model, or raise --max-truncated"
+        ),
+        json!({ "times": times, "kept_writing": kept }),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_short_text_is_its_own_stub_and_a_long_one_keeps_its_ends() {
+        assert_eq!(stub("short"), "short");
+        let long = format!("{}{}{}", "a".repeat(400), "b".repeat(5000), "c".repeat(400));
+        let s = stub(&long);
+        assert!(s.starts_with(&"a".repeat(300)) && s.ends_with(&"c".repeat(300)), "{s}");
+        assert!(s.contains("(5200 bytes cut)"), "{s}");
+        assert!(s.len() < 700, "{}", s.len());
+        // Cut at character boundaries: no panic on multi-byte text.
+        let wide = "é".repeat(2000);
+        assert!(stub(&wide).contains("bytes cut"));
+    }
+
+    #[test]
+    fn estimates_round_up_and_lines_are_clipped_to_one_line() {
+        assert_eq!(estimate_tokens(0), 0);
+        assert_eq!(estimate_tokens(1), 1);
+        assert_eq!(estimate_tokens(7), 3);
+        assert_eq!(clip("a\nb", 10), "a b");
+        assert_eq!(clip("abcdef", 3), "abc…");
+    }
+
+    #[test]
+    fn groups_start_at_each_reply_and_lines_number_the_steps() {
+        let reply = ModelReply {
+            calls: vec![crate::provider::ProposedCall {
+                id: Some("c1".into()),
+                name: "calculate".into(),
+                arguments: json!({"expression": "6*7"}).into(),
+            }],
+            ..Default::default()
+        };
+        let messages = [
+            Message::Assistant { reply: reply.clone() },
+            Message::ToolResult { call_id: Some("c1".into()), tool: Some("calculate".into()), content: json!(42), is_error: false },
+            Message::Assistant { reply },
+            Message::ToolResult {
+                call_id: None,
+                tool: None,
+                content: json!({"code": "no_json", "message": "m"}),
+                is_error: true,
+            },
+        ];
+        let groups = step_groups(&messages);
+        assert_eq!(groups.iter().map(|g| (g.start, g.end)).collect::<Vec<_>>(), [(0, 2), (2, 4)]);
+        let mut step = 2;
+        let lines: Vec<String> = groups.iter().flat_map(|g| summary_lines(&messages[g.start..g.end], &mut step)).collect();
+        assert_eq!(lines, ["step 3: calculate {\"expression\":\"6*7\"} -> 42", "step 4: (no call)  -> error no_json"]);
+    }
+}
