@@ -300,9 +300,17 @@ fn summary_lines(messages: &[Message], step: &mut u32) -> Vec<String> {
 fn asked_of(reply: &ModelReply, call_id: Option<&str>) -> String {
     let call = reply.calls.iter().find(|c| c.id.is_some() && c.id.as_deref() == call_id);
     match (call, &reply.text) {
-        (Some(c), _) => c.arguments.to_string(),
+        (Some(c), _) => arguments_text(&c.arguments),
         (None, Some(text)) => text.clone(),
         (None, None) => String::new(),
+    }
+}
+
+/// A call's arguments as text: a string (OpenAI sends JSON in one) as it is.
+fn arguments_text(arguments: &Arguments) -> String {
+    match arguments.as_value() {
+        Some(Value::String(s)) => s.clone(),
+        _ => arguments.to_string(),
     }
 }
 
@@ -350,7 +358,7 @@ fn stub_reply(reply: &mut ModelReply) {
     if let Some(call) = reply.calls.last_mut()
         && arguments_size(&call.arguments) > 2 * STUB_END_BYTES + 64
     {
-        call.arguments = Arguments::Value(json!({ "cut": stub(&call.arguments.to_string()) }));
+        call.arguments = Arguments::Value(json!({ "cut": stub(&arguments_text(&call.arguments)) }));
     }
 }
 
@@ -362,7 +370,7 @@ fn cut_too_often(conversation: &[Message], times: u32) -> HarnessError {
         _ => None,
     });
     let written = last.map(|r| match (r.calls.last(), &r.text) {
-        (Some(call), _) => format!("{} {}", call.name, call.arguments),
+        (Some(call), _) => format!("{} {}", call.name, arguments_text(&call.arguments)),
         (None, Some(text)) => text.clone(),
         (None, None) => String::new(),
     });
