@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 use harness_core::{
-    Answer, Approvals, Compaction, RunEnd, RunStart, RunStatus, StepStatus, ToolRegistry, TraceEntry, TraceSink, TraceWriter,
-    resume_traced, run_traced_with,
+    Answer, Approvals, Compaction, RunEnd, RunStart, RunStatus, StepStatus, ToolRegistry, TraceEntry, TraceSink,
+    TraceWriter, resume_traced, run_traced_with,
 };
 use harness_trace::{Resumable, resumption};
 use serde_json::{Value, json};

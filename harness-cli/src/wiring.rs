@@ -8,8 +8,8 @@ use std::time::Duration;
 use clap::Args;
 use harness_core::{ModelProvider, ReplyFormat, RunAbout, RunOptions, ToolRegistry};
 use harness_providers::{
-    DEFAULT_MAX_REPLY_TOKENS, HttpProvider, HttpProviderConfig, HttpSettings, OfflineRouter, Preset, RetryBudget, RouterMode, ScriptedProvider,
-    parse_tool_choice,
+    DEFAULT_MAX_REPLY_TOKENS, HttpProvider, HttpProviderConfig, HttpSettings, OfflineRouter, Preset, RetryBudget,
+    RouterMode, ScriptedProvider, parse_tool_choice,
 };
 
 use crate::Result;
@@ -115,7 +115,10 @@ pub(crate) fn note_ignored_settings(args: &ProviderArgs, config: &LoadedConfig, 
         ("--tool-choice", args.tool_choice.is_some()),
         ("--router-mode", args.router_mode.is_some()),
         // A script with a declared context reserves the reply's tokens in it.
-        ("--max-reply-tokens", args.max_reply_tokens.is_some() && !(name == "scripted" && args.context_tokens.is_some())),
+        (
+            "--max-reply-tokens",
+            args.max_reply_tokens.is_some() && !(name == "scripted" && args.context_tokens.is_some()),
+        ),
         ("--timeout", args.timeout.is_some()),
         ("--connect-timeout", args.connect_timeout.is_some()),
         ("--retries", args.retries.is_some()),
@@ -158,7 +161,8 @@ pub(crate) fn build_budgeted_provider(
                 .ok_or_else(|| CliError::Usage("--provider scripted needs --script FILE".to_owned()))?;
             let mut script = ScriptedProvider::from_file(&path).map_err(|e| CliError::Usage(e.to_string()))?;
             if let Some(tokens) = context_tokens(args, config)? {
-                let reply = args.max_reply_tokens.or(config.config.max_reply_tokens).unwrap_or(DEFAULT_MAX_REPLY_TOKENS);
+                let reply =
+                    args.max_reply_tokens.or(config.config.max_reply_tokens).unwrap_or(DEFAULT_MAX_REPLY_TOKENS);
                 script = script.with_context(tokens, u64::from(reply));
             }
             Ok(Box::new(script))

@@ -381,7 +381,15 @@ struct Step {
 
 impl Step {
     fn begin(number: u32, finish_only: bool) -> Self {
-        Self { number, started: Instant::now(), finish_only, model_us: 0, usage: None, fresh: false, repeat_penalty: false }
+        Self {
+            number,
+            started: Instant::now(),
+            finish_only,
+            model_us: 0,
+            usage: None,
+            fresh: false,
+            repeat_penalty: false,
+        }
     }
 }
 

@@ -187,7 +187,8 @@ mod tests {
     #[test]
     fn strings_arrays_and_free_values_are_bounded_and_the_tool_keeps_its_schema() {
         let mut finish = tool("finish");
-        finish.parameters = json!({"type": "object", "properties": {"answer": {"description": "anything"}}, "required": ["answer"]});
+        finish.parameters =
+            json!({"type": "object", "properties": {"answer": {"description": "anything"}}, "required": ["answer"]});
         let mut listing = tool("list");
         listing.parameters = json!({"type": "object", "properties": {
             "names": {"type": "array", "items": {"type": "string"}},

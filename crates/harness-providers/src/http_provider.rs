@@ -338,17 +338,33 @@ impl HttpProvider {
     /// chat template knows tools, and when it does not, `auto` starts in constrained mode
     /// rather than spend a request to find out.
     async fn server_context(&self) -> Option<u64> {
-        if self.preset != Preset::LlamaCpp {
-            return None;
-        }
-        let origin = self.base_url.strip_suffix("/v1").unwrap_or(&self.base_url);
-        let url = Url::parse(&format!("{origin}/props")).ok()?;
+        let url = self.llama_endpoint("props")?;
+        let origin = url.origin().ascii_serialization();
         let props = self.transport.get_json(url).await?;
         if props.pointer("/chat_template_caps/supports_tools") == Some(&Value::Bool(false)) {
             let reason = format!("{origin}/props says the model's chat template does not know tools");
             self.step_down(RouterMode::Native, reason);
         }
         props.pointer("/default_generation_settings/n_ctx").and_then(Value::as_u64).filter(|&n| n > 0)
+    }
+
+    /// One of llama.cpp's own endpoints (`/props`, `/tokenize`), beside its `/v1`.
+    fn llama_endpoint(&self, name: &str) -> Option<Url> {
+        if self.preset != Preset::LlamaCpp {
+            return None;
+        }
+        let origin = self.base_url.strip_suffix("/v1").unwrap_or(&self.base_url);
+        Url::parse(&format!("{origin}/{name}")).ok()
+    }
+
+    /// Tokens of `text` as the server counts them (llama.cpp's `/tokenize`), else estimated.
+    async fn count_tokens(&self, text: &str) -> u64 {
+        let counted = match self.llama_endpoint("tokenize") {
+            Some(url) => self.transport.post_json(url, &serde_json::json!({ "content": text })).await,
+            None => None,
+        };
+        let tokens = counted.as_ref().and_then(|c| c.get("tokens")).and_then(Value::as_array).map(Vec::len);
+        tokens.map_or_else(|| estimate_tokens(text.len()), |n| n as u64)
     }
 
     /// The context from the server, else the configuration, else the preset's default.
@@ -360,13 +376,13 @@ impl HttpProvider {
         };
         let mode = self.sending_mode();
         let compact = tokens < COMPACT_BELOW;
-        let system = estimate_tokens(system_prompt(mode, tools, compact).len());
+        let system = self.count_tokens(&system_prompt(mode, tools, compact)).await;
         let (prompt_tokens, tools_tokens) = match mode {
             RouterMode::Native => {
-                let listed = estimate_tokens(serde_json::to_string(tools).map_or(0, |t| t.len()));
+                let listed = self.count_tokens(&serde_json::to_string(tools).unwrap_or_default()).await;
                 (system + listed, listed)
             }
-            _ => (system, system.saturating_sub(estimate_tokens(system_prompt(mode, &[], compact).len()))),
+            _ => (system, system.saturating_sub(self.count_tokens(&system_prompt(mode, &[], compact)).await)),
         };
         ContextWindow {
             tokens,

@@ -30,8 +30,7 @@ pub(crate) struct ChatCompletions {
 
 impl ChatCompletions {
     /// Any OpenAI-compatible server: the forms every one of them takes.
-    pub(crate) const COMPATIBLE: Self =
-        Self {
+    pub(crate) const COMPATIBLE: Self = Self {
         require_parameters: false,
         named_choice: false,
         limit_field: "max_tokens",

@@ -326,7 +326,9 @@ impl HttpProvider {
                 }
                 Box::new(ChatCompletions { require_parameters: true, ..ChatCompletions::COMPATIBLE })
             }
-            Preset::LlamaCpp => Box::new(ChatCompletions { penalty: ("repeat_penalty", 1.2), ..ChatCompletions::COMPATIBLE }),
+            Preset::LlamaCpp => {
+                Box::new(ChatCompletions { penalty: ("repeat_penalty", 1.2), ..ChatCompletions::COMPATIBLE })
+            }
             // OpenAI's own API, not another server behind OPENAI_BASE_URL.
             Preset::OpenAi if parsed.host_str() == Some("api.openai.com") => Box::new(ChatCompletions {
                 named_choice: true,

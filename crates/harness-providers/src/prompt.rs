@@ -18,15 +18,14 @@ Never answer with plain text. When the request is done, call finish with the ans
 /// context: the full listing of the default plugins is about a thousand tokens, and a tiny
 /// model copies the examples it is shown instead of doing the task.
 pub(crate) fn prompt_mode(tools: &[ToolDefinition], compact: bool) -> String {
+    if compact {
+        return compact_prompt(tools);
+    }
     let mut s = String::from(
         "You are the router of a tool-using agent: you never run anything yourself. At every turn you choose one \
 tool call; the harness runs it and tells you the result.\n\nTools:\n",
     );
     for tool in tools {
-        if compact {
-            let _ = writeln!(s, "- {}({}): {}", tool.name, argument_list(&tool.parameters), first_sentence(&tool.description));
-            continue;
-        }
         let _ = writeln!(s, "- {}: {}", tool.name, tool.description.trim());
         let _ = writeln!(s, "  arguments (JSON Schema): {}", tool.parameters);
         if let Some(example) = tool.examples.first() {
@@ -40,13 +39,34 @@ When the request is done, call finish: {\"tool\": \"finish\", \"arguments\": {\"
     s
 }
 
-/// A description's first sentence, on one line.
+/// Prompt mode's system prompt in few words, one line a tool.
+fn compact_prompt(tools: &[ToolDefinition]) -> String {
+    let mut s = String::from(
+        "You route a tool-using agent. Answer each turn with one tool call as JSON: {\"tool\": NAME, \"arguments\": {...}}. \
+The harness runs it and tells you the result. When the request is done, call finish with the answer.\nTools:\n",
+    );
+    for tool in tools {
+        let _ =
+            writeln!(s, "- {}({}): {}", tool.name, argument_list(&tool.parameters), first_sentence(&tool.description));
+    }
+    s
+}
+
+/// The longest summary of a description in the compact listing, in bytes.
+const SUMMARY_BYTES: usize = 80;
+
+/// A description's first sentence (or clause, before a colon or semicolon), on one line and
+/// cut at a word near [`SUMMARY_BYTES`].
 fn first_sentence(description: &str) -> String {
     let text = description.trim().replace(['\n', '\r'], " ");
-    match text.find(". ") {
-        Some(end) => text[..=end].to_owned(),
-        None => text,
+    let end = [". ", ": ", "; "].iter().filter_map(|stop| text.find(stop)).min().unwrap_or(text.len());
+    let sentence = text[..end].trim_end_matches('.');
+    if sentence.len() <= SUMMARY_BYTES {
+        return format!("{sentence}.");
     }
+    let cut = (0..=SUMMARY_BYTES).rev().find(|&i| sentence.is_char_boundary(i)).unwrap_or(0);
+    let word = sentence[..cut].rfind(' ').unwrap_or(cut);
+    format!("{}...", &sentence[..word])
 }
 
 /// A schema's arguments as `name: type` pairs, optional ones marked with `?`.
@@ -103,7 +123,13 @@ mod tests {
             source: ToolSource::Builtin,
         };
         let compact = prompt_mode(std::slice::from_ref(&tool), true);
-        assert!(compact.contains("- calculate(digits?: integer, expression: string): Evaluate an arithmetic expression.\n"), "{compact}");
+        assert!(
+            compact.contains("- calculate(digits?: integer, expression: string): Evaluate an arithmetic expression.\n"),
+            "{compact}"
+        );
+        assert_eq!(first_sentence("Evaluate arithmetic: + - * /"), "Evaluate arithmetic.");
+        let long = first_sentence(&"word ".repeat(40));
+        assert!(long.len() <= SUMMARY_BYTES + 3 && long.ends_with("word..."), "{long}");
         assert!(!compact.contains("17/100") && !compact.contains("Supports"), "{compact}");
         let full = prompt_mode(&[tool], false);
         assert!(full.contains("17/100*2340") && full.len() > compact.len(), "{full}");

@@ -24,6 +24,8 @@ const STUB_END_BYTES: usize = 300;
 const BYTES_PER_TOKEN: usize = 3;
 /// Tokens a message costs beyond its text: the chat template's role markers.
 const MESSAGE_OVERHEAD_TOKENS: u64 = 8;
+/// Tokens of message text a request must hold before its count corrects the estimates.
+const MIN_TEXT_TO_LEARN: u64 = 64;
 /// Tokens kept free beyond the estimate, for what an estimate misses (the template's own text).
 const SLACK_TOKENS: u64 = 32;
 /// Bytes of a call's arguments, and of its result, on its one line in a compacted summary.
@@ -81,8 +83,10 @@ pub(super) struct ContextState {
     scale: Option<f64>,
     /// The conversation's length when the last request was sent.
     asked_len: usize,
-    /// The estimate of the last request, before scaling.
+    /// The estimate of the last request's message text, before scaling.
     asked_estimate: u64,
+    /// The role markers of the last request's messages, estimated.
+    asked_overhead: u64,
     /// Steps already shortened into the summary.
     compacted: u32,
     /// Whether the conversation's second message is the summary of compacted steps.
@@ -99,9 +103,14 @@ impl ContextState {
             return;
         };
         self.used.largest_prompt_tokens = self.used.largest_prompt_tokens.max(counted);
-        if self.asked_estimate > 0 {
+        // The system prompt's count is the provider's own (a server's tokenizer where it has
+        // one); the messages' is the estimate to correct.
+        // The messages' role markers are counted as estimated; only their text is scaled, and
+        // only once there is enough of it that the template's own tokens do not swamp it.
+        let fixed = self.used.window.as_ref().map_or(0, |w| w.prompt_tokens) + self.asked_overhead;
+        if self.asked_estimate >= MIN_TEXT_TO_LEARN && counted > fixed {
             // Bounded, so that one odd count cannot make the estimates absurd.
-            self.scale = Some((counted as f64 / self.asked_estimate as f64).clamp(0.5, 4.0));
+            self.scale = Some(((counted - fixed) as f64 / self.asked_estimate as f64).clamp(0.25, 2.0));
         }
     }
 }
@@ -125,10 +134,11 @@ pub(super) fn before_ask(run: &mut Run<'_>, step: &Step, trace: &mut dyn TraceSi
     }
     let fitted = fit(run, step, trace);
     run.context.asked_len = run.conversation.len();
-    let raw = raw_estimate(run);
-    run.context.asked_estimate = raw;
+    run.context.asked_estimate = text_estimate(run);
+    run.context.asked_overhead = MESSAGE_OVERHEAD_TOKENS * run.conversation.len() as u64;
     if run.context.scale.is_none() {
-        run.context.used.largest_prompt_tokens = run.context.used.largest_prompt_tokens.max(raw);
+        let estimate = prompt_estimate(run);
+        run.context.used.largest_prompt_tokens = run.context.used.largest_prompt_tokens.max(estimate);
     }
     fitted
 }
@@ -139,16 +149,16 @@ fn fit(run: &mut Run<'_>, step: &Step, trace: &mut dyn TraceSink) -> Result<(), 
         return Ok(());
     };
     let room = window.tokens.saturating_sub(window.reply_tokens + SLACK_TOKENS);
-    let before = scaled(run, raw_estimate(run));
+    let before = prompt_estimate(run);
     if before <= room {
         return Ok(());
     }
-    if let Some(line) = compact(run, step.number, room, before, window.tokens)
+    if let Some(line) = compact(run, step.number, &window, before)
         && let Err(e) = trace.compacted(&line)
     {
         return Err(run.failed(step.number - 1, super::record::trace_error(&e)));
     }
-    let after = scaled(run, raw_estimate(run));
+    let after = prompt_estimate(run);
     if after <= room {
         return Ok(());
     }
@@ -163,13 +173,20 @@ fn fit(run: &mut Run<'_>, step: &Step, trace: &mut dyn TraceSink) -> Result<(), 
     Err(run.ended(RunStatus::ContextExhausted, step.number - 1, error))
 }
 
-/// The conversation's tokens, estimated from its bytes, with the system prompt.
-fn raw_estimate(run: &Run<'_>) -> u64 {
-    let prompt = run.context.used.window.as_ref().map_or(0, |w| w.prompt_tokens);
-    prompt + run.conversation.iter().map(message_tokens).sum::<u64>()
+/// The conversation's text in tokens, estimated from its bytes, before any correction.
+fn text_estimate(run: &Run<'_>) -> u64 {
+    run.conversation.iter().map(text_tokens).sum()
 }
 
-/// An estimate as the server would count it, once it has counted a request.
+/// The next prompt's tokens: the system prompt's, the messages' role markers, and their text
+/// as the server would count it.
+fn prompt_estimate(run: &Run<'_>) -> u64 {
+    let prompt = run.context.used.window.as_ref().map_or(0, |w| w.prompt_tokens);
+    let overhead = MESSAGE_OVERHEAD_TOKENS * run.conversation.len() as u64;
+    prompt + overhead + scaled(run, text_estimate(run))
+}
+
+/// A conversation estimate as the server would count it, once it has counted a request.
 fn scaled(run: &Run<'_>, raw: u64) -> u64 {
     match run.context.scale {
         Some(scale) => (raw as f64 * scale).ceil() as u64,
@@ -177,37 +194,41 @@ fn scaled(run: &Run<'_>, raw: u64) -> u64 {
     }
 }
 
-/// Tokens of one message, estimated.
-fn message_tokens(message: &Message) -> u64 {
+/// Tokens of one message's text, estimated.
+fn text_tokens(message: &Message) -> u64 {
     let bytes = match message {
         Message::Assistant { reply } => message_size(message) + reply.calls.iter().map(|c| c.name.len()).sum::<usize>(),
         _ => message_size(message),
     };
-    estimate_tokens(bytes) + MESSAGE_OVERHEAD_TOKENS
+    estimate_tokens(bytes)
 }
 
 /// Shortens the oldest steps into the summary after the request: as many as it takes to bring
-/// the prompt to half of `room`, so that the next compaction is far off; never the latest step
-/// unless it alone is too large. `None` when there is nothing to shorten.
-fn compact(run: &mut Run<'_>, before_step: u32, room: u64, before: u64, context_tokens: u64) -> Option<Compaction> {
+/// the conversation to half the room the system prompt and the reply leave it, so that the next
+/// compaction is far off; never the latest step unless it alone is too large. `None` when there
+/// is nothing to shorten.
+fn compact(run: &mut Run<'_>, before_step: u32, window: &ContextWindow, before: u64) -> Option<Compaction> {
     let start = if run.context.summary { 2 } else { 1 };
     let groups = step_groups(&run.conversation[start..]);
     if groups.is_empty() {
         return None;
     }
+    let room = window.tokens.saturating_sub(window.reply_tokens + SLACK_TOKENS + window.prompt_tokens);
     let target = room / 2;
-    let whole = raw_estimate(run);
-    let mut cut = 0;
-    let mut removed = 0;
+    let whole = text_estimate(run);
+    // The messages that stay: the request, the summary, and those not shortened.
+    let mut kept = run.conversation.len() as u64 + u64::from(!run.context.summary);
+    let (mut cut, mut removed) = (0, 0);
     let mut lines = Vec::new();
     let mut step = run.context.compacted;
     for (i, group) in groups.iter().enumerate() {
         let messages = &run.conversation[start + group.start..start + group.end];
-        removed += messages.iter().map(message_tokens).sum::<u64>();
+        removed += messages.iter().map(text_tokens).sum::<u64>();
+        kept -= messages.len() as u64;
         lines.extend(summary_lines(messages, &mut step));
         cut = group.end;
         let added = estimate_tokens(lines.iter().map(|l| l.len() + 1).sum());
-        let left = scaled(run, (whole + added).saturating_sub(removed));
+        let left = kept * MESSAGE_OVERHEAD_TOKENS + scaled(run, (whole + added).saturating_sub(removed));
         let last = i + 1 == groups.len();
         if left <= target || (i + 2 == groups.len() && left <= room) || last {
             break;
@@ -225,7 +246,7 @@ fn compact(run: &mut Run<'_>, before_step: u32, room: u64, before: u64, context_
     run.context.compacted = step;
     run.current = None;
     run.conversation_bytes = run.conversation.iter().map(message_size).sum();
-    let after = scaled(run, raw_estimate(run));
+    let after = prompt_estimate(run);
     let saved = before.saturating_sub(after);
     run.context.used.compactions += 1;
     run.context.used.tokens_saved += saved;
@@ -237,7 +258,7 @@ fn compact(run: &mut Run<'_>, before_step: u32, room: u64, before: u64, context_
         tokens_before: before,
         tokens_after: after,
         tokens_saved: saved,
-        context_tokens,
+        context_tokens: window.tokens,
     })
 }
 
@@ -422,7 +443,12 @@ mod tests {
         };
         let messages = [
             Message::Assistant { reply: reply.clone() },
-            Message::ToolResult { call_id: Some("c1".into()), tool: Some("calculate".into()), content: json!(42), is_error: false },
+            Message::ToolResult {
+                call_id: Some("c1".into()),
+                tool: Some("calculate".into()),
+                content: json!(42),
+                is_error: false,
+            },
             Message::Assistant { reply },
             Message::ToolResult {
                 call_id: None,
@@ -434,7 +460,8 @@ mod tests {
         let groups = step_groups(&messages);
         assert_eq!(groups.iter().map(|g| (g.start, g.end)).collect::<Vec<_>>(), [(0, 2), (2, 4)]);
         let mut step = 2;
-        let lines: Vec<String> = groups.iter().flat_map(|g| summary_lines(&messages[g.start..g.end], &mut step)).collect();
+        let lines: Vec<String> =
+            groups.iter().flat_map(|g| summary_lines(&messages[g.start..g.end], &mut step)).collect();
         assert_eq!(lines, ["step 3: calculate {\"expression\":\"6*7\"} -> 42", "step 4: (no call)  -> error no_json"]);
     }
 }
