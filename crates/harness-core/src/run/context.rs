@@ -8,6 +8,8 @@
 //! server's prompt cache keeps serving it) and compaction happens rarely; when even that
 //! cannot fit, the run ends `context_exhausted`, before the server refuses the request.
 
+mod summary;
+
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -28,10 +30,6 @@ const MESSAGE_OVERHEAD_TOKENS: u64 = 8;
 const MIN_TEXT_TO_LEARN: u64 = 64;
 /// Tokens kept free beyond the estimate, for what an estimate misses (the template's own text).
 const SLACK_TOKENS: u64 = 32;
-/// Bytes of a call's arguments, and of its result, on its one line in a compacted summary.
-const LINE_PART_BYTES: usize = 80;
-/// The first line of the summary of compacted steps.
-const SUMMARY_HEAD: &str = "Earlier steps, shortened to one line each:";
 
 /// Tokens of `bytes` bytes of text, estimated before a server has counted any.
 pub fn estimate_tokens(bytes: usize) -> u64 {
@@ -89,8 +87,8 @@ pub(super) struct ContextState {
     asked_overhead: u64,
     /// Steps already shortened into the summary.
     compacted: u32,
-    /// Whether the conversation's second message is the summary of compacted steps.
-    summary: bool,
+    /// The summary of compacted steps, the conversation's second message when not empty.
+    summary: summary::Summary,
     /// Replies cut at the token limit in a row.
     pub(super) cut_in_row: u32,
 }
@@ -208,41 +206,45 @@ fn text_tokens(message: &Message) -> u64 {
 /// compaction is far off; never the latest step unless it alone is too large. `None` when there
 /// is nothing to shorten.
 fn compact(run: &mut Run<'_>, before_step: u32, window: &ContextWindow, before: u64) -> Option<Compaction> {
-    let start = if run.context.summary { 2 } else { 1 };
+    let had_summary = !run.context.summary.is_empty();
+    let start = if had_summary { 2 } else { 1 };
     let groups = step_groups(&run.conversation[start..]);
     if groups.is_empty() {
         return None;
     }
     let room = window.tokens.saturating_sub(window.reply_tokens + SLACK_TOKENS + window.prompt_tokens);
     let target = room / 2;
-    let whole = text_estimate(run);
+    let old_summary = if had_summary { text_tokens(&run.conversation[1]) } else { 0 };
+    let others = text_estimate(run) - old_summary;
     // The messages that stay: the request, the summary, and those not shortened.
-    let mut kept = run.conversation.len() as u64 + u64::from(!run.context.summary);
+    let mut kept = run.conversation.len() as u64 + u64::from(!had_summary);
     let (mut cut, mut removed) = (0, 0);
-    let mut lines = Vec::new();
+    let mut summary = run.context.summary.clone();
     let mut step = run.context.compacted;
     for (i, group) in groups.iter().enumerate() {
         let messages = &run.conversation[start + group.start..start + group.end];
         removed += messages.iter().map(text_tokens).sum::<u64>();
         kept -= messages.len() as u64;
-        lines.extend(summary_lines(messages, &mut step));
+        summary.add(messages, &mut step);
+        // The summary itself keeps to a third of the room: past it, its oldest lines fold.
+        summary.fold_to(room / 3);
         cut = group.end;
-        let added = estimate_tokens(lines.iter().map(|l| l.len() + 1).sum());
-        let left = kept * MESSAGE_OVERHEAD_TOKENS + scaled(run, (whole + added).saturating_sub(removed));
+        let text = estimate_tokens(summary.text().len());
+        let left = kept * MESSAGE_OVERHEAD_TOKENS + scaled(run, (others + text).saturating_sub(removed));
         let last = i + 1 == groups.len();
         if left <= target || (i + 2 == groups.len() && left <= room) || last {
             break;
         }
     }
     let first_step = run.context.compacted + 1;
-    let summary = summary_text(run.conversation.get(1).filter(|_| run.context.summary), &lines);
     let drained = run.conversation.drain(start..start + cut).count();
-    if run.context.summary {
-        run.conversation[1] = Message::User { content: summary };
+    let content = summary.text();
+    if had_summary {
+        run.conversation[1] = Message::User { content };
     } else {
-        run.conversation.insert(1, Message::User { content: summary });
+        run.conversation.insert(1, Message::User { content });
     }
-    run.context.summary = true;
+    run.context.summary = summary;
     run.context.compacted = step;
     run.current = None;
     run.conversation_bytes = run.conversation.iter().map(message_size).sum();
@@ -260,20 +262,6 @@ fn compact(run: &mut Run<'_>, before_step: u32, window: &ContextWindow, before: 
         tokens_saved: saved,
         context_tokens: window.tokens,
     })
-}
-
-/// The summary with `lines` appended: appended, so that the summary already sent stays a
-/// prefix of the new one.
-fn summary_text(existing: Option<&Message>, lines: &[String]) -> String {
-    let mut text = match existing {
-        Some(Message::User { content }) => content.clone(),
-        _ => SUMMARY_HEAD.to_owned(),
-    };
-    for line in lines {
-        text.push('\n');
-        text.push_str(line);
-    }
-    text
 }
 
 /// A step group: a reply and the results that answer it, as a range of the conversation.
@@ -294,52 +282,11 @@ fn step_groups(messages: &[Message]) -> Vec<Group> {
     groups
 }
 
-/// One line per step of a group: `step 3: calculate {"expression":"6*7"} -> 42`.
-fn summary_lines(messages: &[Message], step: &mut u32) -> Vec<String> {
-    let reply = messages.iter().find_map(|m| match m {
-        Message::Assistant { reply } => Some(reply),
-        _ => None,
-    });
-    let mut lines = Vec::new();
-    for message in messages {
-        let Message::ToolResult { call_id, tool, content, is_error } = message else {
-            continue;
-        };
-        *step += 1;
-        let asked = reply.map(|r| asked_of(r, call_id.as_deref())).unwrap_or_default();
-        let outcome = match (is_error, content.get("code").and_then(Value::as_str)) {
-            (true, Some(code)) => format!("error {code}"),
-            _ => clip(&text_of(content), LINE_PART_BYTES),
-        };
-        let tool = tool.as_deref().unwrap_or("(no call)");
-        lines.push(format!("step {step}: {tool} {} -> {outcome}", clip(&asked, LINE_PART_BYTES)));
-    }
-    lines
-}
-
-/// What the call answered by `call_id` asked: its arguments, else the reply's text.
-fn asked_of(reply: &ModelReply, call_id: Option<&str>) -> String {
-    let call = reply.calls.iter().find(|c| c.id.is_some() && c.id.as_deref() == call_id);
-    match (call, &reply.text) {
-        (Some(c), _) => arguments_text(&c.arguments),
-        (None, Some(text)) => text.clone(),
-        (None, None) => String::new(),
-    }
-}
-
 /// A call's arguments as text: a string (OpenAI sends JSON in one) as it is.
 fn arguments_text(arguments: &Arguments) -> String {
     match arguments.as_value() {
         Some(Value::String(s)) => s.clone(),
         _ => arguments.to_string(),
-    }
-}
-
-/// A value as text: a string as it is, anything else as JSON.
-fn text_of(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
     }
 }
 
@@ -432,36 +379,11 @@ mod tests {
     }
 
     #[test]
-    fn groups_start_at_each_reply_and_lines_number_the_steps() {
-        let reply = ModelReply {
-            calls: vec![crate::provider::ProposedCall {
-                id: Some("c1".into()),
-                name: "calculate".into(),
-                arguments: json!({"expression": "6*7"}).into(),
-            }],
-            ..Default::default()
-        };
-        let messages = [
-            Message::Assistant { reply: reply.clone() },
-            Message::ToolResult {
-                call_id: Some("c1".into()),
-                tool: Some("calculate".into()),
-                content: json!(42),
-                is_error: false,
-            },
-            Message::Assistant { reply },
-            Message::ToolResult {
-                call_id: None,
-                tool: None,
-                content: json!({"code": "no_json", "message": "m"}),
-                is_error: true,
-            },
-        ];
+    fn groups_start_at_each_reply() {
+        let reply = Message::Assistant { reply: ModelReply::default() };
+        let result = Message::ToolResult { call_id: None, tool: None, content: json!(1), is_error: false };
+        let messages = [reply.clone(), result.clone(), result, reply];
         let groups = step_groups(&messages);
-        assert_eq!(groups.iter().map(|g| (g.start, g.end)).collect::<Vec<_>>(), [(0, 2), (2, 4)]);
-        let mut step = 2;
-        let lines: Vec<String> =
-            groups.iter().flat_map(|g| summary_lines(&messages[g.start..g.end], &mut step)).collect();
-        assert_eq!(lines, ["step 3: calculate {\"expression\":\"6*7\"} -> 42", "step 4: (no call)  -> error no_json"]);
+        assert_eq!(groups.iter().map(|g| (g.start, g.end)).collect::<Vec<_>>(), [(0, 3), (3, 4)]);
     }
 }
