@@ -233,7 +233,7 @@ async fn drive(
             return run.time_budget_exhausted(number - 1);
         }
         if !run.has_pending_call() {
-            if let Err(outcome) = context::before_ask(&mut run, &step, trace) {
+            if let Some(outcome) = context::before_ask(&mut run, &step, trace) {
                 return outcome;
             }
             step.repeat_penalty = run.context.cut_in_row > 0 && provider.penalizes_repeats();

@@ -115,12 +115,12 @@ impl ContextState {
 
 /// Readies the conversation for the next request: ends a run whose replies keep being cut,
 /// stubs a cut reply, compacts when the request would not fit, and ends the run when even that
-/// cannot make it fit. `Err` is the run's end.
-pub(super) fn before_ask(run: &mut Run<'_>, step: &Step, trace: &mut dyn TraceSink) -> Result<(), RunOutcome> {
+/// cannot make it fit. `Some` is the run's end.
+pub(super) fn before_ask(run: &mut Run<'_>, step: &Step, trace: &mut dyn TraceSink) -> Option<RunOutcome> {
     let max = run.options.max_truncated;
     if max > 0 && run.context.cut_in_row >= max {
         let error = cut_too_often(&run.conversation, run.context.cut_in_row);
-        return Err(run.ended(RunStatus::ReplyTruncated, step.number - 1, error));
+        return Some(run.ended(RunStatus::ReplyTruncated, step.number - 1, error));
     }
     let from = run.context.asked_len;
     for message in &mut run.conversation[from..] {
@@ -141,24 +141,23 @@ pub(super) fn before_ask(run: &mut Run<'_>, step: &Step, trace: &mut dyn TraceSi
     fitted
 }
 
-/// Compacts when the next request would not fit; `Err` when it cannot be made to.
-fn fit(run: &mut Run<'_>, step: &Step, trace: &mut dyn TraceSink) -> Result<(), RunOutcome> {
-    let Some(window) = run.context.used.window.clone() else {
-        return Ok(());
-    };
+/// Compacts when the next request would not fit; `Some` (the run's end) when it cannot be made to.
+fn fit(run: &mut Run<'_>, step: &Step, trace: &mut dyn TraceSink) -> Option<RunOutcome> {
+    // No declared context: nothing to keep to.
+    let window = run.context.used.window.clone()?;
     let room = window.tokens.saturating_sub(window.reply_tokens + SLACK_TOKENS);
     let before = prompt_estimate(run);
     if before <= room {
-        return Ok(());
+        return None;
     }
     if let Some(line) = compact(run, step.number, &window, before)
         && let Err(e) = trace.compacted(&line)
     {
-        return Err(run.failed(step.number - 1, super::record::trace_error(&e)));
+        return Some(run.failed(step.number - 1, super::record::trace_error(&e)));
     }
     let after = prompt_estimate(run);
     if after <= room {
-        return Ok(());
+        return None;
     }
     let error = HarnessError::new(
         ErrorCode::ContextExhausted,
@@ -168,7 +167,7 @@ fn fit(run: &mut Run<'_>, step: &Step, trace: &mut dyn TraceSink) -> Result<(), 
         ),
         json!({ "prompt_tokens": after, "reply_tokens": window.reply_tokens, "context_tokens": window.tokens, "source": window.source }),
     );
-    Err(run.ended(RunStatus::ContextExhausted, step.number - 1, error))
+    Some(run.ended(RunStatus::ContextExhausted, step.number - 1, error))
 }
 
 /// The conversation's text in tokens, estimated from its bytes, before any correction.
