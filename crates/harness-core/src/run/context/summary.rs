@@ -100,7 +100,10 @@ impl Line {
         match (self.folded, first == last) {
             (true, _) => format!("steps {first}-{last}: calls of {body}, not kept"),
             (false, true) => format!("step {first}: {body}"),
-            (false, false) => format!("steps {first}-{last}: {body} (each time)"),
+            // The steps that repeat it come last: as the row grows, only the line's end changes,
+            // and the summary sent before stays a prefix up to there.
+            (false, false) if last == first + 1 => format!("step {first}: {body}; the same at step {last}"),
+            (false, false) => format!("step {first}: {body}; the same at steps {}-{last}", first + 1),
         }
     }
 }
@@ -158,7 +161,7 @@ mod tests {
         assert_eq!(n, 6);
         assert_eq!(
             summary.text(),
-            "Earlier steps, shortened to one line each:\nstep 3: calculate {\"expression\":\"6*7\"} -> 42\nsteps 4-6: read_file {\"path\":\"x\"} -> error tool_error (each time)"
+            "Earlier steps, shortened to one line each:\nstep 3: calculate {\"expression\":\"6*7\"} -> 42\nstep 4: read_file {\"path\":\"x\"} -> error tool_error; the same at steps 5-6"
         );
     }
 
