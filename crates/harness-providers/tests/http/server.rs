@@ -55,8 +55,8 @@ pub(crate) struct Seen {
 struct Shared {
     replies: VecDeque<Canned>,
     seen: Vec<Seen>,
-    /// What `GET /props` answers (llama.cpp's server properties); 404 when `None`. Not a
-    /// canned reply, and not in `seen`: the tests count the chat requests.
+    /// What `GET /props` answers (llama.cpp's server properties); 404 when `None`, as for
+    /// `/tokenize`. Not a canned reply, and not in `seen`: the tests count the chat requests.
     props: Option<Value>,
 }
 
@@ -90,7 +90,9 @@ impl MockApi {
 
 async fn answer(State(shared): State<Arc<Mutex<Shared>>>, request: Request) -> Response {
     let path = request.uri().path().to_owned();
-    if request.method() == axum::http::Method::GET {
+    // A server's own endpoints (llama.cpp's /props, /tokenize) are no chat request: they take
+    // no canned reply.
+    if request.method() == axum::http::Method::GET || path == "/tokenize" {
         let props = shared.lock().expect("lock").props.clone().filter(|_| path == "/props");
         let (status, body) = match props {
             Some(props) => (200, props.to_string()),
