@@ -29,6 +29,8 @@ fn a_run_in_a_small_context_compacts_its_oldest_steps_and_keeps_every_request_wi
         .arg(&script));
     assert_eq!(r.code, 0, "{}", r.stderr);
 
+    // Every line, the compactions with them, as docs/traces.md documents it.
+    crate::trace::assert_matches_documented_schemas(&s.trace_lines("t.jsonl"));
     let start = &s.trace_lines("t.jsonl")[0];
     assert_eq!(start["context"]["tokens"], 1024);
     assert_eq!(start["context"]["source"], "script");
