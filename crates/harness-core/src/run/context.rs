@@ -91,6 +91,8 @@ pub(super) struct ContextState {
     summary: summary::Summary,
     /// Replies cut at the token limit in a row.
     pub(super) cut_in_row: u32,
+    /// The server has counted a prompt: the largest prompt is its count, not an estimate.
+    counted: bool,
 }
 
 impl ContextState {
@@ -100,10 +102,12 @@ impl ContextState {
         let Some(counted) = reply.usage.map(|u| u.input_tokens).filter(|&n| n > 0) else {
             return;
         };
-        self.used.largest_prompt_tokens = self.used.largest_prompt_tokens.max(counted);
+        // Once the server counts, its counts replace the estimates made before.
+        let before = if self.counted { self.used.largest_prompt_tokens } else { 0 };
+        self.used.largest_prompt_tokens = before.max(counted);
+        self.counted = true;
         // The system prompt's count is the provider's own (a server's tokenizer where it has
-        // one); the messages' is the estimate to correct.
-        // The messages' role markers are counted as estimated; only their text is scaled, and
+        // one); the messages' role markers are counted as estimated; only their text is scaled, and
         // only once there is enough of it that the template's own tokens do not swamp it.
         let fixed = self.used.window.as_ref().map_or(0, |w| w.prompt_tokens) + self.asked_overhead;
         if self.asked_estimate >= MIN_TEXT_TO_LEARN && counted > fixed {
@@ -134,7 +138,7 @@ pub(super) fn before_ask(run: &mut Run<'_>, step: &Step, trace: &mut dyn TraceSi
     run.context.asked_len = run.conversation.len();
     run.context.asked_estimate = text_estimate(run);
     run.context.asked_overhead = MESSAGE_OVERHEAD_TOKENS * run.conversation.len() as u64;
-    if run.context.scale.is_none() {
+    if !run.context.counted {
         let estimate = prompt_estimate(run);
         run.context.used.largest_prompt_tokens = run.context.used.largest_prompt_tokens.max(estimate);
     }
@@ -354,6 +358,99 @@ fn cut_too_often(conversation: &[Message], times: u32) -> HarnessError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::approval::Approvals;
+    use crate::run::RunOptions;
+
+    fn window(tokens: u64) -> ContextWindow {
+        ContextWindow { tokens, source: "script".into(), reply_tokens: 100, prompt_tokens: 50, tools_tokens: 20 }
+    }
+
+    /// A step of 300 bytes of result: 100 tokens of text, 16 of role markers.
+    fn add_step(run: &mut Run<'_>, n: u32) {
+        let call = crate::provider::ProposedCall {
+            id: Some(format!("c{n}")),
+            name: "t".into(),
+            arguments: json!({ "n": n }).into(),
+        };
+        run.conversation.push(Message::Assistant { reply: ModelReply { calls: vec![call], ..Default::default() } });
+        let content = json!("r".repeat(298));
+        run.conversation.push(Message::ToolResult {
+            call_id: Some(format!("c{n}")),
+            tool: Some("t".into()),
+            content,
+            is_error: false,
+        });
+    }
+
+    #[test]
+    fn a_prompt_that_fits_is_left_alone_and_one_that_does_not_is_compacted_oldest_first() {
+        let (options, mut approvals) = (RunOptions::default(), Approvals::allow_all());
+        let mut run = Run::start("request", &options, &mut approvals);
+        run.context.used.window = Some(window(1000));
+        let mut lines: Vec<Value> = Vec::new();
+        for n in 1..=5 {
+            add_step(&mut run, n);
+        }
+        // 50 (system) + 11 messages x 8 + text (3 + 5 x (3 + 100)): 656, within 1000 - 100 - 32.
+        assert_eq!(prompt_estimate(&run), 656);
+        assert!(before_ask(&mut run, &Step::begin(6, false), &mut lines).is_none());
+        assert!(lines.is_empty() && run.conversation.len() == 11);
+
+        for n in 6..=8 {
+            add_step(&mut run, n);
+        }
+        assert!(before_ask(&mut run, &Step::begin(9, false), &mut lines).is_none());
+        assert_eq!(lines.len(), 1, "one compaction");
+        let line = &lines[0];
+        assert_eq!((line["kind"].as_str(), line["before_step"].as_u64()), (Some("compaction"), Some(9)));
+        // Down to half the room the system prompt and the reply leave (818 / 2), oldest first.
+        let after = line["tokens_after"].as_u64().unwrap();
+        assert!(after <= 50 + 409, "{line}");
+        assert_eq!(line["steps"][0], 1);
+        assert_eq!(line["tokens_saved"].as_u64(), Some(line["tokens_before"].as_u64().unwrap() - after));
+        let Message::User { content } = &run.conversation[1] else { panic!("the summary follows the request") };
+        assert!(
+            content.starts_with("Earlier steps, shortened to one line each:\nstep 1: t {\"n\":1} -> rrr"),
+            "{content}"
+        );
+        assert!(matches!(run.conversation.last(), Some(Message::ToolResult { call_id: Some(id), .. }) if id == "c8"));
+        assert_eq!(
+            (run.context.used.compactions, run.context.used.tokens_saved),
+            (1, line["tokens_saved"].as_u64().unwrap())
+        );
+    }
+
+    #[test]
+    fn a_prompt_that_cannot_fit_even_compacted_ends_the_run_context_exhausted() {
+        let (options, mut approvals) = (RunOptions::default(), Approvals::allow_all());
+        let mut run = Run::start(&"q".repeat(900), &options, &mut approvals);
+        run.context.used.window = Some(window(400));
+        let mut lines: Vec<Value> = Vec::new();
+        let outcome = before_ask(&mut run, &Step::begin(1, false), &mut lines).expect("the run ends");
+        assert_eq!((outcome.status, outcome.steps), (RunStatus::ContextExhausted, 0));
+        let details = &outcome.error.expect("an error").details;
+        assert_eq!(details["context_tokens"], 400);
+        assert_eq!(details["prompt_tokens"], 50 + 8 + 300);
+        assert!(lines.is_empty(), "nothing to compact");
+    }
+
+    #[test]
+    fn the_servers_count_corrects_the_estimate_of_the_messages_text() {
+        let (options, mut approvals) = (RunOptions::default(), Approvals::allow_all());
+        let mut run = Run::start("request", &options, &mut approvals);
+        run.context.used.window = Some(window(100_000));
+        for n in 1..=3 {
+            add_step(&mut run, n);
+        }
+        assert!(before_ask(&mut run, &Step::begin(4, false), &mut Vec::<Value>::new()).is_none());
+        let text = text_estimate(&run);
+        // The server counted half the estimated text, on top of the system prompt and the markers.
+        let counted = 50 + 8 * run.conversation.len() as u64 + text / 2;
+        let usage = crate::provider::Usage { input_tokens: counted, ..Default::default() };
+        run.context.after_reply(&ModelReply { usage: Some(usage), ..Default::default() });
+        assert_eq!(run.context.used.largest_prompt_tokens, counted);
+        assert_eq!(prompt_estimate(&run), counted);
+    }
 
     #[test]
     fn a_short_text_is_its_own_stub_and_a_long_one_keeps_its_ends() {
