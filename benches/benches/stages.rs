@@ -400,6 +400,7 @@ mod step {
             reply: None,
             duration_us: started.elapsed().as_micros() as u64,
             model_us,
+            repeat_penalty: false,
         };
         trace.record(&entry).expect("the trace line is written");
     }

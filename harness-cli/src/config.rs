@@ -37,6 +37,8 @@ pub(crate) struct Config {
     /// The most tokens a model reply may take (`--max-reply-tokens`); `max_tokens` is its old name.
     #[serde(alias = "max_tokens")]
     pub(crate) max_reply_tokens: Option<u32>,
+    /// The model's context in tokens, for servers that do not say theirs (`--context-tokens`).
+    pub(crate) context_tokens: Option<u64>,
     /// `[openrouter]`: the app attribution headers.
     #[serde(default)]
     pub(crate) openrouter: OpenRouterConfig,
@@ -46,6 +48,8 @@ pub(crate) struct Config {
     pub(crate) max_steps: Option<u32>,
     /// Default repeat limit.
     pub(crate) max_repeats: Option<u32>,
+    /// Cut replies in a row that end a run (`--max-truncated`).
+    pub(crate) max_truncated: Option<u32>,
     /// Wall-clock limit of a run, in seconds.
     pub(crate) max_seconds: Option<f64>,
     /// How a reply's text is read (`--reply-format`): auto, or a model family's call format.

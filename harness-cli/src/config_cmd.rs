@@ -97,6 +97,7 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("provider", "\"offline\""),
     ("max_steps", "8"),
     ("max_repeats", "3"),
+    ("max_truncated", "2"),
     ("isolation", "\"by effects: process unless pure\""),
     ("policy.pure", "\"allow\""),
     ("policy.reads", "\"allow\""),

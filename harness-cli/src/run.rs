@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use harness_core::{
-    Answer, Approvals, RunAbout, RunEnd, RunStart, RunStatus, StepStatus, ToolRegistry, TraceEntry, TraceSink,
+    Answer, Approvals, Compaction, RunAbout, RunEnd, RunStart, RunStatus, StepStatus, ToolRegistry, TraceEntry, TraceSink,
     TraceWriter, resume_traced, run_traced_with,
 };
 use harness_trace::{Resumable, resumption};
@@ -94,6 +94,16 @@ impl TraceSink for Progress<'_> {
     }
     fn end(&mut self, end: &RunEnd) -> io::Result<()> {
         self.inner.end(end)
+    }
+    fn compacted(&mut self, line: &Compaction) -> io::Result<()> {
+        self.inner.compacted(line)?;
+        if !self.quiet {
+            eprintln!(
+                "harness: compacted steps {}-{} before step {}: {} -> {} tokens",
+                line.steps[0], line.steps[1], line.before_step, line.tokens_before, line.tokens_after
+            );
+        }
+        Ok(())
     }
     fn record(&mut self, entry: &TraceEntry<'_>) -> io::Result<()> {
         self.inner.record(entry)?;
@@ -221,7 +231,7 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     let mut out = stdout.lock();
     let status = outcome.status.as_str();
     let printed = if args.json {
-        let mut obj = json!({ "status": status, "answer": outcome.answer, "steps": outcome.steps, "usage": outcome.usage, "usage_by_step": usage_by_step, "retries": outcome.retries });
+        let mut obj = json!({ "status": status, "answer": outcome.answer, "steps": outcome.steps, "usage": outcome.usage, "usage_by_step": usage_by_step, "retries": outcome.retries, "context": outcome.context });
         if let Some(e) = &outcome.error {
             obj["error"] = e.to_value();
             if let Some(pending) = e.details.get("pending") {
@@ -249,6 +259,7 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
         RunStatus::StepBudgetExhausted | RunStatus::TimeBudgetExhausted => 3,
         RunStatus::Failed => 1,
         RunStatus::AwaitingApproval => 4,
+        RunStatus::ContextExhausted | RunStatus::ReplyTruncated => 5,
     })
 }
 

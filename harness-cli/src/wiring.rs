@@ -8,8 +8,8 @@ use std::time::Duration;
 use clap::Args;
 use harness_core::{ModelProvider, ReplyFormat, RunAbout, RunOptions, ToolRegistry};
 use harness_providers::{
-    HttpProvider, HttpProviderConfig, HttpSettings, OfflineRouter, Preset, RetryBudget, RouterMode, ScriptedProvider,
-    parse_tool_choice,
+    DEFAULT_MAX_REPLY_TOKENS, HttpProvider, HttpProviderConfig, HttpSettings, OfflineRouter, Preset, RetryBudget,
+    RouterMode, ScriptedProvider, parse_tool_choice,
 };
 
 use crate::Result;
@@ -44,6 +44,10 @@ pub(crate) struct ProviderArgs {
     /// The most tokens a model reply may take, sent with every request; a reply cut there is not run. [default: 1024]
     #[arg(long, value_name = "N")]
     pub(crate) max_reply_tokens: Option<u32>,
+    /// The model's context in tokens, for a server that does not say its own (llama.cpp's /props does); with
+    /// --provider scripted, the context the script declares. [default: by provider, see docs/providers.md]
+    #[arg(long, value_name = "N")]
+    pub(crate) context_tokens: Option<u64>,
     /// Whole-request timeout of a model request, in seconds. [default: 120]
     #[arg(long, value_name = "SECS")]
     pub(crate) timeout: Option<f64>,
@@ -68,6 +72,10 @@ pub(crate) struct LoopArgs {
     /// The same call this many times in a row is rejected as repeated_call; 0 turns it off. [default: 3]
     #[arg(long, value_name = "N")]
     pub(crate) max_repeats: Option<u32>,
+    /// This many model replies in a row cut at the token limit end the run reply_truncated (exit 5); 0 turns it
+    /// off. [default: 2]
+    #[arg(long, value_name = "N")]
+    pub(crate) max_truncated: Option<u32>,
     /// Wall-clock limit of the run in seconds: past it, time_budget_exhausted (exit 3).
     #[arg(long, value_name = "SECS")]
     pub(crate) max_seconds: Option<f64>,
@@ -106,7 +114,11 @@ pub(crate) fn note_ignored_settings(args: &ProviderArgs, config: &LoadedConfig, 
         ("--api-key-env", args.api_key_env.is_some()),
         ("--tool-choice", args.tool_choice.is_some()),
         ("--router-mode", args.router_mode.is_some()),
-        ("--max-reply-tokens", args.max_reply_tokens.is_some()),
+        // A script with a declared context reserves the reply's tokens in it.
+        (
+            "--max-reply-tokens",
+            args.max_reply_tokens.is_some() && !(name == "scripted" && args.context_tokens.is_some()),
+        ),
         ("--timeout", args.timeout.is_some()),
         ("--connect-timeout", args.connect_timeout.is_some()),
         ("--retries", args.retries.is_some()),
@@ -147,7 +159,12 @@ pub(crate) fn build_budgeted_provider(
         "scripted" => {
             let path = script_path(args, config)
                 .ok_or_else(|| CliError::Usage("--provider scripted needs --script FILE".to_owned()))?;
-            let script = ScriptedProvider::from_file(&path).map_err(|e| CliError::Usage(e.to_string()))?;
+            let mut script = ScriptedProvider::from_file(&path).map_err(|e| CliError::Usage(e.to_string()))?;
+            if let Some(tokens) = context_tokens(args, config)? {
+                let reply =
+                    args.max_reply_tokens.or(config.config.max_reply_tokens).unwrap_or(DEFAULT_MAX_REPLY_TOKENS);
+                script = script.with_context(tokens, u64::from(reply));
+            }
             Ok(Box::new(script))
         }
         other => {
@@ -164,6 +181,16 @@ pub(crate) fn build_budgeted_provider(
             }
             Ok(Box::new(provider))
         }
+    }
+}
+
+/// The model's context from the flag or the config, when one is given: at least 1 token.
+fn context_tokens(args: &ProviderArgs, config: &LoadedConfig) -> Result<Option<u64>> {
+    match args.context_tokens.or(config.config.context_tokens) {
+        Some(0) => Err(CliError::Usage(
+            "--context-tokens 0 leaves no room for any request; give the model's context size in tokens".to_owned(),
+        )),
+        tokens => Ok(tokens),
     }
 }
 
@@ -209,6 +236,7 @@ fn http_provider(
         tool_choice: tool_choice(args, config).as_deref().map(parse_tool_choice),
         router_mode,
         max_reply_tokens: args.max_reply_tokens.or(file.max_reply_tokens),
+        context_tokens: context_tokens(args, config)?,
         app_url: file.openrouter.http_referer.clone(),
         app_title: file.openrouter.x_title.clone(),
         http,
@@ -243,6 +271,7 @@ pub(crate) fn run_options(args: &LoopArgs, config: &LoadedConfig) -> Result<RunO
     let options = RunOptions {
         max_steps: args.max_steps.or(config.config.max_steps).unwrap_or(8),
         max_repeats: args.max_repeats.or(config.config.max_repeats).unwrap_or(3),
+        max_truncated: args.max_truncated.or(config.config.max_truncated).unwrap_or(defaults.max_truncated),
         max_reply_bytes: limits.reply_bytes.unwrap_or(defaults.max_reply_bytes),
         max_arguments_bytes: limits.arguments_bytes.unwrap_or(defaults.max_arguments_bytes),
         max_conversation_bytes: limits.conversation_bytes.unwrap_or(defaults.max_conversation_bytes),

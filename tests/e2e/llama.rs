@@ -38,6 +38,11 @@ fn var(name: &str) -> PathBuf {
 impl LlamaServer {
     /// Starts the server with one slot of `context` tokens and waits until it serves.
     pub(crate) fn start(context: u32) -> Self {
+        Self::with_slots(context, 1)
+    }
+
+    /// Starts the server with `context` tokens shared by `slots` slots (each gets its share).
+    pub(crate) fn with_slots(context: u32, slots: u32) -> Self {
         let (server, model) = (var("HARNESS_LLAMA_SERVER"), var("HARNESS_LLAMA_MODEL"));
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let dir = tempfile::tempdir().unwrap();
@@ -45,7 +50,16 @@ impl LlamaServer {
         let child = Command::new(server)
             .arg("-m")
             .arg(model)
-            .args(["--host", "127.0.0.1", "--port", &port.to_string(), "-c", &context.to_string(), "-np", "1"])
+            .args([
+                "--host",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+                "-c",
+                &context.to_string(),
+                "-np",
+                &slots.to_string(),
+            ])
             // One thread: on a busy machine more of them spin against each other (30 times slower
             // here). Greedy sampling with a fixed seed: the same replies every run.
             .args(["-t", "1", "-tb", "1", "--temp", "0", "--seed", "1"])
@@ -132,10 +146,16 @@ fn a_model_whose_template_knows_no_tools_is_forced_through_constrained_mode() {
     let r = ran(harness(&s, &server, "calculate 2+2").args(["--max-steps", "3", "--max-reply-tokens", "256"]));
     // The run ends: finished, or its budget spent; never a provider error.
     assert!(matches!(r.code, 0 | 3), "exit {}: {}\n{}", r.code, r.stderr, server.logs());
+    // The server's /props says the template knows no tools: no request is spent finding out.
     assert!(
-        r.stderr.contains("ignored the tools") && r.stderr.contains("switching to constrained mode"),
+        r.stderr.contains("does not know tools") && r.stderr.contains("switching to constrained mode"),
         "{}",
         r.stderr
+    );
+    let start = &s.trace_lines("t.jsonl")[0];
+    assert_eq!(
+        (start["context"]["tokens"].as_u64(), start["context"]["source"].as_str()),
+        (Some(4096), Some("server"))
     );
 
     let trace = s.trace("t.jsonl");
@@ -197,4 +217,88 @@ fn each_request_reuses_all_that_the_previous_one_sent() {
     assert_eq!(by_step, asked.iter().map(|a| (a.0, a.1)).collect::<Vec<_>>(), "--json and the trace differ");
     let total: Value = r.json()["usage"].clone();
     assert!(total["cached_input_tokens"].as_u64().unwrap() >= asked[1].1, "{total}");
+}
+
+/// Says whether the server refused a request for its size.
+fn refused_for_size(server: &LlamaServer) -> bool {
+    server.logs().contains("exceeds the available context size")
+}
+
+#[test]
+fn a_twelve_step_run_with_long_results_fits_a_small_context_and_keeps_the_prefix_cache() {
+    // Two slots of 512 tokens each: the system prompt, the reply's room and one long result
+    // leave little for earlier steps.
+    let server = LlamaServer::with_slots(1024, 2);
+    let s = Scratch::new();
+    s.write("h.toml", "[plugins.files]\nroot = \"root\"\n");
+    let line = "The quick brown fox jumps over the lazy dog; the harness keeps what fits. ";
+    s.write("root/notes.txt", &line.repeat(6));
+    let r = ran(s
+        .harness()
+        .args(["run", "read notes.txt", "--provider", "llamacpp", "--base-url", &server.base_url])
+        .args([
+            "--config",
+            "h.toml",
+            "--enable",
+            "files",
+            "--tool-choice",
+            "read_file",
+            "--max-steps",
+            "12",
+            "--max-repeats",
+            "0",
+            "--max-reply-tokens",
+            "96",
+            "--timeout",
+            "300",
+            "--json",
+            "--trace",
+            "t.jsonl",
+        ]));
+    assert!(matches!(r.code, 0 | 3), "exit {}: {}\n{}", r.code, r.stderr, server.logs());
+    assert!(!refused_for_size(&server), "{}", server.logs());
+
+    let lines = s.trace_lines("t.jsonl");
+    assert_eq!(lines[0]["context"]["tokens"], 512, "a slot's share: {}", lines[0]);
+    let steps: Vec<&Value> = lines.iter().filter(|l| l.get("step").is_some()).collect();
+    assert_eq!(steps.len(), 12, "every step asked the model and none failed");
+    for step in &steps {
+        let usage = &step["usage"];
+        let used = usage["input_tokens"].as_u64().unwrap() + usage["output_tokens"].as_u64().unwrap();
+        assert!(used <= 512, "a request and its reply over the slot's 512 tokens: {step}");
+    }
+    let compactions: Vec<&Value> = lines.iter().filter(|l| l["kind"] == "compaction").collect();
+    assert!(!compactions.is_empty(), "twelve long results cannot fit 512 tokens whole");
+    // After each compaction the server still takes most of the prompt from its cache: the
+    // system prompt, the request and the summary's earlier lines are the prompt it had.
+    for compaction in &compactions {
+        let after = steps.iter().find(|s| s["step"] == compaction["before_step"]).expect("the step after it");
+        let (input, cached) =
+            (after["usage"]["input_tokens"].as_u64().unwrap(), after["usage"]["cached_input_tokens"].as_u64().unwrap());
+        assert!(cached * 2 > input, "only {cached} of {input} prompt tokens from the cache after {compaction}");
+    }
+    let end = lines.last().unwrap();
+    assert_eq!(end["context"]["compactions"].as_u64(), Some(compactions.len() as u64), "{end}");
+    assert!(end["context"]["largest_prompt_tokens"].as_u64().unwrap() <= 512 - 96, "{end}");
+}
+
+#[test]
+fn the_smiles_request_that_once_ran_out_of_context_ends_with_a_reason() {
+    // The defaults a new user has, on a server started with -c 4096.
+    let server = LlamaServer::start(4096);
+    let s = Scratch::new();
+    let r = ran(s
+        .harness()
+        .args(["run", "is c1ccccc1 a valid SMILES?", "--provider", "llamacpp", "--base-url", &server.base_url])
+        .args(["--timeout", "300", "--json", "--trace", "t.jsonl"]));
+    let out = r.json();
+    let status = out["status"].as_str().unwrap_or_default();
+    assert!(
+        ["finished", "step_budget_exhausted", "reply_truncated", "context_exhausted"].contains(&status),
+        "exit {}: {out}\n{}",
+        r.code,
+        r.stderr
+    );
+    assert!(!refused_for_size(&server), "{}", server.logs());
+    assert!(!s.trace("t.jsonl").iter().any(|step| step["error"]["code"] == "provider_error"));
 }

@@ -13,6 +13,7 @@ mod batch;
 mod cache;
 mod check;
 mod confinement;
+mod context;
 mod discovery;
 mod isolation;
 mod llama;

@@ -44,7 +44,11 @@ fn a_call_cut_at_the_token_limit_never_runs_and_a_whole_one_before_it_does() {
         cut(r#"<tool_call>{"name": "calculate", "arguments": {"expression": "777"}}"#),
         finish(json!(42)),
     ]);
-    let r = ran(s.harness().args(["run", "x", "--json", "--trace", "t.jsonl", "--script"]).arg(&script));
+    // Two cut replies in a row would end the run (--max-truncated): off, to see each one's steps.
+    let r = ran(s
+        .harness()
+        .args(["run", "x", "--json", "--max-truncated", "0", "--trace", "t.jsonl", "--script"])
+        .arg(&script));
     assert_eq!(r.code, 0, "{}", r.stderr);
     let trace = s.trace("t.jsonl");
     let steps: Vec<(&Value, &Value)> = trace.iter().map(|l| (&l["status"], &l["error"]["code"])).collect();

@@ -207,12 +207,12 @@ fn documented_schemas() -> Vec<(String, jsonschema::Validator)> {
         let validator = jsonschema::validator_for(&schema).unwrap_or_else(|e| panic!("schema {kind}: {e}"));
         schemas.push((kind.to_owned(), validator));
     }
-    assert_eq!(schemas.iter().map(|s| s.0.as_str()).collect::<Vec<_>>(), ["start", "step", "end"]);
+    assert_eq!(schemas.iter().map(|s| s.0.as_str()).collect::<Vec<_>>(), ["start", "step", "compaction", "end"]);
     schemas
 }
 
 /// Checks every line of a real trace against the documented schema of its kind.
-fn assert_matches_documented_schemas(lines: &[Value]) {
+pub(crate) fn assert_matches_documented_schemas(lines: &[Value]) {
     let schemas = documented_schemas();
     for (i, line) in lines.iter().enumerate() {
         let kind = if line.get("step").is_some() { "step" } else { line["kind"].as_str().unwrap() };

@@ -525,5 +525,6 @@ fn failed(error: HarnessError) -> RunOutcome {
         error: Some(error),
         usage: Usage::default(),
         retries: 0,
+        context: Default::default(),
     }
 }

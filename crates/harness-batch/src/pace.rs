@@ -4,7 +4,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use harness_core::{ModelProvider, ModelReply, ProviderError, RouterRequest};
+use harness_core::{ContextWindow, ModelProvider, ModelReply, ProviderError, RouterRequest, ToolDefinition};
 use tokio::time::Instant;
 
 /// Hands out request slots `60 / rpm` seconds apart; the first is now.
@@ -45,6 +45,14 @@ pub(crate) struct Paced<'a> {
 impl ModelProvider for Paced<'_> {
     fn name(&self) -> &str {
         self.inner.name()
+    }
+
+    async fn context_window(&self, tools: &[ToolDefinition]) -> Option<ContextWindow> {
+        self.inner.context_window(tools).await
+    }
+
+    fn penalizes_repeats(&self) -> bool {
+        self.inner.penalizes_repeats()
     }
 
     async fn complete(&self, request: RouterRequest<'_>) -> Result<ModelReply, ProviderError> {

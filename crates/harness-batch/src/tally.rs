@@ -37,7 +37,8 @@ impl Tally {
             RunStatus::Finished => self.finished += 1,
             RunStatus::StepBudgetExhausted => self.step_budget += 1,
             RunStatus::TimeBudgetExhausted => self.time_budget += 1,
-            RunStatus::Failed => self.failed += 1,
+            // Ends the model brought about, like a failure: the run could not go on.
+            RunStatus::Failed | RunStatus::ContextExhausted | RunStatus::ReplyTruncated => self.failed += 1,
             RunStatus::AwaitingApproval => self.awaiting += 1,
         }
         self.durations_ms.push(duration_ms);

@@ -56,6 +56,8 @@ pub enum ErrorCode {
     /// The tool's plugin, offered from the plugin cache, could not be opened or initialised
     /// at its first call; none of its tools runs.
     PluginUnavailable,
+    /// The next request cannot fit the model's context, even with every earlier step compacted.
+    ContextExhausted,
 }
 
 impl ErrorCode {
@@ -101,6 +103,7 @@ impl ErrorCode {
             Self::AwaitingApproval => "awaiting_approval",
             Self::ToolChanged => "tool_changed",
             Self::PluginUnavailable => "plugin_unavailable",
+            Self::ContextExhausted => "context_exhausted",
         }
     }
 }

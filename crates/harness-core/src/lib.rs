@@ -45,14 +45,18 @@ pub use approval::{Answer, ApprovalPolicy, Approvals, Approver, Decision, Effect
 pub use error::{ErrorCode, HarnessError};
 pub use printable::{moves_or_reorders, printable};
 pub use provider::{
-    Arguments, Message, ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest, ToolChoice, Usage,
+    Arguments, ContextWindow, Message, ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest,
+    ToolChoice, Usage,
 };
 pub use registry::{
     CompiledSchema, EXTERNAL_REF_REFUSED, FINISH, RegisteredTool, RegistryError, ToolDefinition, ToolExample,
     ToolFailure, ToolHandler, ToolRegistry, ToolSource, compile_schema, prepare_schema_compiler,
 };
 pub use reply::{ReadOptions, ReadReply, ReplyFormat, TextCall, read_reply};
-pub use run::{Resumption, RunOptions, RunOutcome, RunStatus, call_tool, resume, run, run_with};
+pub use run::{
+    Compaction, ContextUse, Resumption, RunOptions, RunOutcome, RunStatus, call_tool, estimate_tokens, resume, run,
+    run_with,
+};
 pub use trace::{
     Limits, McpPeer, NoTrace, OfferedTool, RunAbout, RunEnd, RunStart, StepStatus, TRACE_FORMAT, TraceEntry, TraceSink,
     TraceWriter, definition_hash, resume_traced, rfc3339, run_traced, run_traced_with, sha256_hex,

@@ -235,6 +235,23 @@ impl ProviderError {
     }
 }
 
+/// What a provider knows of its model's context before the first request: the loop keeps
+/// every request within it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ContextWindow {
+    /// Tokens the model's context holds, prompt and reply together.
+    pub tokens: u64,
+    /// Where that number came from: `server` (the server said), `config` (`context_tokens`),
+    /// `default` (neither), `script` (a scripted provider's declaration).
+    pub source: String,
+    /// Tokens every request keeps free for the reply (its `max_tokens`).
+    pub reply_tokens: u64,
+    /// Tokens of the system prompt, the tool listing included, as estimated before any request.
+    pub prompt_tokens: u64,
+    /// Of `prompt_tokens`, those the tool listing takes.
+    pub tools_tokens: u64,
+}
+
 /// A model provider: asked once per step for a reply.
 #[async_trait]
 pub trait ModelProvider: Send + Sync {
@@ -242,6 +259,16 @@ pub trait ModelProvider: Send + Sync {
     fn name(&self) -> &str;
     /// Asks the model for its next reply.
     async fn complete(&self, request: RouterRequest<'_>) -> Result<ModelReply, ProviderError>;
+    /// The model's context, asked once before the first request (a server may be asked for
+    /// it); `None` when the provider has no limit worth keeping to.
+    async fn context_window(&self, _tools: &[ToolDefinition]) -> Option<ContextWindow> {
+        None
+    }
+    /// Whether the request after a cut reply asks the server for a repetition penalty (a
+    /// provider sees the cut reply last in the conversation and decides alone).
+    fn penalizes_repeats(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 
 mod ask;
 mod check;
+mod context;
 mod execute;
 mod read;
 mod record;
@@ -23,6 +24,7 @@ use crate::reply::ReplyFormat;
 use crate::trace::{StepStatus, TraceSink};
 use read::StepCall;
 
+pub use context::{Compaction, ContextUse, estimate_tokens};
 pub use execute::call_tool;
 
 /// Limits of one run.
@@ -32,6 +34,9 @@ pub struct RunOptions {
     pub max_steps: u32,
     /// The same call this many times in a row is `repeated_call`; 0 turns the check off.
     pub max_repeats: u32,
+    /// This many replies in a row cut at the token limit end the run `reply_truncated`; 0
+    /// turns the check off.
+    pub max_truncated: u32,
     /// Largest router reply (its text and all its calls' arguments), in bytes: over it, `reply_too_large`.
     pub max_reply_bytes: usize,
     /// Largest arguments of one call, in bytes: over it, `arguments_too_large`.
@@ -62,6 +67,7 @@ impl Default for RunOptions {
         Self {
             max_steps: 8,
             max_repeats: 3,
+            max_truncated: 2,
             max_reply_bytes: 1 << 20,
             max_arguments_bytes: 256 << 10,
             max_conversation_bytes: 16 << 20,
@@ -88,6 +94,10 @@ pub enum RunStatus {
     /// A call waits for the operator's approval; the run stopped cleanly before it and can be
     /// resumed ([`resume`]). Its error's details hold the pending call.
     AwaitingApproval,
+    /// The next request could not fit the model's context, even with earlier steps compacted.
+    ContextExhausted,
+    /// The model's replies were cut at the token limit `max_truncated` times in a row.
+    ReplyTruncated,
 }
 
 impl RunStatus {
@@ -99,6 +109,8 @@ impl RunStatus {
             RunStatus::TimeBudgetExhausted => "time_budget_exhausted",
             RunStatus::Failed => "failed",
             RunStatus::AwaitingApproval => "awaiting_approval",
+            RunStatus::ContextExhausted => "context_exhausted",
+            RunStatus::ReplyTruncated => "reply_truncated",
         }
     }
 }
@@ -118,6 +130,8 @@ pub struct RunOutcome {
     pub usage: Usage,
     /// Requests the provider retried (rate limits, server errors), summed over the run.
     pub retries: u32,
+    /// The model's context, the largest prompt sent, and the compactions made to stay within it.
+    pub context: ContextUse,
 }
 
 /// Runs the router-first loop for one request, every call allowed (a caller that governs
@@ -209,6 +223,7 @@ async fn drive(
     trace: &mut dyn TraceSink,
 ) -> RunOutcome {
     let options = run.options;
+    run.context.used.window = provider.context_window(registry.definitions()).await;
     for number in first..=options.max_steps {
         let mut step = Step::begin(number, run.finish_only(number));
         if number == first {
@@ -218,10 +233,15 @@ async fn drive(
             return run.time_budget_exhausted(number - 1);
         }
         if !run.has_pending_call() {
+            if let Some(outcome) = context::before_ask(&mut run, &step, trace) {
+                return outcome;
+            }
+            step.repeat_penalty = run.context.cut_in_row > 0 && provider.penalizes_repeats();
             let reply = match ask::ask_router(provider, registry, &mut run, &mut step, trace).await {
                 Ok(reply) => reply,
                 Err(outcome) => return outcome,
             };
+            run.context.after_reply(&reply);
             if let Err(error) = run.take_reply(reply, registry, &step) {
                 if let Err(e) = trace.record(&record::refused_reply(&step, &error)) {
                     return run.failed(number, record::trace_error(&e));
@@ -355,11 +375,21 @@ struct Step {
     usage: Option<Usage>,
     /// This step asked the router (rather than running a further call of an earlier reply).
     fresh: bool,
+    /// This step's request asked the server for a repetition penalty, after a cut reply.
+    repeat_penalty: bool,
 }
 
 impl Step {
     fn begin(number: u32, finish_only: bool) -> Self {
-        Self { number, started: Instant::now(), finish_only, model_us: 0, usage: None, fresh: false }
+        Self {
+            number,
+            started: Instant::now(),
+            finish_only,
+            model_us: 0,
+            usage: None,
+            fresh: false,
+            repeat_penalty: false,
+        }
     }
 }
 
@@ -378,6 +408,8 @@ struct Run<'o> {
     /// The reply being worked through. A reply with several calls is executed in order, one
     /// call per step, before the provider is asked again.
     current: Option<CurrentReply>,
+    /// The model's context: what the last request cost, the steps compacted, the cut replies.
+    context: context::ContextState,
 }
 
 impl Drop for Run<'_> {
@@ -434,6 +466,7 @@ impl<'o> Run<'o> {
                 deadline: options.max_duration.map(|d| Instant::now() + d),
             },
             current: None,
+            context: context::ContextState::default(),
         }
     }
 
@@ -498,18 +531,21 @@ impl<'o> Run<'o> {
     }
 
     fn finished(&self, steps: u32, answer: Value) -> RunOutcome {
-        let (usage, retries) = (self.usage, self.retries);
-        RunOutcome { status: RunStatus::Finished, answer: Some(answer), steps, error: None, usage, retries }
+        RunOutcome { answer: Some(answer), ..self.ended(RunStatus::Finished, steps, None) }
     }
 
     fn failed(&self, steps: u32, error: HarnessError) -> RunOutcome {
-        let (usage, retries) = (self.usage, self.retries);
-        RunOutcome { status: RunStatus::Failed, answer: None, steps, error: Some(error), usage, retries }
+        self.ended(RunStatus::Failed, steps, error)
     }
 
     fn awaiting(&self, steps: u32, error: HarnessError) -> RunOutcome {
-        let (usage, retries) = (self.usage, self.retries);
-        RunOutcome { status: RunStatus::AwaitingApproval, answer: None, steps, error: Some(error), usage, retries }
+        self.ended(RunStatus::AwaitingApproval, steps, error)
+    }
+
+    /// The run's end with `status` after `steps` steps, for the reason `error` gives.
+    fn ended(&self, status: RunStatus, steps: u32, error: impl Into<Option<HarnessError>>) -> RunOutcome {
+        let (usage, retries, context) = (self.usage, self.retries, self.context.used.clone());
+        RunOutcome { status, answer: None, steps, error: error.into(), usage, retries, context }
     }
 
     fn time_budget_exhausted(&self, steps: u32) -> RunOutcome {
@@ -520,8 +556,7 @@ impl<'o> Run<'o> {
             format!("the run reached its wall-clock limit of {limit_ms} ms after {steps} steps without calling finish"),
             json!({ "limit_ms": limit_ms, "steps": steps }),
         );
-        let (usage, retries) = (self.usage, self.retries);
-        RunOutcome { status: RunStatus::TimeBudgetExhausted, answer: None, steps, error: Some(error), usage, retries }
+        self.ended(RunStatus::TimeBudgetExhausted, steps, error)
     }
 
     fn step_budget_exhausted(&self) -> RunOutcome {
@@ -533,15 +568,7 @@ impl<'o> Run<'o> {
             ),
             json!({ "max_steps": max_steps }),
         );
-        let (usage, retries) = (self.usage, self.retries);
-        RunOutcome {
-            status: RunStatus::StepBudgetExhausted,
-            answer: None,
-            steps: max_steps,
-            error: Some(error),
-            usage,
-            retries,
-        }
+        self.ended(RunStatus::StepBudgetExhausted, max_steps, error)
     }
 }
 

@@ -16,7 +16,7 @@ use crate::approval::Approvals;
 use crate::error::{ErrorCode, HarnessError};
 use crate::provider::{ModelProvider, ModelReply, Usage};
 use crate::registry::ToolRegistry;
-use crate::run::{Resumption, RunOptions, RunOutcome, RunStatus};
+use crate::run::{Compaction, Resumption, RunOptions, RunOutcome, RunStatus};
 
 pub use lines::{
     Limits, McpPeer, OfferedTool, RunAbout, RunEnd, RunStart, TRACE_FORMAT, definition_hash, rfc3339, sha256_hex,
@@ -99,6 +99,9 @@ pub struct TraceEntry<'a> {
     pub duration_us: u64,
     /// Wall time of the model call alone, in microseconds.
     pub model_us: u64,
+    /// The request asked the server for a repetition penalty, the reply before it being cut.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub repeat_penalty: bool,
 }
 
 /// Receives each step as it ends, and the run's first and last lines around them.
@@ -111,6 +114,10 @@ pub trait TraceSink: Send {
     fn record(&mut self, entry: &TraceEntry<'_>) -> io::Result<()>;
     /// Records how the run ended, after its last step.
     fn end(&mut self, _end: &RunEnd) -> io::Result<()> {
+        Ok(())
+    }
+    /// Records a compaction of the conversation, between two steps.
+    fn compacted(&mut self, _line: &Compaction) -> io::Result<()> {
         Ok(())
     }
 }
@@ -141,7 +148,9 @@ pub async fn run_traced_with(
     approvals: &mut Approvals,
 ) -> RunOutcome {
     let started = Instant::now();
-    let start = RunStart::new(about, provider.name(), request, registry, options);
+    let mut start = RunStart::new(about, provider.name(), request, registry, options);
+    // Asked here for the first line; a provider asks its server once and keeps the answer.
+    start.context = provider.context_window(registry.definitions()).await;
     if let Err(e) = trace.begin(&start) {
         let none = RunOutcome {
             status: RunStatus::Failed,
@@ -150,6 +159,7 @@ pub async fn run_traced_with(
             error: None,
             usage: Usage::default(),
             retries: 0,
+            context: Default::default(),
         };
         return with_line_error(none, "first", &e);
     }
@@ -245,6 +255,9 @@ impl<W: Write + Send> TraceSink for TraceWriter<W> {
     fn end(&mut self, end: &RunEnd) -> io::Result<()> {
         self.line(end)
     }
+    fn compacted(&mut self, line: &Compaction) -> io::Result<()> {
+        self.line(line)
+    }
 }
 
 /// Keeps every line in memory; for tests and for callers that post-process a run.
@@ -261,6 +274,10 @@ impl TraceSink for Vec<Value> {
         self.push(serde_json::to_value(end)?);
         Ok(())
     }
+    fn compacted(&mut self, line: &Compaction) -> io::Result<()> {
+        self.push(serde_json::to_value(line)?);
+        Ok(())
+    }
 }
 
 /// Forwards to a sink held by reference, so that a caller keeps its sink after a run.
@@ -273,5 +290,8 @@ impl<S: TraceSink + ?Sized> TraceSink for &mut S {
     }
     fn end(&mut self, end: &RunEnd) -> io::Result<()> {
         (**self).end(end)
+    }
+    fn compacted(&mut self, line: &Compaction) -> io::Result<()> {
+        (**self).compacted(line)
     }
 }

@@ -170,6 +170,7 @@ impl ToolServer {
             reply: None,
             duration_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
             model_us: 0,
+            repeat_penalty: false,
         };
         let recorded = trace.lock().unwrap_or_else(PoisonError::into_inner).record(&entry);
         if let Err(e) = recorded {

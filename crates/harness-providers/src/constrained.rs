@@ -1,9 +1,25 @@
 //! Constrained mode's reply schema: a JSON schema that only a call of an offered tool matches,
 //! sent as OpenAI's `response_format`, which llama.cpp, vLLM, Ollama and OpenAI turn into
 //! grammar-constrained decoding. The model cannot write anything but such a call.
+//!
+//! The schema sent is bounded where a tool's own schema is not: every string has a
+//! `maxLength`, every array a `maxItems`, and a free-form value (`finish`'s `answer`) is a
+//! string, a number, a boolean, or an object or array a few levels deep. A grammar without
+//! bounds lets a small model write `{"formula": {"formula": {...` until the token limit. The
+//! tools keep their own schemas: arguments are still checked against those.
 
 use harness_core::{ToolChoice, ToolDefinition};
-use serde_json::Value;
+use serde_json::{Map, Value, json};
+
+/// Items an array may hold in the grammar, when its schema sets no bound.
+const MAX_ITEMS: u64 = 32;
+/// Properties a free-form object may hold in the grammar.
+const MAX_PROPERTIES: u64 = 16;
+/// Levels of objects and arrays a free-form value may nest in the grammar.
+const FREE_DEPTH: u32 = 2;
+/// The longest string the grammar allows, in characters: at most what the reply can hold
+/// (a token is a few characters), and never so long that the grammar's rules balloon.
+const MAX_STRING_CAP: u64 = 2000;
 
 /// The `response_format` member as JSON text, or `None` when the choice lets the model answer
 /// without a tool (`auto`, `none`).
@@ -12,26 +28,107 @@ use serde_json::Value;
 /// properties in the order of the schema, and `tool` must come before `arguments` so that the
 /// model names the tool before it writes the arguments (a JSON value would sort `arguments`
 /// first).
-pub(crate) fn response_format(tools: &[ToolDefinition], choice: &ToolChoice) -> Option<String> {
+pub(crate) fn response_format(tools: &[ToolDefinition], choice: &ToolChoice, max_tokens: u32) -> Option<String> {
     let allowed: Vec<&ToolDefinition> = match choice {
         ToolChoice::Required => tools.iter().collect(),
         ToolChoice::Tool(name) => tools.iter().filter(|t| &t.name == name).collect(),
         ToolChoice::Auto | ToolChoice::None => return None,
     };
-    let branches: Vec<String> = allowed.iter().map(|tool| branch(tool)).collect();
+    let bounds = Bounds { max_string: (u64::from(max_tokens) * 2).clamp(64, MAX_STRING_CAP) };
+    let branches: Vec<String> = allowed.iter().map(|tool| branch(tool, &bounds)).collect();
     Some(format!(
         r#"{{"type":"json_schema","json_schema":{{"name":"tool_call","schema":{{"oneOf":[{}]}}}}}}"#,
         branches.join(",")
     ))
 }
 
-/// One tool's call: `{"tool": NAME, "arguments": <its parameters>}`, nothing else.
-fn branch(tool: &ToolDefinition) -> String {
+/// One tool's call: `{"tool": NAME, "arguments": <its parameters, bounded>}`, nothing else.
+fn branch(tool: &ToolDefinition, bounds: &Bounds) -> String {
     format!(
         r#"{{"type":"object","properties":{{"tool":{{"const":{}}},"arguments":{}}},"required":["tool","arguments"],"additionalProperties":false}}"#,
         Value::from(tool.name.as_str()),
-        tool.parameters
+        bounds.schema(&tool.parameters)
     )
+}
+
+/// The bounds the grammar puts on what a schema leaves open.
+struct Bounds {
+    /// The longest string, in characters.
+    max_string: u64,
+}
+
+impl Bounds {
+    /// `schema` with every open string, array and free-form value bounded.
+    fn schema(&self, schema: &Value) -> Value {
+        let Value::Object(map) = schema else {
+            // `true` (anything) is free-form; `false` stays as it is.
+            return if schema == &Value::Bool(true) { self.free(FREE_DEPTH) } else { schema.clone() };
+        };
+        if is_free(map) {
+            return self.free(FREE_DEPTH);
+        }
+        let mut out = Map::new();
+        for (key, value) in map {
+            let bounded = match key.as_str() {
+                "properties" | "patternProperties" | "$defs" | "definitions" => match value {
+                    Value::Object(props) => {
+                        Value::Object(props.iter().map(|(k, v)| (k.clone(), self.schema(v))).collect())
+                    }
+                    other => other.clone(),
+                },
+                "items" | "additionalProperties" | "not" => self.schema(value),
+                "anyOf" | "oneOf" | "allOf" | "prefixItems" => match value {
+                    Value::Array(list) => Value::Array(list.iter().map(|v| self.schema(v)).collect()),
+                    other => other.clone(),
+                },
+                _ => value.clone(),
+            };
+            out.insert(key.clone(), bounded);
+        }
+        if has_type(map, "string") && !map.contains_key("maxLength") && !map.contains_key("enum") {
+            out.insert("maxLength".into(), json!(self.max_string));
+        }
+        if has_type(map, "array") && !map.contains_key("maxItems") {
+            out.insert("maxItems".into(), json!(MAX_ITEMS));
+        }
+        if has_type(map, "object") && !map.contains_key("properties") && !map.contains_key("additionalProperties") {
+            out.insert("additionalProperties".into(), self.free(FREE_DEPTH - 1));
+            out.insert("maxProperties".into(), json!(MAX_PROPERTIES));
+        }
+        Value::Object(out)
+    }
+
+    /// A free-form value: a bounded string, a number, a boolean, null, or (`depth` above 0) an
+    /// object or array of free-form values one level shallower.
+    fn free(&self, depth: u32) -> Value {
+        let mut any = vec![
+            json!({"type": "string", "maxLength": self.max_string}),
+            json!({"type": "number"}),
+            json!({"type": "boolean"}),
+            json!({"type": "null"}),
+        ];
+        if depth > 0 {
+            let inner = self.free(depth - 1);
+            any.push(json!({"type": "array", "items": inner, "maxItems": MAX_ITEMS}));
+            any.push(json!({"type": "object", "additionalProperties": inner, "maxProperties": MAX_PROPERTIES}));
+        }
+        json!({ "anyOf": any })
+    }
+}
+
+/// Whether a schema object allows any value: no type, no constant, no choice, no reference.
+fn is_free(map: &Map<String, Value>) -> bool {
+    const SHAPING: [&str; 9] = ["type", "const", "enum", "anyOf", "oneOf", "allOf", "$ref", "properties", "items"];
+    !SHAPING.iter().any(|k| map.contains_key(*k))
+}
+
+/// Whether a schema's `type` is or includes `name`.
+fn has_type(map: &Map<String, Value>, name: &str) -> bool {
+    match map.get("type") {
+        Some(Value::String(t)) => t == name,
+        Some(Value::Array(types)) => types.iter().any(|t| t == name),
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -53,7 +150,7 @@ mod tests {
     #[test]
     fn the_schema_is_one_branch_per_allowed_tool_with_the_tool_named_first() {
         let tools = [tool("finish"), tool("add \"quoted\"")];
-        let text = response_format(&tools, &ToolChoice::Required).unwrap();
+        let text = response_format(&tools, &ToolChoice::Required, 1024).unwrap();
         let value: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(value["type"], "json_schema");
         let branches = value["json_schema"]["schema"]["oneOf"].as_array().unwrap();
@@ -65,11 +162,53 @@ mod tests {
         let first = text.find(r#""tool":{"const""#).unwrap();
         assert!(first < text.find(r#""arguments":{"#).unwrap(), "{text}");
 
-        let forced = response_format(&tools, &ToolChoice::Tool("finish".into())).unwrap();
+        let forced = response_format(&tools, &ToolChoice::Tool("finish".into()), 1024).unwrap();
         let value: Value = serde_json::from_str(&forced).unwrap();
         assert_eq!(value["json_schema"]["schema"]["oneOf"].as_array().unwrap().len(), 1);
         assert_eq!(value["json_schema"]["schema"]["oneOf"][0]["properties"]["tool"]["const"], "finish");
-        assert_eq!(response_format(&tools, &ToolChoice::Auto), None);
-        assert_eq!(response_format(&tools, &ToolChoice::None), None);
+        assert_eq!(response_format(&tools, &ToolChoice::Auto, 1024), None);
+        assert_eq!(response_format(&tools, &ToolChoice::None, 1024), None);
+    }
+
+    /// The deepest nesting of objects and arrays a schema's free-form values allow.
+    fn depth(schema: &Value) -> usize {
+        let inner = ["anyOf", "additionalProperties", "items"].iter().filter_map(|k| schema.get(*k));
+        let below = inner
+            .map(|v| match v {
+                Value::Array(list) => list.iter().map(depth).max().unwrap_or(0),
+                v => depth(v),
+            })
+            .max()
+            .unwrap_or(0);
+        let nests = matches!(schema.get("type").and_then(Value::as_str), Some("object" | "array"));
+        below + usize::from(nests)
+    }
+
+    #[test]
+    fn strings_arrays_and_free_values_are_bounded_and_the_tool_keeps_its_schema() {
+        let mut finish = tool("finish");
+        finish.parameters =
+            json!({"type": "object", "properties": {"answer": {"description": "anything"}}, "required": ["answer"]});
+        let mut listing = tool("list");
+        listing.parameters = json!({"type": "object", "properties": {
+            "names": {"type": "array", "items": {"type": "string"}},
+            "code": {"type": "string", "maxLength": 5},
+            "kind": {"type": "string", "enum": ["a", "b"]},
+        }});
+        let tools = [finish.clone(), listing.clone()];
+        let text = response_format(&tools, &ToolChoice::Required, 100).unwrap();
+        let value: Value = serde_json::from_str(&text).unwrap();
+        let branches = &value["json_schema"]["schema"]["oneOf"];
+        let answer = &branches[0]["properties"]["arguments"]["properties"]["answer"];
+        assert_eq!(answer["anyOf"][0], json!({"type": "string", "maxLength": 200}), "{answer}");
+        assert_eq!(depth(answer), FREE_DEPTH as usize, "{answer}");
+        let names = &branches[1]["properties"]["arguments"]["properties"]["names"];
+        assert_eq!((names["maxItems"].as_u64(), names["items"]["maxLength"].as_u64()), (Some(32), Some(200)));
+        let props = &branches[1]["properties"]["arguments"]["properties"];
+        assert_eq!(props["code"]["maxLength"], 5, "a bound of its own is kept");
+        assert!(props["kind"].get("maxLength").is_none(), "an enum needs none");
+        // The tools' own schemas are not changed.
+        assert_eq!(tools[0].parameters, finish.parameters);
+        assert!(tools[0].parameters["properties"]["answer"].get("anyOf").is_none());
     }
 }

@@ -479,6 +479,29 @@ impl Transport {
         }
     }
 
+    /// GETs `url` (a server's own endpoint, such as llama.cpp's `/props`) with the provider's
+    /// headers, once and within the connect timeout and a few seconds: `None` when it fails or
+    /// is not JSON, since what it tells is optional.
+    pub(crate) async fn get_json(&self, url: Url) -> Option<Value> {
+        self.ask_json(self.client.get(url)).await
+    }
+
+    /// POSTs `body` to `url` (a server's own endpoint, such as llama.cpp's `/tokenize`), as
+    /// [`Transport::get_json`] GETs.
+    pub(crate) async fn post_json(&self, url: Url, body: &Value) -> Option<Value> {
+        self.ask_json(self.client.post(url).body(body.to_string())).await
+    }
+
+    /// Sends a request to one of the server's own endpoints, once, with the provider's headers.
+    async fn ask_json(&self, request: reqwest::RequestBuilder) -> Option<Value> {
+        let limit = self.settings.connect_timeout.max(Duration::from_secs(5));
+        let sent = request.headers(self.headers.clone()).timeout(limit).send().await.ok()?;
+        if !sent.status().is_success() {
+            return None;
+        }
+        serde_json::from_slice(&sent.bytes().await.ok()?).ok()
+    }
+
     /// Sends a notice, with the key cut out of it.
     pub(crate) fn notify(&self, notice: Notice) {
         let notice = match notice {

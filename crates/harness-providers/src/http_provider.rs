@@ -2,17 +2,24 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use harness_core::{
-    Arguments, Message, ModelProvider, ModelReply, ProviderError, RouterRequest, ToolChoice, ToolDefinition, Usage,
+    Arguments, ContextWindow, Message, ModelProvider, ModelReply, ProviderError, RouterRequest, ToolChoice,
+    ToolDefinition, Usage, estimate_tokens,
 };
+use reqwest::Url;
 use serde_json::Value;
 
 use crate::conversation::{self, Turn};
 use crate::http::{Answer, Failure, HttpError, Notice, Transport};
+use crate::preset::Preset;
 use crate::prompt;
+
+/// Contexts smaller than this, in tokens, get the compact tool listing in the text modes.
+pub(crate) const COMPACT_BELOW: u64 = 8192;
 
 /// How the router's tool choice is forced: a ladder, from the API's own tool calling down to
 /// plain text.
@@ -98,6 +105,8 @@ pub(crate) struct Outgoing<'a> {
     pub(crate) mode: RouterMode,
     /// The most tokens the reply may take.
     pub(crate) max_tokens: u32,
+    /// The reply before this request was cut at the token limit: ask for a repetition penalty.
+    pub(crate) after_cut: bool,
 }
 
 impl Outgoing<'_> {
@@ -122,12 +131,23 @@ impl Outgoing<'_> {
     }
 }
 
-/// The system prompt of a mode: fixed in native mode, the tools' descriptions in the text modes.
-pub(crate) fn system_prompt(mode: RouterMode, tools: &[ToolDefinition]) -> String {
+/// The system prompt of a mode: fixed in native mode, the tools' descriptions in the text
+/// modes (`compact`: one line a tool).
+pub(crate) fn system_prompt(mode: RouterMode, tools: &[ToolDefinition], compact: bool) -> String {
     match mode {
         RouterMode::Native => prompt::NATIVE.to_owned(),
-        _ => prompt::prompt_mode(tools),
+        _ => prompt::prompt_mode(tools, compact),
     }
+}
+
+/// Whether the conversation's last reply was cut at the token limit (the loop asks again
+/// right after it).
+fn last_reply_cut(conversation: &[Message]) -> bool {
+    let last = conversation.iter().rev().find_map(|m| match m {
+        Message::Assistant { reply } => Some(reply),
+        _ => None,
+    });
+    last.is_some_and(|r| r.truncated)
 }
 
 /// The tools to offer natively and the choice to send. A single forced tool goes as
@@ -185,6 +205,10 @@ pub(crate) trait Wire: Send + Sync + fmt::Debug {
     fn reply(&self, body: &Value) -> Result<ModelReply, String>;
     /// Whether the API takes constrained mode's `response_format` schema.
     fn constrains(&self) -> bool;
+    /// The body member and value that ask for a repetition penalty, where the API has one.
+    fn repeat_penalty(&self) -> Option<(&'static str, f64)> {
+        None
+    }
 }
 
 /// Whether a finish reason says the reply was cut at the token limit: OpenAI-compatible
@@ -211,6 +235,12 @@ pub struct HttpProvider {
     pub(crate) base_url: String,
     /// Numbers ids for calls that arrived without one.
     pub(crate) next_id: AtomicU64,
+    /// The API and its defaults.
+    pub(crate) preset: Preset,
+    /// The context size the configuration gives, for servers that do not say theirs.
+    pub(crate) context_tokens: Option<u64>,
+    /// The context, once known: asked of the server once, before the first request.
+    pub(crate) window: OnceLock<ContextWindow>,
 }
 
 impl HttpProvider {
@@ -285,7 +315,7 @@ impl HttpProvider {
         choice: &ToolChoice,
         mode: RouterMode,
     ) -> Result<Answer<ModelReply>, Failure> {
-        let system = system_prompt(mode, request.tools);
+        let system = system_prompt(mode, request.tools, self.compact());
         let body = self.wire.body(&Outgoing {
             model: &self.model,
             system: &system,
@@ -294,8 +324,73 @@ impl HttpProvider {
             choice,
             mode,
             max_tokens: self.max_tokens,
+            after_cut: last_reply_cut(request.conversation),
         });
         self.transport.post(&body.bytes(), |value| self.wire.reply(value)).await
+    }
+
+    /// Whether the tools are listed compactly: the context is known and small.
+    fn compact(&self) -> bool {
+        self.window.get().is_some_and(|w| w.tokens < COMPACT_BELOW)
+    }
+
+    /// The context the server says it has; llama.cpp's `/props` also says whether the model's
+    /// chat template knows tools, and when it does not, `auto` starts in constrained mode
+    /// rather than spend a request to find out.
+    async fn server_context(&self) -> Option<u64> {
+        let url = self.llama_endpoint("props")?;
+        let origin = url.origin().ascii_serialization();
+        let props = self.transport.get_json(url).await?;
+        if props.pointer("/chat_template_caps/supports_tools") == Some(&Value::Bool(false)) {
+            let reason = format!("{origin}/props says the model's chat template does not know tools");
+            self.step_down(RouterMode::Native, reason);
+        }
+        props.pointer("/default_generation_settings/n_ctx").and_then(Value::as_u64).filter(|&n| n > 0)
+    }
+
+    /// One of llama.cpp's own endpoints (`/props`, `/tokenize`), beside its `/v1`.
+    fn llama_endpoint(&self, name: &str) -> Option<Url> {
+        if self.preset != Preset::LlamaCpp {
+            return None;
+        }
+        let origin = self.base_url.strip_suffix("/v1").unwrap_or(&self.base_url);
+        Url::parse(&format!("{origin}/{name}")).ok()
+    }
+
+    /// Tokens of `text` as the server counts them (llama.cpp's `/tokenize`), else estimated.
+    async fn count_tokens(&self, text: &str) -> u64 {
+        let counted = match self.llama_endpoint("tokenize") {
+            Some(url) => self.transport.post_json(url, &serde_json::json!({ "content": text })).await,
+            None => None,
+        };
+        let tokens = counted.as_ref().and_then(|c| c.get("tokens")).and_then(Value::as_array).map(Vec::len);
+        tokens.map_or_else(|| estimate_tokens(text.len()), |n| n as u64)
+    }
+
+    /// The context from the server, else the configuration, else the preset's default.
+    async fn learn_context(&self, tools: &[ToolDefinition]) -> ContextWindow {
+        let (tokens, source) = match (self.server_context().await, self.context_tokens) {
+            (Some(n), _) => (n, "server"),
+            (None, Some(n)) => (n, "config"),
+            (None, None) => (self.preset.default_context_tokens(), "default"),
+        };
+        let mode = self.sending_mode();
+        let compact = tokens < COMPACT_BELOW;
+        let system = self.count_tokens(&system_prompt(mode, tools, compact)).await;
+        let (prompt_tokens, tools_tokens) = match mode {
+            RouterMode::Native => {
+                let listed = self.count_tokens(&serde_json::to_string(tools).unwrap_or_default()).await;
+                (system + listed, listed)
+            }
+            _ => (system, system.saturating_sub(self.count_tokens(&system_prompt(mode, &[], compact)).await)),
+        };
+        ContextWindow {
+            tokens,
+            source: source.to_owned(),
+            reply_tokens: u64::from(self.max_tokens),
+            prompt_tokens,
+            tools_tokens,
+        }
     }
 
     /// The step below `mode` on this API's ladder.
@@ -427,6 +522,18 @@ impl ModelProvider for HttpProvider {
             reply.retries = retries;
             return Ok(reply);
         }
+    }
+
+    async fn context_window(&self, tools: &[ToolDefinition]) -> Option<ContextWindow> {
+        if let Some(known) = self.window.get() {
+            return Some(known.clone());
+        }
+        let learnt = self.learn_context(tools).await;
+        Some(self.window.get_or_init(|| learnt).clone())
+    }
+
+    fn penalizes_repeats(&self) -> bool {
+        self.wire.repeat_penalty().is_some()
     }
 }
 

@@ -23,12 +23,20 @@ pub(crate) struct ChatCompletions {
     /// Send `prompt_cache_key` (OpenAI's own API), so that runs with the same tools and system
     /// prompt reach the same cache.
     pub(crate) cache_key: bool,
+    /// The member and value that ask for a repetition penalty after a cut reply: llama.cpp's
+    /// `repeat_penalty`, elsewhere OpenAI's `frequency_penalty`.
+    pub(crate) penalty: (&'static str, f64),
 }
 
 impl ChatCompletions {
     /// Any OpenAI-compatible server: the forms every one of them takes.
-    pub(crate) const COMPATIBLE: Self =
-        Self { require_parameters: false, named_choice: false, limit_field: "max_tokens", cache_key: false };
+    pub(crate) const COMPATIBLE: Self = Self {
+        require_parameters: false,
+        named_choice: false,
+        limit_field: "max_tokens",
+        cache_key: false,
+        penalty: ("frequency_penalty", 0.5),
+    };
 }
 
 impl Wire for ChatCompletions {
@@ -51,13 +59,16 @@ impl Wire for ChatCompletions {
                 };
             }
             RouterMode::Constrained => {
-                if let Some(format) = constrained::response_format(out.tools, out.choice) {
+                if let Some(format) = constrained::response_format(out.tools, out.choice, out.max_tokens) {
                     verbatim.push(("response_format", format));
                 }
             }
             RouterMode::Prompt | RouterMode::Auto => {}
         }
         body[self.limit_field] = json!(out.max_tokens);
+        if out.after_cut {
+            body[self.penalty.0] = json!(self.penalty.1);
+        }
         if self.cache_key {
             body["prompt_cache_key"] = json!(cache_key(out.system, out.tools));
         }
@@ -103,6 +114,10 @@ impl Wire for ChatCompletions {
             usage: usage(body),
             ..Default::default()
         })
+    }
+
+    fn repeat_penalty(&self) -> Option<(&'static str, f64)> {
+        Some(self.penalty)
     }
 
     fn constrains(&self) -> bool {

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use harness_core::{ModelProvider, ModelReply, ProviderError, RouterRequest};
+use harness_core::{ContextWindow, ModelProvider, ModelReply, ProviderError, RouterRequest, ToolDefinition};
 use tokio::time::Instant;
 
 /// How often one request may itself find the server down (not as a probe) before its failure
@@ -301,6 +301,14 @@ impl<'a> Guarded<'a> {
 impl ModelProvider for Guarded<'_> {
     fn name(&self) -> &str {
         self.inner.name()
+    }
+
+    async fn context_window(&self, tools: &[ToolDefinition]) -> Option<ContextWindow> {
+        self.inner.context_window(tools).await
+    }
+
+    fn penalizes_repeats(&self) -> bool {
+        self.inner.penalizes_repeats()
     }
 
     /// Asks through the breaker. A failure that looks like the server down opens it (or, for a

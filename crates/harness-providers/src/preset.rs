@@ -78,6 +78,16 @@ impl Preset {
         }
     }
 
+    /// The context assumed, in tokens, when neither the server nor the configuration says:
+    /// the server's own default for local ones, a long context for hosted models.
+    pub fn default_context_tokens(self) -> u64 {
+        match self {
+            Self::LlamaCpp | Self::Ollama => 4096,
+            Self::Vllm => 8192,
+            Self::OpenAi | Self::OpenRouter | Self::Anthropic => 128_000,
+        }
+    }
+
     /// A hosted service, which refuses every request without a key.
     fn hosted(self) -> bool {
         matches!(self, Self::OpenAi | Self::OpenRouter | Self::Anthropic)
@@ -134,6 +144,9 @@ pub struct HttpProviderConfig {
     pub tool_choice: Option<ToolChoice>,
     /// How the tool choice is forced.
     pub router_mode: RouterMode,
+    /// The model's context in tokens, for servers that do not say theirs (llama.cpp's
+    /// `/props` does; [`Preset::default_context_tokens`] when unset).
+    pub context_tokens: Option<u64>,
     /// The most tokens a reply may take, sent with every request
     /// ([`DEFAULT_MAX_REPLY_TOKENS`](crate::DEFAULT_MAX_REPLY_TOKENS) when unset); a reply that
     /// reaches it is marked truncated.
@@ -157,6 +170,7 @@ impl HttpProviderConfig {
             tool_choice: None,
             router_mode: RouterMode::Auto,
             max_reply_tokens: None,
+            context_tokens: None,
             app_url: None,
             app_title: None,
             http: HttpSettings::default(),
@@ -312,6 +326,9 @@ impl HttpProvider {
                 }
                 Box::new(ChatCompletions { require_parameters: true, ..ChatCompletions::COMPATIBLE })
             }
+            Preset::LlamaCpp => {
+                Box::new(ChatCompletions { penalty: ("repeat_penalty", 1.2), ..ChatCompletions::COMPATIBLE })
+            }
             // OpenAI's own API, not another server behind OPENAI_BASE_URL.
             Preset::OpenAi if parsed.host_str() == Some("api.openai.com") => Box::new(ChatCompletions {
                 named_choice: true,
@@ -346,6 +363,9 @@ impl HttpProvider {
             key_env,
             base_url,
             next_id: AtomicU64::new(0),
+            preset,
+            context_tokens: config.context_tokens,
+            window: std::sync::OnceLock::new(),
         })
     }
 }

@@ -13,7 +13,14 @@ Never answer with plain text. When the request is done, call finish with the ans
 /// The system prompt of the text modes (constrained and prompt): the tools and the reply shape,
 /// for servers with no tool calling. It depends on the tools alone, so that it stays the same
 /// from step to step and a server's prompt cache keeps it.
-pub(crate) fn prompt_mode(tools: &[ToolDefinition]) -> String {
+///
+/// `compact` lists each tool on one line (name, first sentence, arguments), for a small
+/// context: the full listing of the default plugins is about a thousand tokens, and a tiny
+/// model copies the examples it is shown instead of doing the task.
+pub(crate) fn prompt_mode(tools: &[ToolDefinition], compact: bool) -> String {
+    if compact {
+        return compact_prompt(tools);
+    }
     let mut s = String::from(
         "You are the router of a tool-using agent: you never run anything yourself. At every turn you choose one \
 tool call; the harness runs it and tells you the result.\n\nTools:\n",
@@ -32,6 +39,61 @@ When the request is done, call finish: {\"tool\": \"finish\", \"arguments\": {\"
     s
 }
 
+/// Prompt mode's system prompt in few words, one line a tool.
+fn compact_prompt(tools: &[ToolDefinition]) -> String {
+    let mut s = String::from(
+        "You route a tool-using agent. Answer each turn with one tool call as JSON: {\"tool\": NAME, \"arguments\": {...}}. \
+The harness runs it and tells you the result. When the request is done, call finish with the answer.\nTools:\n",
+    );
+    for tool in tools {
+        let _ =
+            writeln!(s, "- {}({}): {}", tool.name, argument_list(&tool.parameters), first_sentence(&tool.description));
+    }
+    s
+}
+
+/// The longest summary of a description in the compact listing, in bytes.
+const SUMMARY_BYTES: usize = 80;
+
+/// A description's first sentence (or clause, before a colon or semicolon), on one line and
+/// cut at a word near [`SUMMARY_BYTES`].
+fn first_sentence(description: &str) -> String {
+    let text = description.trim().replace(['\n', '\r'], " ");
+    let end = [". ", ": ", "; "].iter().filter_map(|stop| text.find(stop)).min().unwrap_or(text.len());
+    let sentence = text[..end].trim_end_matches('.');
+    if sentence.len() <= SUMMARY_BYTES {
+        return format!("{sentence}.");
+    }
+    let cut = (0..=SUMMARY_BYTES).rev().find(|&i| sentence.is_char_boundary(i)).unwrap_or(0);
+    let word = sentence[..cut].rfind(' ').unwrap_or(cut);
+    format!("{}...", &sentence[..word])
+}
+
+/// A schema's arguments as `name: type` pairs, optional ones marked with `?`.
+fn argument_list(parameters: &Value) -> String {
+    let required: Vec<&str> = parameters
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(Value::Object(properties)) = parameters.get("properties") else {
+        return String::new();
+    };
+    let arguments: Vec<String> = properties
+        .iter()
+        .map(|(name, schema)| {
+            let kind = match schema.get("type") {
+                Some(Value::String(t)) => t.clone(),
+                Some(other) => other.to_string(),
+                None => "any".to_owned(),
+            };
+            let optional = if required.contains(&name.as_str()) { "" } else { "?" };
+            format!("{name}{optional}: {kind}")
+        })
+        .collect();
+    arguments.join(", ")
+}
+
 /// The note that ends the conversation when one tool is forced, in the text modes.
 pub(crate) fn forced_note(name: &str) -> String {
     format!("At this turn you must call {name}.")
@@ -43,5 +105,33 @@ pub(crate) fn result_note(tool: Option<&str>, content: &Value, is_error: bool) -
         (Some(tool), false) => format!("Result of {tool}: {content}"),
         (Some(tool), true) => format!("Error from the call to {tool}: {content}"),
         (None, _) => format!("Your reply could not be used: {content}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use harness_core::{ToolExample, ToolSource};
+
+    #[test]
+    fn the_compact_listing_is_one_line_a_tool_without_schemas_or_examples() {
+        let tool = ToolDefinition {
+            name: "calculate".into(),
+            description: "Evaluate an arithmetic expression. Supports + - * / and parentheses.".into(),
+            parameters: json!({"type": "object", "properties": {"expression": {"type": "string"}, "digits": {"type": "integer"}}, "required": ["expression"]}),
+            examples: vec![ToolExample { arguments: json!({"expression": "17/100*2340"}), result: None }],
+            source: ToolSource::Builtin,
+        };
+        let compact = prompt_mode(std::slice::from_ref(&tool), true);
+        assert!(
+            compact.contains("- calculate(digits?: integer, expression: string): Evaluate an arithmetic expression.\n"),
+            "{compact}"
+        );
+        assert_eq!(first_sentence("Evaluate arithmetic: + - * /"), "Evaluate arithmetic.");
+        let long = first_sentence(&"word ".repeat(40));
+        assert!(long.len() <= SUMMARY_BYTES + 3 && long.ends_with("word..."), "{long}");
+        assert!(!compact.contains("17/100") && !compact.contains("Supports"), "{compact}");
+        let full = prompt_mode(&[tool], false);
+        assert!(full.contains("17/100*2340") && full.len() > compact.len(), "{full}");
     }
 }

@@ -7,7 +7,10 @@ use std::sync::{Mutex, PoisonError};
 use std::fmt;
 
 use async_trait::async_trait;
-use harness_core::{Arguments, ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest};
+use harness_core::{
+    Arguments, ContextWindow, ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest, ToolDefinition,
+    estimate_tokens,
+};
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -48,6 +51,9 @@ pub struct ScriptedProvider {
     replies: Mutex<Vec<Option<ModelReply>>>,
     len: usize,
     next: AtomicUsize,
+    /// The context it declares, in tokens, and the tokens each reply reserves: a run keeps to it
+    /// as to a server's, so that compaction can be tried without one.
+    context: Option<(u64, u64)>,
 }
 
 /// The fields of one script line, read straight from its text: the line's own object is
@@ -237,7 +243,14 @@ impl ScriptedProvider {
             replies: Mutex::new(replies.into_iter().map(Some).collect()),
             len,
             next: AtomicUsize::new(0),
+            context: None,
         })
+    }
+
+    /// Declares a context of `tokens`, `reply_tokens` of which each request keeps for the reply.
+    pub fn with_context(mut self, tokens: u64, reply_tokens: u64) -> Self {
+        self.context = Some((tokens, reply_tokens));
+        self
     }
 
     /// Starts at reply `n + 1`: a run resumed from its trace, which holds the first `n`, asks
@@ -274,6 +287,16 @@ impl ModelProvider for ScriptedProvider {
                 i + 1
             ))
         })
+    }
+
+    /// The declared context; the system prompt counted as prompt mode's listing of the tools.
+    async fn context_window(&self, tools: &[ToolDefinition]) -> Option<ContextWindow> {
+        let (tokens, reply_tokens) = self.context?;
+        let compact = tokens < crate::http_provider::COMPACT_BELOW;
+        let prompt_tokens = estimate_tokens(crate::prompt::prompt_mode(tools, compact).len());
+        let bare = estimate_tokens(crate::prompt::prompt_mode(&[], compact).len());
+        let tools_tokens = prompt_tokens.saturating_sub(bare);
+        Some(ContextWindow { tokens, source: "script".to_owned(), reply_tokens, prompt_tokens, tools_tokens })
     }
 }
 

@@ -64,7 +64,7 @@ pub(crate) fn steps() -> Vec<Vec<Message>> {
 /// The body a wire sends for this conversation, as the server parses it.
 pub(crate) fn sent(wire: &dyn Wire, conversation: &[Message], choice: &ToolChoice, mode: RouterMode) -> Value {
     let tools = tools();
-    let system = system_prompt(mode, &tools);
+    let system = system_prompt(mode, &tools, false);
     let body = wire.body(&Outgoing {
         model: "m",
         system: &system,
@@ -73,6 +73,7 @@ pub(crate) fn sent(wire: &dyn Wire, conversation: &[Message], choice: &ToolChoic
         choice,
         mode,
         max_tokens: 300,
+        after_cut: false,
     });
     match serde_json::from_slice(&body.bytes()) {
         Ok(value) => value,

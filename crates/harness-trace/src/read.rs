@@ -49,6 +49,8 @@ pub struct Trace {
     pub bad: Vec<(usize, String)>,
     /// Lines read with a caveat, such as a newer format's: (line number, what).
     pub notes: Vec<(usize, String)>,
+    /// The conversation's compactions between steps (`"kind": "compaction"`): (line number, line).
+    pub compactions: Vec<(usize, Value)>,
 }
 
 /// Reads a trace file, or standard input for `-`.
@@ -118,8 +120,12 @@ fn take_line(trace: &mut Trace, raw: &[u8], number: usize, first: bool) -> Resul
             trace.end = Some(Numbered { number, text: text.to_owned(), value: end });
             Ok(())
         }
+        Some("compaction") => {
+            trace.compactions.push((number, value));
+            Ok(())
+        }
         Some(kind) => Err(format!(
-            "a line of kind {kind:?}, which this version does not know (it knows \"start\", \"end\" and steps)"
+            "a line of kind {kind:?}, which this version does not know (it knows \"start\", \"compaction\", \"end\" and steps)"
         )),
         None => Err("not a trace line: no \"step\" and no \"kind\"".to_owned()),
     }
@@ -267,6 +273,15 @@ mod tests {
         assert_eq!(end.status.as_str(), "step_budget_exhausted");
         assert_eq!(trace.bad.len(), 1);
         assert!(trace.bad[0].1.contains("after the run's last line"), "{:?}", trace.bad);
+    }
+
+    #[test]
+    fn a_compaction_line_between_steps_is_read_and_kept() {
+        let line = r#"{"kind":"compaction","before_step":2,"steps":[1,1],"messages_removed":2,"tokens_before":9,"tokens_after":5,"tokens_saved":4,"context_tokens":512}"#;
+        let trace = parse(format!("{START}\n{STEP}\n{line}\n").as_bytes());
+        assert!(trace.bad.is_empty(), "{:?}", trace.bad);
+        assert_eq!(trace.compactions.len(), 1);
+        assert_eq!((trace.compactions[0].0, &trace.compactions[0].1["tokens_saved"]), (3, &serde_json::json!(4)));
     }
 
     #[test]

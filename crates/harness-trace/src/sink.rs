@@ -2,7 +2,7 @@
 
 use std::io;
 
-use harness_core::{RunEnd, RunStart, TraceEntry, TraceSink};
+use harness_core::{Compaction, RunEnd, RunStart, TraceEntry, TraceSink};
 
 /// Hands every line to each of its sinks in turn, the first error stopping it: the JSON Lines
 /// file and the OpenTelemetry exporter receive the same records.
@@ -37,5 +37,8 @@ impl TraceSink for Tee<'_> {
     }
     fn end(&mut self, end: &RunEnd) -> io::Result<()> {
         self.sinks.iter_mut().try_for_each(|s| s.end(end))
+    }
+    fn compacted(&mut self, line: &Compaction) -> io::Result<()> {
+        self.sinks.iter_mut().try_for_each(|s| s.compacted(line))
     }
 }

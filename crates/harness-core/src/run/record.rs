@@ -85,6 +85,7 @@ pub(super) fn blank_entry<'a>(
         reply: None,
         duration_us,
         model_us: step.model_us,
+        repeat_penalty: step.repeat_penalty,
     }
 }
 

@@ -8,9 +8,9 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::error::HarnessError;
-use crate::provider::Usage;
+use crate::provider::{ContextWindow, Usage};
 use crate::registry::{ToolDefinition, ToolRegistry, ToolSource};
-use crate::run::{RunOptions, RunOutcome, RunStatus};
+use crate::run::{ContextUse, RunOptions, RunOutcome, RunStatus};
 
 /// The version of the trace format this harness writes; readers accept older and newer ones.
 pub const TRACE_FORMAT: u32 = 2;
@@ -70,6 +70,8 @@ pub struct Limits {
     pub max_steps: u32,
     /// Identical calls in a row before `repeated_call`; 0 is off.
     pub max_repeats: u32,
+    /// Cut replies in a row before the run ends `reply_truncated`; 0 is off.
+    pub max_truncated: u32,
     /// Largest router reply, in bytes.
     pub max_reply_bytes: usize,
     /// Largest arguments of one call, in bytes.
@@ -86,6 +88,7 @@ impl From<&RunOptions> for Limits {
         Self {
             max_steps: o.max_steps,
             max_repeats: o.max_repeats,
+            max_truncated: o.max_truncated,
             max_reply_bytes: o.max_reply_bytes,
             max_arguments_bytes: o.max_arguments_bytes,
             max_conversation_bytes: o.max_conversation_bytes,
@@ -128,6 +131,10 @@ pub struct RunStart {
     pub mcp_servers: Vec<McpPeer>,
     /// The run's limits.
     pub limits: Limits,
+    /// The model's context, where its size came from, and what the system prompt and the tool
+    /// listing cost of it; absent when the provider declares none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context: Option<ContextWindow>,
     /// When the run started, RFC 3339 in UTC.
     pub started_at: String,
 }
@@ -149,6 +156,7 @@ impl RunStart {
             tools: registry.definitions().iter().map(offered_tool).collect(),
             mcp_servers: about.mcp_servers.clone(),
             limits: Limits::from(options),
+            context: None,
             started_at: rfc3339(SystemTime::now()),
         }
     }
@@ -173,6 +181,8 @@ pub struct RunEnd {
     /// Why it did not finish.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<HarnessError>,
+    /// The largest prompt sent, and the compactions made and the tokens they saved.
+    pub context: ContextUse,
     /// Wall time of the whole run, in microseconds.
     pub duration_us: u64,
     /// When the run ended, RFC 3339 in UTC.
@@ -190,6 +200,7 @@ impl RunEnd {
             usage: outcome.usage,
             retries: outcome.retries,
             error: outcome.error.clone(),
+            context: outcome.context.clone(),
             duration_us: u64::try_from(duration.as_micros()).unwrap_or(u64::MAX),
             ended_at: rfc3339(SystemTime::now()),
         }

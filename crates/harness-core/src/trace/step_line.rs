@@ -38,6 +38,7 @@ pub(super) fn write_entry(out: &mut Vec<u8>, entry: &TraceEntry<'_>) -> io::Resu
         reply,
         duration_us,
         model_us,
+        repeat_penalty,
     } = entry;
     out.extend_from_slice(b"{\"step\":");
     write_u64(out, u64::from(*step));
@@ -85,6 +86,9 @@ pub(super) fn write_entry(out: &mut Vec<u8>, entry: &TraceEntry<'_>) -> io::Resu
     write_u64(out, *duration_us);
     out.extend_from_slice(b",\"model_us\":");
     write_u64(out, *model_us);
+    if *repeat_penalty {
+        out.extend_from_slice(b",\"repeat_penalty\":true");
+    }
     out.push(b'}');
     Ok(())
 }
@@ -198,6 +202,7 @@ mod tests {
             reply: None,
             duration_us: 0,
             model_us: u64::MAX,
+            repeat_penalty: false,
         }
     }
 
@@ -249,6 +254,7 @@ mod tests {
             reply: Some(&reply),
             duration_us: 0,
             model_us: 10,
+            repeat_penalty: true,
         };
         let plain = ModelReply::default();
         let entries = [full, bare(1), TraceEntry { reply: Some(&plain), ..bare(10) }];

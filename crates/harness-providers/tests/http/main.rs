@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod anthropic;
+mod context;
 mod ladder;
 mod openai;
 mod presets;

@@ -55,6 +55,9 @@ pub(crate) struct Seen {
 struct Shared {
     replies: VecDeque<Canned>,
     seen: Vec<Seen>,
+    /// What `GET /props` answers (llama.cpp's server properties); 404 when `None`, as for
+    /// `/tokenize`. Not a canned reply, and not in `seen`: the tests count the chat requests.
+    props: Option<Value>,
 }
 
 /// A running server; it stops with the test's runtime.
@@ -66,7 +69,12 @@ pub(crate) struct MockApi {
 
 impl MockApi {
     pub(crate) async fn start(replies: Vec<Canned>) -> Self {
-        let shared = Arc::new(Mutex::new(Shared { replies: replies.into(), seen: Vec::new() }));
+        Self::with_props(replies, None).await
+    }
+
+    /// A server that also answers `GET /props` with `props`, as llama.cpp's does.
+    pub(crate) async fn with_props(replies: Vec<Canned>, props: Option<Value>) -> Self {
+        let shared = Arc::new(Mutex::new(Shared { replies: replies.into(), seen: Vec::new(), props }));
         let app = Router::new().fallback(answer).with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1");
         let addr = listener.local_addr().expect("local address");
@@ -82,6 +90,16 @@ impl MockApi {
 
 async fn answer(State(shared): State<Arc<Mutex<Shared>>>, request: Request) -> Response {
     let path = request.uri().path().to_owned();
+    // A server's own endpoints (llama.cpp's /props, /tokenize) are no chat request: they take
+    // no canned reply.
+    if request.method() == axum::http::Method::GET || path == "/tokenize" {
+        let props = shared.lock().expect("lock").props.clone().filter(|_| path == "/props");
+        let (status, body) = match props {
+            Some(props) => (200, props.to_string()),
+            None => (404, json!({"error": {"message": "mock: not found"}}).to_string()),
+        };
+        return Response::builder().status(status).body(Body::from(body)).expect("response builds");
+    }
     let headers = request
         .headers()
         .iter()

@@ -1,0 +1,97 @@
+//! The model's context: where its size comes from, what a server's properties change, and the
+//! repetition penalty asked for after a cut reply.
+
+use harness_core::{RunAbout, RunOptions, RunStatus, run_traced};
+use harness_providers::{Preset, RouterMode};
+use serde_json::{Value, json};
+
+use crate::server::{Canned, MockApi, openai_calls, openai_text};
+use crate::{Notices, config, provider, registry};
+
+/// Runs `request` traced, every line kept.
+async fn traced(provider: &harness_providers::HttpProvider, options: &RunOptions) -> (RunStatus, Vec<Value>) {
+    let mut lines: Vec<Value> = Vec::new();
+    let outcome = run_traced(provider, &registry(), "add 4 and 5", options, &RunAbout::default(), &mut lines).await;
+    (outcome.status, lines)
+}
+
+#[tokio::test]
+async fn llama_cpp_props_give_the_context_and_a_template_without_tools_starts_constrained() {
+    let props = json!({
+        "default_generation_settings": {"n_ctx": 2048},
+        "chat_template_caps": {"supports_tools": false}
+    });
+    let finish = openai_text(r#"{"tool": "finish", "arguments": {"answer": 9}}"#);
+    let api = MockApi::with_props(vec![finish], Some(props)).await;
+    let provider = provider(config(Preset::LlamaCpp, &format!("{}/v1", api.origin), &Notices::default()));
+    let (status, lines) = traced(&provider, &RunOptions::default()).await;
+    assert_eq!(status, RunStatus::Finished);
+
+    let context = &lines[0]["context"];
+    assert_eq!((context["tokens"].as_u64(), context["source"].as_str()), (Some(2048), Some("server")), "{context}");
+    assert!(context["tools_tokens"].as_u64() > Some(0), "{context}");
+    assert_eq!(lines.last().unwrap()["context"]["window"], *context);
+    // One request, constrained from the start: no tools sent, the schema instead, and the
+    // tools listed one line each in a context that small.
+    let seen = api.seen();
+    assert_eq!(seen.len(), 1);
+    assert!(seen[0].body.get("tools").is_none() && seen[0].body.get("response_format").is_some());
+    let system = seen[0].body["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("- add(a: integer, b: integer): Add two integers.") && !system.contains("JSON Schema"));
+    assert_eq!(provider.router_mode(), RouterMode::Constrained);
+}
+
+#[tokio::test]
+async fn without_props_the_context_is_the_configured_one_else_the_preset_default() {
+    for (configured, expected) in [(Some(3000), (Some(3000), Some("config"))), (None, (Some(4096), Some("default")))] {
+        let api = MockApi::start(vec![openai_calls(&[("c1", "finish", r#"{"answer": 9}"#)])]).await;
+        let mut config = config(Preset::LlamaCpp, &format!("{}/v1", api.origin), &Notices::default());
+        config.context_tokens = configured;
+        let provider = provider(config);
+        let (status, lines) = traced(&provider, &RunOptions::default()).await;
+        assert_eq!(status, RunStatus::Finished);
+        let context = &lines[0]["context"];
+        assert_eq!((context["tokens"].as_u64(), context["source"].as_str()), expected, "{context}");
+        assert_eq!(provider.router_mode(), RouterMode::Auto, "no props: the ladder starts at the top");
+    }
+}
+
+/// A reply whose call was cut at the token limit.
+fn cut_call() -> Canned {
+    let call = json!({"id": "c1", "type": "function", "function": {"name": "add", "arguments": "{\"a\": 4, \"b\""}});
+    Canned::json(
+        200,
+        json!({
+            "choices": [{"index": 0, "finish_reason": "length",
+                "message": {"role": "assistant", "content": null, "tool_calls": [call]}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 300, "total_tokens": 310}
+        }),
+    )
+}
+
+#[tokio::test]
+async fn after_a_cut_reply_the_next_request_asks_for_a_repeat_penalty_and_the_trace_says_so() {
+    let api = MockApi::start(vec![cut_call(), openai_calls(&[("c2", "finish", r#"{"answer": 9}"#)])]).await;
+    let provider = provider(config(Preset::LlamaCpp, &format!("{}/v1", api.origin), &Notices::default()));
+    let (status, lines) = traced(&provider, &RunOptions::default()).await;
+    assert_eq!(status, RunStatus::Finished);
+    let seen = api.seen();
+    assert_eq!(seen[0].body.get("repeat_penalty"), None);
+    assert_eq!(seen[1].body["repeat_penalty"], 1.2);
+    assert_eq!(lines[1]["error"]["code"], "reply_truncated");
+    assert_eq!((lines[1].get("repeat_penalty"), &lines[2]["repeat_penalty"]), (None, &json!(true)));
+}
+
+#[tokio::test]
+async fn replies_cut_max_truncated_times_in_a_row_end_the_run_reply_truncated() {
+    let api = MockApi::start(vec![cut_call(), cut_call(), cut_call()]).await;
+    let provider = provider(config(Preset::OpenAi, &format!("{}/v1", api.origin), &Notices::default()));
+    let (status, lines) = traced(&provider, &RunOptions::default()).await;
+    assert_eq!(status, RunStatus::ReplyTruncated);
+    assert_eq!(api.seen().len(), 2, "the default limit is 2 in a row");
+    assert_eq!(api.seen()[1].body["frequency_penalty"], 0.5);
+    let end = lines.last().unwrap();
+    assert_eq!((end["status"].as_str(), end["steps"].as_u64()), (Some("reply_truncated"), Some(2)));
+    assert_eq!(end["error"]["details"]["times"], 2);
+    assert!(end["error"]["details"]["kept_writing"].as_str().unwrap().starts_with("add {"), "{end}");
+}
