@@ -452,12 +452,13 @@ mod step {
             .bench_local_refs(|provider| {
                 buffer.clear();
                 let mut trace = TraceWriter::new(&mut buffer);
-                let outcome = runtime.block_on(harness_core::run(provider, registry, "bench", &options, &mut trace));
+                let outcome = runtime
+                    .block_on(harness_core::Loop::new(provider, registry).options(options).run("bench", &mut trace));
                 assert_eq!(outcome.steps as usize, steps);
             });
     }
 
-    /// `harness_core::run` itself on a script of N steps (N-1 `calculate`, then `finish`),
+    /// `harness_core::Loop::run` itself on a script of N steps (N-1 `calculate`, then `finish`),
     /// on a current-thread tokio runtime as the CLI builds it, trace into a `Vec<u8>`. Divide
     /// by N for a step; this includes the loop's `spawn_blocking` per tool call.
     #[divan::bench(args = [10, 100, 1000])]

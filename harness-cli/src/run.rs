@@ -6,8 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use harness_core::{
-    Answer, Approvals, RunEnd, RunStart, RunStatus, StepStatus, ToolRegistry, TraceEntry, TraceSink, TraceWriter,
-    resume_traced, run_traced_with,
+    Answer, Approvals, Loop, RunEnd, RunStart, RunStatus, StepStatus, ToolRegistry, TraceEntry, TraceSink, TraceWriter,
 };
 use harness_trace::{Resumable, resumption};
 use serde_json::{Value, json};
@@ -146,7 +145,7 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
         Some(path) => Some(resumable(path, &args)?),
         None => None,
     };
-    let mut approvals = approvals_of(&args, &config, resumed.as_ref())?;
+    let approvals = approvals_of(&args, &config, resumed.as_ref())?;
     let trace_path = args.trace.clone().or_else(|| args.resume.clone());
     let mut trace_file = match &trace_path {
         Some(path) => {
@@ -188,21 +187,12 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     }
     let mut progress = Progress { inner: &mut sinks, quiet: args.quiet, usage_by_step: Vec::new() };
     let about = run_about(&args.provider, &config);
+    let mut agent = Loop::new(provider, &registry).options(options).approvals(approvals);
     let outcome = match resumed {
-        Some(r) => {
-            runtime.block_on(resume_traced(provider, &registry, r.resumption, &options, &mut progress, &mut approvals))
-        }
+        Some(r) => runtime.block_on(agent.resume_traced(r.resumption, &mut progress)),
         None => {
             let request = args.request.as_deref().unwrap_or_default();
-            runtime.block_on(run_traced_with(
-                provider,
-                &registry,
-                request,
-                &options,
-                &about,
-                &mut progress,
-                &mut approvals,
-            ))
+            runtime.block_on(agent.run_traced(request, &about, &mut progress))
         }
     };
     let usage_by_step = std::mem::take(&mut progress.usage_by_step);

@@ -8,7 +8,7 @@
 //! failure is a deterministic [`HarnessError`] fed back to the model as the step's result.
 //!
 //! ```
-//! use harness_core::{run, NoTrace, RunOptions, RunStatus, ToolRegistry};
+//! use harness_core::{Loop, NoTrace, RunStatus, ToolRegistry};
 //! # use harness_core::{ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest};
 //! # struct Done;
 //! # #[async_trait::async_trait]
@@ -22,7 +22,7 @@
 //! # let rt = tokio::runtime::Runtime::new().unwrap();
 //! # rt.block_on(async {
 //! let registry = ToolRegistry::new(); // `finish` only; the loader adds plugin tools
-//! let outcome = run(&Done, &registry, "answer", &RunOptions::default(), &mut NoTrace).await;
+//! let outcome = Loop::new(&Done, &registry).run("answer", &mut NoTrace).await;
 //! assert_eq!(outcome.status, RunStatus::Finished);
 //! assert_eq!(outcome.answer, Some(serde_json::json!(42)));
 //! # });
@@ -52,8 +52,8 @@ pub use registry::{
     ToolFailure, ToolHandler, ToolRegistry, ToolSource, compile_schema, prepare_schema_compiler,
 };
 pub use reply::{ReadOptions, ReadReply, ReplyFormat, TextCall, read_reply};
-pub use run::{Resumption, RunOptions, RunOutcome, RunStatus, call_tool, resume, run, run_with};
+pub use run::{Loop, Resumption, RunOptions, RunOutcome, RunStatus, call_tool};
 pub use trace::{
     Limits, NoTrace, OfferedTool, RunAbout, RunEnd, RunStart, StepStatus, TRACE_FORMAT, TraceEntry, TraceSink,
-    TraceWriter, definition_hash, resume_traced, rfc3339, run_traced, run_traced_with, sha256_hex,
+    TraceWriter, definition_hash, rfc3339, sha256_hex,
 };

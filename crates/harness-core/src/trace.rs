@@ -7,16 +7,12 @@ mod lines;
 mod step_line;
 
 use std::io::{self, Write};
-use std::time::Instant;
 
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::approval::Approvals;
-use crate::error::{ErrorCode, HarnessError};
-use crate::provider::{ModelProvider, ModelReply, Usage};
-use crate::registry::ToolRegistry;
-use crate::run::{Resumption, RunOptions, RunOutcome, RunStatus};
+use crate::error::HarnessError;
+use crate::provider::ModelReply;
 
 pub use lines::{Limits, OfferedTool, RunAbout, RunEnd, RunStart, TRACE_FORMAT, definition_hash, rfc3339, sha256_hex};
 
@@ -104,81 +100,6 @@ pub trait TraceSink: Send {
     fn end(&mut self, _end: &RunEnd) -> io::Result<()> {
         Ok(())
     }
-}
-
-/// Runs the loop ([`crate::run`]) between a first and a last trace line, so that the trace
-/// alone tells what was asked, with what, and how it ended. A first line that cannot be
-/// written fails the run before any step; a last line that cannot be written fails it after.
-pub async fn run_traced(
-    provider: &dyn ModelProvider,
-    registry: &ToolRegistry,
-    request: &str,
-    options: &RunOptions,
-    about: &RunAbout,
-    trace: &mut dyn TraceSink,
-) -> RunOutcome {
-    let mut approvals = Approvals::allow_all();
-    run_traced_with(provider, registry, request, options, about, trace, &mut approvals).await
-}
-
-/// [`run_traced`] with an approval policy deciding which calls run.
-pub async fn run_traced_with(
-    provider: &dyn ModelProvider,
-    registry: &ToolRegistry,
-    request: &str,
-    options: &RunOptions,
-    about: &RunAbout,
-    trace: &mut dyn TraceSink,
-    approvals: &mut Approvals,
-) -> RunOutcome {
-    let started = Instant::now();
-    let start = RunStart::new(about, provider.name(), request, registry, options);
-    if let Err(e) = trace.begin(&start) {
-        let none = RunOutcome {
-            status: RunStatus::Failed,
-            answer: None,
-            steps: 0,
-            error: None,
-            usage: Usage::default(),
-            retries: 0,
-        };
-        return with_line_error(none, "first", &e);
-    }
-    let outcome = crate::run::run_with(provider, registry, request, options, trace, approvals).await;
-    ended(outcome, started, trace)
-}
-
-/// Resumes a run that stopped for approval ([`crate::resume`]) and writes its last line; the
-/// caller has written the first line and the steps before the pending one again.
-pub async fn resume_traced(
-    provider: &dyn ModelProvider,
-    registry: &ToolRegistry,
-    from: Resumption,
-    options: &RunOptions,
-    trace: &mut dyn TraceSink,
-    approvals: &mut Approvals,
-) -> RunOutcome {
-    let started = Instant::now();
-    let outcome = crate::run::resume(provider, registry, from, options, trace, approvals).await;
-    ended(outcome, started, trace)
-}
-
-/// Writes a run's last line; a line that cannot be written fails the run.
-fn ended(outcome: RunOutcome, started: Instant, trace: &mut dyn TraceSink) -> RunOutcome {
-    match trace.end(&RunEnd::new(&outcome, started.elapsed())) {
-        Ok(()) => outcome,
-        Err(e) => with_line_error(outcome, "last", &e),
-    }
-}
-
-/// The run failed because its first or last trace line could not be written.
-fn with_line_error(outcome: RunOutcome, which: &str, e: &io::Error) -> RunOutcome {
-    let error = HarnessError::new(
-        ErrorCode::TraceError,
-        format!("the trace's {which} line could not be written ({e}); the run is not fully recorded"),
-        serde_json::json!({ "error": e.to_string(), "line": which }),
-    );
-    RunOutcome { status: RunStatus::Failed, answer: None, error: Some(error), ..outcome }
 }
 
 /// Discards the trace (no `--trace` given).
