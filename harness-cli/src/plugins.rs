@@ -126,6 +126,7 @@ fn state_text(state: &ToolState) -> String {
         ToolState::Disabled { why } => format!("not offered: {why}"),
         ToolState::DeniedEffect => "not offered: effect class denied".to_owned(),
         ToolState::NameTaken { by } => format!("not offered: plugin {by} has a tool of that name"),
+        ToolState::NeedsConfiguration { needs } => format!("not offered: needs {needs}"),
     }
 }
 

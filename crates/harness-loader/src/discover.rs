@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness_abi::manifest::{Effects, Manifest, ToolManifest};
+use harness_abi::manifest::{Effects, InitDeclined, Manifest, ToolManifest};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -146,6 +146,11 @@ pub enum ToolState {
         /// The plugin that has it.
         by: String,
     },
+    /// Its plugin declined to start for want of configuration (`init`'s decline).
+    NeedsConfiguration {
+        /// What the configuration needs, as an operator writes it: `[plugins.files] root`.
+        needs: String,
+    },
 }
 
 /// A plugin that loaded, with the state of each of its tools.
@@ -182,6 +187,17 @@ pub struct LoadedPlugin {
     /// The library opened at its first call (`DiscoveryOptions::open_lazily`), in place of
     /// `library`; `initialised` stays false.
     pub late: Option<Arc<LateLibrary>>,
+}
+
+impl LoadedPlugin {
+    /// Marks the tools it would offer as needing configuration: its `init` declined.
+    pub(crate) fn decline(&mut self, declined: &InitDeclined) {
+        for (_, state) in &mut self.tools {
+            if *state == ToolState::Offered {
+                *state = ToolState::NeedsConfiguration { needs: declined.needs.clone() };
+            }
+        }
+    }
 }
 
 /// A library file opened (in a child, or here) and its manifest read.
@@ -556,6 +572,10 @@ impl Discovery {
                 Ok(library) => {
                     plugin.library = Some(Arc::new(library));
                     plugin.initialised = true;
+                }
+                Err(LoadError::Declined(declined)) => {
+                    release_tools(taken, &name, &plugin.tools);
+                    plugin.decline(&declined);
                 }
                 Err(e) => {
                     release_tools(taken, &name, &plugin.tools);

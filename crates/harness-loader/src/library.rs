@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use harness_abi::abi_stable::library::{AbiHeaderRef, LibraryError};
 use harness_abi::abi_stable::std_types::{RResult, RStr};
-use harness_abi::manifest::{Manifest, ToolError, is_valid_plugin_name, is_valid_tool_name};
+use harness_abi::manifest::{InitDeclined, Manifest, ToolError, is_valid_plugin_name, is_valid_tool_name};
 use harness_abi::{ABI_VERSION, PluginModuleRef, ROOT_MODULE_SYMBOL, check_compatible};
 use harness_core::CompiledSchema;
 use serde_json::Value;
@@ -39,6 +39,9 @@ pub enum LoadError {
     /// `init` refused the configuration.
     #[error("init failed: {0}")]
     Init(String),
+    /// `init` declined for want of configuration: the plugin is fine, its tools not offered.
+    #[error("not offered: needs {}", .0.needs)]
+    Declined(InitDeclined),
 }
 
 impl LoadError {
@@ -177,7 +180,10 @@ impl PluginLibrary {
         let json = config.to_string();
         match (self.module.init())(RStr::from_str(&json)) {
             RResult::ROk(()) => Ok(()),
-            RResult::RErr(message) => Err(LoadError::Init(message.into_string())),
+            RResult::RErr(message) => Err(match InitDeclined::from_init_error(&message) {
+                Some(declined) => LoadError::Declined(declined),
+                None => LoadError::Init(message.into_string()),
+            }),
         }
     }
 
