@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 use crate::Result;
 use crate::config::LoadedConfig;
 use crate::error::CliError;
-use crate::setup::{PluginArgs, load_plugins};
+use crate::setup::PluginArgs;
+use crate::tools::{Tools, Wants};
 
 /// `harness mcp ...`
 #[derive(Debug, Subcommand)]
@@ -65,19 +66,20 @@ pub(crate) fn mcp(command: McpCommand) -> Result<u8> {
 
 fn serve(args: ServeArgs) -> Result<u8> {
     let config = LoadedConfig::load(args.plugins.config.as_deref())?;
-    let found = load_plugins(&args.plugins, &config, true)?;
-    let mut registry = ToolRegistry::new();
-    for problem in found.register_tools(&mut registry) {
-        eprintln!("harness: warning: {problem}");
-    }
-    let otlp = crate::wiring::otlp_export(args.otlp.as_deref())?;
+    // Only the plugins' tools are served: the configured MCP servers are a run's sources.
+    let mut tools = Tools::wire(
+        &args.plugins,
+        &config,
+        Wants { report: true, otlp: Some(args.otlp.as_deref()), ..Wants::default() },
+    )?;
+    let otlp = tools.otlp();
     let mut sinks = harness_trace::Tee::new();
     if let Some(path) = &args.trace {
         let file = File::create(path)
             .map_err(|e| CliError::Usage(format!("cannot create trace file {}: {e}", path.display())))?;
         sinks.push(TraceWriter::new(BufWriter::new(file)));
     }
-    if let Some(otlp) = &otlp {
+    if let Some(otlp) = otlp {
         sinks.push(otlp.sink());
     }
     let trace: Option<Box<dyn TraceSink>> = (args.trace.is_some() || otlp.is_some()).then(|| Box::new(sinks) as _);
@@ -85,7 +87,8 @@ fn serve(args: ServeArgs) -> Result<u8> {
         max_arguments_bytes: config.config.limits.arguments_bytes.unwrap_or(RunOptions::default().max_arguments_bytes),
         trace,
     };
-    let tools = registry.definitions().len().saturating_sub(1);
+    let registry = tools.take_registry();
+    let count = registry.definitions().len().saturating_sub(1);
     let server = ToolServer::new(registry, options);
     // Many HTTP clients are served at once; one stdio client needs no more than one thread.
     let mut builder = if args.http.is_some() {
@@ -100,20 +103,18 @@ fn serve(args: ServeArgs) -> Result<u8> {
             let (listener, options) = http_setup(addr, &args)?;
             let local = listener.local_addr().map_or_else(|_| addr.clone(), |a| a.to_string());
             eprintln!(
-                "harness: serving {tools} tools over MCP (Streamable HTTP) at http://{local}/mcp; SIGTERM drains and stops"
+                "harness: serving {count} tools over MCP (Streamable HTTP) at http://{local}/mcp; SIGTERM drains and stops"
             );
             runtime.block_on(server.serve_http(listener, options))
         }
         None => {
-            eprintln!("harness: serving {tools} tools over MCP on stdio (diagnostics on stderr; close stdin to stop)");
+            eprintln!("harness: serving {count} tools over MCP on stdio (diagnostics on stderr; close stdin to stop)");
             runtime.block_on(server.serve_stdio())
         }
     };
     // A blocked read of stdin, or an abandoned in-process call, must not keep the process alive.
     runtime.shutdown_background();
-    if let Some(otlp) = otlp {
-        otlp.shutdown();
-    }
+    drop(tools);
     served.map(|()| 0).map_err(|e| CliError::Failure(e.to_string()))
 }
 
