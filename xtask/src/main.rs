@@ -10,9 +10,11 @@
 //! cargo xtask setup [NAME...]       prerequisites only (all, or the named ones)
 //! cargo xtask env [NAME...]         prerequisites, then print their variables as `export` lines
 //! cargo xtask list                  the prerequisites and what each is for
+//! cargo xtask tidy                  docs/architecture.md against the workspace (also a unit test)
 //! ```
 
 mod prereq;
+mod tidy;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -44,6 +46,7 @@ fn main() -> ExitCode {
             prereq::list();
             Ok(())
         }
+        "tidy" => tidy::check(&context.root),
         _ => return usage(),
     };
     match result {
@@ -53,7 +56,7 @@ fn main() -> ExitCode {
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: cargo xtask test [-- CARGO_TEST_ARGS...] | setup [NAME...] | env [NAME...] | list");
+    eprintln!("usage: cargo xtask test [-- CARGO_TEST_ARGS...] | setup [NAME...] | env [NAME...] | list | tidy");
     ExitCode::from(2)
 }
 
