@@ -379,25 +379,13 @@ mod step {
         tool.validate(&arguments).expect("valid arguments");
         let result = tool.handler().expect("a handler").call(&call.name, &arguments).expect("runs");
         let entry = TraceEntry {
-            step: 1,
             tool: Some(&call.name),
             arguments: Some(&*arguments),
-            status: StepStatus::Ok,
             result: Some(&result),
-            error: None,
             plugin: Some("calc"),
             plugin_version: Some("0.1.0"),
-            mcp_server: None,
-            offered: "all",
-            call_index: None,
-            reply_text: None,
-            reply_format: None,
-            reasoning: None,
-            router_mode: None,
-            usage: None,
-            reply: None,
-            duration_us: started.elapsed().as_micros() as u64,
             model_us,
+            ..TraceEntry::new(1, StepStatus::Ok, "all", started.elapsed().as_micros() as u64)
         };
         trace.record(&entry).expect("the trace line is written");
     }

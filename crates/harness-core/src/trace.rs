@@ -88,6 +88,35 @@ pub struct TraceEntry<'a> {
     pub model_us: u64,
 }
 
+impl<'a> TraceEntry<'a> {
+    /// The line of step `step` that ended with `status`, with the tools `offered` (`all`, or
+    /// `finish`) and its wall time: no call, result, error or model call in it yet. The other
+    /// fields are set with struct update syntax (`TraceEntry { tool, ..TraceEntry::new(..) }`).
+    pub fn new(step: u32, status: StepStatus, offered: &'a str, duration_us: u64) -> Self {
+        Self {
+            step,
+            tool: None,
+            arguments: None,
+            status,
+            result: None,
+            error: None,
+            plugin: None,
+            plugin_version: None,
+            mcp_server: None,
+            offered,
+            call_index: None,
+            reply_text: None,
+            reply_format: None,
+            reasoning: None,
+            router_mode: None,
+            usage: None,
+            reply: None,
+            duration_us,
+            model_us: 0,
+        }
+    }
+}
+
 /// Receives each step as it ends, and the run's first and last lines around them.
 pub trait TraceSink: Send {
     /// Records what the run was asked and with what, before its first step.

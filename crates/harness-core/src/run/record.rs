@@ -61,27 +61,8 @@ pub(super) fn blank_entry<'a>(
     error: Option<&'a HarnessError>,
     duration_us: u64,
 ) -> TraceEntry<'a> {
-    TraceEntry {
-        step: step.number,
-        tool: None,
-        arguments: None,
-        status,
-        result: None,
-        error,
-        plugin: None,
-        plugin_version: None,
-        mcp_server: None,
-        offered: if step.finish_only { FINISH } else { "all" },
-        call_index: None,
-        reply_text: None,
-        reply_format: None,
-        reasoning: None,
-        router_mode: None,
-        usage: None,
-        reply: None,
-        duration_us,
-        model_us: step.model_us,
-    }
+    let offered = if step.finish_only { FINISH } else { "all" };
+    TraceEntry { error, model_us: step.model_us, ..TraceEntry::new(step.number, status, offered, duration_us) }
 }
 
 /// The reply's text, kept when the call was read from it (or could not be read at all).
