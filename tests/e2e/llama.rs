@@ -14,9 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{Scratch, ran};
-
-const SETUP: &str = "run `cargo xtask setup llama` (or `cargo xtask test`, which sets it)";
+use crate::support::{Missing, Scratch, prerequisite, ran};
 
 /// A `llama-server` child process, killed when dropped.
 pub(crate) struct LlamaServer {
@@ -27,18 +25,12 @@ pub(crate) struct LlamaServer {
     _dir: tempfile::TempDir,
 }
 
-fn var(name: &str) -> PathBuf {
-    let value = std::env::var_os(name)
-        .unwrap_or_else(|| panic!("{name} is not set: the real llama.cpp server tests need it; {SETUP}"));
-    let path = PathBuf::from(value);
-    assert!(path.is_file(), "{name}={} is no file; {SETUP}", path.display());
-    path
-}
-
 impl LlamaServer {
-    /// Starts the server with one slot of `context` tokens and waits until it serves.
-    pub(crate) fn start(context: u32) -> Self {
-        let (server, model) = (var("HARNESS_LLAMA_SERVER"), var("HARNESS_LLAMA_MODEL"));
+    /// Starts the server with one slot of `context` tokens and waits until it serves; without
+    /// the server or the model, the command that provides them.
+    pub(crate) fn start(context: u32) -> Result<Self, Missing> {
+        let server = prerequisite("HARNESS_LLAMA_SERVER", "cargo xtask setup llama")?;
+        let model = prerequisite("HARNESS_LLAMA_MODEL", "cargo xtask setup llama")?;
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("llama-server.log");
@@ -59,7 +51,7 @@ impl LlamaServer {
             .unwrap();
         let mut server = Self { child, base_url: format!("http://127.0.0.1:{port}/v1"), log, _dir: dir };
         server.wait_healthy(port);
-        server
+        Ok(server)
     }
 
     fn wait_healthy(&mut self, port: u16) {
@@ -123,8 +115,8 @@ fn harness(s: &Scratch, server: &LlamaServer, request: &str) -> Command {
 const UNREAD: &[&str] = &["no_json", "invalid_json", "reply_truncated", "unknown_tool", "reply_too_large"];
 
 #[test]
-fn a_model_whose_template_knows_no_tools_is_forced_through_constrained_mode() {
-    let server = LlamaServer::start(4096);
+fn a_model_whose_template_knows_no_tools_is_forced_through_constrained_mode() -> Result<(), Missing> {
+    let server = LlamaServer::start(4096)?;
     let s = Scratch::new();
     // A 135M model under greedy decoding: asked "what is 6*7" it fills finish's untyped
     // `answer` with copies of the tool's schema until the token limit; this request it answers
@@ -148,11 +140,12 @@ fn a_model_whose_template_knows_no_tools_is_forced_through_constrained_mode() {
     }
     let out = r.json();
     assert!(out["usage"]["input_tokens"].as_u64().unwrap() > 0, "{out}");
+    Ok(())
 }
 
 #[test]
-fn each_request_reuses_all_that_the_previous_one_sent() {
-    let server = LlamaServer::start(4096);
+fn each_request_reuses_all_that_the_previous_one_sent() -> Result<(), Missing> {
+    let server = LlamaServer::start(4096)?;
     let s = Scratch::new();
     // The calculator forced at every step but the last: several model calls, none of them finish.
     let r = ran(harness(&s, &server, "what is 6*7, then 6*8, then 6*9").args([
@@ -197,4 +190,5 @@ fn each_request_reuses_all_that_the_previous_one_sent() {
     assert_eq!(by_step, asked.iter().map(|a| (a.0, a.1)).collect::<Vec<_>>(), "--json and the trace differ");
     let total: Value = r.json()["usage"].clone();
     assert!(total["cached_input_tokens"].as_u64().unwrap() >= asked[1].1, "{total}");
+    Ok(())
 }
