@@ -1,8 +1,6 @@
 //! `harness lock` and `--locked`: the offered tools' sources and definition hashes, written to
 //! `harness.lock` beside the configuration and held against each start.
 
-use std::path::PathBuf;
-
 use clap::Args;
 use harness_config::{LockEntry, ToolLock, sha256_hex};
 use harness_core::ToolSource;
@@ -20,11 +18,6 @@ use crate::tools::{Tools, Wants};
 pub(crate) struct LockArgs {
     #[command(flatten)]
     plugins: PluginArgs,
-}
-
-/// Where the lock file lives: beside the configuration, else in the working directory.
-pub(crate) fn lock_path(config: &LoadedConfig) -> PathBuf {
-    config.base_dir().map_or_else(|| PathBuf::from("harness.lock"), |d| d.join("harness.lock"))
 }
 
 /// The lock of what is offered now.
@@ -78,7 +71,7 @@ pub(crate) fn current(tools: &Tools, config: &LoadedConfig) -> ToolLock {
 /// Holds what is offered to `harness.lock`: a difference refuses to start when locked, and is
 /// a warning otherwise.
 pub(crate) fn check(tools: &Tools, config: &LoadedConfig, locked: bool) -> Result<()> {
-    let path = lock_path(config);
+    let path = config.lock_path();
     let usage = |e: harness_config::ConfigError| CliError::Usage(e.to_string());
     let Some(lock) = ToolLock::read(&path).map_err(usage)? else {
         if locked {
@@ -113,7 +106,7 @@ pub(crate) fn lock(args: LockArgs) -> Result<u8> {
     let tools = Tools::wire(&args.plugins, &config, Wants { report: true, mcp: true, ..Wants::default() })?;
     let lock = current(&tools, &config);
     drop(tools);
-    let path = lock_path(&config);
+    let path = config.lock_path();
     lock.write(&path).map_err(|e| CliError::Failure(e.to_string()))?;
     println!("wrote {}: {} tools", path.display(), lock.tools.len());
     Ok(0)

@@ -1,15 +1,15 @@
-//! `harness mcp serve`, and the `[[mcp.servers]]` of the configuration as a source of tools
-//! for `harness run` and `harness plugins list`. The protocol lives in `harness-mcp`.
+//! `harness mcp serve`, and how `harness plugins list` shows the `[[mcp.servers]]` of the
+//! configuration (started as sources of tools with the rest of the wiring, in `tools.rs`).
+//! The protocol lives in `harness-mcp`.
 
 use std::fmt::Write as _;
 use std::fs::File;
 use std::io::BufWriter;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use harness_core::{RunOptions, ToolRegistry, TraceSink, TraceWriter, printable};
-use harness_mcp::{HttpOptions, McpSources, McpToolState, ServeOptions, SourceOptions, ToolServer};
+use harness_core::{RunOptions, TraceSink, TraceWriter, printable};
+use harness_mcp::{HttpOptions, McpSources, McpToolState, ServeOptions, ToolServer};
 use serde_json::{Value, json};
 
 use crate::Result;
@@ -149,65 +149,6 @@ fn random_token() -> Result<String> {
         let _ = write!(s, "{b:02x}");
         s
     }))
-}
-
-/// Starts the configured MCP servers and registers their tools after whatever `registry` holds
-/// (the plugins'). A server that does not start is not an error: with `report`, it is a warning
-/// on stderr, and servers' own stderr is forwarded. Call `shutdown` on the result when done.
-pub(crate) fn add_mcp_tools(
-    args: &PluginArgs,
-    config: &LoadedConfig,
-    registry: &mut ToolRegistry,
-    report: bool,
-) -> Result<McpSources> {
-    let file = &config.config;
-    let config_name = config.path.as_ref().map_or_else(|| "config".to_owned(), |p| p.display().to_string());
-    // Commands given as relative paths are relative to the configuration file, like plugins.dirs,
-    // and the servers start in its directory: a relative argument (`server.py`) is the file's.
-    let base = config.base_dir().unwrap_or(Path::new(""));
-    let servers: Vec<_> = file
-        .mcp
-        .servers
-        .iter()
-        .cloned()
-        .map(|mut server| {
-            if server.command.contains('/') && Path::new(&server.command).is_relative() {
-                server.command = base.join(&server.command).to_string_lossy().into_owned();
-            }
-            server
-        })
-        .collect();
-    let defaults = SourceOptions::default();
-    let options = SourceOptions {
-        // Already checked by the plugin setup, which runs first.
-        call_timeout: args
-            .tool_timeout
-            .or(file.tool_timeout)
-            .and_then(|s| Duration::try_from_secs_f64(s).ok())
-            .filter(|d| !d.is_zero()),
-        max_result_bytes: file.limits.result_bytes.unwrap_or(defaults.max_result_bytes),
-        forward_stderr: report,
-        working_dir: config.base_dir().map(Path::to_path_buf),
-        ..defaults
-    };
-    let mut sources = McpSources::start(&servers, options).map_err(|e| match e {
-        harness_mcp::McpError::InvalidServer { .. } => CliError::Usage(format!("{config_name}: {e}")),
-        other => CliError::Failure(other.to_string()),
-    })?;
-    for server in sources.servers().iter().filter(|_| report) {
-        if let Some(why) = server.failure() {
-            // The reason ends with the server's own stderr: shown, never obeyed.
-            eprintln!(
-                "harness: warning: MCP server {:?} did not start: {}; its tools are not offered",
-                server.config().name,
-                printable(&why)
-            );
-        }
-    }
-    for problem in sources.register_tools(registry).into_iter().filter(|_| report) {
-        eprintln!("harness: warning: {problem}");
-    }
-    Ok(sources)
 }
 
 fn state_text(state: &McpToolState) -> String {
