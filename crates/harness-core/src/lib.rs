@@ -30,6 +30,7 @@
 #![deny(missing_docs)]
 
 mod approval;
+mod digest;
 mod error;
 mod json_text;
 mod parse;
@@ -42,6 +43,7 @@ mod run;
 mod trace;
 
 pub use approval::{Answer, ApprovalPolicy, Approvals, Approver, Decision, Effect, PendingCall, call_digest};
+pub use digest::sha256_hex;
 pub use error::{ErrorCode, HarnessError};
 pub use printable::{moves_or_reorders, printable};
 pub use provider::{
@@ -55,5 +57,5 @@ pub use reply::{ReadOptions, ReadReply, ReplyFormat, TextCall, read_reply};
 pub use run::{Loop, Resumption, RunOptions, RunOutcome, RunStatus, call_tool};
 pub use trace::{
     Limits, NoTrace, OfferedTool, RunAbout, RunEnd, RunStart, StepStatus, TRACE_FORMAT, TraceEntry, TraceSink,
-    TraceWriter, definition_hash, rfc3339, sha256_hex,
+    TraceWriter, definition_hash, rfc3339,
 };

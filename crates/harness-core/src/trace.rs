@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::error::HarnessError;
 use crate::provider::ModelReply;
 
-pub use lines::{Limits, OfferedTool, RunAbout, RunEnd, RunStart, TRACE_FORMAT, definition_hash, rfc3339, sha256_hex};
+pub use lines::{Limits, OfferedTool, RunAbout, RunEnd, RunStart, TRACE_FORMAT, definition_hash, rfc3339};
 
 /// How a step ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
