@@ -46,6 +46,7 @@ mod http;
 mod remote;
 mod serve;
 mod source;
+mod tool;
 mod watch;
 
 pub use config::{INHERITED_ENV, McpServerConfig, is_model_tool_name, qualified_name, validate_servers};
@@ -53,4 +54,5 @@ pub use error::McpError;
 pub use http::HttpOptions;
 pub use remote::header_variables;
 pub use serve::{ServeOptions, ToolServer};
-pub use source::{McpServer, McpSources, McpTool, McpToolState, SourceOptions};
+pub use source::{McpServer, McpSources, SourceOptions};
+pub use tool::{McpTool, McpToolState};
