@@ -323,6 +323,28 @@ pub(crate) fn check_rules(m: &Manifest) -> Result<(), LoadError> {
     Ok(())
 }
 
+/// Loads a library here whose manifest was read and checked through a plugin host: its
+/// schemas are not compiled again, and a manifest that differs from the one read there (the
+/// library changed, or answers differently in each process) refuses it.
+pub(crate) fn load_as_probed(path: &Path, probed: &Manifest, from_cache: bool) -> Result<PluginLibrary, LoadError> {
+    let library = PluginLibrary::load_schemas_unchecked(path)?;
+    if library.manifest() != probed {
+        let why = if from_cache {
+            "it declared another manifest here than the plugin cache holds for it (was the cache entry edited?); delete the plugin cache (docs/operators.md) and restart the harness"
+        } else {
+            "it declared one manifest in its plugin host and another here (was the file replaced during start-up?); restart the harness"
+        };
+        return Err(LoadError::Manifest(why.to_owned()));
+    }
+    Ok(library)
+}
+
+/// Loads a library here whose manifest the plugin cache gave, refusing it when it declares
+/// another (see [`load_as_probed`]).
+pub(crate) fn load_as_cached(path: &Path, cached: &Manifest) -> Result<PluginLibrary, LoadError> {
+    load_as_probed(path, cached, true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,9 +10,10 @@ use harness_abi::manifest::Effects;
 use harness_core::{ToolDefinition, ToolExample, ToolHandler, ToolRegistry, ToolSource};
 use serde_json::Value;
 
-use crate::discover::{Discovery, LoadedPlugin, ToolState};
+use crate::discover::{Discovery, LoadedPlugin};
 use crate::handler::PluginHandler;
 use crate::isolation::Isolation;
+use crate::options::ToolState;
 use crate::settings::Timeouts;
 
 impl Discovery {
