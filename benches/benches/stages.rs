@@ -379,28 +379,13 @@ mod step {
         tool.validate(&arguments).expect("valid arguments");
         let result = tool.handler().expect("a handler").call(&call.name, &arguments).expect("runs");
         let entry = TraceEntry {
-            step: 1,
             tool: Some(&call.name),
             arguments: Some(&*arguments),
-            status: StepStatus::Ok,
             result: Some(&result),
-            error: None,
             plugin: Some("calc"),
             plugin_version: Some("0.1.0"),
-            mcp_server: None,
-            mcp_session: None,
-            mcp_protocol: None,
-            offered: "all",
-            call_index: None,
-            reply_text: None,
-            reply_format: None,
-            reasoning: None,
-            router_mode: None,
-            usage: None,
-            reply: None,
-            duration_us: started.elapsed().as_micros() as u64,
             model_us,
-            repeat_penalty: false,
+            ..TraceEntry::new(1, StepStatus::Ok, "all", started.elapsed().as_micros() as u64)
         };
         trace.record(&entry).expect("the trace line is written");
     }
@@ -455,12 +440,13 @@ mod step {
             .bench_local_refs(|provider| {
                 buffer.clear();
                 let mut trace = TraceWriter::new(&mut buffer);
-                let outcome = runtime.block_on(harness_core::run(provider, registry, "bench", &options, &mut trace));
+                let outcome = runtime
+                    .block_on(harness_core::Loop::new(provider, registry).options(options).run("bench", &mut trace));
                 assert_eq!(outcome.steps as usize, steps);
             });
     }
 
-    /// `harness_core::run` itself on a script of N steps (N-1 `calculate`, then `finish`),
+    /// `harness_core::Loop::run` itself on a script of N steps (N-1 `calculate`, then `finish`),
     /// on a current-thread tokio runtime as the CLI builds it, trace into a `Vec<u8>`. Divide
     /// by N for a step; this includes the loop's `spawn_blocking` per tool call.
     #[divan::bench(args = [10, 100, 1000])]

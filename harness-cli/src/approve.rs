@@ -1,29 +1,14 @@
 //! The approval policy from `[policy]` and `--allow/--ask/--deny`, and the terminal prompt.
 
-use std::collections::BTreeMap;
 use std::io::{BufRead, IsTerminal, Write};
 
 use clap::Args;
 use harness_core::{Answer, ApprovalPolicy, Approvals, Approver, Decision, Effect, PendingCall, printable};
 use harness_trace::cut;
-use serde::Deserialize;
 
 use crate::Result;
 use crate::config::LoadedConfig;
 use crate::error::CliError;
-
-/// The `[policy]` table: one key per effect class, and `[policy.tools]`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct PolicyConfig {
-    pub(crate) pure: Option<String>,
-    pub(crate) reads: Option<String>,
-    pub(crate) writes: Option<String>,
-    pub(crate) network: Option<String>,
-    /// `"plugin.tool"` or `"mcp_server.tool"` to allow, ask or deny.
-    #[serde(default)]
-    pub(crate) tools: BTreeMap<String, String>,
-}
 
 /// Which calls run without asking, for this run.
 #[derive(Debug, Args)]

@@ -20,10 +20,11 @@ use harness_providers::{Breaker, OutageStats, RetryBudget};
 use crate::Result;
 use crate::config::LoadedConfig;
 use crate::error::CliError;
-use crate::setup::{PluginArgs, load_plugins};
+use crate::setup::PluginArgs;
+use crate::tools::{Tools, Wants};
 use crate::wiring::{
-    LoopArgs, ProviderArgs, build_budgeted_provider, check_tool_choice, note_ignored_settings, otlp_export,
-    provider_name, run_about, run_options, runtime, script_path, seconds,
+    LoopArgs, ProviderArgs, ProviderKind, Settings, build_budgeted_provider, check_tool_choice, note_ignored_settings,
+    run_about, runtime, script_path, seconds,
 };
 use progress::{Progress, human_ms, human_secs};
 
@@ -207,17 +208,17 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
     }
     let budget = Arc::new(RetryBudget::new(args.retry_budget));
     let config = LoadedConfig::load(args.plugins.config.as_deref())?;
-    let options = run_options(&args.limits, &config)?;
+    let settings = Settings::resolve(&args.provider, &args.limits, &config)?;
     let policy = crate::approve::policy(&args.policy, &config, None)?;
-    let name = provider_name(&args.provider, &config);
-    let (router, scripts) = if name == "scripted" {
-        note_ignored_settings(&args.provider, &config, &name, args.quiet);
+    let name = settings.provider;
+    let (router, scripts) = if name == ProviderKind::Scripted {
+        note_ignored_settings(&args.provider, &config, name, args.quiet);
         match script_path(&args.provider, &config) {
             Some(path) => (Router::Scripted(Some(DefaultScript::read(&path)?)), Scripts::Optional),
             None => (Router::Scripted(None), Scripts::Required),
         }
     } else {
-        let provider = build_budgeted_provider(&args.provider, &config, args.quiet, Some(budget.clone()))?;
+        let provider = build_budgeted_provider(&args.provider, &config, &settings, args.quiet, Some(budget.clone()))?;
         (Router::Shared(provider), Scripts::Ignored)
     };
 
@@ -261,13 +262,12 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
         harness_batch::create_traces_dir(dir)?;
     }
 
-    let found = load_plugins(&args.plugins, &config, !args.quiet)?;
-    let mut registry = ToolRegistry::new();
-    for problem in found.register_tools(&mut registry) {
-        eprintln!("harness: warning: {problem}");
-    }
-    let mcp_servers = crate::mcp::add_mcp_tools(&args.plugins, &config, &mut registry, !args.quiet)?;
-    check_tool_choice(&args.provider, &config, &registry, &name)?;
+    let mut tools = Tools::wire(
+        &args.plugins,
+        &config,
+        Wants { report: !args.quiet, mcp: true, otlp: Some(args.otlp.as_deref()), ..Wants::default() },
+    )?;
+    check_tool_choice(&args.provider, &config, &tools.registry, name)?;
 
     let shard_text = if shard.count > 1 { format!(" (shard {}/{})", shard.index, shard.count) } else { String::new() };
     if !args.quiet {
@@ -281,14 +281,16 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
             args.concurrency
         );
     }
-    let otlp = otlp_export(args.otlp.as_deref())?;
     let breaker = matches!(router, Router::Shared(_))
         .then(|| Breaker::new(max_outage, Arc::new(|said: &str| eprintln!("harness: batch: {said}"))));
-    let mut batch = engine(router, registry, options, &args)
+    let mut batch = engine(router, tools.take_registry(), settings.options, &args)
         .with_policy(policy)
         .with_source(fingerprint, shard)
-        .with_about(RunAbout { mcp_servers: crate::mcp::peers(&mcp_servers), ..run_about(&args.provider, &config) });
-    if let Some(otlp) = &otlp {
+        .with_about(RunAbout {
+            mcp_servers: tools.mcp().map(crate::mcp::peers).unwrap_or_default(),
+            ..run_about(&args.provider, &config, &settings)
+        });
+    if let Some(otlp) = tools.otlp() {
         let tracer = otlp.sink_factory();
         batch = batch.with_sink(Box::new(move || Box::new(tracer.sink())));
     }
@@ -304,10 +306,7 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
     let ran = rt.block_on(batch.clone().run(todo, concurrency, &mut out, &mut progress));
     // An abandoned in-process call may still be running; the process must not wait for it.
     rt.shutdown_background();
-    mcp_servers.shutdown();
-    if let Some(otlp) = otlp {
-        otlp.shutdown();
-    }
+    drop(tools);
     progress.finish();
     let tally = ran?;
 

@@ -72,7 +72,7 @@ pub(crate) struct Config {
     pub(crate) locked: Option<bool>,
     /// `[policy]`: which calls run, which are asked about, which are denied.
     #[serde(default)]
-    pub(crate) policy: crate::approve::PolicyConfig,
+    pub(crate) policy: PolicyConfig,
 }
 
 /// The `[mcp]` table.
@@ -173,6 +173,19 @@ pub(crate) enum Origin {
     Trusted,
 }
 
+/// The `[policy]` table: one key per effect class, and `[policy.tools]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PolicyConfig {
+    pub(crate) pure: Option<String>,
+    pub(crate) reads: Option<String>,
+    pub(crate) writes: Option<String>,
+    pub(crate) network: Option<String>,
+    /// `"plugin.tool"` or `"mcp_server.tool"` to allow, ask or deny.
+    #[serde(default)]
+    pub(crate) tools: BTreeMap<String, String>,
+}
+
 /// The configuration in use and where it came from, for messages.
 pub(crate) struct LoadedConfig {
     pub(crate) config: Config,
@@ -209,6 +222,12 @@ impl LoadedConfig {
     /// to, and where its MCP servers start. `None` without a file.
     pub(crate) fn base_dir(&self) -> Option<&Path> {
         self.file.as_ref().and_then(|f| f.canonical.parent())
+    }
+
+    /// Where the lock file (`harness lock`) lives: beside the configuration, else in the
+    /// working directory.
+    pub(crate) fn lock_path(&self) -> PathBuf {
+        self.base_dir().map_or_else(|| PathBuf::from("harness.lock"), |d| d.join("harness.lock"))
     }
 }
 

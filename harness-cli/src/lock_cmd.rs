@@ -1,19 +1,17 @@
 //! `harness lock` and `--locked`: the offered tools' sources and definition hashes, written to
 //! `harness.lock` beside the configuration and held against each start.
 
-use std::path::PathBuf;
-
 use clap::Args;
 use harness_config::{LockEntry, ToolLock, sha256_hex};
-use harness_core::{ToolRegistry, ToolSource};
-use harness_loader::Discovery;
-use harness_mcp::{McpSources, McpTool, McpToolState};
+use harness_core::ToolSource;
+use harness_mcp::{McpTool, McpToolState};
 use serde_json::json;
 
 use crate::Result;
 use crate::config::LoadedConfig;
 use crate::error::CliError;
-use crate::setup::{PluginArgs, load_plugins};
+use crate::setup::PluginArgs;
+use crate::tools::{Tools, Wants};
 
 /// Arguments of `harness lock`.
 #[derive(Debug, Args)]
@@ -22,15 +20,11 @@ pub(crate) struct LockArgs {
     plugins: PluginArgs,
 }
 
-/// Where the lock file lives: beside the configuration, else in the working directory.
-pub(crate) fn lock_path(config: &LoadedConfig) -> PathBuf {
-    config.base_dir().map_or_else(|| PathBuf::from("harness.lock"), |d| d.join("harness.lock"))
-}
-
 /// The lock of what is offered now.
-pub(crate) fn current(found: &Discovery, mcp: &McpSources, registry: &ToolRegistry, config: &LoadedConfig) -> ToolLock {
+pub(crate) fn current(tools: &Tools, config: &LoadedConfig) -> ToolLock {
+    let (found, mcp) = (&tools.found, tools.mcp());
     let mut lock = ToolLock::default();
-    for definition in registry.definitions() {
+    for definition in tools.registry.definitions() {
         let entry = match &definition.source {
             ToolSource::Builtin => continue,
             ToolSource::Plugin { name, version } => {
@@ -53,7 +47,7 @@ pub(crate) fn current(found: &Discovery, mcp: &McpSources, registry: &ToolRegist
                 let command = command.map_or_else(String::new, harness_mcp::McpServerConfig::endpoint);
                 // The same hash a change mid-run is caught by (see harness_mcp::McpTool).
                 let offered = McpToolState::Offered { name: definition.name.clone() };
-                let listed = mcp.servers().iter().filter(|s| s.config().name == *server);
+                let listed = mcp.iter().flat_map(|m| m.servers()).filter(|s| s.config().name == *server);
                 let tool = listed.flat_map(|s| s.tools()).find(|t| t.state == offered).cloned();
                 let tool = tool.unwrap_or_else(|| McpTool {
                     name: definition.name.clone(),
@@ -76,14 +70,8 @@ pub(crate) fn current(found: &Discovery, mcp: &McpSources, registry: &ToolRegist
 
 /// Holds what is offered to `harness.lock`: a difference refuses to start when locked, and is
 /// a warning otherwise.
-pub(crate) fn check(
-    found: &Discovery,
-    mcp: &McpSources,
-    registry: &ToolRegistry,
-    config: &LoadedConfig,
-    locked: bool,
-) -> Result<()> {
-    let path = lock_path(config);
+pub(crate) fn check(tools: &Tools, config: &LoadedConfig, locked: bool) -> Result<()> {
+    let path = config.lock_path();
     let usage = |e: harness_config::ConfigError| CliError::Usage(e.to_string());
     let Some(lock) = ToolLock::read(&path).map_err(usage)? else {
         if locked {
@@ -94,7 +82,7 @@ pub(crate) fn check(
         }
         return Ok(());
     };
-    let diff = lock.diff(&current(found, mcp, registry, config));
+    let diff = lock.diff(&current(tools, config));
     if diff.is_empty() {
         return Ok(());
     }
@@ -115,15 +103,10 @@ pub(crate) fn check(
 /// Runs `harness lock`.
 pub(crate) fn lock(args: LockArgs) -> Result<u8> {
     let config = LoadedConfig::load(args.plugins.config.as_deref())?;
-    let found = load_plugins(&args.plugins, &config, true)?;
-    let mut registry = ToolRegistry::new();
-    for problem in found.register_tools(&mut registry) {
-        eprintln!("harness: warning: {problem}");
-    }
-    let servers = crate::mcp::add_mcp_tools(&args.plugins, &config, &mut registry, true)?;
-    let lock = current(&found, &servers, &registry, &config);
-    servers.shutdown();
-    let path = lock_path(&config);
+    let tools = Tools::wire(&args.plugins, &config, Wants { report: true, mcp: true, ..Wants::default() })?;
+    let lock = current(&tools, &config);
+    drop(tools);
+    let path = config.lock_path();
     lock.write(&path).map_err(|e| CliError::Failure(e.to_string()))?;
     println!("wrote {}: {} tools", path.display(), lock.tools.len());
     Ok(0)

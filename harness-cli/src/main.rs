@@ -16,6 +16,7 @@ mod replay;
 mod reply;
 mod run;
 mod setup;
+mod tools;
 mod trace_cmd;
 mod wiring;
 

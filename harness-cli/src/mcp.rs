@@ -1,21 +1,22 @@
-//! `harness mcp serve`, and the `[[mcp.servers]]` of the configuration as a source of tools
-//! for `harness run` and `harness plugins list`. The protocol lives in `harness-mcp`.
+//! `harness mcp serve`, and how `harness plugins list` shows the `[[mcp.servers]]` of the
+//! configuration (started as sources of tools with the rest of the wiring, in `tools.rs`).
+//! The protocol lives in `harness-mcp`.
 
 use std::fmt::Write as _;
 use std::fs::File;
 use std::io::BufWriter;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use harness_core::{RunOptions, ToolRegistry, TraceSink, TraceWriter, printable};
-use harness_mcp::{HttpOptions, McpSources, McpToolState, ServeOptions, SourceOptions, ToolServer};
+use harness_core::{RunOptions, TraceSink, TraceWriter, printable};
+use harness_mcp::{HttpOptions, McpSources, McpToolState, ServeOptions, ToolServer};
 use serde_json::{Value, json};
 
 use crate::Result;
 use crate::config::LoadedConfig;
 use crate::error::CliError;
-use crate::setup::{PluginArgs, load_plugins};
+use crate::setup::PluginArgs;
+use crate::tools::{Tools, Wants};
 
 /// `harness mcp ...`
 #[derive(Debug, Subcommand)]
@@ -65,19 +66,20 @@ pub(crate) fn mcp(command: McpCommand) -> Result<u8> {
 
 fn serve(args: ServeArgs) -> Result<u8> {
     let config = LoadedConfig::load(args.plugins.config.as_deref())?;
-    let found = load_plugins(&args.plugins, &config, true)?;
-    let mut registry = ToolRegistry::new();
-    for problem in found.register_tools(&mut registry) {
-        eprintln!("harness: warning: {problem}");
-    }
-    let otlp = crate::wiring::otlp_export(args.otlp.as_deref())?;
+    // Only the plugins' tools are served: the configured MCP servers are a run's sources.
+    let mut tools = Tools::wire(
+        &args.plugins,
+        &config,
+        Wants { report: true, otlp: Some(args.otlp.as_deref()), ..Wants::default() },
+    )?;
+    let otlp = tools.otlp();
     let mut sinks = harness_trace::Tee::new();
     if let Some(path) = &args.trace {
         let file = File::create(path)
             .map_err(|e| CliError::Usage(format!("cannot create trace file {}: {e}", path.display())))?;
         sinks.push(TraceWriter::new(BufWriter::new(file)));
     }
-    if let Some(otlp) = &otlp {
+    if let Some(otlp) = otlp {
         sinks.push(otlp.sink());
     }
     let trace: Option<Box<dyn TraceSink>> = (args.trace.is_some() || otlp.is_some()).then(|| Box::new(sinks) as _);
@@ -85,7 +87,8 @@ fn serve(args: ServeArgs) -> Result<u8> {
         max_arguments_bytes: config.config.limits.arguments_bytes.unwrap_or(RunOptions::default().max_arguments_bytes),
         trace,
     };
-    let tools = registry.definitions().len().saturating_sub(1);
+    let registry = tools.take_registry();
+    let count = registry.definitions().len().saturating_sub(1);
     let server = ToolServer::new(registry, options);
     // Many HTTP clients are served at once; one stdio client needs no more than one thread.
     let mut builder = if args.http.is_some() {
@@ -100,20 +103,18 @@ fn serve(args: ServeArgs) -> Result<u8> {
             let (listener, options) = http_setup(addr, &args)?;
             let local = listener.local_addr().map_or_else(|_| addr.clone(), |a| a.to_string());
             eprintln!(
-                "harness: serving {tools} tools over MCP (Streamable HTTP) at http://{local}/mcp; SIGTERM drains and stops"
+                "harness: serving {count} tools over MCP (Streamable HTTP) at http://{local}/mcp; SIGTERM drains and stops"
             );
             runtime.block_on(server.serve_http(listener, options))
         }
         None => {
-            eprintln!("harness: serving {tools} tools over MCP on stdio (diagnostics on stderr; close stdin to stop)");
+            eprintln!("harness: serving {count} tools over MCP on stdio (diagnostics on stderr; close stdin to stop)");
             runtime.block_on(server.serve_stdio())
         }
     };
     // A blocked read of stdin, or an abandoned in-process call, must not keep the process alive.
     runtime.shutdown_background();
-    if let Some(otlp) = otlp {
-        otlp.shutdown();
-    }
+    drop(tools);
     served.map(|()| 0).map_err(|e| CliError::Failure(e.to_string()))
 }
 
@@ -148,65 +149,6 @@ fn random_token() -> Result<String> {
         let _ = write!(s, "{b:02x}");
         s
     }))
-}
-
-/// Starts the configured MCP servers and registers their tools after whatever `registry` holds
-/// (the plugins'). A server that does not start is not an error: with `report`, it is a warning
-/// on stderr, and servers' own stderr is forwarded. Call `shutdown` on the result when done.
-pub(crate) fn add_mcp_tools(
-    args: &PluginArgs,
-    config: &LoadedConfig,
-    registry: &mut ToolRegistry,
-    report: bool,
-) -> Result<McpSources> {
-    let file = &config.config;
-    let config_name = config.path.as_ref().map_or_else(|| "config".to_owned(), |p| p.display().to_string());
-    // Commands given as relative paths are relative to the configuration file, like plugins.dirs,
-    // and the servers start in its directory: a relative argument (`server.py`) is the file's.
-    let base = config.base_dir().unwrap_or(Path::new(""));
-    let servers: Vec<_> = file
-        .mcp
-        .servers
-        .iter()
-        .cloned()
-        .map(|mut server| {
-            if server.command.contains('/') && Path::new(&server.command).is_relative() {
-                server.command = base.join(&server.command).to_string_lossy().into_owned();
-            }
-            server
-        })
-        .collect();
-    let defaults = SourceOptions::default();
-    let options = SourceOptions {
-        // Already checked by the plugin setup, which runs first.
-        call_timeout: args
-            .tool_timeout
-            .or(file.tool_timeout)
-            .and_then(|s| Duration::try_from_secs_f64(s).ok())
-            .filter(|d| !d.is_zero()),
-        max_result_bytes: file.limits.result_bytes.unwrap_or(defaults.max_result_bytes),
-        forward_stderr: report,
-        working_dir: config.base_dir().map(Path::to_path_buf),
-        ..defaults
-    };
-    let mut sources = McpSources::start(&servers, options).map_err(|e| match e {
-        harness_mcp::McpError::InvalidServer { .. } => CliError::Usage(format!("{config_name}: {e}")),
-        other => CliError::Failure(other.to_string()),
-    })?;
-    for server in sources.servers().iter().filter(|_| report) {
-        if let Some(why) = server.failure() {
-            // The reason ends with the server's own stderr: shown, never obeyed.
-            eprintln!(
-                "harness: warning: MCP server {:?} did not start: {}; its tools are not offered",
-                server.config().name,
-                printable(&why)
-            );
-        }
-    }
-    for problem in sources.register_tools(registry).into_iter().filter(|_| report) {
-        eprintln!("harness: warning: {problem}");
-    }
-    Ok(sources)
 }
 
 fn state_text(state: &McpToolState) -> String {

@@ -10,6 +10,7 @@ use harness_loader::isolation::HostCommand;
 use harness_loader::isolation::confine::Enforcement;
 use harness_loader::isolation::{CHILD_ENV_ALLOWLIST, Isolation};
 use harness_loader::{Discovery, LoadedPlugin, ToolState};
+use harness_mcp::McpSources;
 use harness_testkit::scaffold::{self, Dependency, Scaffold, ScaffoldError};
 use harness_testkit::{CheckOptions, Executor};
 use serde_json::{Value, json};
@@ -18,6 +19,7 @@ use crate::Result;
 use crate::config::LoadedConfig;
 use crate::error::CliError;
 use crate::setup::{PluginArgs, load_plugins};
+use crate::tools::{Tools, Wants};
 
 /// `harness plugins ...`
 #[derive(Debug, Subcommand)]
@@ -126,6 +128,7 @@ fn state_text(state: &ToolState) -> String {
         ToolState::Disabled { why } => format!("not offered: {why}"),
         ToolState::DeniedEffect => "not offered: effect class denied".to_owned(),
         ToolState::NameTaken { by } => format!("not offered: plugin {by} has a tool of that name"),
+        ToolState::NeedsConfiguration { needs } => format!("not offered: needs {needs}"),
     }
 }
 
@@ -315,10 +318,13 @@ pub(crate) fn plugins(command: PluginsCommand) -> Result<u8> {
     match command {
         PluginsCommand::List { json, plugins } => {
             let config = LoadedConfig::load(plugins.config.as_deref())?;
-            let found = load_plugins(&plugins, &config, false)?;
+            // The MCP servers are started as a run starts them, their tools named after the plugins'.
+            let tools = Tools::wire(&plugins, &config, Wants { mcp: true, ..Wants::default() })?;
             let mut out = String::new();
-            list(&mut out, &found, json);
-            list_mcp_servers(&mut out, &plugins, &config, &found, json)?;
+            list(&mut out, &tools.found, json);
+            if let Some(sources) = tools.mcp() {
+                list_mcp_servers(&mut out, sources, json);
+            }
             emit(&out)
         }
         PluginsCommand::Check(args) => check(*args),
@@ -399,19 +405,9 @@ fn host_command() -> Result<HostCommand> {
 
 /// The configured MCP servers, as a source of their own after the plugins: each is started and
 /// its tools named as in a run. In JSON, an `mcp_servers` key of the one object.
-fn list_mcp_servers(
-    out: &mut String,
-    args: &PluginArgs,
-    config: &LoadedConfig,
-    found: &Discovery,
-    as_json: bool,
-) -> Result<()> {
-    let mut registry = harness_core::ToolRegistry::new();
-    // Plugin tools first, so that MCP tools get the names a run would give them.
-    let _ = found.register_tools(&mut registry);
-    let sources = crate::mcp::add_mcp_tools(args, config, &mut registry, false)?;
+fn list_mcp_servers(out: &mut String, sources: &McpSources, as_json: bool) {
     if as_json {
-        let servers = crate::mcp::servers_json(&sources);
+        let servers = crate::mcp::servers_json(sources);
         match serde_json::from_str::<Value>(out.trim()) {
             Ok(mut listed) if listed.is_object() => {
                 listed["mcp_servers"] = servers;
@@ -421,10 +417,8 @@ fn list_mcp_servers(
             _ => say!(out, "{}", json!({ "mcp_servers": servers })),
         }
     } else {
-        crate::mcp::servers_text(out, &sources);
+        crate::mcp::servers_text(out, sources);
     }
-    sources.shutdown();
-    Ok(())
 }
 
 /// Runs the test kit on one file and prints its report; the exit code is the verdict.

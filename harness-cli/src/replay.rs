@@ -5,14 +5,14 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
-use harness_core::{ReplyFormat, ToolRegistry};
 use harness_trace::{ReplayReport, cut, printable};
 
 use crate::Result;
 use crate::config::LoadedConfig;
 use crate::error::CliError;
-use crate::setup::{PluginArgs, load_plugins};
-use crate::wiring::runtime;
+use crate::setup::PluginArgs;
+use crate::tools::{Tools, Wants};
+use crate::wiring::{reply_format, runtime};
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -51,20 +51,14 @@ pub(crate) fn replay(args: ReplayArgs) -> Result<u8> {
         .ok_or_else(|| CliError::Usage(format!("{name}: {}", harness_trace::ReplayError::NoFirstLine)))?;
     let config = LoadedConfig::load(args.plugins.config.as_deref())?;
     let mut options = harness_trace::replay_options(start);
-    if let Some(format) = &config.config.reply_format {
-        options.reply_format =
-            format.parse::<ReplyFormat>().map_err(|e| CliError::Usage(format!("reply_format: {e}")))?;
+    if let Some(format) = reply_format(None, &config, "reply_format")? {
+        options.reply_format = format;
     }
-    let found = load_plugins(&args.plugins, &config, false)?;
-    let mut registry = ToolRegistry::new();
-    for problem in found.register_tools(&mut registry) {
-        eprintln!("harness: warning: {problem}");
-    }
-    let mcp_servers = crate::mcp::add_mcp_tools(&args.plugins, &config, &mut registry, false)?;
+    let tools = Tools::wire(&args.plugins, &config, Wants { mcp: true, ..Wants::default() })?;
     let runtime = runtime(1)?;
-    let replayed = runtime.block_on(harness_trace::replay(&trace, &registry, &options));
+    let replayed = runtime.block_on(harness_trace::replay(&trace, &tools.registry, &options));
     runtime.shutdown_background();
-    mcp_servers.shutdown();
+    drop(tools);
     let report = replayed.map_err(|e| CliError::Usage(format!("{name}: {e}")))?;
 
     let text = if args.json {

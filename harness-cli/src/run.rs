@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 use harness_core::{
-    Answer, Approvals, Compaction, RunAbout, RunEnd, RunStart, RunStatus, StepStatus, ToolRegistry, TraceEntry, TraceSink,
-    TraceWriter, resume_traced, run_traced_with,
+    Answer, Approvals, Compaction, Loop, RunAbout, RunEnd, RunStart, RunStatus, StepStatus, TraceEntry, TraceSink,
+    TraceWriter,
 };
 use harness_trace::{Resumable, resumption};
 use serde_json::{Value, json};
@@ -15,11 +15,9 @@ use serde_json::{Value, json};
 use crate::Result;
 use crate::config::LoadedConfig;
 use crate::error::CliError;
-use crate::setup::{PluginArgs, load_plugins_with, report_late_failures};
-use crate::wiring::{
-    LoopArgs, ProviderArgs, build_provider, check_tool_choice, otlp_export, provider_name, run_about, run_options,
-    runtime,
-};
+use crate::setup::{PluginArgs, report_late_failures};
+use crate::tools::{Tools, Wants};
+use crate::wiring::{LoopArgs, ProviderArgs, Settings, build_provider, check_tool_choice, run_about, runtime};
 use harness_trace::{Tee, cut, printable};
 
 const EXIT_CODES: &str = "\
@@ -138,7 +136,8 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     // work): started now, it overlaps reading the configuration, the script and the plugins.
     harness_core::prepare_schema_compiler();
     let config = LoadedConfig::load(args.plugins.config.as_deref())?;
-    let provider = build_provider(&args.provider, &config, args.quiet)?;
+    let settings = Settings::resolve(&args.provider, &args.limits, &config)?;
+    let provider = build_provider(&args.provider, &config, &settings, args.quiet)?;
     // A short outage of the model server is waited out, within the run's time budget; with
     // no retries asked for, the run fails fast instead.
     let breaker =
@@ -146,7 +145,7 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     let waits = args.provider.retries.or(config.config.retries) != Some(0);
     let guarded = waits.then(|| harness_providers::Guarded::new(provider.as_ref(), &breaker));
     let provider = guarded.as_ref().map_or(provider.as_ref(), |g| g as &dyn harness_core::ModelProvider);
-    let mut options = run_options(&args.limits, &config)?;
+    let mut options = settings.options;
     // One loop on a current-thread runtime: nothing else waits while an in-process plugin
     // call runs, so the thread handoff (most of a step's cost) is skipped.
     options.inline_calls = true;
@@ -156,7 +155,7 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
         Some(path) => Some(resumable(path, &args)?),
         None => None,
     };
-    let mut approvals = approvals_of(&args, &config, resumed.as_ref())?;
+    let approvals = approvals_of(&args, &config, resumed.as_ref())?;
     let trace_path = args.trace.clone().or_else(|| args.resume.clone());
     let mut trace_file = match &trace_path {
         Some(path) => {
@@ -174,58 +173,42 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     };
 
     // Plugins the cache answers for are opened at their first call, not before the first request.
-    let found = load_plugins_with(&args.plugins, &config, !args.quiet, true)?;
-    let mut registry = ToolRegistry::new();
-    for problem in found.register_tools(&mut registry) {
-        eprintln!("harness: warning: {problem}");
-    }
-    let mcp_servers = crate::mcp::add_mcp_tools(&args.plugins, &config, &mut registry, !args.quiet)?;
-    check_tool_choice(&args.provider, &config, &registry, &provider_name(&args.provider, &config))?;
+    let wants = Wants { report: !args.quiet, open_lazily: true, mcp: true, otlp: Some(args.otlp.as_deref()) };
+    let tools = Tools::wire(&args.plugins, &config, wants)?;
+    check_tool_choice(&args.provider, &config, &tools.registry, settings.provider)?;
     let locked = args.locked || config.config.locked.unwrap_or(false);
-    if let Err(e) = crate::lock_cmd::check(&found, &mcp_servers, &registry, &config, locked) {
-        mcp_servers.shutdown();
-        return Err(e);
-    }
+    crate::lock_cmd::check(&tools, &config, locked)?;
 
-    let otlp = otlp_export(args.otlp.as_deref())?;
     let runtime = runtime(1)?;
     let mut sinks = Tee::new();
     if let Some(file) = trace_file.as_mut() {
         sinks.push(file);
     }
-    if let Some(otlp) = &otlp {
+    if let Some(otlp) = tools.otlp() {
         sinks.push(otlp.sink());
     }
     let mut progress = Progress { inner: &mut sinks, quiet: args.quiet, usage_by_step: Vec::new() };
-    let about = RunAbout { mcp_servers: crate::mcp::peers(&mcp_servers), ..run_about(&args.provider, &config) };
+    let about = RunAbout {
+        mcp_servers: tools.mcp().map(crate::mcp::peers).unwrap_or_default(),
+        ..run_about(&args.provider, &config, &settings)
+    };
+    let mut agent = Loop::new(provider, &tools.registry).options(options).approvals(approvals);
     let outcome = match resumed {
-        Some(r) => {
-            runtime.block_on(resume_traced(provider, &registry, r.resumption, &options, &mut progress, &mut approvals))
-        }
+        Some(r) => runtime.block_on(agent.resume_traced(r.resumption, &mut progress)),
         None => {
             let request = args.request.as_deref().unwrap_or_default();
-            runtime.block_on(run_traced_with(
-                provider,
-                &registry,
-                request,
-                &options,
-                &about,
-                &mut progress,
-                &mut approvals,
-            ))
+            runtime.block_on(agent.run_traced(request, &about, &mut progress))
         }
     };
     let usage_by_step = std::mem::take(&mut progress.usage_by_step);
+    drop(agent);
     drop(sinks);
     if !args.quiet {
-        report_late_failures(&found);
+        report_late_failures(&tools.found);
     }
     // An abandoned in-process call may still be running; the process must not wait for it.
     runtime.shutdown_background();
-    mcp_servers.shutdown();
-    if let Some(otlp) = otlp {
-        otlp.shutdown();
-    }
+    drop(tools);
 
     let stdout = io::stdout();
     let mut out = stdout.lock();

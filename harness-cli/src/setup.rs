@@ -172,7 +172,7 @@ fn harness_dir() -> Option<PathBuf> {
 /// The library hashes `harness.lock` pins, by plugin name: a plugin a configuration runs
 /// in-process runs so only as the file that was locked.
 fn library_pins(config: &LoadedConfig) -> Result<BTreeMap<String, String>> {
-    let path = crate::lock_cmd::lock_path(config);
+    let path = config.lock_path();
     let lock = harness_config::ToolLock::read(&path).map_err(|e| CliError::Usage(e.to_string()))?;
     let entries = lock.map(|l| l.tools.into_values()).into_iter().flatten();
     Ok(entries

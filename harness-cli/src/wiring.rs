@@ -87,13 +87,70 @@ pub(crate) struct LoopArgs {
     pub(crate) reply_format: Option<String>,
 }
 
-/// The provider's name from the flags, `--script`, or the config; `offline` when none says.
-pub(crate) fn provider_name(args: &ProviderArgs, config: &LoadedConfig) -> String {
-    args.provider
-        .clone()
-        .or_else(|| args.script.as_ref().map(|_| "scripted".to_owned()))
-        .or_else(|| config.config.provider.clone())
-        .unwrap_or_else(|| "offline".to_owned())
+/// Which provider answers, resolved once from `--provider`, `--script` and the config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ProviderKind {
+    /// The offline router: a deterministic matcher, no model (the default).
+    Offline,
+    /// Replies read from a script file.
+    Scripted,
+    /// A model behind an HTTP API.
+    Api(Preset),
+}
+
+impl ProviderKind {
+    /// The provider the flags, `--script`, or the config name; `offline` when none says.
+    pub(crate) fn of(args: &ProviderArgs, config: &LoadedConfig) -> Result<Self> {
+        let name = args
+            .provider
+            .as_deref()
+            .or_else(|| args.script.as_ref().map(|_| "scripted"))
+            .or(config.config.provider.as_deref())
+            .unwrap_or("offline");
+        Ok(match name {
+            "offline" => Self::Offline,
+            "scripted" => Self::Scripted,
+            other => Self::Api(other.parse::<Preset>().map_err(|e| CliError::Usage(e.to_string()))?),
+        })
+    }
+
+    /// Whether a model answers (so that model, router mode and tool choice mean something).
+    pub(crate) fn runs_a_model(self) -> bool {
+        matches!(self, Self::Api(_))
+    }
+}
+
+impl std::fmt::Display for ProviderKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Offline => f.write_str("offline"),
+            Self::Scripted => f.write_str("scripted"),
+            Self::Api(preset) => preset.fmt(f),
+        }
+    }
+}
+
+/// What the commands that run the loop read of their flags and the configuration, resolved
+/// once into typed values (flags first, then the config, then the library's defaults).
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    /// Which provider answers.
+    pub(crate) provider: ProviderKind,
+    /// How the tool choice is forced, when the flags or the config say.
+    pub(crate) router_mode: Option<RouterMode>,
+    /// The loop's limits.
+    pub(crate) options: RunOptions,
+}
+
+impl Settings {
+    /// Resolves the provider flags, the limits and the configuration.
+    pub(crate) fn resolve(provider: &ProviderArgs, limits: &LoopArgs, config: &LoadedConfig) -> Result<Self> {
+        let router_mode = match provider.router_mode.as_ref().or(config.config.router_mode.as_ref()) {
+            Some(mode) => Some(mode.parse::<RouterMode>().map_err(|e| CliError::Usage(e.to_string()))?),
+            None => None,
+        };
+        Ok(Self { provider: ProviderKind::of(provider, config)?, router_mode, options: run_options(limits, config)? })
+    }
 }
 
 /// The script file of the scripted provider, from the flag or the config.
@@ -102,8 +159,8 @@ pub(crate) fn script_path(args: &ProviderArgs, config: &LoadedConfig) -> Option<
 }
 
 /// Says on stderr which given settings the `offline` and `scripted` providers ignore.
-pub(crate) fn note_ignored_settings(args: &ProviderArgs, config: &LoadedConfig, name: &str, quiet: bool) {
-    if quiet || !matches!(name, "offline" | "scripted") {
+pub(crate) fn note_ignored_settings(args: &ProviderArgs, config: &LoadedConfig, name: ProviderKind, quiet: bool) {
+    if quiet || name.runs_a_model() {
         return;
     }
     if let Some(model) = args.model.as_ref().or(config.config.model.as_ref()) {
@@ -117,7 +174,8 @@ pub(crate) fn note_ignored_settings(args: &ProviderArgs, config: &LoadedConfig, 
         // A script with a declared context reserves the reply's tokens in it.
         (
             "--max-reply-tokens",
-            args.max_reply_tokens.is_some() && !(name == "scripted" && args.context_tokens.is_some()),
+            args.max_reply_tokens.is_some()
+                && !(matches!(name, ProviderKind::Scripted) && args.context_tokens.is_some()),
         ),
         ("--timeout", args.timeout.is_some()),
         ("--connect-timeout", args.connect_timeout.is_some()),
@@ -133,22 +191,23 @@ pub(crate) fn note_ignored_settings(args: &ProviderArgs, config: &LoadedConfig, 
 pub(crate) fn build_provider(
     args: &ProviderArgs,
     config: &LoadedConfig,
+    settings: &Settings,
     quiet: bool,
 ) -> Result<Box<dyn ModelProvider>> {
-    build_budgeted_provider(args, config, quiet, None)
+    build_budgeted_provider(args, config, settings, quiet, None)
 }
 
 /// [`build_provider`], an HTTP provider's retries taken from `budget` (a batch's).
 pub(crate) fn build_budgeted_provider(
     args: &ProviderArgs,
     config: &LoadedConfig,
+    settings: &Settings,
     quiet: bool,
     budget: Option<Arc<RetryBudget>>,
 ) -> Result<Box<dyn ModelProvider>> {
-    let name = provider_name(args, config);
-    note_ignored_settings(args, config, &name, quiet);
-    match name.as_str() {
-        "offline" => {
+    note_ignored_settings(args, config, settings.provider, quiet);
+    match settings.provider {
+        ProviderKind::Offline => {
             if !quiet {
                 eprintln!(
                     "harness: using the offline router: a small deterministic matcher, not a model. To use a model, set --provider (see docs/operators.md)."
@@ -156,7 +215,7 @@ pub(crate) fn build_budgeted_provider(
             }
             Ok(Box::new(OfflineRouter))
         }
-        "scripted" => {
+        ProviderKind::Scripted => {
             let path = script_path(args, config)
                 .ok_or_else(|| CliError::Usage("--provider scripted needs --script FILE".to_owned()))?;
             let mut script = ScriptedProvider::from_file(&path).map_err(|e| CliError::Usage(e.to_string()))?;
@@ -167,9 +226,8 @@ pub(crate) fn build_budgeted_provider(
             }
             Ok(Box::new(script))
         }
-        other => {
-            let preset = other.parse::<Preset>().map_err(|e| CliError::Usage(e.to_string()))?;
-            let provider = http_provider(preset, args, config, budget)?;
+        ProviderKind::Api(preset) => {
+            let provider = http_provider(preset, args, config, settings.router_mode, budget)?;
             if !quiet {
                 eprintln!(
                     "harness: provider {}, model {:?}, router mode {}: {}",
@@ -212,6 +270,7 @@ fn http_provider(
     preset: Preset,
     args: &ProviderArgs,
     config: &LoadedConfig,
+    router_mode: Option<RouterMode>,
     budget: Option<Arc<RetryBudget>>,
 ) -> Result<HttpProvider> {
     let file = &config.config;
@@ -224,17 +283,13 @@ fn http_provider(
     if let Some(t) = args.connect_timeout.or(file.connect_timeout) {
         http.connect_timeout = seconds("--connect-timeout", t)?;
     }
-    let router_mode = match args.router_mode.as_ref().or(file.router_mode.as_ref()) {
-        Some(mode) => mode.parse::<RouterMode>().map_err(|e| CliError::Usage(e.to_string()))?,
-        None => RouterMode::Auto,
-    };
     let provider_config = HttpProviderConfig {
         preset,
         base_url: args.base_url.clone().or_else(|| file.base_url.clone()),
         model: args.model.clone().or_else(|| file.model.clone()),
         api_key_env: args.api_key_env.clone().or_else(|| file.api_key_env.clone()),
         tool_choice: tool_choice(args, config).as_deref().map(parse_tool_choice),
-        router_mode,
+        router_mode: router_mode.unwrap_or_default(),
         max_reply_tokens: args.max_reply_tokens.or(file.max_reply_tokens),
         context_tokens: context_tokens(args, config)?,
         app_url: file.openrouter.http_referer.clone(),
@@ -249,11 +304,11 @@ pub(crate) fn check_tool_choice(
     args: &ProviderArgs,
     config: &LoadedConfig,
     registry: &ToolRegistry,
-    provider_name: &str,
+    provider: ProviderKind,
 ) -> Result<()> {
     if let Some(name) = tool_choice(args, config) {
         let named = !matches!(name.as_str(), "required" | "auto" | "none");
-        if named && registry.get(&name).is_none() && !matches!(provider_name, "offline" | "scripted") {
+        if named && registry.get(&name).is_none() && provider.runs_a_model() {
             let tools: Vec<&str> = registry.definitions().iter().map(|t| t.name.as_str()).collect();
             return Err(CliError::Usage(format!(
                 "--tool-choice {name:?} is no loaded tool; use required, auto, none or one of: {}",
@@ -265,12 +320,12 @@ pub(crate) fn check_tool_choice(
 }
 
 /// The loop's limits from the flags, then the config, then the defaults.
-pub(crate) fn run_options(args: &LoopArgs, config: &LoadedConfig) -> Result<RunOptions> {
+fn run_options(args: &LoopArgs, config: &LoadedConfig) -> Result<RunOptions> {
     let defaults = RunOptions::default();
     let limits = &config.config.limits;
     let options = RunOptions {
-        max_steps: args.max_steps.or(config.config.max_steps).unwrap_or(8),
-        max_repeats: args.max_repeats.or(config.config.max_repeats).unwrap_or(3),
+        max_steps: args.max_steps.or(config.config.max_steps).unwrap_or(defaults.max_steps),
+        max_repeats: args.max_repeats.or(config.config.max_repeats).unwrap_or(defaults.max_repeats),
         max_truncated: args.max_truncated.or(config.config.max_truncated).unwrap_or(defaults.max_truncated),
         max_reply_bytes: limits.reply_bytes.unwrap_or(defaults.max_reply_bytes),
         max_arguments_bytes: limits.arguments_bytes.unwrap_or(defaults.max_arguments_bytes),
@@ -284,10 +339,8 @@ pub(crate) fn run_options(args: &LoopArgs, config: &LoadedConfig) -> Result<RunO
         // and exits_after too (a batch runs on after each run).
         inline_calls: false,
         exits_after: false,
-        reply_format: match args.reply_format.as_ref().or(config.config.reply_format.as_ref()) {
-            None => ReplyFormat::Auto,
-            Some(name) => name.parse().map_err(|e| CliError::Usage(format!("--reply-format: {e}")))?,
-        },
+        reply_format: reply_format(args.reply_format.as_ref(), config, "--reply-format")?
+            .unwrap_or(defaults.reply_format),
     };
     if options.max_steps == 0 {
         return Err(CliError::Usage("--max-steps must be at least 1".to_owned()));
@@ -298,6 +351,13 @@ pub(crate) fn run_options(args: &LoopArgs, config: &LoadedConfig) -> Result<RunO
         ));
     }
     Ok(options)
+}
+
+/// The reply format from a flag (named `at` in errors) or the config, when either gives one.
+pub(crate) fn reply_format(flag: Option<&String>, config: &LoadedConfig, at: &str) -> Result<Option<ReplyFormat>> {
+    flag.or(config.config.reply_format.as_ref())
+        .map(|name| name.parse::<ReplyFormat>().map_err(|e| CliError::Usage(format!("{at}: {e}"))))
+        .transpose()
 }
 
 /// An async runtime for the loop: a current-thread one for `threads` of 1, else a pool of that many.
@@ -313,9 +373,8 @@ pub(crate) fn runtime(threads: usize) -> Result<tokio::runtime::Runtime> {
 }
 
 /// What the trace's first line says about this harness, its model and its configuration.
-pub(crate) fn run_about(args: &ProviderArgs, config: &LoadedConfig) -> RunAbout {
-    let name = provider_name(args, config);
-    let runs_a_model = !matches!(name.as_str(), "offline" | "scripted");
+pub(crate) fn run_about(args: &ProviderArgs, config: &LoadedConfig, settings: &Settings) -> RunAbout {
+    let runs_a_model = settings.provider.runs_a_model();
     let (config_source, config_hash) = match &config.path {
         // The bytes are read again for the hash: the file was just read and parsed, so a
         // failure here is a race with an editor, and the hash is then left out.
@@ -327,11 +386,10 @@ pub(crate) fn run_about(args: &ProviderArgs, config: &LoadedConfig) -> RunAbout 
     RunAbout {
         harness_version: env!("CARGO_PKG_VERSION").to_owned(),
         model: args.model.clone().or_else(|| config.config.model.clone()).filter(|_| runs_a_model),
-        router_mode: args
+        router_mode: settings
             .router_mode
-            .clone()
-            .or_else(|| config.config.router_mode.clone())
-            .or_else(|| runs_a_model.then(|| "auto".to_owned())),
+            .or_else(|| runs_a_model.then(RouterMode::default))
+            .map(|mode| mode.to_string()),
         config_source,
         config_hash,
         // Filled by the commands that start MCP servers.
@@ -345,4 +403,43 @@ pub(crate) fn otlp_export(flag: Option<&str>) -> Result<Option<harness_trace::Ot
     let settings = harness_trace::OtlpSettings::resolve(flag, |name| std::env::var(name).ok())
         .map_err(|e| CliError::Usage(e.to_string()))?;
     settings.map(harness_trace::Otlp::start).transpose().map_err(|e| CliError::Usage(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    /// The provider flags and the limits, as `harness run` takes them.
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        provider: ProviderArgs,
+        #[command(flatten)]
+        limits: LoopArgs,
+    }
+
+    fn settings(argv: &[&str]) -> Result<Settings> {
+        let flags = Flags::try_parse_from(argv).expect("valid flags");
+        let config = LoadedConfig { config: crate::config::Config::default(), path: None, origin: None, file: None };
+        Settings::resolve(&flags.provider, &flags.limits, &config)
+    }
+
+    #[test]
+    fn settings_nobody_gives_are_the_library_s_defaults() {
+        let s = settings(&["harness"]).unwrap();
+        assert_eq!((s.provider, s.router_mode), (ProviderKind::Offline, None));
+        assert_eq!(s.options, RunOptions::default());
+    }
+
+    #[test]
+    fn each_choice_is_resolved_once_into_its_type() {
+        let s =
+            settings(&["harness", "--provider", "anthropic", "--router-mode", "prompt", "--max-steps", "5"]).unwrap();
+        assert_eq!((s.provider, s.router_mode), (ProviderKind::Api(Preset::Anthropic), Some(RouterMode::Prompt)));
+        assert_eq!(s.options, RunOptions { max_steps: 5, ..RunOptions::default() });
+        assert_eq!(settings(&["harness", "--script", "s.jsonl"]).unwrap().provider, ProviderKind::Scripted);
+        assert!(matches!(settings(&["harness", "--provider", "nosuch"]), Err(CliError::Usage(_))));
+    }
 }

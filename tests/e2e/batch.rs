@@ -290,7 +290,9 @@ fn rpm_spaces_model_requests_over_the_whole_batch() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let mut took: Vec<f64> = results(&s, "out.jsonl").iter().map(|l| l["duration_ms"].as_f64().unwrap()).collect();
     took.sort_by(f64::total_cmp);
-    assert!(took[0] < 400.0 && took[2] >= 950.0, "{took:?}");
+    // A floor the pacing guarantees on any machine: the third request's slot is a second after
+    // the first's. How fast the first one runs is the machine's, not the pacing's: not asserted.
+    assert!(took[2] >= 950.0, "{took:?}");
 }
 
 #[test]

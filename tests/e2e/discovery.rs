@@ -171,11 +171,20 @@ fn enable_disable_and_deny_effects_from_flags_and_config() {
     assert_eq!(with(&["--enable", "fault.fault_echo", "--enable", "calc"]), ["calc.calculate", "fault.fault_echo"]);
     assert_eq!(with(&["--deny-effects", "reads"]), ["calc.calculate", "files.write_file"]);
 
-    // Without a root the files plugin offers nothing, and the listing says why.
-    let l = list(&s, &["--plugins-dir", dir.as_str()]);
-    assert_eq!(offered(&l), ["calc.calculate"]);
-    let reason = reason_for(&l, "libfiles.so");
-    assert!(reason.contains("no root directory configured") && reason.contains("[plugins.files]"), "{reason}");
+    // Without a root the files plugin declines, in a child or in process: it offers nothing,
+    // is not skipped as broken, and the listing says what it needs.
+    s.write("in.toml", "[plugins.files]\nisolation = \"in-process\"\n");
+    for config in [&[][..], &["--config", "in.toml"][..]] {
+        let l = list(&s, &[&["--plugins-dir", dir.as_str()][..], config].concat());
+        assert_eq!(offered(&l), ["calc.calculate"]);
+        assert_eq!(l["skipped"], json!([]), "{l}");
+        let files = l["plugins"].as_array().unwrap().iter().find(|p| p["name"] == "files").unwrap();
+        let needs = json!({"kind": "needs_configuration", "needs": "[plugins.files] root"});
+        assert!(files["tools"].as_array().unwrap().iter().all(|t| t["state"] == needs), "{files}");
+    }
+    let r = ran(s.harness().args(["plugins", "list", "--no-default-plugins", "--plugins-dir", dir.as_str()]));
+    let read_file = r.stdout.lines().find(|l| l.trim_start().starts_with("read_file")).unwrap_or_default();
+    assert!(read_file.ends_with("not offered: needs [plugins.files] root"), "{}", r.stdout);
 
     s.write(
         "h.toml",

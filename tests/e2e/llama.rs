@@ -14,9 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{Scratch, ran};
-
-const SETUP: &str = "run `cargo xtask setup llama` (or `cargo xtask test`, which sets it)";
+use crate::support::{Missing, Scratch, prerequisite, ran};
 
 /// A `llama-server` child process, killed when dropped.
 pub(crate) struct LlamaServer {
@@ -27,23 +25,17 @@ pub(crate) struct LlamaServer {
     _dir: tempfile::TempDir,
 }
 
-fn var(name: &str) -> PathBuf {
-    let value = std::env::var_os(name)
-        .unwrap_or_else(|| panic!("{name} is not set: the real llama.cpp server tests need it; {SETUP}"));
-    let path = PathBuf::from(value);
-    assert!(path.is_file(), "{name}={} is no file; {SETUP}", path.display());
-    path
-}
-
 impl LlamaServer {
-    /// Starts the server with one slot of `context` tokens and waits until it serves.
-    pub(crate) fn start(context: u32) -> Self {
+    /// Starts the server with one slot of `context` tokens and waits until it serves; without
+    /// the server or the model, the command that provides them.
+    pub(crate) fn start(context: u32) -> Result<Self, Missing> {
         Self::with_slots(context, 1)
     }
 
     /// Starts the server with `context` tokens shared by `slots` slots (each gets its share).
-    pub(crate) fn with_slots(context: u32, slots: u32) -> Self {
-        let (server, model) = (var("HARNESS_LLAMA_SERVER"), var("HARNESS_LLAMA_MODEL"));
+    pub(crate) fn with_slots(context: u32, slots: u32) -> Result<Self, Missing> {
+        let server = prerequisite("HARNESS_LLAMA_SERVER", "cargo xtask setup llama")?;
+        let model = prerequisite("HARNESS_LLAMA_MODEL", "cargo xtask setup llama")?;
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("llama-server.log");
@@ -73,7 +65,7 @@ impl LlamaServer {
             .unwrap();
         let mut server = Self { child, base_url: format!("http://127.0.0.1:{port}/v1"), log, _dir: dir };
         server.wait_healthy(port);
-        server
+        Ok(server)
     }
 
     fn wait_healthy(&mut self, port: u16) {
@@ -137,8 +129,8 @@ fn harness(s: &Scratch, server: &LlamaServer, request: &str) -> Command {
 const UNREAD: &[&str] = &["no_json", "invalid_json", "reply_truncated", "unknown_tool", "reply_too_large"];
 
 #[test]
-fn a_model_whose_template_knows_no_tools_is_forced_through_constrained_mode() {
-    let server = LlamaServer::start(4096);
+fn a_model_whose_template_knows_no_tools_is_forced_through_constrained_mode() -> Result<(), Missing> {
+    let server = LlamaServer::start(4096)?;
     let s = Scratch::new();
     // A 135M model under greedy decoding: asked "what is 6*7" it fills finish's untyped
     // `answer` with copies of the tool's schema until the token limit; this request it answers
@@ -168,11 +160,12 @@ fn a_model_whose_template_knows_no_tools_is_forced_through_constrained_mode() {
     }
     let out = r.json();
     assert!(out["usage"]["input_tokens"].as_u64().unwrap() > 0, "{out}");
+    Ok(())
 }
 
 #[test]
-fn each_request_reuses_all_that_the_previous_one_sent() {
-    let server = LlamaServer::start(4096);
+fn each_request_reuses_all_that_the_previous_one_sent() -> Result<(), Missing> {
+    let server = LlamaServer::start(4096)?;
     let s = Scratch::new();
     // The calculator forced at every step but the last: several model calls, none of them finish.
     let r = ran(harness(&s, &server, "what is 6*7, then 6*8, then 6*9").args([
@@ -217,6 +210,7 @@ fn each_request_reuses_all_that_the_previous_one_sent() {
     assert_eq!(by_step, asked.iter().map(|a| (a.0, a.1)).collect::<Vec<_>>(), "--json and the trace differ");
     let total: Value = r.json()["usage"].clone();
     assert!(total["cached_input_tokens"].as_u64().unwrap() >= asked[1].1, "{total}");
+    Ok(())
 }
 
 /// Says whether the server refused a request for its size.
@@ -225,10 +219,10 @@ fn refused_for_size(server: &LlamaServer) -> bool {
 }
 
 #[test]
-fn a_twelve_step_run_with_long_results_fits_a_small_context_and_keeps_the_prefix_cache() {
+fn a_twelve_step_run_with_long_results_fits_a_small_context_and_keeps_the_prefix_cache() -> Result<(), Missing> {
     // Two slots of 512 tokens each: the system prompt, the reply's room and one long result
     // leave little for earlier steps.
-    let server = LlamaServer::with_slots(1024, 2);
+    let server = LlamaServer::with_slots(1024, 2)?;
     let s = Scratch::new();
     s.write("h.toml", "[plugins.files]\nroot = \"root\"\n");
     let line = "The quick brown fox jumps over the lazy dog; the harness keeps what fits. ";
@@ -280,12 +274,13 @@ fn a_twelve_step_run_with_long_results_fits_a_small_context_and_keeps_the_prefix
     let end = lines.last().unwrap();
     assert_eq!(end["context"]["compactions"].as_u64(), Some(compactions.len() as u64), "{end}");
     assert!(end["context"]["largest_prompt_tokens"].as_u64().unwrap() <= 512 - 96, "{end}");
+    Ok(())
 }
 
 #[test]
-fn the_smiles_request_that_once_ran_out_of_context_ends_with_a_reason() {
+fn the_smiles_request_that_once_ran_out_of_context_ends_with_a_reason() -> Result<(), Missing> {
     // The defaults a new user has, on a server started with -c 4096.
-    let server = LlamaServer::start(4096);
+    let server = LlamaServer::start(4096)?;
     let s = Scratch::new();
     let r = ran(s
         .harness()
@@ -301,4 +296,5 @@ fn the_smiles_request_that_once_ran_out_of_context_ends_with_a_reason() {
     );
     assert!(!refused_for_size(&server), "{}", server.logs());
     assert!(!s.trace("t.jsonl").iter().any(|step| step["error"]["code"] == "provider_error"));
+    Ok(())
 }

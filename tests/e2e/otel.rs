@@ -8,14 +8,13 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use crate::providers::{Api, KEY, call};
-use crate::support::{Scratch, ran};
+use crate::support::{Missing, Scratch, prerequisite, ran};
 
 /// A `phoenix serve` on free ports in a temporary working directory; stopped when dropped.
 struct Phoenix {
@@ -29,10 +28,9 @@ fn free_port() -> u16 {
 }
 
 impl Phoenix {
-    fn start() -> Self {
-        let program = std::env::var_os("HARNESS_PHOENIX").map(PathBuf::from).unwrap_or_else(|| {
-            panic!("HARNESS_PHOENIX is not set: these tests need a real Arize Phoenix; run `cargo xtask setup phoenix` (or `cargo xtask test`)")
-        });
+    /// Starts Phoenix and waits until it answers; without it, the command that provides it.
+    fn start() -> Result<Self, Missing> {
+        let program = prerequisite("HARNESS_PHOENIX", "cargo xtask setup phoenix")?;
         let dir = tempfile::tempdir().unwrap();
         let (port, grpc) = (free_port(), free_port());
         let log = std::fs::File::create(dir.path().join("phoenix.log")).unwrap();
@@ -60,7 +58,7 @@ impl Phoenix {
             assert!(Instant::now() < deadline, "Phoenix did not answer /healthz within 240 s");
             std::thread::sleep(Duration::from_millis(250));
         }
-        phoenix
+        Ok(phoenix)
     }
 
     fn url(&self) -> String {
@@ -139,8 +137,8 @@ fn model_run(s: &Scratch, phoenix: &Phoenix, project: &str) -> Command {
 }
 
 #[test]
-fn phoenix_shows_the_genai_spans_of_run_batch_and_mcp_serve() {
-    let phoenix = Phoenix::start();
+fn phoenix_shows_the_genai_spans_of_run_batch_and_mcp_serve() -> Result<(), Missing> {
+    let phoenix = Phoenix::start()?;
     let s = Scratch::new();
 
     // harness run, no content: the shape, the attributes, and nothing of the conversation.
@@ -241,6 +239,7 @@ fn phoenix_shows_the_genai_spans_of_run_batch_and_mcp_serve() {
     assert_eq!(tool.len(), 1, "{spans:#?}");
     assert_eq!(attr(tool[0], "gen_ai.operation.name"), "execute_tool");
     assert_eq!(attr(tool[0], "harness.plugin.name"), "calc");
+    Ok(())
 }
 
 /// One `tools/call` through `harness mcp serve`, spoken by hand over stdio.

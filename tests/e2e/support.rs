@@ -147,3 +147,26 @@ pub(crate) fn ran(cmd: &mut Command) -> Ran {
         stderr: String::from_utf8_lossy(&stderr).into_owned(),
     }
 }
+
+/// A test prerequisite that is not there: the variable that names it, and the command that
+/// provides it. A test returns it (`-> Result<(), Missing>`), so that a bare `cargo test` fails
+/// with that one line, not a panic and its backtrace note.
+pub(crate) struct Missing(String);
+
+/// Shown whole by the test harness when a test returns it.
+impl std::fmt::Debug for Missing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The file the prerequisite variable `name` points at; `setup` names the `cargo xtask`
+/// command that provides it alone.
+pub(crate) fn prerequisite(name: &str, setup: &str) -> Result<PathBuf, Missing> {
+    let fix = format!("run `cargo xtask test` (or `{setup}` and export what `cargo xtask env` prints)");
+    let path = std::env::var_os(name).map(PathBuf::from).ok_or_else(|| Missing(format!("{name} is not set: {fix}")))?;
+    if !path.is_file() {
+        return Err(Missing(format!("{name}={} is no file: {fix}", path.display())));
+    }
+    Ok(path)
+}

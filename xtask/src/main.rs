@@ -11,10 +11,12 @@
 //! cargo xtask env [NAME...]         prerequisites, then print their variables as `export` lines
 //! cargo xtask list                  the prerequisites and what each is for
 //! cargo xtask fuzz [TARGET[=SECS]...] the fuzz/ targets for a fixed time each, on stable
+//! cargo xtask tidy                  docs/architecture.md against the workspace (also a unit test)
 //! ```
 
 mod fuzz;
 mod prereq;
+mod tidy;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -47,6 +49,7 @@ fn main() -> ExitCode {
             prereq::list();
             Ok(())
         }
+        "tidy" => tidy::check(&context.root),
         _ => return usage(),
     };
     match result {
@@ -57,7 +60,7 @@ fn main() -> ExitCode {
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: cargo xtask test [-- CARGO_TEST_ARGS...] | setup [NAME...] | env [NAME...] | list | fuzz [TARGET[=SECS]...]"
+        "usage: cargo xtask test [-- CARGO_TEST_ARGS...] | setup [NAME...] | env [NAME...] | list | fuzz [TARGET[=SECS]...] | tidy"
     );
     ExitCode::from(2)
 }

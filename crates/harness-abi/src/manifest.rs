@@ -112,6 +112,46 @@ impl ToolError {
     }
 }
 
+/// Why a plugin's `init` declined to start: what its configuration lacks. Not an error of the
+/// plugin: it is fine, only not configured, and the host says so quietly (`plugins list`:
+/// `not offered: needs [plugins.files] root`) instead of reporting a failure.
+///
+/// It crosses the boundary as `init`'s error text, a JSON envelope `{"declined": {...}}`
+/// ([`InitDeclined::to_init_error`]), so the exported module keeps its layout; a host that
+/// predates it shows that text as the failure message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InitDeclined {
+    /// What the configuration needs, as an operator writes it: `[plugins.files] root`.
+    pub needs: String,
+    /// What is not offered without it, and how to give it, for a person.
+    pub message: String,
+}
+
+/// The envelope that tells a decline from a plain error message.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Declined {
+    declined: InitDeclined,
+}
+
+impl InitDeclined {
+    /// A decline for want of `needs`, explained by `message`.
+    pub fn new(needs: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { needs: needs.into(), message: message.into() }
+    }
+
+    /// The error text `init` returns to decline.
+    pub fn to_init_error(&self) -> String {
+        serde_json::to_string(&Declined { declined: self.clone() }).unwrap_or_else(|_| self.message.clone())
+    }
+
+    /// The decline in an error text `init` returned; `None` for a plain message.
+    pub fn from_init_error(error: &str) -> Option<Self> {
+        serde_json::from_str::<Declined>(error).ok().map(|d| d.declined)
+    }
+}
+
 /// Checks a plugin name against `^[a-z][a-z0-9_-]{0,63}$`.
 pub fn is_valid_plugin_name(name: &str) -> bool {
     let bytes = name.as_bytes();
@@ -129,6 +169,14 @@ pub fn is_valid_tool_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_decline_survives_init_s_error_text_and_a_plain_message_is_not_one() {
+        let declined = InitDeclined::new("[plugins.files] root", "set root");
+        assert_eq!(InitDeclined::from_init_error(&declined.to_init_error()), Some(declined));
+        assert_eq!(InitDeclined::from_init_error("files: root cannot be used"), None);
+        assert_eq!(InitDeclined::from_init_error(r#"{"needs": "x", "message": "y"}"#), None);
+    }
 
     #[test]
     fn plugin_names() {

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use harness_core::{
-    ApprovalPolicy, Approvals, ErrorCode, HarnessError, Message, ModelProvider, RunAbout, RunOptions, RunOutcome,
-    RunStatus, ToolRegistry, TraceSink, TraceWriter, Usage, resume_traced, run_traced_with,
+    ApprovalPolicy, Approvals, ErrorCode, HarnessError, Loop, Message, ModelProvider, RunAbout, RunOptions, RunOutcome,
+    RunStatus, ToolRegistry, TraceSink, TraceWriter, Usage,
 };
 use harness_providers::{Breaker, Guarded, ScriptedProvider};
 use harness_trace::{Resumable, Tee};
@@ -431,13 +431,12 @@ impl Batch {
             Some(Resume { from, source, answered }) => {
                 approvals.decide(&answered.call, answered.answer);
                 approvals.bind(&answered.call, &from.pending_digest);
-                let r = &self.registry;
-                (resume_traced(provider, r, from.resumption, &options, &mut sink, &mut approvals).await, Some(source))
+                let mut agent = Loop::new(provider, &self.registry).options(options).approvals(approvals);
+                (agent.resume_traced(from.resumption, &mut sink).await, Some(source))
             }
             None => {
-                let (r, about) = (&self.registry, &self.about);
-                let text = &request.request;
-                (run_traced_with(provider, r, text, &options, about, &mut sink, &mut approvals).await, None)
+                let mut agent = Loop::new(provider, &self.registry).options(options).approvals(approvals);
+                (agent.run_traced(&request.request, &self.about, &mut sink).await, None)
             }
         };
         drop(sink);

@@ -146,7 +146,7 @@ pub fn call_digest(tool: &str, arguments: &Value) -> String {
     let mut text = Vec::new();
     // Writing to a Vec cannot fail.
     let _ = crate::json_text::write_canonical(&mut text, &json!({ "tool": tool, "arguments": arguments }));
-    crate::trace::sha256_hex(&text)
+    crate::digest::sha256_hex(&text)
 }
 
 /// A call that waits for the operator.
@@ -388,7 +388,7 @@ mod tests {
         assert_ne!(a, call_digest("write_file", &json!({"path": "b", "content": {"y": 1, "x": [2, 3]}})));
         assert_ne!(a, call_digest("read_file", &json!({"path": "a", "content": {"y": 1, "x": [2, 3]}})));
         // The canonical text, hashed: {"arguments":{},"tool":"t"}.
-        assert_eq!(call_digest("t", &json!({})), crate::trace::sha256_hex(br#"{"arguments":{},"tool":"t"}"#));
+        assert_eq!(call_digest("t", &json!({})), crate::digest::sha256_hex(br#"{"arguments":{},"tool":"t"}"#));
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! failure is a deterministic [`HarnessError`] fed back to the model as the step's result.
 //!
 //! ```
-//! use harness_core::{run, NoTrace, RunOptions, RunStatus, ToolRegistry};
+//! use harness_core::{Loop, NoTrace, RunStatus, ToolRegistry};
 //! # use harness_core::{ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest};
 //! # struct Done;
 //! # #[async_trait::async_trait]
@@ -22,7 +22,7 @@
 //! # let rt = tokio::runtime::Runtime::new().unwrap();
 //! # rt.block_on(async {
 //! let registry = ToolRegistry::new(); // `finish` only; the loader adds plugin tools
-//! let outcome = run(&Done, &registry, "answer", &RunOptions::default(), &mut NoTrace).await;
+//! let outcome = Loop::new(&Done, &registry).run("answer", &mut NoTrace).await;
 //! assert_eq!(outcome.status, RunStatus::Finished);
 //! assert_eq!(outcome.answer, Some(serde_json::json!(42)));
 //! # });
@@ -30,6 +30,7 @@
 #![deny(missing_docs)]
 
 mod approval;
+mod digest;
 mod error;
 mod json_text;
 mod parse;
@@ -42,6 +43,7 @@ mod run;
 mod trace;
 
 pub use approval::{Answer, ApprovalPolicy, Approvals, Approver, Decision, Effect, PendingCall, call_digest};
+pub use digest::sha256_hex;
 pub use error::{ErrorCode, HarnessError};
 pub use printable::{moves_or_reorders, printable};
 pub use provider::{
@@ -54,10 +56,9 @@ pub use registry::{
 };
 pub use reply::{ReadOptions, ReadReply, ReplyFormat, TextCall, read_reply};
 pub use run::{
-    Compaction, ContextUse, Resumption, RunOptions, RunOutcome, RunStatus, call_tool, estimate_tokens, resume, run,
-    run_with,
+    Compaction, ContextUse, Loop, Resumption, RunOptions, RunOutcome, RunStatus, call_tool, estimate_tokens,
 };
 pub use trace::{
     Limits, McpPeer, NoTrace, OfferedTool, RunAbout, RunEnd, RunStart, StepStatus, TRACE_FORMAT, TraceEntry, TraceSink,
-    TraceWriter, definition_hash, resume_traced, rfc3339, run_traced, run_traced_with, sha256_hex,
+    TraceWriter, definition_hash, rfc3339,
 };

@@ -1,12 +1,14 @@
 //! The loop, in the seed's words: ask the router, read the reply, check the call, execute it,
 //! record the step; feed the outcome back and go again, until `finish` or a budget is spent.
 //!
-//! Each stage is a module of its own: [`ask`], [`read`], [`check`], [`execute`], [`record`].
+//! The way in is a [`Loop`] ([`entry`]). Each stage is a module of its own: [`ask`], [`read`],
+//! [`check`], [`execute`], [`record`].
 //! What the loop carries from one step to the next is [`Run`]; what one step knows is [`Step`].
 
 mod ask;
 mod check;
 mod context;
+mod entry;
 mod execute;
 mod read;
 mod record;
@@ -25,6 +27,7 @@ use crate::trace::{StepStatus, TraceSink};
 use read::StepCall;
 
 pub use context::{Compaction, ContextUse, estimate_tokens};
+pub use entry::{Loop, Resumption};
 pub use execute::call_tool;
 
 /// Limits of one run.
@@ -92,7 +95,7 @@ pub enum RunStatus {
     /// The run could not go on (provider or trace failure).
     Failed,
     /// A call waits for the operator's approval; the run stopped cleanly before it and can be
-    /// resumed ([`resume`]). Its error's details hold the pending call.
+    /// resumed ([`Loop::resume`]). Its error's details hold the pending call.
     AwaitingApproval,
     /// The next request could not fit the model's context, even with earlier steps compacted.
     ContextExhausted,
@@ -132,84 +135,6 @@ pub struct RunOutcome {
     pub retries: u32,
     /// The model's context, the largest prompt sent, and the compactions made to stay within it.
     pub context: ContextUse,
-}
-
-/// Runs the router-first loop for one request, every call allowed (a caller that governs
-/// calls itself); [`run_with`] applies an approval policy.
-pub async fn run(
-    provider: &dyn ModelProvider,
-    registry: &ToolRegistry,
-    request: &str,
-    options: &RunOptions,
-    trace: &mut dyn TraceSink,
-) -> RunOutcome {
-    let mut approvals = Approvals::allow_all();
-    run_with(provider, registry, request, options, trace, &mut approvals).await
-}
-
-/// Runs the loop for one request with `approvals` deciding which calls run.
-pub async fn run_with(
-    provider: &dyn ModelProvider,
-    registry: &ToolRegistry,
-    request: &str,
-    options: &RunOptions,
-    trace: &mut dyn TraceSink,
-    approvals: &mut Approvals,
-) -> RunOutcome {
-    let run = Run::start(request, options, approvals);
-    drive(provider, registry, run, 1, None, trace).await
-}
-
-/// Where a run stopped for approval resumes: its conversation rebuilt from its trace, up to
-/// and including the reply that holds the pending call.
-#[derive(Debug, Clone)]
-pub struct Resumption {
-    /// The conversation, the request first; its last message is the reply with the pending call.
-    pub conversation: Vec<Message>,
-    /// Steps taken before the pending call's step (which runs again as the same step).
-    pub steps_taken: u32,
-    /// Which call of that reply is pending, from 0.
-    pub call_index: usize,
-    /// Whether the pending call's step was the one that asked for the reply (so its trace line
-    /// carries the reply again).
-    pub fresh: bool,
-    /// Tokens spent so far.
-    pub usage: Usage,
-}
-
-/// Continues a run that stopped for approval, exactly where it stopped: the pending call is
-/// checked again (the operator's answer given in `approvals`), and nothing already answered is
-/// asked of the model again.
-pub async fn resume(
-    provider: &dyn ModelProvider,
-    registry: &ToolRegistry,
-    from: Resumption,
-    options: &RunOptions,
-    trace: &mut dyn TraceSink,
-    approvals: &mut Approvals,
-) -> RunOutcome {
-    let mut run = Run::start("", options, approvals);
-    let first = from.steps_taken + 1;
-    let step = Step::begin(first, run.finish_only(first));
-    let at = from.conversation.len().saturating_sub(1);
-    let calls = match from.conversation.last() {
-        Some(Message::Assistant { reply }) => {
-            read::read_reply_calls(reply, registry.definitions(), options.reply_format, &step)
-        }
-        _ => {
-            let error = HarnessError::new(
-                ErrorCode::AwaitingApproval,
-                "the trace does not end with the reply of a pending call; there is nothing to resume",
-                json!({}),
-            );
-            return run.failed(from.steps_taken, error);
-        }
-    };
-    run.conversation_bytes = from.conversation.iter().map(message_size).sum();
-    run.conversation = from.conversation;
-    run.usage = from.usage;
-    run.current = Some(CurrentReply { at, calls, next: from.call_index });
-    drive(provider, registry, run, first, Some(from.fresh), trace).await
 }
 
 /// The loop, from step `first`; `fresh_first` marks the first step as the one that asked for

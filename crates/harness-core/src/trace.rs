@@ -7,20 +7,15 @@ mod lines;
 mod step_line;
 
 use std::io::{self, Write};
-use std::time::Instant;
 
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::approval::Approvals;
-use crate::error::{ErrorCode, HarnessError};
-use crate::provider::{ModelProvider, ModelReply, Usage};
-use crate::registry::ToolRegistry;
-use crate::run::{Compaction, Resumption, RunOptions, RunOutcome, RunStatus};
+use crate::error::HarnessError;
+use crate::provider::ModelReply;
+use crate::run::Compaction;
 
-pub use lines::{
-    Limits, McpPeer, OfferedTool, RunAbout, RunEnd, RunStart, TRACE_FORMAT, definition_hash, rfc3339, sha256_hex,
-};
+pub use lines::{Limits, McpPeer, OfferedTool, RunAbout, RunEnd, RunStart, TRACE_FORMAT, definition_hash, rfc3339};
 
 /// How a step ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -104,6 +99,38 @@ pub struct TraceEntry<'a> {
     pub repeat_penalty: bool,
 }
 
+impl<'a> TraceEntry<'a> {
+    /// The line of step `step` that ended with `status`, with the tools `offered` (`all`, or
+    /// `finish`) and its wall time: no call, result, error or model call in it yet. The other
+    /// fields are set with struct update syntax (`TraceEntry { tool, ..TraceEntry::new(..) }`).
+    pub fn new(step: u32, status: StepStatus, offered: &'a str, duration_us: u64) -> Self {
+        Self {
+            step,
+            tool: None,
+            arguments: None,
+            status,
+            result: None,
+            error: None,
+            plugin: None,
+            plugin_version: None,
+            mcp_server: None,
+            mcp_session: None,
+            mcp_protocol: None,
+            offered,
+            call_index: None,
+            reply_text: None,
+            reply_format: None,
+            reasoning: None,
+            router_mode: None,
+            usage: None,
+            reply: None,
+            duration_us,
+            model_us: 0,
+            repeat_penalty: false,
+        }
+    }
+}
+
 /// Receives each step as it ends, and the run's first and last lines around them.
 pub trait TraceSink: Send {
     /// Records what the run was asked and with what, before its first step.
@@ -120,84 +147,6 @@ pub trait TraceSink: Send {
     fn compacted(&mut self, _line: &Compaction) -> io::Result<()> {
         Ok(())
     }
-}
-
-/// Runs the loop ([`crate::run`]) between a first and a last trace line, so that the trace
-/// alone tells what was asked, with what, and how it ended. A first line that cannot be
-/// written fails the run before any step; a last line that cannot be written fails it after.
-pub async fn run_traced(
-    provider: &dyn ModelProvider,
-    registry: &ToolRegistry,
-    request: &str,
-    options: &RunOptions,
-    about: &RunAbout,
-    trace: &mut dyn TraceSink,
-) -> RunOutcome {
-    let mut approvals = Approvals::allow_all();
-    run_traced_with(provider, registry, request, options, about, trace, &mut approvals).await
-}
-
-/// [`run_traced`] with an approval policy deciding which calls run.
-pub async fn run_traced_with(
-    provider: &dyn ModelProvider,
-    registry: &ToolRegistry,
-    request: &str,
-    options: &RunOptions,
-    about: &RunAbout,
-    trace: &mut dyn TraceSink,
-    approvals: &mut Approvals,
-) -> RunOutcome {
-    let started = Instant::now();
-    let mut start = RunStart::new(about, provider.name(), request, registry, options);
-    // Asked here for the first line; a provider asks its server once and keeps the answer.
-    start.context = provider.context_window(registry.definitions()).await;
-    if let Err(e) = trace.begin(&start) {
-        let none = RunOutcome {
-            status: RunStatus::Failed,
-            answer: None,
-            steps: 0,
-            error: None,
-            usage: Usage::default(),
-            retries: 0,
-            context: Default::default(),
-        };
-        return with_line_error(none, "first", &e);
-    }
-    let outcome = crate::run::run_with(provider, registry, request, options, trace, approvals).await;
-    ended(outcome, started, trace)
-}
-
-/// Resumes a run that stopped for approval ([`crate::resume`]) and writes its last line; the
-/// caller has written the first line and the steps before the pending one again.
-pub async fn resume_traced(
-    provider: &dyn ModelProvider,
-    registry: &ToolRegistry,
-    from: Resumption,
-    options: &RunOptions,
-    trace: &mut dyn TraceSink,
-    approvals: &mut Approvals,
-) -> RunOutcome {
-    let started = Instant::now();
-    let outcome = crate::run::resume(provider, registry, from, options, trace, approvals).await;
-    ended(outcome, started, trace)
-}
-
-/// Writes a run's last line; a line that cannot be written fails the run.
-fn ended(outcome: RunOutcome, started: Instant, trace: &mut dyn TraceSink) -> RunOutcome {
-    match trace.end(&RunEnd::new(&outcome, started.elapsed())) {
-        Ok(()) => outcome,
-        Err(e) => with_line_error(outcome, "last", &e),
-    }
-}
-
-/// The run failed because its first or last trace line could not be written.
-fn with_line_error(outcome: RunOutcome, which: &str, e: &io::Error) -> RunOutcome {
-    let error = HarnessError::new(
-        ErrorCode::TraceError,
-        format!("the trace's {which} line could not be written ({e}); the run is not fully recorded"),
-        serde_json::json!({ "error": e.to_string(), "line": which }),
-    );
-    RunOutcome { status: RunStatus::Failed, answer: None, error: Some(error), ..outcome }
 }
 
 /// Discards the trace (no `--trace` given).

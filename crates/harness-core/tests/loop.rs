@@ -1,4 +1,4 @@
-//! Tests of the core loop (`harness_core::run`) through its public API only.
+//! Tests of the core loop (`harness_core::Loop`) through its public API only.
 //!
 //! A replaying provider answers each step from a script and records every request it gets
 //! (the tools offered, the forced tool choice, and the conversation), so that each test can
@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use harness_core::{
-    ErrorCode, FINISH, Message, ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest, RunOptions,
-    RunOutcome, RunStatus, StepStatus, ToolChoice, ToolDefinition, ToolFailure, ToolHandler, ToolRegistry, ToolSource,
-    TraceEntry, TraceSink, Usage, run,
+    ErrorCode, FINISH, Loop, Message, ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest,
+    RunOptions, RunOutcome, RunStatus, StepStatus, ToolChoice, ToolDefinition, ToolFailure, ToolHandler, ToolRegistry,
+    ToolSource, TraceEntry, TraceSink, Usage,
 };
 use serde_json::{Value, json};
 
@@ -251,7 +251,7 @@ fn opts(max_steps: u32, max_repeats: u32) -> RunOptions {
 async fn drive(kit: &Kit, replies: Vec<ModelReply>, options: RunOptions) -> (RunOutcome, Vec<Value>, Vec<Seen>) {
     let provider = Replay::new(replies);
     let mut trace: Vec<Value> = Vec::new();
-    let outcome = run(&provider, &kit.registry, REQUEST, &options, &mut trace).await;
+    let outcome = Loop::new(&provider, &kit.registry).options(options).run(REQUEST, &mut trace).await;
     (outcome, trace, provider.seen())
 }
 
@@ -521,7 +521,8 @@ async fn a_slow_tool_runs_off_the_async_worker_and_is_timed() {
         }
         ticks_while_running
     };
-    let (outcome, ticks) = tokio::join!(run(&provider, &kit.registry, REQUEST, &options, &mut trace), ticker);
+    let mut agent = Loop::new(&provider, &kit.registry).options(options);
+    let (outcome, ticks) = tokio::join!(agent.run(REQUEST, &mut trace), ticker);
     assert_eq!(outcome.status, RunStatus::Finished);
     assert_eq!(outcome.answer, Some(json!("awake")));
     assert_eq!(kit.sleeps.calls.load(Ordering::SeqCst), 1);
@@ -906,7 +907,7 @@ async fn provider_error_fails_the_run_after_one_trace_line() {
     let refused = ProviderError { retries: 2, outage: true, ..ProviderError::new("connection refused") };
     let provider = Replay::scripted(vec![Err(refused)]);
     let mut trace: Vec<Value> = Vec::new();
-    let outcome = run(&provider, &kit.registry, REQUEST, &RunOptions::default(), &mut trace).await;
+    let outcome = Loop::new(&provider, &kit.registry).run(REQUEST, &mut trace).await;
 
     assert_eq!(outcome.status, RunStatus::Failed);
     assert_eq!(outcome.steps, 1);
@@ -937,7 +938,7 @@ async fn provider_error_midway_keeps_the_steps_and_usage_so_far() {
     first.usage = Some(Usage { input_tokens: 7, output_tokens: 2, cached_input_tokens: 0 });
     let provider = Replay::scripted(vec![Ok(first), Ok(text("?")), Err(ProviderError::new("timeout"))]);
     let mut trace: Vec<Value> = Vec::new();
-    let outcome = run(&provider, &kit.registry, REQUEST, &RunOptions::default(), &mut trace).await;
+    let outcome = Loop::new(&provider, &kit.registry).run(REQUEST, &mut trace).await;
     assert_eq!(outcome.status, RunStatus::Failed);
     assert_eq!(outcome.steps, 3);
     assert_eq!(outcome.usage, Usage { input_tokens: 7, output_tokens: 2, cached_input_tokens: 0 });
@@ -971,7 +972,7 @@ async fn a_trace_that_cannot_be_written_stops_the_run() {
     let kit = Kit::new();
     let provider = Replay::new(vec![echo("a"), echo("b"), finish(json!(0))]);
     let mut sink = BrokenSink { fail_at: 2, lines: Vec::new() };
-    let outcome = run(&provider, &kit.registry, REQUEST, &RunOptions::default(), &mut sink).await;
+    let outcome = Loop::new(&provider, &kit.registry).run(REQUEST, &mut sink).await;
     assert_eq!(outcome.status, RunStatus::Failed);
     assert_eq!(outcome.steps, 2);
     let error = outcome.error.unwrap();
@@ -986,7 +987,7 @@ async fn a_trace_failure_on_a_provider_error_is_reported_as_trace_error() {
     let kit = Kit::new();
     let provider = Replay::scripted(vec![Err(ProviderError::new("down"))]);
     let mut sink = BrokenSink { fail_at: 1, lines: Vec::new() };
-    let outcome = run(&provider, &kit.registry, REQUEST, &RunOptions::default(), &mut sink).await;
+    let outcome = Loop::new(&provider, &kit.registry).run(REQUEST, &mut sink).await;
     assert_eq!(outcome.status, RunStatus::Failed);
     assert_eq!(outcome.steps, 1);
     assert_eq!(outcome.error.unwrap().code, ErrorCode::TraceError);
@@ -1188,7 +1189,7 @@ async fn repeated_call_and_provider_error_statuses() {
     let kit = Kit::new();
     let provider = Replay::scripted(vec![Ok(echo("x")), Ok(echo("x")), Ok(echo("x")), Err(ProviderError::new("gone"))]);
     let mut trace: Vec<Value> = Vec::new();
-    let outcome = run(&provider, &kit.registry, REQUEST, &RunOptions::default(), &mut trace).await;
+    let outcome = Loop::new(&provider, &kit.registry).run(REQUEST, &mut trace).await;
     assert_eq!(statuses(&trace), ["ok", "ok", "rejected", "error"]);
     assert_eq!(codes(&trace), [None, None, Some("repeated_call"), Some("provider_error")]);
     assert_eq!(outcome.status, RunStatus::Failed);
@@ -1430,7 +1431,7 @@ async fn where_ran(
     }
     let provider = Replay::new(vec![call("here", json!({})), finish(json!(1))]);
     let mut trace: Vec<Value> = Vec::new();
-    let outcome = run(&provider, &registry, REQUEST, &options, &mut trace).await;
+    let outcome = Loop::new(&provider, &registry).options(options).run(REQUEST, &mut trace).await;
     assert_eq!(outcome.status, RunStatus::Finished);
     let threads = handler.threads.lock().expect("not poisoned").clone();
     (threads, trace)

@@ -1,4 +1,4 @@
-//! `run_traced`: a first and a last line around the steps, and a run that fails when either
+//! `Loop::run_traced`: a first and a last line around the steps, and a run that fails when either
 //! cannot be written.
 
 #![allow(clippy::unwrap_used)]
@@ -7,8 +7,8 @@ use std::io;
 
 use async_trait::async_trait;
 use harness_core::{
-    ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest, RunAbout, RunEnd, RunOptions, RunStart,
-    RunStatus, ToolRegistry, TraceEntry, TraceSink, run_traced,
+    Loop, ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest, RunAbout, RunEnd, RunOptions,
+    RunStart, RunStatus, ToolRegistry, TraceEntry, TraceSink,
 };
 use serde_json::{Value, json};
 
@@ -34,7 +34,8 @@ fn about() -> RunAbout {
 async fn the_trace_opens_with_the_run_and_closes_with_how_it_ended() {
     let mut lines: Vec<Value> = Vec::new();
     let options = RunOptions { max_steps: 4, ..RunOptions::default() };
-    let outcome = run_traced(&Finish, &ToolRegistry::new(), "seven?", &options, &about(), &mut lines).await;
+    let outcome =
+        Loop::new(&Finish, &ToolRegistry::new()).options(options).run_traced("seven?", &about(), &mut lines).await;
     assert_eq!(outcome.status, RunStatus::Finished);
     assert_eq!(lines.len(), 3, "{lines:#?}");
     let (first, step, last) = (&lines[0], &lines[1], &lines[2]);
@@ -76,11 +77,13 @@ impl TraceSink for Refuses {
 async fn a_run_whose_first_or_last_line_cannot_be_written_fails() {
     let registry = ToolRegistry::new();
     let options = RunOptions::default();
-    let outcome = run_traced(&Finish, &registry, "x", &options, &about(), &mut Refuses { first: true }).await;
+    let outcome =
+        Loop::new(&Finish, &registry).options(options).run_traced("x", &about(), &mut Refuses { first: true }).await;
     assert_eq!((outcome.status, outcome.steps), (RunStatus::Failed, 0), "no step runs unrecorded");
     let error = outcome.error.unwrap();
     assert!(error.message.contains("first line") && error.message.contains("disk full"), "{error:?}");
-    let outcome = run_traced(&Finish, &registry, "x", &options, &about(), &mut Refuses { first: false }).await;
+    let outcome =
+        Loop::new(&Finish, &registry).options(options).run_traced("x", &about(), &mut Refuses { first: false }).await;
     assert_eq!((outcome.status, outcome.steps), (RunStatus::Failed, 1));
     assert!(outcome.error.unwrap().message.contains("last line"));
 }

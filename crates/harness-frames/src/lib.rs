@@ -28,6 +28,7 @@ const REQ_LOAD: u8 = 3;
 const RESP_OK: u8 = 1;
 const RESP_TOOL_ERROR: u8 = 2;
 const RESP_FATAL: u8 = 3;
+const RESP_DECLINED: u8 = 4;
 
 /// The size of the length prefix.
 pub const LENGTH_BYTES: usize = 4;
@@ -64,6 +65,9 @@ pub enum Response<'a> {
     ToolError(&'a [u8]),
     /// The child cannot go on (the library failed to load or init); a message.
     Fatal(&'a str),
+    /// The library's `init` declined for want of configuration: the reason as JSON
+    /// (`harness_abi::manifest::InitDeclined`). The child cannot go on, but nothing is wrong.
+    Declined(&'a [u8]),
 }
 
 /// Why bytes are not a frame.
@@ -118,6 +122,7 @@ pub fn encode_response(out: &mut impl Write, response: &Response<'_>) -> io::Res
         Response::Ok(json) => write_frame(out, RESP_OK, &[json]),
         Response::ToolError(json) => write_frame(out, RESP_TOOL_ERROR, &[json]),
         Response::Fatal(message) => write_frame(out, RESP_FATAL, &[message.as_bytes()]),
+        Response::Declined(json) => write_frame(out, RESP_DECLINED, &[json]),
     }
 }
 
@@ -174,6 +179,7 @@ pub fn decode_response_body(body: &[u8]) -> Result<Response<'_>, FrameError> {
         RESP_FATAL => Ok(Response::Fatal(
             std::str::from_utf8(payload).map_err(|_| FrameError::Malformed("message is not UTF-8"))?,
         )),
+        RESP_DECLINED => Ok(Response::Declined(payload)),
         other => Err(FrameError::UnknownKind(other)),
     }
 }
@@ -214,7 +220,9 @@ mod tests {
 
     #[test]
     fn responses_round_trip() {
-        for r in [Response::Ok(b"42"), Response::ToolError(b"{}"), Response::Fatal("init failed")] {
+        for r in
+            [Response::Ok(b"42"), Response::ToolError(b"{}"), Response::Fatal("init failed"), Response::Declined(b"{}")]
+        {
             let mut wire = Vec::new();
             encode_response(&mut wire, &r).unwrap();
             assert_eq!(decode_response(&wire, 1024).unwrap(), Some((r, wire.len())));

@@ -3,118 +3,18 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
-use harness_abi::manifest::{Effects, Manifest, ToolManifest};
+use harness_abi::manifest::{Effects, InitDeclined, Manifest, ToolManifest};
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::cache::{Cache, Identity};
-use crate::isolation::confine::{Confinement, EffectSet, Enforcement, Grants};
-use crate::isolation::{HostCommand, Isolation};
+use crate::isolation::Isolation;
+use crate::isolation::confine::{Confinement, EffectSet, Enforcement};
 use crate::late::LateLibrary;
-use crate::library::{LoadError, PluginLibrary, ToolSchemas};
+use crate::library::{LoadError, PluginLibrary, ToolSchemas, load_as_probed};
+use crate::options::{DiscoveryOptions, ToolState};
 use crate::placement::Placement;
-use crate::settings::{PluginSettings, Timeouts};
-
-/// What the operator chose: directories in order, and which plugins and tools to offer.
-#[derive(Debug, Clone)]
-pub struct DiscoveryOptions {
-    /// Directories to search, in priority order; the first plugin of a name wins.
-    pub dirs: Vec<PathBuf>,
-    /// When not empty, only these plugins (`name`) or tools (`name.tool`) are offered.
-    pub enable: Vec<String>,
-    /// Plugins (`name`) or tools (`name.tool`) never offered.
-    pub disable: Vec<String>,
-    /// Effect classes whose tools are never offered.
-    pub deny_effects: Vec<Effects>,
-    /// Each plugin's configuration section, passed to its `init` (`{}` when absent).
-    pub configs: BTreeMap<String, Value>,
-    /// Each plugin's harness-side settings (isolation, timeouts).
-    pub settings: BTreeMap<String, PluginSettings>,
-    /// `--isolation`: where every plugin's tools run, the operator's choice for this run,
-    /// before any configuration (see the `placement` module for the whole rule).
-    pub isolation: Option<Isolation>,
-    /// The configuration's `isolation`, for plugins its sections do not place: `process`
-    /// for all of them; `in-process` only for those installed beside the harness.
-    pub config_isolation: Option<Isolation>,
-    /// The directory of the harness executable (canonical): a pure plugin installed there
-    /// runs in-process by default; any other file runs in a confined child unless vouched for.
-    pub harness_dir: Option<PathBuf>,
-    /// Library SHA-256 pins by plugin name (from `harness.lock`): a plugin whose section says
-    /// `isolation = "in-process"` runs in-process only when its file has the pinned hash.
-    pub pins: BTreeMap<String, String>,
-    /// Every tool's timeout unless its plugin's settings say otherwise.
-    pub tool_timeout: Option<Duration>,
-    /// Largest tool result, in bytes: over it, `result_too_large`.
-    pub max_result_bytes: usize,
-    /// How to start a plugin-host child, for `process` isolation.
-    pub host_command: Option<HostCommand>,
-    /// Load files that fail the ownership and permission check, with a warning.
-    pub allow_insecure: bool,
-    /// Where the plugin cache keeps what each unchanged file declared, so that a start-up
-    /// starts no plugin host for it (see the `cache` module); `None`: every file is read
-    /// through a plugin host at every start-up.
-    pub cache_dir: Option<PathBuf>,
-    /// Open and initialise each in-process plugin admitted from the plugin cache at the
-    /// first call of one of its tools, not in `discover` (see the `late` module): the first
-    /// model request does not wait for them. One that cannot be opened then fails its calls
-    /// with the reason (`plugin_unavailable`) instead of being skipped before the run. The
-    /// child of a process-isolated plugin admitted from the cache likewise starts at its
-    /// first call, not here.
-    pub open_lazily: bool,
-    /// Offer only plugins whose declared effects the kernel enforces in full (`[isolation]
-    /// require = "full"`, `--require-enforcement`): any other is skipped with what it lacks.
-    pub require_full_enforcement: bool,
-}
-
-impl Default for DiscoveryOptions {
-    fn default() -> Self {
-        Self {
-            dirs: Vec::new(),
-            enable: Vec::new(),
-            disable: Vec::new(),
-            deny_effects: Vec::new(),
-            configs: BTreeMap::new(),
-            settings: BTreeMap::new(),
-            isolation: None,
-            config_isolation: None,
-            harness_dir: None,
-            pins: BTreeMap::new(),
-            tool_timeout: None,
-            max_result_bytes: 4 << 20,
-            host_command: None,
-            allow_insecure: false,
-            cache_dir: None,
-            open_lazily: false,
-            require_full_enforcement: false,
-        }
-    }
-}
-
-impl DiscoveryOptions {
-    /// What the operator lets `plugin` touch when confined; `config` is its section.
-    pub fn grants_of(&self, plugin: &str, config: &Value) -> Grants {
-        let settings = self.settings.get(plugin);
-        let paths = settings.and_then(|s| s.allow_paths.clone()).unwrap_or_else(|| {
-            let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/nonexistent"));
-            // A plugin's own `root` (the files plugin's) is where it works; relative to here.
-            vec![config.get("root").and_then(Value::as_str).map_or(cwd.clone(), |r| cwd.join(r))]
-        });
-        Grants {
-            paths,
-            ports: settings.and_then(|s| s.allow_ports.clone()),
-            exec: settings.map(|s| s.allow_exec.clone()).unwrap_or_default(),
-        }
-    }
-
-    /// `plugin`'s timeouts, the global default filled in.
-    pub fn timeouts_of(&self, plugin: &str) -> Timeouts {
-        let mut t = self.settings.get(plugin).map(|s| s.timeouts.clone()).unwrap_or_default();
-        t.default = t.default.or(self.tool_timeout);
-        t
-    }
-}
 
 /// A file that was not loaded, and why.
 #[derive(Debug, Clone, Serialize)]
@@ -126,26 +26,6 @@ pub struct Skipped {
     /// The full report, when the one line had to shorten it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
-}
-
-/// Why a tool of a loaded plugin is not offered.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case", tag = "kind")]
-pub enum ToolState {
-    /// Offered to the router.
-    Offered,
-    /// Left out by `enable`/`disable` or because its plugin is test-only.
-    Disabled {
-        /// Which rule left it out.
-        why: String,
-    },
-    /// Its effect class is denied.
-    DeniedEffect,
-    /// Another plugin offers a tool of the same name.
-    NameTaken {
-        /// The plugin that has it.
-        by: String,
-    },
 }
 
 /// A plugin that loaded, with the state of each of its tools.
@@ -184,6 +64,17 @@ pub struct LoadedPlugin {
     pub late: Option<Arc<LateLibrary>>,
 }
 
+impl LoadedPlugin {
+    /// Marks the tools it would offer as needing configuration: its `init` declined.
+    pub(crate) fn decline(&mut self, declined: &InitDeclined) {
+        for (_, state) in &mut self.tools {
+            if *state == ToolState::Offered {
+                *state = ToolState::NeedsConfiguration { needs: declined.needs.clone() };
+            }
+        }
+    }
+}
+
 /// A library file opened (in a child, or here) and its manifest read.
 struct Opened {
     path: PathBuf,
@@ -216,6 +107,8 @@ pub struct Discovery {
     /// Things an operator should know: duplicates, unknown names in enable/disable, missing dirs.
     pub warnings: Vec<String>,
     /// The children started for process-isolated plugins, kept warm for the run.
+    // The one import circle left here: `register.rs` is the other half of `Discovery`'s impl
+    // (filling the registry, starting the hosts), and defines this type; one type in two files.
     pub(crate) hosts: crate::register::Hosts,
     /// The plugin cache, when one is used.
     cache: Option<Cache>,
@@ -249,36 +142,6 @@ fn resolve(file: &Path, is_link: bool, canonical_dir: Option<&Path>) -> std::io:
     match (is_link, canonical_dir, file.file_name()) {
         (false, Some(dir), Some(name)) => Ok(dir.join(name)),
         _ => file.canonicalize(),
-    }
-}
-
-/// Matches `enable`/`disable` entries: `plugin` or `plugin.tool`.
-fn rule_matches(rule: &str, plugin: &str, tool: &str) -> bool {
-    match rule.split_once('.') {
-        Some((p, t)) => p == plugin && t == tool,
-        None => rule == plugin,
-    }
-}
-
-fn rule_names_plugin(rule: &str, plugin: &str) -> bool {
-    rule.split_once('.').map_or(rule, |(p, _)| p) == plugin
-}
-
-impl DiscoveryOptions {
-    fn tool_state(&self, plugin: &str, test_only: bool, tool: &ToolManifest) -> ToolState {
-        if let Some(rule) = self.disable.iter().find(|r| rule_matches(r, plugin, &tool.name)) {
-            return ToolState::Disabled { why: format!("disabled by {rule:?}") };
-        }
-        if !self.enable.is_empty() && !self.enable.iter().any(|r| rule_matches(r, plugin, &tool.name)) {
-            return ToolState::Disabled { why: "not in enable".to_owned() };
-        }
-        if test_only && !self.enable.iter().any(|r| rule_names_plugin(r, plugin)) {
-            return ToolState::Disabled { why: "test-only plugin; enable it by name".to_owned() };
-        }
-        if self.deny_effects.contains(&tool.effects) {
-            return ToolState::DeniedEffect;
-        }
-        ToolState::Offered
     }
 }
 
@@ -557,6 +420,10 @@ impl Discovery {
                     plugin.library = Some(Arc::new(library));
                     plugin.initialised = true;
                 }
+                Err(LoadError::Declined(declined)) => {
+                    release_tools(taken, &name, &plugin.tools);
+                    plugin.decline(&declined);
+                }
                 Err(e) => {
                     release_tools(taken, &name, &plugin.tools);
                     self.skipped.push(skip(plugin.path, &e));
@@ -659,28 +526,6 @@ impl Discovery {
     }
 }
 
-/// Loads a library here whose manifest was read and checked through a plugin host: its
-/// schemas are not compiled again, and a manifest that differs from the one read there (the
-/// library changed, or answers differently in each process) refuses it.
-fn load_as_probed(path: &Path, probed: &Manifest, from_cache: bool) -> Result<PluginLibrary, LoadError> {
-    let library = PluginLibrary::load_schemas_unchecked(path)?;
-    if library.manifest() != probed {
-        let why = if from_cache {
-            "it declared another manifest here than the plugin cache holds for it (was the cache entry edited?); delete the plugin cache (docs/operators.md) and restart the harness"
-        } else {
-            "it declared one manifest in its plugin host and another here (was the file replaced during start-up?); restart the harness"
-        };
-        return Err(LoadError::Manifest(why.to_owned()));
-    }
-    Ok(library)
-}
-
-/// Loads a library here whose manifest the plugin cache gave, refusing it when it declares
-/// another (see [`load_as_probed`]).
-pub(crate) fn load_as_cached(path: &Path, cached: &Manifest) -> Result<PluginLibrary, LoadError> {
-    load_as_probed(path, cached, true)
-}
-
 /// Gives up the tool names `plugin` took, for a plugin that is not kept.
 fn release_tools(taken: &mut Taken, plugin: &str, tools: &[(ToolManifest, ToolState)]) {
     for (t, _) in tools {
@@ -697,7 +542,6 @@ pub(crate) fn skip(path: PathBuf, e: &LoadError) -> Skipped {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     /// Plain files, a link to a file elsewhere, and a directory reached through a link: each
     /// candidate resolves to what the system's own resolution gives, and a broken link is none.
@@ -722,36 +566,6 @@ mod tests {
         for (file, link) in &listed {
             assert_eq!(resolve(file, *link, Some(&canonical_dir)).unwrap(), file.canonicalize().unwrap());
         }
-    }
-
-    fn tool(name: &str, effects: Effects) -> ToolManifest {
-        ToolManifest {
-            name: name.into(),
-            description: "d".into(),
-            parameters: json!({"type": "object"}),
-            output: None,
-            effects,
-            examples: vec![],
-        }
-    }
-
-    #[test]
-    fn enable_disable_and_effects() {
-        let mut o = DiscoveryOptions::default();
-        let read = tool("read_file", Effects::Reads);
-        assert_eq!(o.tool_state("files", false, &read), ToolState::Offered);
-        assert!(matches!(o.tool_state("fault", true, &read), ToolState::Disabled { .. }));
-        o.deny_effects = vec![Effects::Reads];
-        assert_eq!(o.tool_state("files", false, &read), ToolState::DeniedEffect);
-        o.deny_effects.clear();
-        o.disable = vec!["files.read_file".into()];
-        assert!(matches!(o.tool_state("files", false, &read), ToolState::Disabled { .. }));
-        assert_eq!(o.tool_state("files", false, &tool("list_dir", Effects::Reads)), ToolState::Offered);
-        o.disable.clear();
-        o.enable = vec!["fault".into(), "calc.calculate".into()];
-        assert_eq!(o.tool_state("fault", true, &read), ToolState::Offered);
-        assert_eq!(o.tool_state("calc", false, &tool("calculate", Effects::Pure)), ToolState::Offered);
-        assert!(matches!(o.tool_state("files", false, &read), ToolState::Disabled { .. }));
     }
 
     #[test]

@@ -70,7 +70,7 @@ impl LateLibrary {
                     .to_owned(),
             );
         }
-        let library = crate::discover::load_as_cached(&self.path, &self.manifest).map_err(|e| e.to_string())?;
+        let library = crate::library::load_as_cached(&self.path, &self.manifest).map_err(|e| e.to_string())?;
         library.init(&self.config).map_err(|e| e.to_string())?;
         Ok(Arc::new(library))
     }

@@ -24,18 +24,20 @@ mod handler;
 pub mod isolation;
 mod late;
 mod library;
+mod options;
 mod permissions;
 mod placement;
 mod preflight;
 mod register;
 mod settings;
 
-pub use discover::{Discovery, DiscoveryOptions, LoadedPlugin, Skipped, ToolState, discover, library_extension};
+pub use discover::{Discovery, LoadedPlugin, Skipped, discover, library_extension};
 pub use handler::PluginHandler;
 pub use late::LateLibrary;
 pub use library::{
     LoadError, PluginLibrary, ToolSchemas, check_abi, compile_schemas, parse_manifest, parse_manifest_schemas_unchecked,
 };
+pub use options::{DiscoveryOptions, ToolState};
 pub use permissions::check_plugin_file;
 pub use placement::Placement;
 pub use settings::{PluginSettings, RESERVED_KEYS, Timeouts};

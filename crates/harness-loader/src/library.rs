@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use harness_abi::abi_stable::library::{AbiHeaderRef, LibraryError};
 use harness_abi::abi_stable::std_types::{RResult, RStr};
-use harness_abi::manifest::{Manifest, ToolError, is_valid_plugin_name, is_valid_tool_name};
+use harness_abi::manifest::{InitDeclined, Manifest, ToolError, is_valid_plugin_name, is_valid_tool_name};
 use harness_abi::{ABI_VERSION, PluginModuleRef, ROOT_MODULE_SYMBOL, check_compatible};
 use harness_core::CompiledSchema;
 use serde_json::Value;
@@ -39,6 +39,9 @@ pub enum LoadError {
     /// `init` refused the configuration.
     #[error("init failed: {0}")]
     Init(String),
+    /// `init` declined for want of configuration: the plugin is fine, its tools not offered.
+    #[error("not offered: needs {}", .0.needs)]
+    Declined(InitDeclined),
 }
 
 impl LoadError {
@@ -177,7 +180,10 @@ impl PluginLibrary {
         let json = config.to_string();
         match (self.module.init())(RStr::from_str(&json)) {
             RResult::ROk(()) => Ok(()),
-            RResult::RErr(message) => Err(LoadError::Init(message.into_string())),
+            RResult::RErr(message) => Err(match InitDeclined::from_init_error(&message) {
+                Some(declined) => LoadError::Declined(declined),
+                None => LoadError::Init(message.into_string()),
+            }),
         }
     }
 
@@ -315,6 +321,28 @@ pub(crate) fn check_rules(m: &Manifest) -> Result<(), LoadError> {
         }
     }
     Ok(())
+}
+
+/// Loads a library here whose manifest was read and checked through a plugin host: its
+/// schemas are not compiled again, and a manifest that differs from the one read there (the
+/// library changed, or answers differently in each process) refuses it.
+pub(crate) fn load_as_probed(path: &Path, probed: &Manifest, from_cache: bool) -> Result<PluginLibrary, LoadError> {
+    let library = PluginLibrary::load_schemas_unchecked(path)?;
+    if library.manifest() != probed {
+        let why = if from_cache {
+            "it declared another manifest here than the plugin cache holds for it (was the cache entry edited?); delete the plugin cache (docs/operators.md) and restart the harness"
+        } else {
+            "it declared one manifest in its plugin host and another here (was the file replaced during start-up?); restart the harness"
+        };
+        return Err(LoadError::Manifest(why.to_owned()));
+    }
+    Ok(library)
+}
+
+/// Loads a library here whose manifest the plugin cache gave, refusing it when it declares
+/// another (see [`load_as_probed`]).
+pub(crate) fn load_as_cached(path: &Path, cached: &Manifest) -> Result<PluginLibrary, LoadError> {
+    load_as_probed(path, cached, true)
 }
 
 #[cfg(test)]

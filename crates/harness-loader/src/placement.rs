@@ -9,9 +9,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::discover::DiscoveryOptions;
 use crate::isolation::Isolation;
 use crate::isolation::confine::EffectSet;
+use crate::options::DiscoveryOptions;
 
 /// Where a plugin runs and the rule that put it there, in the rule's order.
 #[derive(Debug, Clone, PartialEq, Eq)]

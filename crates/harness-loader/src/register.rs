@@ -10,9 +10,10 @@ use harness_abi::manifest::Effects;
 use harness_core::{ToolDefinition, ToolExample, ToolHandler, ToolRegistry, ToolSource};
 use serde_json::Value;
 
-use crate::discover::{Discovery, LoadedPlugin, ToolState};
+use crate::discover::{Discovery, LoadedPlugin};
 use crate::handler::PluginHandler;
 use crate::isolation::Isolation;
+use crate::options::ToolState;
 use crate::settings::Timeouts;
 
 impl Discovery {
@@ -76,19 +77,27 @@ impl Discovery {
                 wanted.push((plugin.manifest.name.clone(), handlers));
             }
         }
-        let outcomes: Vec<Option<String>> = std::thread::scope(|scope| {
+        // Each start's failure, and the reason when the plugin declined for want of configuration.
+        type Failed = Option<(String, Option<harness_abi::manifest::InitDeclined>)>;
+        let outcomes: Vec<Failed> = std::thread::scope(|scope| {
             let started: Vec<_> = wanted
                 .iter()
                 .map(|(_, handlers)| {
-                    scope.spawn(|| handlers.iter().find_map(|(_, h)| h.prestart(None).err().map(|f| f.message)))
+                    scope.spawn(|| {
+                        handlers
+                            .iter()
+                            .find_map(|(_, h)| h.prestart(None).err().map(|f| (f.message, h.declined().cloned())))
+                    })
                 })
                 .collect();
-            started.into_iter().map(|t| t.join().unwrap_or_else(|_| Some("its start failed".to_owned()))).collect()
+            let broken = || Some(("its start failed".to_owned(), None));
+            started.into_iter().map(|t| t.join().unwrap_or_else(|_| broken())).collect()
         });
         for ((name, handlers), failed) in wanted.into_iter().zip(outcomes) {
             let Some(at) = self.plugins.iter().position(|p| p.manifest.name == name) else { continue };
             match failed {
-                Some(reason) => {
+                Some((_, Some(declined))) => self.plugins[at].decline(&declined),
+                Some((reason, None)) => {
                     let plugin = self.plugins.remove(at);
                     self.skipped.push(crate::discover::Skipped { path: plugin.path, reason, detail: None });
                 }

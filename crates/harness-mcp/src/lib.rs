@@ -47,6 +47,7 @@ mod remote;
 mod retry;
 mod serve;
 mod source;
+mod tool;
 mod watch;
 
 pub use config::{INHERITED_ENV, McpServerConfig, is_model_tool_name, qualified_name, validate_servers};
@@ -54,4 +55,5 @@ pub use error::McpError;
 pub use http::HttpOptions;
 pub use remote::header_variables;
 pub use serve::{ServeOptions, ToolServer};
-pub use source::{McpServer, McpSources, McpTool, McpToolState, SourceOptions};
+pub use source::{McpServer, McpSources, SourceOptions};
+pub use tool::{McpTool, McpToolState};

@@ -148,29 +148,17 @@ impl ToolServer {
             }
             Err(_) => StepStatus::Error,
         };
+        let duration_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
         let entry = TraceEntry {
-            step,
             tool: Some(tool),
             arguments: Some(&kept),
-            status,
             result: outcome.as_ref().ok(),
             error: outcome.as_ref().err(),
             plugin,
             plugin_version,
-            mcp_server: None,
             mcp_session: caller.session.as_deref(),
             mcp_protocol: caller.protocol.as_deref(),
-            offered: "all",
-            call_index: None,
-            reply_text: None,
-            reply_format: None,
-            reasoning: None,
-            router_mode: None,
-            usage: None,
-            reply: None,
-            duration_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
-            model_us: 0,
-            repeat_penalty: false,
+            ..TraceEntry::new(step, status, "all", duration_us)
         };
         let recorded = trace.lock().unwrap_or_else(PoisonError::into_inner).record(&entry);
         if let Err(e) = recorded {

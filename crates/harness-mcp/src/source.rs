@@ -4,13 +4,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use harness_core::{ToolDefinition, ToolRegistry, ToolSource};
-use serde::Serialize;
-use serde_json::Value;
 
 use crate::config::{McpServerConfig, is_model_tool_name, qualified_name, validate_servers};
 use crate::connection::{self, Connection, Driver};
 use crate::error::McpError;
 use crate::handler::McpToolHandler;
+use crate::tool::{McpTool, McpToolState};
 
 /// How servers are started and their tools called.
 #[derive(Debug, Clone)]
@@ -39,39 +38,6 @@ impl Default for SourceOptions {
             working_dir: None,
         }
     }
-}
-
-/// Whether a server's tool is offered, and under which name.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum McpToolState {
-    /// Not yet registered (before [`McpSources::register_tools`]).
-    Listed,
-    /// Offered to the router under `name` (the tool's own, or `<server>__<tool>`).
-    Offered {
-        /// The name the router sees.
-        name: String,
-    },
-    /// Not offered.
-    Refused {
-        /// Why.
-        why: String,
-    },
-}
-
-/// One tool as its server listed it.
-#[derive(Debug, Clone, Serialize)]
-pub struct McpTool {
-    /// Its name on the server.
-    pub name: String,
-    /// What it does (its title when it has no description).
-    pub description: String,
-    /// JSON Schema of its arguments.
-    pub parameters: Value,
-    /// JSON Schema of its structured result, when it declares one.
-    pub output: Option<Value>,
-    /// Whether and how it is offered.
-    pub state: McpToolState,
 }
 
 /// One configured server, started or not.
@@ -262,29 +228,6 @@ impl McpSources {
                 let _ = task.await;
             }
         });
-    }
-}
-
-impl McpTool {
-    /// The tool as its server listed it, not yet registered.
-    pub(crate) fn listed(tool: rmcp::model::Tool) -> Self {
-        let description = tool.description.map(|d| d.into_owned()).or(tool.title).unwrap_or_default();
-        Self {
-            name: tool.name.into_owned(),
-            description,
-            parameters: Value::Object((*tool.input_schema).clone()),
-            output: tool.output_schema.map(|s| Value::Object((*s).clone())),
-            state: McpToolState::Listed,
-        }
-    }
-
-    /// The SHA-256 of its canonical definition when offered as `offered_as`: name, description,
-    /// parameter and output schemas, and effects (always `network`: MCP declares none). This
-    /// is the hash `harness.lock` holds, and the one a tool changed mid-run is caught by.
-    pub fn definition_sha256(&self, offered_as: &str) -> String {
-        let canonical = serde_json::json!({"name": offered_as, "description": self.description,
-            "parameters": self.parameters, "output": self.output, "effects": "network"});
-        harness_config::sha256_hex(canonical.to_string().as_bytes())
     }
 }
 

@@ -14,7 +14,7 @@ use harness_core::ToolFailure;
 use rmcp::{Peer, RoleClient, ServiceError};
 use serde_json::Value;
 
-use crate::source::McpTool;
+use crate::tool::McpTool;
 
 /// How a pinned tool differs from what its server lists now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -199,7 +199,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::source::McpToolState;
+    use crate::tool::McpToolState;
 
     fn tool(name: &str, description: &str) -> McpTool {
         McpTool {

@@ -40,7 +40,7 @@
 mod runtime;
 mod tool;
 
-pub use harness_abi::manifest::{Effects, Manifest, ToolError, ToolExample, ToolManifest};
+pub use harness_abi::manifest::{Effects, InitDeclined, Manifest, ToolError, ToolExample, ToolManifest};
 pub use runtime::Runtime;
 pub use tool::Tool;
 
@@ -67,6 +67,8 @@ pub trait Plugin: Sized + Send + Sync + 'static {
     /// The configuration section's type; [`NoConfig`] when the plugin takes none.
     type Config: serde::de::DeserializeOwned;
     /// Builds the plugin from its configuration; an `Err` refuses to load it with that message.
+    /// A plugin that is fine but not configured (a setting it cannot guess is missing) declines
+    /// instead, with [`InitDeclined::to_init_error`]: its tools are not offered, quietly.
     fn init(config: Self::Config) -> Result<Self, String>;
     /// The tools the plugin offers.
     fn tools() -> Vec<Tool<Self>>;

@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use harness_abi::PluginModuleRef;
 use harness_abi::abi_stable::std_types::{RResult, RStr};
-#[cfg(unix)]
-use harness_abi::manifest::Effects;
 use harness_abi::manifest::ToolError;
 #[cfg(unix)]
+use harness_abi::manifest::{Effects, InitDeclined};
+#[cfg(unix)]
+use harness_loader::LoadError;
 use harness_loader::isolation::ProcessHandler;
 use serde_json::Value;
 
@@ -139,7 +140,10 @@ impl Caller {
                 });
                 match outcome {
                     Ok(Ok(())) => Ok(()),
-                    Ok(Err(e)) => Err(format!("init failed: {e}")),
+                    Ok(Err(e)) => Err(match InitDeclined::from_init_error(&e) {
+                        Some(declined) => LoadError::Declined(declined).to_string(),
+                        None => format!("init failed: {e}"),
+                    }),
                     Err(Waited::TimedOut) => Err(format!("init did not return within {} s", timeout.as_secs())),
                     Err(Waited::Lost) => Err("init's thread ended without an answer".to_owned()),
                 }

@@ -2,7 +2,7 @@
 //! receive it ([`Tee`]), replay ([`replay()`]: the recorded replies as the router, every step
 //! compared), and the text helpers that print it safely ([`printable`]).
 //!
-//! The loop (`harness_core::run_traced`) writes a first line (what was asked, with what), one
+//! The loop (`harness_core::Loop::run_traced`) writes a first line (what was asked, with what), one
 //! line per step (the model's whole reply, the call, its outcome) and a last line (how it
 //! ended). Every receiver of those records is a [`harness_core::TraceSink`]: the JSON Lines
 //! file and the OpenTelemetry exporter alike. docs/traces.md specifies the format.

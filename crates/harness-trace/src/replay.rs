@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use harness_core::{
-    ModelProvider, ModelReply, OfferedTool, ProposedCall, ProviderError, RouterRequest, RunAbout, RunOptions, RunStart,
-    ToolRegistry, Usage,
+    Loop, ModelProvider, ModelReply, OfferedTool, ProposedCall, ProviderError, RouterRequest, RunAbout, RunOptions,
+    RunStart, ToolRegistry, Usage,
 };
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -219,7 +219,8 @@ pub async fn replay(trace: &Trace, registry: &ToolRegistry, options: &RunOptions
     let start = &trace.start.as_ref().ok_or(ReplayError::NoFirstLine)?.value;
     let about = RunAbout { harness_version: start.harness_version.clone(), ..RunAbout::default() };
     let mut lines: Vec<Value> = Vec::new();
-    harness_core::run_traced(&router, registry, &start.request, options, &about, &mut lines).await;
+    let mut replayed = Loop::new(&router, registry).options(*options);
+    replayed.run_traced(&start.request, &about, &mut lines).await;
     let now = RunStart::new(&about, &start.provider, &start.request, registry, options);
     Ok(compare(trace, &lines, &now.tools))
 }

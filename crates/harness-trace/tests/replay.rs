@@ -1,4 +1,4 @@
-//! Replay through the public API, in process: a run recorded with `run_traced` (a reply with
+//! Replay through the public API, in process: a run recorded with `Loop::run_traced` (a reply with
 //! two calls, a reply refused for its size, a provider failure) replays clean against the same
 //! tools, and a tool whose result changed drifts at exactly its steps.
 
@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use async_trait::async_trait;
 use harness_core::{
-    ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest, RunAbout, RunOptions, RunStatus,
-    ToolDefinition, ToolFailure, ToolHandler, ToolRegistry, ToolSource, run_traced,
+    Loop, ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest, RunAbout, RunOptions, RunStatus,
+    ToolDefinition, ToolFailure, ToolHandler, ToolRegistry, ToolSource,
 };
 use serde_json::{Value, json};
 
@@ -71,7 +71,8 @@ async fn recorded(add: Arc<Add>, options: &RunOptions) -> Vec<u8> {
     let provider = Script(std::sync::Mutex::new(vec![Ok(two_calls), Ok(huge), Ok(third)]));
     let about = RunAbout { harness_version: "test".into(), ..RunAbout::default() };
     let mut lines: Vec<Value> = Vec::new();
-    let outcome = run_traced(&provider, &registry(add), "add things", options, &about, &mut lines).await;
+    let outcome =
+        Loop::new(&provider, &registry(add)).options(*options).run_traced("add things", &about, &mut lines).await;
     assert_eq!(outcome.status, RunStatus::Failed, "the provider failed at the fifth step: {outcome:?}");
     lines.iter().map(|l| format!("{l}\n")).collect::<String>().into_bytes()
 }

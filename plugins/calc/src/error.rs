@@ -88,9 +88,9 @@ pub enum ErrorKind {
     /// `(` never closed.
     #[error("{0} where `)` was expected, to close the `(` at column {1}")]
     MissingClose(String, usize),
-    /// A name that is neither a function nor a constant.
-    #[error("unknown name `{0}`{1}; the known names are {names}", names = crate::functions::known_names())]
-    UnknownName(String, String),
+    /// A name that is neither a function nor a constant: the name, a hint, the known names.
+    #[error("unknown name `{0}`{1}; the known names are {2}")]
+    UnknownName(String, String, String),
     /// A function used as a value: `sqrt + 1`.
     #[error("`{0}` is a function: call it, as in {1}")]
     NotAValue(String, &'static str),

@@ -13,7 +13,7 @@
 //! ```
 
 use crate::error::{CalcError, ErrorKind};
-use crate::functions::{Named, lookup, unknown_hint};
+use crate::functions::{Named, known_names, lookup, unknown_hint};
 use crate::lex::{Tok, Token};
 use crate::limits::MAX_DEPTH;
 use crate::number::{self, Num};
@@ -147,7 +147,7 @@ impl<'a> Parser<'_, 'a> {
     fn named(&mut self, name: &str, at: usize) -> Result<Num, CalcError> {
         let called = self.peek().tok == Tok::Open;
         match lookup(name) {
-            None => Err(CalcError::new(at, ErrorKind::UnknownName(name.to_owned(), unknown_hint(name)))),
+            None => Err(CalcError::new(at, ErrorKind::UnknownName(name.to_owned(), unknown_hint(name), known_names()))),
             Some(Named::Constant(_)) if called => Err(CalcError::new(at, ErrorKind::NotAFunction(name.to_owned()))),
             Some(Named::Constant(v)) => Ok(Num::Float(v)),
             Some(Named::Function(f)) if !called => {

@@ -38,7 +38,9 @@
 //! refused with `text after the SMILES at position N` (RDKit reads what follows it as the
 //! molecule's name), and the empty string is invalid (RDKit reads it as an empty molecule).
 
+mod atom;
 mod elements;
+mod error;
 mod kekule;
 mod reader;
 mod sanitize;

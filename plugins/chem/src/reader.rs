@@ -12,7 +12,7 @@
 //! overflow the stack.
 
 use crate::elements::ELEMENTS;
-use crate::smiles::SmilesError;
+use crate::error::SmilesError;
 
 /// A bond symbol as written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

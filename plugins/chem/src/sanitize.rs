@@ -31,9 +31,10 @@
 //! 8. `assignStereochemistry`'s clean-up: a tetrahedral mark that marks no stereocentre is
 //!    dropped with the one hydrogen written for it (`C[Cu@@H](C)C` is C3H9Cu).
 
+use crate::atom::Atom;
 use crate::elements::ELEMENTS;
+use crate::error::SmilesError;
 use crate::reader::Chirality;
-use crate::smiles::{Atom, SmilesError};
 
 mod aromaticity;
 mod kekulization;
@@ -342,7 +343,7 @@ fn is_early(z: u8) -> bool {
 }
 
 fn symbol(z: u8) -> &'static str {
-    crate::smiles::symbol(z)
+    crate::atom::symbol(z)
 }
 
 fn err(position: usize, message: String) -> SmilesError {

@@ -7,37 +7,15 @@
 //! does, in [`crate::sanitize`].
 
 use std::collections::{HashMap, HashSet};
-use std::fmt;
 
+use crate::atom::{Atom, symbol};
 use crate::elements::ELEMENTS;
+pub use crate::error::SmilesError;
 use crate::reader::{self, Symbol};
 use crate::sanitize::{self, Written, WrittenAtom, WrittenBond};
 
 /// The longest SMILES accepted, in characters.
 pub const MAX_SMILES_CHARS: usize = 4096;
-
-/// Why a SMILES string is not valid: where, and what is wrong there.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SmilesError {
-    /// 0-based index, in characters, of the problem in the SMILES string.
-    pub position: usize,
-    /// The problem and its position, e.g. `unexpected character at position 1: 'X'`.
-    pub message: String,
-}
-
-impl SmilesError {
-    pub(crate) fn new(position: usize, message: String) -> Self {
-        Self { position, message }
-    }
-}
-
-impl fmt::Display for SmilesError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for SmilesError {}
 
 /// Why [`parse`] failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,17 +30,6 @@ pub enum ParseError {
 #[derive(Debug, Clone)]
 pub struct Molecule {
     atoms: Vec<Atom>,
-}
-
-/// An atom of the molecule as RDKit keeps it, with the hydrogens it carries.
-#[derive(Debug, Clone)]
-pub(crate) struct Atom {
-    /// Atomic number; 0 for the wildcard `*`.
-    pub(crate) z: u8,
-    pub(crate) isotope: Option<u32>,
-    pub(crate) charge: i8,
-    /// Implicit, bracket and folded-in `[H]` hydrogens.
-    pub(crate) hydrogens: u32,
 }
 
 impl Molecule {
@@ -114,14 +81,6 @@ impl Molecule {
     pub fn molecular_weight(&self) -> f64 {
         let hydrogen = ELEMENTS[0].weight;
         self.atoms.iter().map(|a| atom_weight(a.z, a.isotope) + f64::from(a.hydrogens) * hydrogen).sum()
-    }
-}
-
-/// The element symbol of atomic number `z`, or `*` for 0.
-pub(crate) fn symbol(z: u8) -> &'static str {
-    match z.checked_sub(1).and_then(|i| ELEMENTS.get(usize::from(i))) {
-        Some(e) => e.symbol,
-        None => "*",
     }
 }
 

@@ -26,7 +26,7 @@ use cap_std::ambient_authority;
 use cap_std::fs::{Dir, File, Metadata, OpenOptions};
 use harness_sdk::schemars::JsonSchema;
 use harness_sdk::serde::{Deserialize, Serialize};
-use harness_sdk::{Effects, Plugin, Tool, ToolError};
+use harness_sdk::{Effects, InitDeclined, Plugin, Tool, ToolError};
 
 mod refuse;
 
@@ -372,8 +372,13 @@ impl Plugin for Files {
     type Config = FilesConfig;
 
     fn init(config: FilesConfig) -> Result<Self, String> {
+        // No root is no mistake: the plugin has nothing to guess one from, so it declines.
         let root = config.root.ok_or_else(|| {
-            "files: no root directory configured, so read_file, list_dir and write_file are not offered; set root = \"DIR\" in [plugins.files] of the configuration".to_owned()
+            InitDeclined::new(
+                "[plugins.files] root",
+                "files: no root directory configured, so read_file, list_dir and write_file are not offered; set root = \"DIR\" in [plugins.files] of the configuration",
+            )
+            .to_init_error()
         })?;
         let refuse = match config.refuse {
             Some(patterns) => RefuseList::new(&patterns).map_err(|e| format!("files: refuse: {e}"))?,
@@ -548,7 +553,8 @@ mod tests {
     #[test]
     fn no_root_no_tools() {
         let e = Files::init(FilesConfig::default()).err().unwrap();
-        assert!(e.contains("no root directory configured") && e.contains("[plugins.files]"), "{e}");
+        let declined = InitDeclined::from_init_error(&e).unwrap();
+        assert_eq!(declined.needs, "[plugins.files] root");
     }
 
     /// A thread swaps `d` between a real directory inside the root and a link to one outside

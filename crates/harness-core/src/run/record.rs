@@ -63,29 +63,12 @@ pub(super) fn blank_entry<'a>(
     error: Option<&'a HarnessError>,
     duration_us: u64,
 ) -> TraceEntry<'a> {
+    let offered = if step.finish_only { FINISH } else { "all" };
     TraceEntry {
-        step: step.number,
-        tool: None,
-        arguments: None,
-        status,
-        result: None,
         error,
-        plugin: None,
-        plugin_version: None,
-        mcp_server: None,
-        mcp_session: None,
-        mcp_protocol: None,
-        offered: if step.finish_only { FINISH } else { "all" },
-        call_index: None,
-        reply_text: None,
-        reply_format: None,
-        reasoning: None,
-        router_mode: None,
-        usage: None,
-        reply: None,
-        duration_us,
         model_us: step.model_us,
         repeat_penalty: step.repeat_penalty,
+        ..TraceEntry::new(step.number, status, offered, duration_us)
     }
 }
 

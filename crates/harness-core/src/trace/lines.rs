@@ -3,9 +3,9 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::digest::sha256_hex;
 use serde::Serialize;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use crate::error::HarnessError;
 use crate::provider::{ContextWindow, Usage};
@@ -215,16 +215,7 @@ pub fn definition_hash(definition: &ToolDefinition) -> String {
         "description": definition.description,
         "parameters": definition.parameters,
     });
-    hex(&Sha256::digest(seen.to_string().as_bytes()))
-}
-
-/// SHA-256 of some bytes, as lowercase hex (the configuration's hash).
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    sha256_hex(seen.to_string().as_bytes())
 }
 
 fn offered_tool(definition: &ToolDefinition) -> OfferedTool {

@@ -180,30 +180,7 @@ mod tests {
     }
 
     fn bare(step: u32) -> TraceEntry<'static> {
-        TraceEntry {
-            step,
-            tool: None,
-            arguments: None,
-            status: StepStatus::Rejected,
-            result: None,
-            error: None,
-            plugin: None,
-            plugin_version: None,
-            mcp_server: None,
-            mcp_session: None,
-            mcp_protocol: None,
-            offered: "all",
-            call_index: None,
-            reply_text: None,
-            reply_format: None,
-            reasoning: None,
-            router_mode: None,
-            usage: None,
-            reply: None,
-            duration_us: 0,
-            model_us: u64::MAX,
-            repeat_penalty: false,
-        }
+        TraceEntry { model_us: u64::MAX, ..TraceEntry::new(step, StepStatus::Rejected, "all", 0) }
     }
 
     /// Strings that exercise every escape serde_json makes, and the characters it leaves alone.

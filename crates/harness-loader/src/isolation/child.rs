@@ -5,6 +5,7 @@ use std::io::{self, BufWriter, Read, Write};
 use std::os::fd::FromRawFd;
 use std::path::PathBuf;
 
+use harness_abi::manifest::InitDeclined;
 use harness_frames::{LENGTH_BYTES, Request, Response, decode_request_body, encode_response, frame_length};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -126,7 +127,11 @@ fn serve(mut input: impl Read, mut out: impl Write) -> io::Result<()> {
             }
             Request::Init { json } => match init(hosted.as_ref(), json) {
                 Ok(()) => encode_response(&mut out, &Response::Ok(b"null"))?,
-                Err(message) => encode_response(&mut out, &Response::Fatal(&message))?,
+                Err(InitRefused::Declined(declined)) => {
+                    let json = serde_json::to_vec(&declined).unwrap_or_else(|_| b"{}".to_vec());
+                    encode_response(&mut out, &Response::Declined(&json))?
+                }
+                Err(InitRefused::Failed(message)) => encode_response(&mut out, &Response::Fatal(&message))?,
             },
             Request::Call { tool, arguments } => match hosted.as_ref() {
                 None => encode_response(&mut out, &Response::Fatal("a call came before the library loaded"))?,
@@ -201,10 +206,20 @@ fn watch_harness() {
     });
 }
 
-fn init(hosted: Option<&Hosted>, json: &[u8]) -> Result<(), String> {
-    let hosted = hosted.ok_or("init came before the library loaded")?;
-    let request: InitRequest = serde_json::from_slice(json).map_err(|e| format!("bad init frame: {e}"))?;
-    hosted.library.init(&request.config).map_err(|e| e.to_string())
+/// Why a library did not start: it declined for want of configuration, or it failed.
+enum InitRefused {
+    Declined(InitDeclined),
+    Failed(String),
+}
+
+fn init(hosted: Option<&Hosted>, json: &[u8]) -> Result<(), InitRefused> {
+    let failed = |m: String| InitRefused::Failed(m);
+    let hosted = hosted.ok_or_else(|| failed("init came before the library loaded".to_owned()))?;
+    let request: InitRequest = serde_json::from_slice(json).map_err(|e| failed(format!("bad init frame: {e}")))?;
+    hosted.library.init(&request.config).map_err(|e| match e {
+        LoadError::Declined(declined) => InitRefused::Declined(declined),
+        e => failed(e.to_string()),
+    })
 }
 
 /// Calls the tool and sends its answer; a result over the limit is refused here, unsent.

@@ -105,6 +105,7 @@ impl Conn {
                 .map_err(|e| ReadFail::Protocol(format!("an unreadable answer to load: {e}"))),
             Response::Fatal(m) => Err(ReadFail::Protocol(m.to_owned())),
             Response::ToolError(_) => Err(ReadFail::Protocol("a tool error in answer to load".to_owned())),
+            Response::Declined(_) => Err(ReadFail::Protocol("a decline in answer to load".to_owned())),
         }
     }
 

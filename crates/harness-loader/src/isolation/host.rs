@@ -3,9 +3,10 @@
 //! own deadline, and a call whose deadline passes in the queue never runs.
 
 use std::path::PathBuf;
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
+use harness_abi::manifest::InitDeclined;
 use harness_core::{ToolFailure, ToolHandler};
 use harness_frames::{Request, Response};
 use serde_json::Value;
@@ -15,6 +16,7 @@ use super::confine::Confinement;
 use super::conn::{Conn, ReadFail};
 use super::{HostCommand, frame_limit};
 use crate::handler::parse_result;
+use crate::library::LoadError;
 use crate::settings::Timeouts;
 
 /// How long a child may take to load and initialise its library.
@@ -38,6 +40,8 @@ pub struct ProcessHandler {
     timeouts: Timeouts,
     slot: Mutex<Slot>,
     free: Condvar,
+    /// Why its `init` declined, when it did: the plugin is not configured, not broken.
+    declined: OnceLock<InitDeclined>,
 }
 
 /// Gives the child back to the queue, even when the call panicked.
@@ -80,6 +84,7 @@ impl ProcessHandler {
             timeouts,
             slot: Mutex::new(Slot::default()),
             free: Condvar::new(),
+            declined: OnceLock::new(),
         }
     }
 
@@ -169,6 +174,7 @@ impl ProcessHandler {
             Ok(()) => match conn.read_response(Some(deadline)) {
                 Ok(Response::Ok(_)) => Ok(()),
                 Ok(Response::Fatal(m)) => Err(Some(format!("the plugin host could not start {}: {m}", self.plugin))),
+                Ok(Response::Declined(json)) => Err(Some(self.decline(json))),
                 Ok(Response::ToolError(_)) => Err(Some("the plugin host answered init with a tool error".to_owned())),
                 Err(_) => Err(None),
             },
@@ -181,6 +187,23 @@ impl ProcessHandler {
                 Err(crashed(format!("the plugin host for {} died at start: {how}", self.plugin)))
             }
         }
+    }
+
+    /// Keeps the reason of a child whose `init` declined; the failure's message.
+    fn decline(&self, json: &[u8]) -> String {
+        let Ok(declined) = serde_json::from_slice::<InitDeclined>(json) else {
+            return format!("the plugin host could not start {}: an unreadable decline", self.plugin);
+        };
+        let message =
+            format!("the plugin host could not start {}: {}", self.plugin, LoadError::Declined(declined.clone()));
+        // A child started again declines for the same reason: the first one is kept.
+        let _ = self.declined.set(declined);
+        message
+    }
+
+    /// Why its `init` declined, when a start found that it does: the plugin needs configuring.
+    pub fn declined(&self) -> Option<&InitDeclined> {
+        self.declined.get()
     }
 
     /// Starts the child now rather than at the first call, so that a library that cannot
@@ -241,6 +264,7 @@ impl ProcessHandler {
                 Ok(Response::Ok(json)) => Ok(parse_result(&self.plugin, json, self.load.max_result_bytes)),
                 Ok(Response::ToolError(json)) => Ok(Err(tool_error(json))),
                 Ok(Response::Fatal(m)) => Err(ReadFail::Protocol(m.to_owned())),
+                Ok(Response::Declined(_)) => Err(ReadFail::Protocol("a decline in answer to a call".to_owned())),
                 Err(fail) => Err(fail),
             },
         };

@@ -1,6 +1,6 @@
 //! The Messages API: headers, tool_use in, tool_result back, one user message per turn.
 
-use harness_core::{Message, RunOptions, RunStatus, Usage, run};
+use harness_core::{Loop, Message, RunOptions, RunStatus, Usage};
 use harness_providers::Preset;
 use serde_json::{Value, json};
 
@@ -19,8 +19,10 @@ async fn a_full_run_with_two_tool_uses_answers_both_in_one_user_message() {
     .await;
     let provider = provider(config(Preset::Anthropic, &api.origin, &Notices::default()));
     let mut steps = Steps::default();
-    let outcome =
-        run(&provider, &registry(), "sums", &RunOptions { max_steps: 3, ..RunOptions::default() }, &mut steps).await;
+    let outcome = Loop::new(&provider, &registry())
+        .options(RunOptions { max_steps: 3, ..RunOptions::default() })
+        .run("sums", &mut steps)
+        .await;
     assert_eq!((outcome.status, outcome.answer.clone()), (RunStatus::Finished, Some(json!(3))), "{outcome:?}");
     assert_eq!(outcome.usage, Usage { input_tokens: 40, output_tokens: 16, cached_input_tokens: 0 });
     assert_eq!(steps.0[1].2.as_deref(), Some("invalid_arguments"));

@@ -1,7 +1,7 @@
 //! The model's context: where its size comes from, what a server's properties change, and the
 //! repetition penalty asked for after a cut reply.
 
-use harness_core::{RunAbout, RunOptions, RunStatus, run_traced};
+use harness_core::{Loop, RunAbout, RunOptions, RunStatus};
 use harness_providers::{Preset, RouterMode};
 use serde_json::{Value, json};
 
@@ -11,7 +11,9 @@ use crate::{Notices, config, provider, registry};
 /// Runs `request` traced, every line kept.
 async fn traced(provider: &harness_providers::HttpProvider, options: &RunOptions) -> (RunStatus, Vec<Value>) {
     let mut lines: Vec<Value> = Vec::new();
-    let outcome = run_traced(provider, &registry(), "add 4 and 5", options, &RunAbout::default(), &mut lines).await;
+    let registry = registry();
+    let mut agent = Loop::new(provider, &registry).options(*options);
+    let outcome = agent.run_traced("add 4 and 5", &RunAbout::default(), &mut lines).await;
     (outcome.status, lines)
 }
 

@@ -1,6 +1,6 @@
 //! The chat completions API: what the harness sends, and whole runs through the loop.
 
-use harness_core::{Message, NoTrace, RunOptions, RunStatus, Usage, run};
+use harness_core::{Loop, Message, NoTrace, RunOptions, RunStatus, Usage};
 use harness_providers::{Notice, Preset, RouterMode};
 use serde_json::{Value, json};
 
@@ -22,7 +22,7 @@ async fn a_full_run_sends_tools_tool_choice_and_results_and_ends_in_finish() {
     let provider = provider(config(Preset::OpenAi, &format!("{}/v1", api.origin), &notices));
     let mut steps = Steps::default();
     let options = RunOptions { max_steps: 2, ..RunOptions::default() };
-    let outcome = run(&provider, &registry(), "add 2 and 3", &options, &mut steps).await;
+    let outcome = Loop::new(&provider, &registry()).options(options).run("add 2 and 3", &mut steps).await;
 
     assert_eq!(outcome.status, RunStatus::Finished, "{:?}", outcome.error);
     assert_eq!(outcome.answer, Some(json!(5)));
@@ -86,7 +86,7 @@ async fn arguments_that_are_not_json_are_fed_back_as_invalid_json_to_that_call()
     ])
     .await;
     let provider = provider(config(Preset::OpenAi, &format!("{}/v1", api.origin), &Notices::default()));
-    let outcome = run(&provider, &registry(), "add", &RunOptions::default(), &mut NoTrace).await;
+    let outcome = Loop::new(&provider, &registry()).run("add", &mut NoTrace).await;
     assert_eq!((outcome.status, outcome.steps), (RunStatus::Finished, 2));
 
     let second = &api.seen()[1].body;
@@ -106,7 +106,7 @@ async fn a_call_in_fenced_text_with_empty_tool_calls_runs_and_its_result_goes_ba
     let mut config = config(Preset::Ollama, &format!("{}/v1", api.origin), &Notices::default());
     config.router_mode = RouterMode::Native;
     let provider = provider(config);
-    let outcome = run(&provider, &registry(), "add 4 and 5", &RunOptions::default(), &mut NoTrace).await;
+    let outcome = Loop::new(&provider, &registry()).run("add 4 and 5", &mut NoTrace).await;
     assert_eq!((outcome.status, outcome.answer), (RunStatus::Finished, Some(json!(9))));
 
     let m = messages(&api.seen()[1].body).clone();
@@ -128,7 +128,7 @@ async fn a_server_that_ignores_tool_choice_moves_auto_mode_to_constrained_mode_w
     let notices = Notices::default();
     let provider = provider(config(Preset::LlamaCpp, &format!("{}/v1", api.origin), &notices));
     let mut steps = Steps::default();
-    let outcome = run(&provider, &registry(), "add 4 and 5", &RunOptions::default(), &mut steps).await;
+    let outcome = Loop::new(&provider, &registry()).run("add 4 and 5", &mut steps).await;
     assert_eq!((outcome.status, outcome.answer), (RunStatus::Finished, Some(json!(9))));
 
     // The prose is set aside and the step asked again, constrained: every reply is a call, and
@@ -183,7 +183,7 @@ async fn two_calls_in_one_reply_run_in_order_and_each_result_answers_its_call() 
     .await;
     let provider = provider(config(Preset::OpenAi, &format!("{}/v1", api.origin), &Notices::default()));
     let mut steps = Steps::default();
-    let outcome = run(&provider, &registry(), "two sums", &RunOptions::default(), &mut steps).await;
+    let outcome = Loop::new(&provider, &registry()).run("two sums", &mut steps).await;
     assert_eq!((outcome.status, outcome.steps), (RunStatus::Finished, 3));
     // Usage is counted once per reply, on the step that asked.
     assert_eq!(outcome.usage, Usage { input_tokens: 20, output_tokens: 6, cached_input_tokens: 0 });
@@ -208,8 +208,10 @@ async fn a_reply_with_no_call_and_no_json_is_no_json_fed_back_with_the_shape() {
     config.router_mode = RouterMode::Native;
     let provider = provider(config);
     let mut steps = Steps::default();
-    let outcome =
-        run(&provider, &registry(), "x", &RunOptions { max_steps: 2, ..RunOptions::default() }, &mut steps).await;
+    let outcome = Loop::new(&provider, &registry())
+        .options(RunOptions { max_steps: 2, ..RunOptions::default() })
+        .run("x", &mut steps)
+        .await;
     assert_eq!((outcome.status, outcome.answer), (RunStatus::Finished, Some(json!("none"))));
     assert_eq!(steps.0[0].2.as_deref(), Some("no_json"));
     let m = messages(&api.seen()[1].body).clone();
@@ -238,8 +240,10 @@ async fn the_tool_choice_override_applies_to_required_but_never_to_a_forced_fini
     let mut config = config(Preset::OpenAi, &format!("{}/v1", api.origin), &Notices::default());
     config.tool_choice = Some(harness_core::ToolChoice::Tool("add".into()));
     let provider = provider(config);
-    let outcome =
-        run(&provider, &registry(), "x", &RunOptions { max_steps: 2, ..RunOptions::default() }, &mut NoTrace).await;
+    let outcome = Loop::new(&provider, &registry())
+        .options(RunOptions { max_steps: 2, ..RunOptions::default() })
+        .run("x", &mut NoTrace)
+        .await;
     assert_eq!(outcome.status, RunStatus::Finished);
     let seen = api.seen();
     let offered = |i: usize| -> Vec<String> {

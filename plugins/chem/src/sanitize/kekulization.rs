@@ -4,8 +4,8 @@
 use super::aromaticity::Aromaticity;
 use super::rings::ring_systems;
 use super::{Mol, Node, Order, err, is_early, symbol, valences};
+use crate::error::SmilesError;
 use crate::kekule;
-use crate::smiles::SmilesError;
 
 /// Step 6, RDKit's `Kekulize`: gives the aromatic atoms Kekulé double bonds, ring system by
 /// ring system (rings that share a bond), and returns every bond's order afterwards.

@@ -1,0 +1,148 @@
+//! The tools a command offers, wired once for every command: plugins discovered and
+//! registered, the configured MCP servers started and their tools added, the OTLP exporter
+//! started. Dropping the value closes the servers and flushes the exporter, so that every way
+//! out of a command (an early `?` included) tears them down.
+
+use std::path::Path;
+use std::time::Duration;
+
+use harness_core::{ToolRegistry, printable};
+use harness_loader::Discovery;
+use harness_mcp::{McpSources, SourceOptions};
+use harness_trace::Otlp;
+
+use crate::Result;
+use crate::config::LoadedConfig;
+use crate::error::CliError;
+use crate::setup::{PluginArgs, load_plugins_with};
+use crate::wiring::otlp_export;
+
+/// What a command asks to have wired.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Wants<'a> {
+    /// Say on stderr which plugin files were skipped and why, and forward MCP servers' stderr.
+    pub(crate) report: bool,
+    /// Open the plugins the plugin cache answers for at their first call (`harness run`).
+    pub(crate) open_lazily: bool,
+    /// Start the configured MCP servers and offer their tools after the plugins'.
+    pub(crate) mcp: bool,
+    /// Export spans over OTLP, to `--otlp`'s URL when given (the standard variables may ask too).
+    pub(crate) otlp: Option<Option<&'a str>>,
+}
+
+/// Every tool a command offers, and what serves them; torn down on drop.
+pub(crate) struct Tools {
+    /// What plugin discovery found: for listings, the lock, and failures found late.
+    pub(crate) found: Discovery,
+    /// `finish`, the plugins' tools, then the MCP servers'.
+    pub(crate) registry: ToolRegistry,
+    mcp: Option<McpSources>,
+    otlp: Option<Otlp>,
+}
+
+impl Tools {
+    /// Discovers and registers the plugins, then starts what `wants` asks for.
+    pub(crate) fn wire(args: &PluginArgs, config: &LoadedConfig, wants: Wants<'_>) -> Result<Self> {
+        let found = load_plugins_with(args, config, wants.report, wants.open_lazily)?;
+        let mut registry = ToolRegistry::new();
+        for problem in found.register_tools(&mut registry) {
+            eprintln!("harness: warning: {problem}");
+        }
+        // Built before the servers start, so that a server or exporter that fails to start
+        // still has the ones started before it closed by the drop.
+        let mut tools = Self { found, registry, mcp: None, otlp: None };
+        if wants.mcp {
+            tools.mcp = Some(add_mcp_tools(args, config, &mut tools.registry, wants.report)?);
+        }
+        if let Some(flag) = wants.otlp {
+            tools.otlp = otlp_export(flag)?;
+        }
+        Ok(tools)
+    }
+
+    /// The MCP servers started, when the command asked for them.
+    pub(crate) fn mcp(&self) -> Option<&McpSources> {
+        self.mcp.as_ref()
+    }
+
+    /// The OTLP exporter, when export was asked for.
+    pub(crate) fn otlp(&self) -> Option<&Otlp> {
+        self.otlp.as_ref()
+    }
+
+    /// Takes the registry, for a command that hands it to what serves the tools (a batch, an
+    /// MCP server); the servers behind it stay up until the drop.
+    pub(crate) fn take_registry(&mut self) -> ToolRegistry {
+        std::mem::take(&mut self.registry)
+    }
+}
+
+impl Drop for Tools {
+    fn drop(&mut self) {
+        if let Some(mcp) = self.mcp.take() {
+            mcp.shutdown();
+        }
+        if let Some(otlp) = self.otlp.take() {
+            otlp.shutdown();
+        }
+    }
+}
+
+/// Starts the configured MCP servers and registers their tools after whatever `registry` holds
+/// (the plugins'). A server that does not start is not an error: with `report`, it is a warning
+/// on stderr, and servers' own stderr is forwarded. Call `shutdown` on the result when done.
+fn add_mcp_tools(
+    args: &PluginArgs,
+    config: &LoadedConfig,
+    registry: &mut ToolRegistry,
+    report: bool,
+) -> Result<McpSources> {
+    let file = &config.config;
+    let config_name = config.path.as_ref().map_or_else(|| "config".to_owned(), |p| p.display().to_string());
+    // Commands given as relative paths are relative to the configuration file, like plugins.dirs,
+    // and the servers start in its directory: a relative argument (`server.py`) is the file's.
+    let base = config.base_dir().unwrap_or(Path::new(""));
+    let servers: Vec<_> = file
+        .mcp
+        .servers
+        .iter()
+        .cloned()
+        .map(|mut server| {
+            if server.command.contains('/') && Path::new(&server.command).is_relative() {
+                server.command = base.join(&server.command).to_string_lossy().into_owned();
+            }
+            server
+        })
+        .collect();
+    let defaults = SourceOptions::default();
+    let options = SourceOptions {
+        // Already checked by the plugin setup, which runs first.
+        call_timeout: args
+            .tool_timeout
+            .or(file.tool_timeout)
+            .and_then(|s| Duration::try_from_secs_f64(s).ok())
+            .filter(|d| !d.is_zero()),
+        max_result_bytes: file.limits.result_bytes.unwrap_or(defaults.max_result_bytes),
+        forward_stderr: report,
+        working_dir: config.base_dir().map(Path::to_path_buf),
+        ..defaults
+    };
+    let mut sources = McpSources::start(&servers, options).map_err(|e| match e {
+        harness_mcp::McpError::InvalidServer { .. } => CliError::Usage(format!("{config_name}: {e}")),
+        other => CliError::Failure(other.to_string()),
+    })?;
+    for server in sources.servers().iter().filter(|_| report) {
+        if let Some(why) = server.failure() {
+            // The reason ends with the server's own stderr: shown, never obeyed.
+            eprintln!(
+                "harness: warning: MCP server {:?} did not start: {}; its tools are not offered",
+                server.config().name,
+                printable(&why)
+            );
+        }
+    }
+    for problem in sources.register_tools(registry).into_iter().filter(|_| report) {
+        eprintln!("harness: warning: {problem}");
+    }
+    Ok(sources)
+}
