@@ -334,10 +334,21 @@ impl HttpProvider {
         self.window.get().is_some_and(|w| w.tokens < COMPACT_BELOW)
     }
 
-    /// The context the server says it has; llama.cpp's `/props` also says whether the model's
-    /// chat template knows tools, and when it does not, `auto` starts in constrained mode
-    /// rather than spend a request to find out.
+    /// The context the server says it has, where it says: llama.cpp's `/props`, Ollama's
+    /// running models or the model's parameters, OpenRouter's model list.
     async fn server_context(&self) -> Option<u64> {
+        match self.preset {
+            Preset::LlamaCpp => self.llama_context().await,
+            Preset::Ollama => self.ollama_context().await,
+            Preset::OpenRouter => self.openrouter_context().await,
+            Preset::OpenAi | Preset::Vllm | Preset::Anthropic => None,
+        }
+    }
+
+    /// llama.cpp's `/props`, which also says whether the model's chat template knows tools:
+    /// when it does not, `auto` starts in constrained mode rather than spend a request to find
+    /// out.
+    async fn llama_context(&self) -> Option<u64> {
         let url = self.llama_endpoint("props")?;
         let origin = url.origin().ascii_serialization();
         let props = self.transport.get_json(url).await?;
@@ -346,6 +357,32 @@ impl HttpProvider {
             self.step_down(RouterMode::Native, reason);
         }
         props.pointer("/default_generation_settings/n_ctx").and_then(Value::as_u64).filter(|&n| n > 0)
+    }
+
+    /// Ollama's context for the model: `/api/ps` says the context of a model it has loaded
+    /// (what its requests really get); else `/api/show` says the `num_ctx` of the model's own
+    /// parameters. A model with neither runs at the server's default, which Ollama does not
+    /// say: the configuration's or the preset's default applies.
+    async fn ollama_context(&self) -> Option<u64> {
+        let origin = self.base_url.strip_suffix("/v1").unwrap_or(&self.base_url);
+        let running = self.transport.get_json(Url::parse(&format!("{origin}/api/ps")).ok()?).await;
+        if let Some(n) = running.as_ref().and_then(|ps| ollama_running_context(ps, &self.model)) {
+            return Some(n);
+        }
+        let show = Url::parse(&format!("{origin}/api/show")).ok()?;
+        let shown = self.transport.post_json(show, &serde_json::json!({ "model": self.model })).await?;
+        ollama_num_ctx(&shown)
+    }
+
+    /// OpenRouter's model list (`GET /models`): the model's `top_provider.context_length`,
+    /// the host it is routed to first, else its own `context_length`.
+    async fn openrouter_context(&self) -> Option<u64> {
+        let url = Url::parse(&format!("{}/models", self.base_url.trim_end_matches('/'))).ok()?;
+        let list = self.transport.get_json(url).await?;
+        let model =
+            list.get("data")?.as_array()?.iter().find(|m| m.get("id") == Some(&Value::from(self.model.as_str())))?;
+        let length = model.pointer("/top_provider/context_length").or_else(|| model.get("context_length"));
+        length.and_then(Value::as_u64).filter(|&n| n > 0)
     }
 
     /// One of llama.cpp's own endpoints (`/props`, `/tokenize`), beside its `/v1`.
@@ -455,6 +492,24 @@ impl HttpProvider {
 }
 
 /// Cuts the key out of every string in a value.
+/// The `context_length` of `model` among Ollama's running models (`/api/ps`); a model named
+/// without a tag is Ollama's `:latest`.
+fn ollama_running_context(ps: &Value, model: &str) -> Option<u64> {
+    let tagged = if model.contains(':') { model.to_owned() } else { format!("{model}:latest") };
+    let named =
+        |m: &&Value| ["name", "model"].iter().any(|k| m.get(k).and_then(Value::as_str) == Some(tagged.as_str()));
+    let running = ps.get("models")?.as_array()?.iter().find(named)?;
+    running.get("context_length").and_then(Value::as_u64).filter(|&n| n > 0)
+}
+
+/// `num_ctx` among a model's parameters as Ollama's `/api/show` gives them: one `name value`
+/// pair a line.
+fn ollama_num_ctx(shown: &Value) -> Option<u64> {
+    let parameters = shown.get("parameters")?.as_str()?;
+    let line = parameters.lines().find_map(|l| l.trim().strip_prefix("num_ctx"))?;
+    line.trim().parse().ok().filter(|&n: &u64| n > 0)
+}
+
 fn redact_value(transport: &Transport, value: &mut Value) {
     match value {
         Value::String(s) => *s = transport.redact(s),

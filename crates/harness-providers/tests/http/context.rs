@@ -58,6 +58,70 @@ async fn without_props_the_context_is_the_configured_one_else_the_preset_default
     }
 }
 
+/// The context a run with `preset` at `api` records, and where it came from.
+async fn context_from(preset: Preset, api: &MockApi, model: &str) -> (Option<u64>, Option<String>) {
+    let mut config = config(preset, &format!("{}/v1", api.origin), &Notices::default());
+    config.model = Some(model.to_owned());
+    let (status, lines) = traced(&provider(config), &RunOptions::default()).await;
+    assert_eq!(status, RunStatus::Finished);
+    let context = &lines[0]["context"];
+    (context["tokens"].as_u64(), context["source"].as_str().map(str::to_owned))
+}
+
+/// Ollama's `/api/show` for a model whose parameters set `num_ctx`, in its documented shape.
+fn ollama_show(num_ctx: Option<u64>) -> Value {
+    let mut parameters =
+        String::from("stop                           \"<|im_end|>\"\ntemperature                    0.7");
+    if let Some(n) = num_ctx {
+        parameters.push_str(&format!("\nnum_ctx                        {n}"));
+    }
+    json!({"parameters": parameters, "model_info": {"qwen2.context_length": 32768}, "details": {"family": "qwen2"}})
+}
+
+/// Ollama's `/api/ps` with one model loaded at `context_length`, in its documented shape.
+fn ollama_ps(name: &str, context_length: u64) -> Value {
+    json!({"models": [{"name": name, "model": name, "size": 492523008, "size_vram": 0, "context_length": context_length}]})
+}
+
+#[tokio::test]
+async fn ollama_says_the_context_of_a_loaded_model_else_the_num_ctx_of_its_parameters() {
+    let finish = || openai_calls(&[("c1", "finish", r#"{"answer": 9}"#)]);
+    // Loaded: what its requests really get wins over the parameters; an untagged name is :latest.
+    let endpoints = vec![("/api/ps", ollama_ps("qwen2.5:latest", 2048)), ("/api/show", ollama_show(Some(8192)))];
+    let api = MockApi::with_endpoints(vec![finish()], endpoints).await;
+    assert_eq!(context_from(Preset::Ollama, &api, "qwen2.5").await, (Some(2048), Some("server".into())));
+    // Another model loaded: this one's parameters say.
+    let endpoints = vec![("/api/ps", ollama_ps("llama3.2:1b", 2048)), ("/api/show", ollama_show(Some(8192)))];
+    let api = MockApi::with_endpoints(vec![finish()], endpoints).await;
+    assert_eq!(context_from(Preset::Ollama, &api, "qwen2.5:7b").await, (Some(8192), Some("server".into())));
+    // Neither: the model's trained length is not what it runs at; the preset's default is.
+    let endpoints = vec![("/api/ps", json!({"models": []})), ("/api/show", ollama_show(None))];
+    let api = MockApi::with_endpoints(vec![finish()], endpoints).await;
+    assert_eq!(context_from(Preset::Ollama, &api, "qwen2.5:7b").await, (Some(4096), Some("default".into())));
+}
+
+#[tokio::test]
+async fn openrouter_model_list_gives_the_context_of_the_host_it_routes_to_first() {
+    let list = json!({"data": [
+        {"id": "other/model", "context_length": 1000000, "top_provider": {"context_length": 1000000}},
+        {"id": "test/model", "context_length": 131072, "top_provider": {"context_length": 65536, "max_completion_tokens": 8192}},
+        {"id": "bare/model", "context_length": 32768, "top_provider": {}},
+    ]});
+    for (model, expected) in [("test/model", 65536), ("bare/model", 32768)] {
+        let finish = openai_calls(&[("c1", "finish", r#"{"answer": 9}"#)]);
+        let api = MockApi::with_endpoints(vec![finish], vec![("/v1/models", list.clone())]).await;
+        assert_eq!(context_from(Preset::OpenRouter, &api, model).await, (Some(expected), Some("server".into())));
+    }
+    let finish = openai_calls(&[("c1", "finish", r#"{"answer": 9}"#)]);
+    let api = MockApi::with_endpoints(vec![finish], vec![("/v1/models", list)]).await;
+    let unlisted = context_from(Preset::OpenRouter, &api, "unlisted/model").await;
+    assert_eq!(
+        unlisted,
+        (Some(128_000), Some("default".into())),
+        "a model the list does not name: the preset's default"
+    );
+}
+
 /// A reply whose call was cut at the token limit.
 fn cut_call() -> Canned {
     let call = json!({"id": "c1", "type": "function", "function": {"name": "add", "arguments": "{\"a\": 4, \"b\""}});

@@ -55,9 +55,11 @@ pub(crate) struct Seen {
 struct Shared {
     replies: VecDeque<Canned>,
     seen: Vec<Seen>,
-    /// What `GET /props` answers (llama.cpp's server properties); 404 when `None`, as for
-    /// `/tokenize`. Not a canned reply, and not in `seen`: the tests count the chat requests.
-    props: Option<Value>,
+    /// What a server's own endpoints answer, by path (llama.cpp's `GET /props`, Ollama's
+    /// `GET /api/ps` and `POST /api/show`, OpenRouter's `GET /v1/models`); 404 for any other,
+    /// as for `/tokenize`. Not canned replies, and not in `seen`: the tests count the chat
+    /// requests.
+    own: HashMap<String, Value>,
 }
 
 /// A running server; it stops with the test's runtime.
@@ -74,7 +76,13 @@ impl MockApi {
 
     /// A server that also answers `GET /props` with `props`, as llama.cpp's does.
     pub(crate) async fn with_props(replies: Vec<Canned>, props: Option<Value>) -> Self {
-        let shared = Arc::new(Mutex::new(Shared { replies: replies.into(), seen: Vec::new(), props }));
+        Self::with_endpoints(replies, props.map(|p| ("/props", p)).into_iter().collect()).await
+    }
+
+    /// A server that also answers its own `endpoints` (path, JSON), GET or POST.
+    pub(crate) async fn with_endpoints(replies: Vec<Canned>, endpoints: Vec<(&str, Value)>) -> Self {
+        let own = endpoints.into_iter().map(|(path, body)| (path.to_owned(), body)).collect();
+        let shared = Arc::new(Mutex::new(Shared { replies: replies.into(), seen: Vec::new(), own }));
         let app = Router::new().fallback(answer).with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1");
         let addr = listener.local_addr().expect("local address");
@@ -90,12 +98,12 @@ impl MockApi {
 
 async fn answer(State(shared): State<Arc<Mutex<Shared>>>, request: Request) -> Response {
     let path = request.uri().path().to_owned();
-    // A server's own endpoints (llama.cpp's /props, /tokenize) are no chat request: they take
-    // no canned reply.
-    if request.method() == axum::http::Method::GET || path == "/tokenize" {
-        let props = shared.lock().expect("lock").props.clone().filter(|_| path == "/props");
-        let (status, body) = match props {
-            Some(props) => (200, props.to_string()),
+    // A server's own endpoints (llama.cpp's /props, /tokenize, Ollama's /api/...) are no chat
+    // request: they take no canned reply.
+    if request.method() == axum::http::Method::GET || path == "/tokenize" || path.starts_with("/api/") {
+        let own = shared.lock().expect("lock").own.get(&path).cloned();
+        let (status, body) = match own {
+            Some(own) => (200, own.to_string()),
             None => (404, json!({"error": {"message": "mock: not found"}}).to_string()),
         };
         return Response::builder().status(status).body(Body::from(body)).expect("response builds");
