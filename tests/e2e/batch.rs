@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{Scratch, ran};
+use crate::support::{Scratch, ran, snapshot};
 
 fn call(tool: &str, arguments: Value) -> Value {
     json!({ "tool": tool, "arguments": arguments })
@@ -314,21 +314,17 @@ fn the_offline_router_serves_a_batch() {
 fn usage_mistakes_exit_2_before_anything_runs() {
     let s = Scratch::new();
     let input = requests(&s, &lines_of(&[json!({"id": 1, "request": "x"})]));
-    for (args, want) in [
-        (vec!["--shard", "2/2"], "worker index"),
-        (vec!["--shard", "one/two"], "is not I/N"),
-        (vec!["--concurrency", "0"], "--concurrency"),
-        (vec!["--rpm", "0"], "--rpm"),
-        (vec!["--progress-every", "0"], "--progress-every"),
-        (vec!["--max-steps", "0"], "--max-steps must be at least 1"),
+    for (args, named) in [
+        (vec!["--shard", "2/2"], &["--shard", "2/2"][..]),
+        (vec!["--shard", "one/two"], &["--shard", "one/two"]),
+        (vec!["--concurrency", "0"], &["--concurrency"]),
+        (vec!["--rpm", "0"], &["--rpm"]),
+        (vec!["--progress-every", "0"], &["--progress-every"]),
+        (vec!["--max-steps", "0"], &["--max-steps"]),
     ] {
-        let r = ran(s.harness().arg("batch").arg(&input).args(["--out", "out.jsonl"]).args(&args));
-        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
-        assert!(r.stderr.contains(want), "{args:?}: {}", r.stderr);
+        ran(s.harness().arg("batch").arg(&input).args(["--out", "out.jsonl"]).args(&args)).usage_error(named);
     }
-    let r = ran(s.harness().args(["batch", "missing.jsonl", "--out", "out.jsonl"]));
-    assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("cannot read the requests file missing.jsonl"), "{}", r.stderr);
+    ran(s.harness().args(["batch", "missing.jsonl", "--out", "out.jsonl"])).usage_error(&["missing.jsonl"]);
     assert!(!s.path("out.jsonl").exists() || results(&s, "out.jsonl").is_empty());
 }
 
@@ -534,14 +530,20 @@ fn shard_specs_and_merges_that_cannot_work_are_refused_by_name_and_nothing_is_ov
         }
         ran(&mut cmd)
     };
+    // Each refusal names what is wrong and the fix; together they are one snapshot to read.
+    let mut refusals = String::new();
     let r = batch("x.jsonl", &["--shard", "2of4"], &[]);
-    assert!(r.code == 2 && r.stderr.contains("\"2of4\" is not I/N"), "{}", r.stderr);
+    r.usage_error(&["2of4"]);
+    refusals += &r.stderr;
     let r = batch("x.jsonl", &["--shard", "auto"], &[("JOB_COMPLETION_INDEX", "4")]);
-    assert!(r.code == 2 && r.stderr.contains("add --shards N"), "{}", r.stderr);
+    r.usage_error(&["--shards N"]);
+    refusals += &r.stderr;
     let r = batch("x.jsonl", &["--shard", "auto", "--shards", "4"], &[("JOB_COMPLETION_INDEX", "4")]);
-    assert!(r.code == 2 && r.stderr.contains("JOB_COMPLETION_INDEX=4 is out of range for --shards 4"), "{}", r.stderr);
+    r.usage_error(&["JOB_COMPLETION_INDEX=4", "--shards 4"]);
+    refusals += &r.stderr;
     let r = batch("x.jsonl", &["--shard", "auto"], &[("SLURM_ARRAY_TASK_ID", "3"), ("SLURM_ARRAY_TASK_COUNT", "2")]);
-    assert!(r.code == 2 && r.stderr.contains("SLURM_ARRAY_TASK_ID=3 is not within an array of 2"), "{}", r.stderr);
+    r.usage_error(&["SLURM_ARRAY_TASK_ID=3"]);
+    refusals += &r.stderr;
     assert!(!s.path("x.jsonl").exists(), "a refused shard spec wrote its results file");
 
     for (i, n) in [(0, 2), (1, 2)] {
@@ -564,22 +566,19 @@ fn shard_specs_and_merges_that_cannot_work_are_refused_by_name_and_nothing_is_ov
     assert_eq!(r.code, 0, "{}", r.stderr);
     let merge = |inputs: &[&str], out: &str| ran(s.harness().args(["batch", "merge", "--out", out]).args(inputs));
     let r = merge(&["a0.jsonl", "b1.jsonl"], "m.jsonl");
-    assert!(
-        r.code == 2 && r.stderr.contains("b1.jsonl:1: from batch") && r.stderr.contains("a0.jsonl:1 is from batch"),
-        "{}",
-        r.stderr
-    );
+    r.usage_error(&["b1.jsonl:1", "a0.jsonl:1"]);
+    refusals += &r.stderr;
     let r = merge(&["a0.jsonl", "a1.jsonl", "a1.jsonl"], "m.jsonl");
-    assert!(
-        r.code == 2 && r.stderr.contains("a1.jsonl:1: id") && r.stderr.contains("already has a result at"),
-        "{}",
-        r.stderr
-    );
+    r.usage_error(&["a1.jsonl:1"]);
+    refusals += &r.stderr;
     let r = merge(&["a0.jsonl"], "m.jsonl");
-    assert!(r.code == 2 && r.stderr.contains("no results from shard 1/2"), "{}", r.stderr);
+    r.usage_error(&["shard 1/2"]);
+    refusals += &r.stderr;
     assert!(!s.path("m.jsonl").exists(), "a refused merge wrote its output");
     s.write("m.jsonl", "keep me\n");
     let r = merge(&["a0.jsonl", "a1.jsonl"], "m.jsonl");
-    assert!(r.code == 2 && r.stderr.contains("m.jsonl: exists already"), "{}", r.stderr);
+    r.usage_error(&["m.jsonl"]);
+    refusals += &r.stderr;
+    snapshot("batch-shard-and-merge-refusals", &s, &refusals, &[(r"batch [0-9a-f]{16}", "batch [hash]")]);
     assert_eq!(std::fs::read_to_string(s.path("m.jsonl")).unwrap(), "keep me\n");
 }

@@ -240,19 +240,13 @@ fn usage_and_configuration_errors_exit_2_naming_the_problem() {
         (vec!["run", "x", "--deny-effects", "teleport"], "teleport"),
         (vec!["run", "x", "--no-such-flag"], "--no-such-flag"),
     ];
-    for (args, needle) in cases {
-        let r = ran(s.harness().args(&args));
-        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
-        assert!(r.stderr.contains(needle), "{args:?}: {}", r.stderr);
+    for (args, named) in cases {
+        ran(s.harness().args(&args)).usage_error(&[named]);
     }
     s.write("bad.toml", "max_steps = \"many\"\n");
-    let r = ran(s.harness().args(["run", "x", "--config", "bad.toml"]));
-    assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("bad.toml") && r.stderr.contains("max_steps"), "{}", r.stderr);
+    ran(s.harness().args(["run", "x", "--config", "bad.toml"])).usage_error(&["bad.toml", "max_steps"]);
     s.write("s.jsonl", "{\"tool\": \"finish\"}\nnot json\n");
-    let r = ran(s.harness().args(["run", "x", "--script", "s.jsonl"]));
-    assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("s.jsonl, line 2"), "{}", r.stderr);
+    ran(s.harness().args(["run", "x", "--script", "s.jsonl"])).usage_error(&["s.jsonl", "line 2"]);
 }
 
 #[test]
