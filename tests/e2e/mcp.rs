@@ -463,3 +463,30 @@ fn a_tool_changed_mid_run_is_refused_with_the_diff_under_locked_and_without() {
 
 mod http_serve;
 mod remote;
+
+/// A command that fails after its MCP servers started (here `--locked` without a lock file,
+/// found once the tools are wired) still closes them as the protocol asks: their stdin closed,
+/// their own exit awaited. The server says how it ended in a file: only a server that saw its
+/// input end writes it, and it notes whether the harness was still there waiting for it.
+#[test]
+fn a_command_that_fails_after_its_servers_started_closes_them_gracefully() {
+    let s = Scratch::new();
+    let closed = s.path("closed.txt");
+    s.write(
+        "harness.toml",
+        &format!(
+            "[[mcp.servers]]\nname = \"py\"\ncommand = {:?}\nargs = [{:?}]\nenv = {{ CLOSED_FILE = {:?} }}\n",
+            python().display().to_string(),
+            fixture("tool_server.py").display().to_string(),
+            closed.display().to_string(),
+        ),
+    );
+    let script = s.script(&[step("finish", json!({"answer": 1}))]);
+    let r = ran(s
+        .harness()
+        .args(["run", "x", "--config", "harness.toml", "--allow", "network", "--locked", "--script"])
+        .arg(&script));
+    r.usage_error(&["--locked", "harness lock"]);
+    let how = std::fs::read_to_string(&closed).unwrap_or_else(|_| "never closed gracefully".into());
+    assert_eq!(how, "closed while the client waited");
+}
