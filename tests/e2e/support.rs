@@ -221,3 +221,7 @@ pub(crate) fn snapshot(name: &str, s: &Scratch, text: &str, filters: &[(&str, &s
     }
     settings.bind(|| insta::assert_snapshot!(name, text));
 }
+
+/// A [`snapshot`] filter for `harness batch`'s closing report, whose timings differ from run
+/// to run.
+pub(crate) const BATCH_TIMINGS: (&str, &str) = (r"duration: p50 [^\n]*", "duration: [timings]");
