@@ -225,3 +225,12 @@ pub(crate) fn snapshot(name: &str, s: &Scratch, text: &str, filters: &[(&str, &s
 /// A [`snapshot`] filter for `harness batch`'s closing report, whose timings differ from run
 /// to run.
 pub(crate) const BATCH_TIMINGS: (&str, &str) = (r"duration: p50 [^\n]*", "duration: [timings]");
+
+/// A [`snapshot`] filter for a plugin's own version in `plugins list` and `inspect`.
+pub(crate) const PLUGIN_VERSION: (&str, &str) = (r"(?m)^(\S+) \d+\.\d+\.\d+\S* \(ABI", "$1 [version] (ABI");
+/// A [`snapshot`] filter for the confinement a process-isolated plugin gets: what this kernel's
+/// Landlock can enforce.
+pub(crate) const ENFORCEMENT: (&str, &str) =
+    (r"(isolation: process[^\n]*), enforcement: [^\n]*", "$1, enforcement: [this kernel's]");
+/// A [`snapshot`] filter for the lines that list what this kernel cannot enforce.
+pub(crate) const ENFORCEMENT_GAPS: (&str, &str) = (r"\n *(not enforced|seccomp instead): [^\n]*", "");
