@@ -154,6 +154,22 @@ fn every_rejection_is_a_traced_step_fed_back_and_the_run_goes_on() {
     assert_eq!(t[5]["arguments"], json!({"expression": "2+2"}));
 }
 
+/// What the model is told when it names a tool that is not offered: the name it used and the
+/// tools it may call, as the error's message and its details.
+#[test]
+fn an_unknown_tool_is_told_which_tools_are_offered() {
+    let s = Scratch::new();
+    let script = s.script(&[call("calculator", json!({"expression": "1+1"})), call("finish", json!({"answer": 2}))]);
+    let r = ran(s.harness().args(["run", "x", "--enable", "calc", "--trace", "t.jsonl", "--script"]).arg(&script));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let t = s.trace("t.jsonl");
+    assert_eq!(t[0]["status"], "rejected");
+    let details = error_details(&t[0], "unknown_tool");
+    assert_eq!((&details["tool"], &details["offered"]), (&json!("calculator"), &json!(["finish", "calculate"])));
+    let error = serde_json::to_string_pretty(&t[0]["error"]).unwrap();
+    snapshot("unknown-tool-fed-back", &s, &error, &[]);
+}
+
 #[test]
 fn step_budget_exhausted_exits_3_and_the_last_step_offers_only_finish() {
     let s = Scratch::new();
@@ -238,8 +254,15 @@ fn usage_and_configuration_errors_exit_2_naming_the_problem() {
     for (args, named) in cases {
         ran(s.harness().args(&args)).usage_error(&[named]);
     }
+    // A bad field of the config file: the file, the line and column, and what was expected.
     s.write("bad.toml", "max_steps = \"many\"\n");
-    ran(s.harness().args(["run", "x", "--config", "bad.toml"])).usage_error(&["bad.toml", "max_steps"]);
+    let r = ran(s.harness().args(["run", "x", "--config", "bad.toml"]));
+    r.usage_error(&["bad.toml", "max_steps"]);
+    snapshot("config-field-of-the-wrong-type", &s, &r.stderr, &[]);
+    s.write("typo.toml", "max_step = 5\n");
+    let r = ran(s.harness().args(["run", "x", "--config", "typo.toml"]));
+    r.usage_error(&["typo.toml", "max_step"]);
+    snapshot("config-field-unknown", &s, &r.stderr, &[]);
     s.write("s.jsonl", "{\"tool\": \"finish\"}\nnot json\n");
     ran(s.harness().args(["run", "x", "--script", "s.jsonl"])).usage_error(&["s.jsonl", "line 2"]);
 }
