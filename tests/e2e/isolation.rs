@@ -77,7 +77,7 @@ fn a_hang_past_the_timeout_is_tool_timeout_in_both_modes_and_is_not_waited_for()
         assert_eq!(t[1]["result"], 1, "{mode}: the next call works");
         // Not a speed limit: the process ended while the abandoned call still slept, so
         // nothing (a join, a wait for the child) waited for it. How soon is in
-        // docs/benchmarks.md ("Giving up on a hung call").
+        // docs/benchmarks.md ("Giving up on a hung call, ...").
         assert!(took < HANG, "{mode}: the run waited for the hung call ({took:?})");
     }
 }
