@@ -309,6 +309,16 @@ fn test_only_plugins_stay_away_unless_enabled_by_name() {
     assert_eq!(s.trace("t.jsonl")[0]["error"]["code"], "unknown_tool");
 }
 
+/// Steps held to be `tool_error`s, shown one a line as the tool and the message the model
+/// was told, for a snapshot.
+fn tool_errors(steps: &[&Value]) -> String {
+    let lines: Vec<String> = steps
+        .iter()
+        .map(|step| format!("{}: {}", error_details(step, "tool_error")["tool"], step["error"]["message"]))
+        .collect();
+    lines.join("\n")
+}
+
 #[test]
 fn files_plugin_reads_under_its_configured_root_and_refuses_escapes() {
     let s = Scratch::new();
@@ -331,13 +341,7 @@ fn files_plugin_reads_under_its_configured_root_and_refuses_escapes() {
     assert_eq!(t[0]["plugin"], "files");
     assert_eq!(t[2]["result"]["entries"][0]["name"], "a.txt");
     // Each refusal is a tool_error whose message tells the model what it may not do.
-    let refusals: Vec<String> = [&t[1], &t[3]]
-        .iter()
-        .map(|step| {
-            error_details(step, "tool_error")["tool"].to_string() + ": " + &step["error"]["message"].to_string()
-        })
-        .collect();
-    snapshot("files-refuses-escapes-and-secrets", &s, &refusals.join("\n"), &[]);
+    snapshot("files-refuses-escapes-and-secrets", &s, &tool_errors(&[&t[1], &t[3]]), &[]);
     assert!(!t[3].to_string().contains("secret"), "{}", t[3]);
     assert!(!std::fs::read_to_string(s.path("t.jsonl")).unwrap().contains("API_KEY"));
 }
@@ -365,13 +369,7 @@ fn the_files_plugin_refuses_a_fifo_at_once_and_a_write_through_a_hard_link() {
         .arg(&script));
     assert_eq!(r.code, 0, "{}", r.stderr);
     let t = s.trace("t.jsonl");
-    let refusals: Vec<String> = [&t[0], &t[1]]
-        .iter()
-        .map(|step| {
-            error_details(step, "tool_error")["tool"].to_string() + ": " + &step["error"]["message"].to_string()
-        })
-        .collect();
-    snapshot("files-refuses-a-fifo-and-a-hard-link", &s, &refusals.join("\n"), &[]);
+    snapshot("files-refuses-a-fifo-and-a-hard-link", &s, &tool_errors(&[&t[0], &t[1]]), &[]);
     assert_eq!(std::fs::read_to_string(&outside).unwrap(), "the operator's bytes");
 }
 
