@@ -182,9 +182,7 @@ fn enable_disable_and_deny_effects_from_flags_and_config() {
         let needs = json!({"kind": "needs_configuration", "needs": "[plugins.files] root"});
         assert!(files["tools"].as_array().unwrap().iter().all(|t| t["state"] == needs), "{files}");
     }
-    let r = ran(s.harness().args(["plugins", "list", "--no-default-plugins", "--plugins-dir", dir.as_str()]));
-    let read_file = r.stdout.lines().find(|l| l.trim_start().starts_with("read_file")).unwrap_or_default();
-    assert!(read_file.ends_with("not offered: needs [plugins.files] root"), "{}", r.stdout);
+    // The table's wording of that state is in the plugins-list snapshot.
 
     s.write(
         "h.toml",

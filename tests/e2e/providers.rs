@@ -104,7 +104,8 @@ fn a_full_run_against_an_openai_compatible_server_ends_in_finish() {
     );
     assert_eq!(out["usage"], json!({"input_tokens": 20, "output_tokens": 6, "cached_input_tokens": 0}));
     assert_eq!(out["retries"], 0);
-    assert!(r.stderr.contains("harness: provider openai, model \"test-model\", router mode auto: "), "{}", r.stderr);
+    // Which provider, model, router mode and URL the run used, then its steps.
+    snapshot("provider-a-full-run", &s, &r.stderr, &[(r"127\.0\.0\.1:\d+", "127.0.0.1:[port]")]);
 
     let trace = s.trace("t.jsonl");
     assert_eq!(trace.len(), 2);
