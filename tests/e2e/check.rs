@@ -71,22 +71,29 @@ fn the_workspace_plugins_pass_with_calls_in_a_child_process() {
 #[test]
 fn each_broken_fixture_fails_exactly_its_check_naming_the_tool_and_the_input() {
     let s = Scratch::new();
-    let cases: [(&str, &str, &str, &[&str]); 6] = [
-        ("check-bad-schema", "schemas", "find_code", &[r#""pattern":"^([A-Z]+[0-9]*$""#, "does not compile"]),
-        ("check-wrong-example", "examples", "add", &[r#"{"a":2,"b":2} -> "#, "returned 4, expected the result 5"]),
-        ("check-panics", "accepts-valid", "share", &[r#""people":0"#, "tool_panicked", "divide by zero"]),
-        ("check-hangs", "accepts-valid", "halvings", &[r#"{"n":0} -> "#, "did not answer within 1000 ms"]),
-        ("check-duplicate", "manifest", "lookup", &["declared twice"]),
-        ("check-bad-result", "accepts-valid", "count", &["invalid_result", "/count: \"many\" is not of type"]),
+    let cases = [
+        ("check-bad-schema", "schemas", "find_code"),
+        ("check-wrong-example", "examples", "add"),
+        ("check-panics", "accepts-valid", "share"),
+        ("check-hangs", "accepts-valid", "halvings"),
+        ("check-duplicate", "manifest", "lookup"),
+        ("check-bad-result", "accepts-valid", "count"),
     ];
-    for (name, check, tool, needles) in cases {
+    for (name, check, tool) in cases {
         let (code, report) = check_json(&s, &fixture(name), &["--tool-timeout", "1"]);
         assert_eq!(code, 1, "{name}: {report:#}");
         assert_eq!(failed_checks(&report), [check], "{name}: {report:#}");
         let lines = failures(&report, check, tool);
         assert!(!lines.is_empty(), "{name}: no failure for {tool}: {report:#}");
-        for needle in needles {
-            assert!(lines.iter().any(|l| l.contains(needle)), "{name}: {needle:?} not in {lines:#?}");
+        if name == "check-hangs" {
+            // Which calls pass the 1 s limit is the machine's too: the one that hangs, by code.
+            assert!(
+                lines.iter().any(|l| l.starts_with(r#"{"n":0} -> "#) && l.ends_with("(tool_timeout)")),
+                "{lines:#?}"
+            );
+        } else {
+            // What the author reads: each failing input (seeded, so the same every run) and why.
+            snapshot(&format!("plugins-check-{name}-failures"), &s, &lines.join("\n"), &[]);
         }
         // The other checks ran: each passed on at least one tool.
         for other in CHECKS.into_iter().filter(|c| *c != check) {
