@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{Scratch, ran};
+use crate::support::{BATCH_TIMINGS, Scratch, error_details, ran, snapshot};
 
 fn call(tool: &str, arguments: Value) -> Value {
     json!({ "tool": tool, "arguments": arguments })
@@ -70,8 +70,7 @@ fn a_denied_call_is_fed_back_as_call_denied_with_the_reason() {
     let s = scratch_with_root();
     stop_before_the_write(&s);
     let r = ran(s.harness().args(["run", "--resume", "t.jsonl", "--approve", "call_9", "--config", "h.toml"]));
-    assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("the pending call of t.jsonl is call_2 (write_file)"), "{}", r.stderr);
+    r.usage_error(&["call_9", "t.jsonl", "call_2", "write_file"]);
     let rest = s.write("rest.jsonl", &format!("{}\n", call("finish", json!({"answer": "gave up"}))));
     let r = ran(s
         .harness()
@@ -80,17 +79,18 @@ fn a_denied_call_is_fed_back_as_call_denied_with_the_reason() {
         .arg(&rest));
     assert_eq!(r.code, 0, "{}", r.stderr);
     let t = s.trace("t.jsonl");
-    assert_eq!((&t[1]["status"], &t[1]["error"]["code"]), (&json!("rejected"), &json!("call_denied")));
-    assert!(t[1]["error"]["message"].as_str().unwrap().contains("not in this repository"));
+    assert_eq!(t[1]["status"], "rejected");
+    assert_eq!(error_details(&t[1], "call_denied")["reason"], "not in this repository");
     assert!(!s.path("root/out.txt").exists());
 
     // Without --json, stderr says how to answer, or why the run cannot resume.
     let write = s.script(&[call("write_file", json!({"path": "u.txt", "content": "u"}))]);
     let r = ran(s.harness().args(["run", "x", "--config", "h.toml", "--trace", "u.jsonl", "--script"]).arg(&write));
     assert_eq!(r.code, 4, "{}", r.stderr);
-    assert!(r.stderr.contains("to answer: harness run --resume u.jsonl --approve call_1"), "{}", r.stderr);
+    snapshot("approval-how-to-answer", &s, &r.stderr, &[(r"@[0-9a-f]{16}", "@[digest]")]);
     let r = ran(s.harness().args(["run", "x", "--config", "h.toml", "--script"]).arg(&write));
-    assert!(r.stderr.contains("without --trace FILE this run cannot resume"), "{}", r.stderr);
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    snapshot("approval-cannot-resume-without-a-trace", &s, &r.stderr, &[]);
 }
 
 #[test]
@@ -127,8 +127,7 @@ fn policy_from_flags_and_config_allows_or_denies_without_asking() {
     assert!(!s.path("root/a.txt").exists());
     s.write("bad.toml", "[policy]\nwrites = \"maybe\"\n");
     let r = ran(s.harness().args(["run", "x", "--config", "bad.toml", "--script"]).arg(&script));
-    assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("policy.writes = \"maybe\""), "{}", r.stderr);
+    r.usage_error(&["bad.toml", "policy.writes", "maybe"]);
 }
 
 /// Requests w1, w2, w3 each write a file (files.write_file, effect writes) then finish; p only
@@ -164,8 +163,7 @@ fn a_batch_stops_writes_for_approval_and_resumes_them_from_an_approvals_file() {
     let input = writing_batch(&s);
     let r = ran(&mut batch(&s, &input, "out.jsonl"));
     assert_eq!(r.code, 4, "{}", r.stderr);
-    assert!(r.stdout.contains("awaiting_approval 3") && r.stdout.contains("3 runs await approval"), "{}", r.stdout);
-    assert!(r.stdout.contains("rerun with --approvals FILE"), "{}", r.stdout);
+    snapshot("batch-summary-3-runs-await-approval", &s, &r.stdout, &[BATCH_TIMINGS]);
     for file in ["a.txt", "b.txt", "c.txt"] {
         assert!(!s.path("root").join(file).exists(), "{file} written before approval");
     }
@@ -188,14 +186,8 @@ fn a_batch_stops_writes_for_approval_and_resumes_them_from_an_approvals_file() {
         "{\"id\": \"nope\", \"call\": \"call_1\", \"approve\": true}\n{\"id\": \"w1\", \"call\": \"call_7\", \"approve\": true}\n{\"id\": \"w2\"\n",
     );
     let r = ran(batch(&s, &input, "out.jsonl").args(["--approvals", "bad.jsonl"]));
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    for expected in [
-        "bad.jsonl:1: no request has the id \"nope\"",
-        "bad.jsonl:2: request \"w1\" waits on call call_1 (files.write_file), not call_7: answer call_1",
-        "bad.jsonl:3: ",
-    ] {
-        assert!(r.stderr.contains(expected), "{expected} not in {}", r.stderr);
-    }
+    r.usage_error(&["bad.jsonl:1", "bad.jsonl:2", "bad.jsonl:3"]);
+    snapshot("approval-bad-answers-in-a-batch", &s, &r.stderr, &[]);
     assert_eq!(std::fs::read_to_string(s.path("out.jsonl")).unwrap().lines().count(), 4, "nothing ran");
 
     // w1 approved, w2 denied, w3 unanswered.
@@ -205,7 +197,7 @@ fn a_batch_stops_writes_for_approval_and_resumes_them_from_an_approvals_file() {
     );
     let r = ran(batch(&s, &input, "out.jsonl").args(["--approvals", "approvals.jsonl"]));
     assert_eq!(r.code, 4, "{}", r.stderr);
-    assert!(r.stdout.contains("2 ran") && r.stdout.contains("1 runs await approval"), "{}", r.stdout);
+    snapshot("batch-summary-2-resumed-1-awaits-approval", &s, &r.stdout, &[BATCH_TIMINGS]);
     assert_eq!(std::fs::read_to_string(s.path("root/a.txt")).unwrap(), "w1");
     assert!(!s.path("root/b.txt").exists() && !s.path("root/c.txt").exists());
     let now = latest(&s, "out.jsonl");
@@ -218,8 +210,7 @@ fn a_batch_stops_writes_for_approval_and_resumes_them_from_an_approvals_file() {
     let steps: Vec<(Value, Value)> = w1.iter().map(|l| (l["tool"].clone(), l["status"].clone())).collect();
     assert_eq!(steps, [(json!("write_file"), json!("ok")), (json!("finish"), json!("finished"))]);
     let w2 = s.trace(now["w2"]["trace"].as_str().unwrap());
-    assert_eq!(w2[0]["error"]["code"], "call_denied", "{:?}", w2);
-    assert!(w2[0]["error"]["message"].as_str().unwrap().contains("not in this repository"));
+    assert_eq!(error_details(&w2[0], "call_denied")["reason"], "not in this repository");
 
     // The same command again changes nothing: the answered runs no longer wait.
     let r = ran(batch(&s, &input, "out.jsonl").args(["--approvals", "approvals.jsonl"]));
@@ -312,9 +303,8 @@ fn an_approval_holds_for_the_call_shown_not_for_an_edited_trace() {
     edit_pending_write(&s, None);
     let r = resume("call_2");
     assert_eq!(r.code, 4, "{}", r.stderr);
-    let error = &r.json()["error"];
-    assert_eq!((&error["code"], &error["details"]["changed_since_shown"]), (&json!("awaiting_approval"), &json!(true)));
-    assert!(error["message"].as_str().unwrap().contains("call_2"), "{error}");
+    let details = error_details(&r.json(), "awaiting_approval").clone();
+    assert_eq!((&details["changed_since_shown"], &details["pending"]["id"]), (&json!(true), &json!("call_2")));
     assert!(!s.path("root/evil.txt").exists() && !s.path("root/out.txt").exists(), "the edited call ran");
 
     // The digest forged too: an approval that names the digest shown refuses before anything.
@@ -322,8 +312,8 @@ fn an_approval_holds_for_the_call_shown_not_for_an_edited_trace() {
     let forged = harness_core::call_digest("write_file", &json!({"path": "evil.txt", "content": "42"}));
     edit_pending_write(&s, Some((&shown, &forged)));
     let r = resume(&format!("call_2@{}", &shown[..16]));
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("the call call_2 in the trace changed since it was shown to you"), "{}", r.stderr);
+    r.usage_error(&["call_2"]);
+    snapshot("approval-call-changed-since-shown", &s, &r.stderr, &[(r"[0-9a-f]{16,64}", "[digest]")]);
     assert!(!s.path("root/evil.txt").exists(), "the forged call ran");
 
     // The call as shown, approved with its digest, runs.

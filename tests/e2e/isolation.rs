@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{Scratch, fixture, plugin, ran};
+use crate::support::{Scratch, error_details, fixture, plugin, ran, snapshot};
 
 fn call(tool: &str, arguments: Value) -> Value {
     json!({ "tool": tool, "arguments": arguments })
@@ -54,12 +54,16 @@ fn the_same_isolation_from_the_plugin_section_of_the_config() {
     assert_eq!(s.trace("t.jsonl")[0]["error"]["code"], "tool_crashed");
 }
 
+/// How long `fault_sleep` hangs in the tests of timeouts and deadlines: far past the 1 s limit
+/// they set, so that a run which ends before it has not waited for the hung call.
+const HANG: Duration = Duration::from_secs(20);
+
 #[test]
-fn a_hang_past_the_timeout_is_tool_timeout_in_both_modes_within_a_second_of_it() {
+fn a_hang_past_the_timeout_is_tool_timeout_in_both_modes_and_is_not_waited_for() {
     for mode in ["process", "in-process"] {
         let s = Scratch::new();
-        let script =
-            s.script(&[call("fault_sleep", json!({"ms": 20_000})), call("fault_echo", json!({"value": 1})), finish()]);
+        let hang = json!({"ms": HANG.as_millis()});
+        let script = s.script(&[call("fault_sleep", hang), call("fault_echo", json!({"value": 1})), finish()]);
         let started = Instant::now();
         let r = ran(s
             .harness()
@@ -69,10 +73,12 @@ fn a_hang_past_the_timeout_is_tool_timeout_in_both_modes_within_a_second_of_it()
         let took = started.elapsed();
         assert_eq!(r.code, 0, "{mode}: {}", r.stderr);
         let t = s.trace("t.jsonl");
-        assert_eq!(t[0]["error"]["code"], "tool_timeout", "{mode}");
+        assert_eq!(error_details(&t[0], "tool_timeout")["tool"], "fault_sleep", "{mode}");
         assert_eq!(t[1]["result"], 1, "{mode}: the next call works");
-        // The whole run, with its process start, ends well before the 20 s sleep would.
-        assert!(took < Duration::from_secs(5), "{mode}: took {took:?}");
+        // Not a speed limit: the process ended while the abandoned call still slept, so
+        // nothing (a join, a wait for the child) waited for it. How soon is in
+        // docs/benchmarks.md ("Giving up on a hung call, ...").
+        assert!(took < HANG, "{mode}: the run waited for the hung call ({took:?})");
     }
 }
 
@@ -187,14 +193,12 @@ fn group_writable_plugin_directories_are_refused_unless_allowed() {
     };
     let l = list(&[]);
     assert!(l["plugins"].as_array().unwrap().is_empty(), "{l}");
+    // The refusal a person reads: the file, the directory at fault, and the fix.
     let reason = l["skipped"][0]["reason"].as_str().unwrap();
-    assert!(
-        reason.contains("insecure") && reason.contains("writable by its group") && reason.contains("chmod go-w"),
-        "{reason}"
-    );
+    snapshot("plugin-in-a-group-writable-directory-refused", &s, reason, &[]);
     let l = list(&["--allow-insecure-plugins"]);
     assert_eq!(l["plugins"][0]["name"], "calc");
-    assert!(l["warnings"][0].as_str().unwrap().contains("insecure"), "{l}");
+    snapshot("plugin-in-a-group-writable-directory-allowed", &s, l["warnings"][0].as_str().unwrap(), &[]);
     // A world-writable plugin file is refused as well.
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::set_permissions(dir.join("libcalc.so"), std::fs::Permissions::from_mode(0o777)).unwrap();
@@ -204,7 +208,7 @@ fn group_writable_plugin_directories_are_refused_unless_allowed() {
 #[test]
 fn the_run_deadline_ends_a_process_isolated_tool_that_has_no_timeout_of_its_own() {
     let s = Scratch::new();
-    let script = s.script(&[call("fault_sleep", json!({"ms": 20_000})), finish()]);
+    let script = s.script(&[call("fault_sleep", json!({"ms": HANG.as_millis()})), finish()]);
     let started = Instant::now();
     let r = ran(s
         .harness()
@@ -215,7 +219,9 @@ fn the_run_deadline_ends_a_process_isolated_tool_that_has_no_timeout_of_its_own(
     assert_eq!(r.code, 3, "{}", r.stderr);
     assert_eq!(r.json()["status"], "time_budget_exhausted");
     assert_eq!(s.trace("t.jsonl")[0]["error"]["code"], "tool_timeout");
-    assert!(took < Duration::from_secs(5), "the run overshot its 1 s budget: {took:?}");
+    // The deadline ended the call: the run did not wait out the sleep (how soon after the
+    // budget is measured in docs/benchmarks.md, not held here).
+    assert!(took < HANG, "the run waited for the hung call past its 1 s budget: {took:?}");
 }
 
 #[test]

@@ -286,7 +286,6 @@ fn a_collector_that_is_down_costs_one_warning_and_never_the_run() {
         json!({"tool": "calculate", "arguments": {"expression": "7*8"}}),
         json!({"tool": "finish", "arguments": {"answer": 42}}),
     ]);
-    let started = Instant::now();
     let r = ran(s
         .harness()
         .args(["run", "x", "--json", "--otlp", &format!("http://127.0.0.1:{port}"), "--script"])
@@ -296,9 +295,9 @@ fn a_collector_that_is_down_costs_one_warning_and_never_the_run() {
     let warnings: Vec<&str> = r.stderr.lines().filter(|l| l.contains("warning")).collect();
     assert_eq!(warnings.len(), 1, "{}", r.stderr);
     assert!(warnings[0].contains(&format!("cannot export spans to http://127.0.0.1:{port}/v1/traces")), "{}", r.stderr);
-    assert!(started.elapsed() < Duration::from_secs(30), "the exit waited {:?} for the collector", started.elapsed());
+    // How long the exit waits for a collector that is down is measured, not held here:
+    // docs/benchmarks.md ("Giving up on a hung call, a run's deadline, a collector that is down").
 
     let r = ran(s.harness().args(["run", "x", "-q", "--otlp", "localhost:4318", "--script"]).arg(&script));
-    assert_eq!(r.code, 2, "a URL without a scheme is a usage error: {}", r.stderr);
-    assert!(r.stderr.contains("not an http:// or https:// URL"), "{}", r.stderr);
+    r.usage_error(&["--otlp", "localhost:4318"]);
 }

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{Scratch, plugin, ran};
+use crate::support::{Scratch, error_details, plugin, ran, snapshot};
 
 fn call(tool: &str, arguments: Value) -> Value {
     json!({ "tool": tool, "arguments": arguments })
@@ -58,9 +58,10 @@ fn calculate_answers_what_a_user_expects_through_the_real_plugin() {
         results,
         [json!(397.8), json!(2.5), json!(1024), json!(std::f64::consts::SQRT_2), json!("99999999980000000001")]
     );
-    assert_eq!((&t[5]["status"], &t[5]["error"]["code"]), (&json!("error"), &json!("tool_error")));
-    let message = t[5]["error"]["message"].as_str().unwrap();
-    assert!(message.contains("sqrt(x) needs x ≥ 0") && message.contains("column 1"), "{message}");
+    assert_eq!(t[5]["status"], "error");
+    assert_eq!(error_details(&t[5], "tool_error")["tool"], "calculate");
+    // What the model is told: what was wrong, where, and in which expression.
+    snapshot("calc-domain-error-fed-back", &s, &t[5]["error"]["message"].to_string(), &[]);
 }
 
 #[test]
@@ -83,15 +84,7 @@ fn the_readme_s_first_command_prints_42_and_its_steps_and_nothing_that_reads_as_
     for _ in 0..2 {
         let r = ran(s.harness().args(["run", "calculate 6*7"]));
         assert_eq!((r.code, r.stdout.as_str()), (0, "42\n"), "{}", r.stderr);
-        let lines: Vec<&str> = r.stderr.lines().collect();
-        assert!(lines.first().is_some_and(|l| l.starts_with("harness: using the offline router")), "{}", r.stderr);
-        assert_eq!(
-            lines[1..],
-            [
-                "harness: step 1 calculate {\"expression\":\"6*7\"} -> ok 42",
-                "harness: step 2 finish {\"answer\":42} -> finished"
-            ]
-        );
+        snapshot("readme-first-command-stderr", &s, &r.stderr, &[]);
     }
 }
 
@@ -101,12 +94,14 @@ fn offline_router_answers_the_main_command() {
     let r = ran(s.harness().args(["run", "calculate 6*7"]));
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.stdout, "42\n");
-    assert!(r.stderr.contains("offline router"), "{}", r.stderr);
-    let r = ran(s.harness().args(["run", "compose a sonnet", "--json"]));
+    // A request no tool matches is answered at once, by finish, without a tool call.
+    let r = ran(s.harness().args(["run", "compose a sonnet", "--json", "--trace", "t.jsonl"]));
     assert_eq!(r.code, 0);
     let out = r.json();
-    assert_eq!(out["status"], "finished");
-    assert!(out["answer"].as_str().unwrap().contains("found no tool"), "{out}");
+    assert_eq!((&out["status"], &out["steps"]), (&json!("finished"), &json!(1)));
+    assert!(out["answer"].is_string(), "{out}");
+    let tools: Vec<Value> = s.trace("t.jsonl").iter().map(|l| l["tool"].clone()).collect();
+    assert_eq!(tools, [json!("finish")]);
 }
 
 #[test]
@@ -153,10 +148,26 @@ fn every_rejection_is_a_traced_step_fed_back_and_the_run_goes_on() {
         .map(|v| v["pointer"].as_str().unwrap())
         .collect();
     assert!(pointers.contains(&"/expression") && pointers.contains(&""), "{pointers:?}");
-    assert!(t[4]["error"]["message"].as_str().unwrap().contains("division by zero"));
+    assert_eq!(error_details(&t[4], "tool_error")["tool"], "calculate");
     assert_eq!(t[4]["plugin"], "calc");
     assert_eq!(t[5]["result"], 4);
     assert_eq!(t[5]["arguments"], json!({"expression": "2+2"}));
+}
+
+/// What the model is told when it names a tool that is not offered: the name it used and the
+/// tools it may call, as the error's message and its details.
+#[test]
+fn an_unknown_tool_is_told_which_tools_are_offered() {
+    let s = Scratch::new();
+    let script = s.script(&[call("calculator", json!({"expression": "1+1"})), call("finish", json!({"answer": 2}))]);
+    let r = ran(s.harness().args(["run", "x", "--enable", "calc", "--trace", "t.jsonl", "--script"]).arg(&script));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let t = s.trace("t.jsonl");
+    assert_eq!(t[0]["status"], "rejected");
+    let details = error_details(&t[0], "unknown_tool");
+    assert_eq!((&details["tool"], &details["offered"]), (&json!("calculator"), &json!(["finish", "calculate"])));
+    let error = serde_json::to_string_pretty(&t[0]["error"]).unwrap();
+    snapshot("unknown-tool-fed-back", &s, &error, &[]);
 }
 
 #[test]
@@ -206,8 +217,8 @@ fn running_out_of_script_is_a_provider_error_exit_1() {
     assert_eq!(r.code, 1, "{}", r.stderr);
     let out = r.json();
     assert_eq!(out["status"], "failed");
-    assert_eq!(out["error"]["code"], "provider_error");
-    assert!(out["error"]["message"].as_str().unwrap().contains("script.jsonl has 1 replies"), "{out}");
+    // The message (which script ran out, and the fix) is in the trace-show-a-failed-run snapshot.
+    assert_eq!(error_details(&out, "provider_error")["provider"], "scripted");
     let t = s.trace("t.jsonl");
     assert_eq!(t.len(), 2);
     assert_eq!((t[1]["status"].as_str(), t[1]["error"]["code"].as_str()), (Some("error"), Some("provider_error")));
@@ -240,28 +251,33 @@ fn usage_and_configuration_errors_exit_2_naming_the_problem() {
         (vec!["run", "x", "--deny-effects", "teleport"], "teleport"),
         (vec!["run", "x", "--no-such-flag"], "--no-such-flag"),
     ];
-    for (args, needle) in cases {
-        let r = ran(s.harness().args(&args));
-        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
-        assert!(r.stderr.contains(needle), "{args:?}: {}", r.stderr);
+    for (args, named) in cases {
+        ran(s.harness().args(&args)).usage_error(&[named]);
     }
+    // A bad field of the config file: the file, the line and column, and what was expected.
     s.write("bad.toml", "max_steps = \"many\"\n");
     let r = ran(s.harness().args(["run", "x", "--config", "bad.toml"]));
-    assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("bad.toml") && r.stderr.contains("max_steps"), "{}", r.stderr);
+    r.usage_error(&["bad.toml", "max_steps"]);
+    snapshot("config-field-of-the-wrong-type", &s, &r.stderr, &[]);
+    s.write("typo.toml", "max_step = 5\n");
+    let r = ran(s.harness().args(["run", "x", "--config", "typo.toml"]));
+    r.usage_error(&["typo.toml", "max_step"]);
+    snapshot("config-field-unknown", &s, &r.stderr, &[]);
     s.write("s.jsonl", "{\"tool\": \"finish\"}\nnot json\n");
-    let r = ran(s.harness().args(["run", "x", "--script", "s.jsonl"]));
-    assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("s.jsonl, line 2"), "{}", r.stderr);
+    ran(s.harness().args(["run", "x", "--script", "s.jsonl"])).usage_error(&["s.jsonl", "line 2"]);
 }
 
+/// The help of the main commands, compared whole: a flag added, renamed or reworded shows in
+/// the diff. `run --help` ends with the exit codes, which scripts depend on.
 #[test]
-fn help_documents_the_exit_codes() {
+fn help_of_the_main_commands_documents_their_flags_and_exit_codes() {
     let s = Scratch::new();
-    let r = ran(s.harness().args(["run", "--help"]));
-    assert_eq!(r.code, 0);
-    for needle in ["Exit codes", "step budget", "--max-repeats", "--plugins-dir"] {
-        assert!(r.stdout.contains(needle), "{needle}: {}", r.stdout);
+    for command in [&[][..], &["run"], &["batch"], &["plugins"], &["plugins", "list"], &["config"], &["config", "show"]]
+    {
+        let r = ran(s.harness().args(command).arg("--help"));
+        assert_eq!(r.code, 0, "{command:?}: {}", r.stderr);
+        let name = ["help"].iter().chain(command).copied().collect::<Vec<_>>().join("-");
+        snapshot(&name, &s, &r.stdout, &[]);
     }
 }
 
@@ -278,7 +294,8 @@ fn fault_plugin_panics_become_tool_panicked_and_the_run_goes_on() {
     let t = s.trace("t.jsonl");
     assert_eq!(t[0]["error"]["code"], "tool_panicked");
     assert_eq!(t[0]["status"], "error");
-    assert!(t[0]["error"]["message"].as_str().unwrap().contains("kaboom"));
+    assert_eq!(error_details(&t[0], "tool_panicked")["tool"], "fault_panic");
+    assert!(t[0]["error"]["message"].as_str().unwrap().contains("kaboom"), "the panic's own message is kept");
     assert_eq!(t[1]["result"], json!({"still": "alive"}));
     assert_eq!(t[1]["plugin"], "fault");
 }
@@ -290,6 +307,16 @@ fn test_only_plugins_stay_away_unless_enabled_by_name() {
     let r = ran(s.harness().args(["run", "x", "--trace", "t.jsonl", "--script"]).arg(&script));
     assert_eq!(r.code, 0);
     assert_eq!(s.trace("t.jsonl")[0]["error"]["code"], "unknown_tool");
+}
+
+/// Steps held to be `tool_error`s, shown one a line as the tool and the message the model
+/// was told, for a snapshot.
+fn tool_errors(steps: &[&Value]) -> String {
+    let lines: Vec<String> = steps
+        .iter()
+        .map(|step| format!("{}: {}", error_details(step, "tool_error")["tool"], step["error"]["message"]))
+        .collect();
+    lines.join("\n")
 }
 
 #[test]
@@ -312,11 +339,10 @@ fn files_plugin_reads_under_its_configured_root_and_refuses_escapes() {
     let t = s.trace("t.jsonl");
     assert_eq!(t[0]["result"]["content"], "hello from a");
     assert_eq!(t[0]["plugin"], "files");
-    assert_eq!(t[1]["error"]["code"], "tool_error");
-    assert!(t[1]["error"]["message"].as_str().unwrap().contains(".."));
     assert_eq!(t[2]["result"]["entries"][0]["name"], "a.txt");
-    let refused = t[3]["error"]["message"].as_str().unwrap();
-    assert!(refused.contains("\".env\" is refused") && !refused.contains("secret"), "{refused}");
+    // Each refusal is a tool_error whose message tells the model what it may not do.
+    snapshot("files-refuses-escapes-and-secrets", &s, &tool_errors(&[&t[1], &t[3]]), &[]);
+    assert!(!t[3].to_string().contains("secret"), "{}", t[3]);
     assert!(!std::fs::read_to_string(s.path("t.jsonl")).unwrap().contains("API_KEY"));
 }
 
@@ -343,12 +369,7 @@ fn the_files_plugin_refuses_a_fifo_at_once_and_a_write_through_a_hard_link() {
         .arg(&script));
     assert_eq!(r.code, 0, "{}", r.stderr);
     let t = s.trace("t.jsonl");
-    assert_eq!(t[0]["error"]["code"], "tool_error", "{}", t[0]);
-    let why = t[0]["error"]["message"].as_str().unwrap();
-    assert!(why.contains("\"pipe\" is refused: it is a FIFO (named pipe)"), "{why}");
-    assert_eq!(t[1]["error"]["code"], "tool_error", "{}", t[1]);
-    let why = t[1]["error"]["message"].as_str().unwrap();
-    assert!(why.contains("\"link.txt\" is refused: it has 2 hard links"), "{why}");
+    snapshot("files-refuses-a-fifo-and-a-hard-link", &s, &tool_errors(&[&t[0], &t[1]]), &[]);
     assert_eq!(std::fs::read_to_string(&outside).unwrap(), "the operator's bytes");
 }
 
@@ -357,9 +378,12 @@ fn without_a_root_the_files_tools_are_not_offered() {
     let s = Scratch::new();
     s.write("notes.txt", "hello");
     let script = s.script(&[call("read_file", json!({"path": "notes.txt"})), call("finish", json!({"answer": 1}))]);
-    let r = ran(s.harness().args(["run", "x", "--trace", "t.jsonl", "--script"]).arg(&script));
+    // files and calc alone, so that the tools offered do not change with the plugins built.
+    let only = ["--enable", "files", "--enable", "calc"];
+    let r = ran(s.harness().args(["run", "x", "--trace", "t.jsonl"]).args(only).arg("--script").arg(&script));
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(!r.stderr.contains("files"), "a plugin that only needs configuring is not reported: {}", r.stderr);
+    // A plugin that only needs configuring is not reported: the steps alone.
+    snapshot("a-run-without-a-files-root", &s, &r.stderr, &[]);
     assert_eq!(s.trace("t.jsonl")[0]["error"]["code"], "unknown_tool");
 }
 

@@ -170,3 +170,67 @@ pub(crate) fn prerequisite(name: &str, setup: &str) -> Result<PathBuf, Missing> 
     }
     Ok(path)
 }
+
+/// The error of a trace step, a trace's last line or a `--json` result, held to carry `code`;
+/// returns its `details`, the structured fields tests and scripts read instead of the message.
+#[track_caller]
+pub(crate) fn error_details<'a>(v: &'a Value, code: &str) -> &'a Value {
+    assert_eq!(v["error"]["code"], code, "{v}");
+    &v["error"]["details"]
+}
+
+impl Ran {
+    /// Holds that the command stopped as a usage error: exit 2 and an error (`harness:
+    /// error: ...`, or clap's `error: ...` for the command line's shape) that names each of
+    /// `named`: the file, flag, setting or value at fault, or the fix's flag; the things a
+    /// reader acts on, not the sentence around them.
+    #[track_caller]
+    pub(crate) fn usage_error(&self, named: &[&str]) {
+        assert_eq!(self.code, 2, "not a usage error: {}{}", self.stdout, self.stderr);
+        let Some(at) = self.stderr.find("harness: error: ").or_else(|| self.stderr.find("error: ")) else {
+            panic!("no error on stderr: {:?}", self.stderr);
+        };
+        let error = &self.stderr[at..];
+        for name in named {
+            assert!(error.contains(name), "{name:?} is not named in {error:?}");
+        }
+    }
+}
+
+/// Compares `text` whole with the snapshot `name` (`tests/e2e/snapshots/NAME.snap`), with the
+/// scratch directory shown as `[scratch]`, the binary's directory as `[bin]` and each
+/// `(regex, replacement)` of `filters` applied, so that the snapshot is the same on every
+/// machine and at every version. For output people read: a change of wording is a readable diff.
+#[track_caller]
+pub(crate) fn snapshot(name: &str, s: &Scratch, text: &str, filters: &[(&str, &str)]) {
+    let mut settings = insta::Settings::clone_current();
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_omit_expression(true);
+    for (regex, replacement) in filters {
+        settings.add_filter(regex, *replacement);
+    }
+    // The longest first: the scratch directory may sit beneath the binary's (never today).
+    let mut paths = [(s.dir.path().to_path_buf(), "[scratch]"), (bin_dir(), "[bin]")];
+    paths.sort_by_key(|(p, _)| std::cmp::Reverse(p.as_os_str().len()));
+    let mut text = text.to_owned();
+    for (path, shown) in &paths {
+        // A symlinked temporary directory is shown resolved by some messages.
+        for form in [path.clone(), path.canonicalize().unwrap_or_else(|_| path.clone())] {
+            text = text.replace(form.to_str().expect("UTF-8 path"), shown);
+        }
+    }
+    settings.bind(|| insta::assert_snapshot!(name, text));
+}
+
+/// A [`snapshot`] filter for `harness batch`'s closing report, whose timings differ from run
+/// to run.
+pub(crate) const BATCH_TIMINGS: (&str, &str) = (r"duration: p50 [^\n]*", "duration: [timings]");
+
+/// A [`snapshot`] filter for a plugin's own version in `plugins list` and `inspect`.
+pub(crate) const PLUGIN_VERSION: (&str, &str) = (r"(?m)^(\S+) \d+\.\d+\.\d+\S* \(ABI", "$1 [version] (ABI");
+/// A [`snapshot`] filter for the confinement a process-isolated plugin gets: what this kernel's
+/// Landlock can enforce.
+pub(crate) const ENFORCEMENT: (&str, &str) =
+    (r"(isolation: process[^\n]*), enforcement: [^\n]*", "$1, enforcement: [this kernel's]");
+/// A [`snapshot`] filter for the lines that list what this kernel cannot enforce.
+pub(crate) const ENFORCEMENT_GAPS: (&str, &str) = (r"\n *(not enforced|seccomp instead): [^\n]*", "");

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{Scratch, ran};
+use crate::support::{Scratch, ran, snapshot};
 
 fn call(tool: &str, arguments: Value) -> Value {
     json!({ "tool": tool, "arguments": arguments })
@@ -29,9 +29,25 @@ fn traced_run(s: &Scratch) -> PathBuf {
         call("calculate", json!({"expression": "6*7"})),
         call("finish", json!({ "answer": format!("42 {INJECTED_SCRIPT}{INJECTED_MARKUP}") })),
     ]);
-    let r = ran(s.harness().args(["run", "x", "-q", "--trace", "t.jsonl", "--script"]).arg(&script));
+    let r =
+        ran(s.harness().args(["run", "x", "-q", "--enable", "calc", "--trace", "t.jsonl", "--script"]).arg(&script));
     assert_eq!(r.code, 0, "{}", r.stderr);
     s.path("t.jsonl")
+}
+
+/// Compares `trace show`'s output whole with the snapshot `name`, less what differs from run
+/// to run: the times of the steps and of the run, when it started, the harness's version, the
+/// time a deadline left to a call.
+fn show_snapshot(name: &str, s: &Scratch, shown: &str) {
+    let filters = [
+        // Right-aligned: the padding goes with the figure, so the columns stay the same width.
+        (r" +\d+(\.\d+)? (µs|ms|s)  ", " [time]  "),
+        (r"· \d+(\.\d+)? (µs|ms|s) \(model \d+(\.\d+)? (µs|ms|s)\)", "· [time] (model [time])"),
+        (r"harness \S+ · started \S+", "harness [version] · started [time]"),
+        // What a deadline left for the call that hit it.
+        (r"within \d+ ms", "within [time]"),
+    ];
+    snapshot(name, s, shown, &filters);
 }
 
 #[test]
@@ -40,28 +56,8 @@ fn show_prints_a_table_of_every_kind_of_step() {
     let trace = traced_run(&s);
     let r = ran(s.harness().args(["trace", "show"]).arg(&trace));
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let all: Vec<&str> = r.stdout.lines().collect();
-    assert_eq!(all[0], "request: \"x\"", "{}", r.stdout);
-    assert!(all[1].starts_with("provider scripted · ") && all[1].contains("max 8 steps"), "{}", r.stdout);
-    let lines = &all[3..];
-    assert!(
-        lines[0].starts_with("STEP  TOOL") && lines[0].contains("STATUS") && lines[0].contains("ROUTER"),
-        "{}",
-        r.stdout
-    );
-    let row = |n: usize| lines[n].split_whitespace().collect::<Vec<_>>();
-    assert_eq!(row(1)[..3], ["1", "-", "rejected"]);
-    assert!(lines[1].contains("no_json") && lines[1].contains("text \"<script>"), "{}", lines[1]);
-    assert_eq!(row(2)[..3], ["2", "calculate", "error"]);
-    assert!(lines[2].contains("tool_error"), "{}", lines[2]);
-    assert_eq!(row(3)[..3], ["3", "no_such_tool", "rejected"]);
-    assert!(lines[3].contains("unknown_tool"), "{}", lines[3]);
-    assert_eq!(row(4)[..3], ["4", "calculate", "ok"]);
-    assert!(lines[4].contains("{\"expression\":\"6*7\"} → 42"), "{}", lines[4]);
-    assert_eq!(row(5)[..3], ["5", "finish", "finished"]);
-    assert!(lines.iter().all(|l| l.chars().count() < 200), "one line a step");
-    assert!(r.stdout.contains("5 steps: 1 ok, 2 rejected, 1 error, 1 finished"), "{}", r.stdout);
-    assert!(r.stdout.contains("\nfinished: \"42 <script>"), "{}", r.stdout);
+    show_snapshot("trace-show-every-kind-of-step", &s, &r.stdout);
+    assert!(r.stdout.lines().all(|l| l.chars().count() < 200), "one line a step");
 }
 
 #[test]
@@ -78,15 +74,12 @@ fn show_json_passes_good_lines_through_and_numbers_the_bad_ones() {
     let r = ran(s.harness().args(["trace", "show", "--json"]).arg(&trace));
     assert_eq!(r.code, 1, "bad lines make exit 1: {}", r.stderr);
     assert_eq!(r.stdout, good, "good lines pass through unchanged");
-    for (line, what) in [(7, "not a trace step: unknown variant `maybe`"), (8, "not JSON"), (9, "not JSON")] {
-        let want = format!("harness: trace: {}:{line}: {what}", trace.display());
-        assert!(r.stderr.contains(&want), "missing {want:?} in\n{}", r.stderr);
-    }
+    // Each bad line named by file and line number, with what is wrong with it.
+    snapshot("trace-bad-lines", &s, &r.stderr, &[]);
     let r = ran(s.harness().args(["trace", "show"]).arg(&trace));
     assert_eq!(r.code, 1);
-    assert!(r.stdout.contains("5 steps"), "the table still shows the good lines: {}", r.stdout);
-    let r = ran(s.harness().args(["trace", "show", "missing.jsonl"]));
-    assert_eq!(r.code, 2, "{}", r.stderr);
+    show_snapshot("trace-show-every-kind-of-step", &s, &r.stdout);
+    ran(s.harness().args(["trace", "show", "missing.jsonl"])).usage_error(&["missing.jsonl"]);
 }
 
 #[test]
@@ -97,14 +90,14 @@ fn a_failed_run_and_batch_traces_read_back() {
     assert_eq!(r.code, 1);
     let r = ran(s.harness().args(["trace", "show", "failed.jsonl"]));
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stdout.contains("provider_error") && r.stdout.contains("\nfailed: provider_error"), "{}", r.stdout);
+    show_snapshot("trace-show-a-failed-run", &s, &r.stdout);
 
     let input = s.write("requests.jsonl", "{\"id\": \"a/1\", \"request\": \"calculate 2*3\"}\n");
     let r = ran(s.harness().arg("batch").arg(&input).args(["--out", "out.jsonl", "--traces", "tr", "-q"]));
     assert_eq!(r.code, 0, "{}", r.stderr);
     let r = ran(s.harness().args(["trace", "show", "tr/a%2F1.jsonl"]));
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stdout.contains("{\"expression\":\"2*3\"} → 6"), "{}", r.stdout);
+    show_snapshot("trace-show-a-batch-run", &s, &r.stdout);
     let r = ran(s.harness().args(["trace", "html", "tr/a%2F1.jsonl", "-o", "a.html"]));
     assert_eq!(r.code, 0, "{}", r.stderr);
 }
@@ -284,11 +277,7 @@ fn step_and_time_budgets_are_told_apart_by_the_last_line() {
     );
     assert_matches_documented_schemas(&lines);
     let r = ran(s.harness().args(["trace", "show", "steps.jsonl"]));
-    assert!(
-        r.stdout.contains("\nstep_budget_exhausted: step_budget_exhausted the run took all 2 steps"),
-        "{}",
-        r.stdout
-    );
+    show_snapshot("trace-show-step-budget-exhausted", &s, &r.stdout);
 
     let script = s.script(&[call("fault_sleep", json!({ "ms": 3000 })), echo(1), echo(2)]);
     let r = ran(s
@@ -302,7 +291,7 @@ fn step_and_time_budgets_are_told_apart_by_the_last_line() {
     assert_eq!(lines[0]["limits"]["max_duration_ms"], 300);
     assert_matches_documented_schemas(&lines);
     let r = ran(s.harness().args(["trace", "show", "time.jsonl"]));
-    assert!(r.stdout.contains("\ntime_budget_exhausted: "), "{}", r.stdout);
+    show_snapshot("trace-show-time-budget-exhausted", &s, &r.stdout);
 }
 
 #[test]
@@ -328,7 +317,7 @@ fn a_killed_run_ended_without_a_record() {
     assert_matches_documented_schemas(&lines);
     let r = ran(s.harness().args(["trace", "show", "k.jsonl"]));
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stdout.contains("ended without a record (killed?)"), "{}", r.stdout);
+    show_snapshot("trace-show-a-killed-run", &s, &r.stdout);
     let r = ran(s.harness().args(["trace", "html", "k.jsonl", "-o", "k.html"]));
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(std::fs::read_to_string(s.path("k.html")).unwrap().contains("ended without a record (killed?)"));
@@ -345,8 +334,7 @@ fn traces_of_older_harnesses_still_read() {
     s.write("old.jsonl", old);
     let r = ran(s.harness().args(["trace", "show", "old.jsonl"]));
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stdout.starts_with("STEP  TOOL"), "no first line, no header: {}", r.stdout);
-    assert!(r.stdout.contains("\nfinished: 42"), "{}", r.stdout);
+    show_snapshot("trace-show-format-1", &s, &r.stdout);
     let r = ran(s.harness().args(["trace", "html", "old.jsonl", "-o", "old.html"]));
     assert_eq!(r.code, 0, "{}", r.stderr);
 }

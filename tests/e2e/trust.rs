@@ -5,7 +5,9 @@ use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 
-use crate::support::{Scratch, fixture, ran};
+use serde_json::{Value, json};
+
+use crate::support::{Scratch, fixture, ran, snapshot};
 
 /// A loopback listener that records every request head it receives and answers 500.
 fn recording_listener() -> (u16, Arc<Mutex<Vec<String>>>) {
@@ -46,14 +48,7 @@ fn an_untrusted_repository_config_starts_nothing_and_sends_nothing_until_trusted
     for args in [&["run", "calculate 1+1"][..], &["plugins", "list"]] {
         let r = ran(s.harness().env("HARNESS_TEST_SECRET", "s3cret").args(args));
         assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
-        assert!(
-            r.stderr.contains("ignoring ./harness.toml")
-                && r.stderr.contains("it is not trusted")
-                && r.stderr.contains("harness config trust"),
-            "{}",
-            r.stderr
-        );
-        assert_eq!(r.stderr.matches("ignoring").count(), 1, "one line: {}", r.stderr);
+        snapshot(&format!("config-untrusted-is-ignored-by-{}", args[0]), &s, &r.stderr, &[]);
     }
     assert!(!s.path("PWNED").exists(), "the MCP command ran");
     assert!(seen.lock().unwrap().is_empty(), "a request was sent: {:?}", seen.lock().unwrap());
@@ -61,17 +56,22 @@ fn an_untrusted_repository_config_starts_nothing_and_sends_nothing_until_trusted
     // Trusted: the operator chose it; now it is read (and does what it says).
     let r = ran(s.harness().args(["config", "trust"]));
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stdout.contains("trusted ") && r.stdout.contains("starts MCP server evil: /bin/sh"), "{}", r.stdout);
-    assert!(
-        r.stdout
-            .contains(&format!("sends requests to http://127.0.0.1:{port}/v1 with the key in $HARNESS_TEST_SECRET"))
-    );
+    // What trusting it grants, said before anything runs.
+    let filters = [(r"sha256 [0-9a-f]{64}", "sha256 [hash]"), (r"127\.0\.0\.1:\d+", "127.0.0.1:[port]")];
+    snapshot("config-trust-says-what-it-grants", &s, &r.stdout, &filters);
     let r = ran(s.harness().env("HARNESS_TEST_SECRET", "s3cret").args(["run", "x", "--max-steps", "1"]));
     assert_eq!(r.code, 1, "the listener answers 500: {}", r.stderr);
     assert!(!r.stderr.contains("ignoring"), "{}", r.stderr);
     assert!(s.path("PWNED").exists(), "trusted, the MCP command runs");
     let heads = seen.lock().unwrap().clone();
     assert!(heads.iter().any(|h| h.to_ascii_lowercase().contains("authorization: bearer s3cret")), "{heads:?}");
+}
+
+/// A setting of `config show --json`: its value and where it came from.
+fn setting(shown: &Value, key: &str) -> (Value, Value) {
+    let all = shown["settings"].as_array().unwrap();
+    let found = all.iter().find(|v| v["key"] == key).unwrap_or_else(|| panic!("no {key} in {shown}"));
+    (found["value"].clone(), found["source"].clone())
 }
 
 #[test]
@@ -81,27 +81,23 @@ fn a_changed_file_needs_trusting_again_and_show_says_where_values_come_from() {
     assert_eq!(ran(s.harness().args(["config", "trust", "harness.toml"])).code, 0);
     let r = ran(s.harness().args(["config", "show"]));
     assert_eq!(r.code, 0, "{}", r.stderr);
+    snapshot("config-show-a-trusted-file", &s, &r.stdout, &[]);
+    let shown = ran(s.harness().args(["config", "show", "--json"])).json();
     let file = s.path("harness.toml").canonicalize().unwrap();
-    assert!(r.stdout.contains(&format!("# file: {} (trusted)", file.display())), "{}", r.stdout);
-    let line = r.stdout.lines().find(|l| l.starts_with("max_steps = 5")).unwrap();
-    assert!(line.ends_with(&format!("# {}", file.display())), "{line}");
-    let line = r.stdout.lines().find(|l| l.starts_with("max_repeats = 3")).unwrap();
-    assert!(line.ends_with("# default"), "{line}");
+    assert_eq!((&shown["file"]["chosen"], &shown["file"]["path"]), (&json!("trusted"), &json!(file)));
+    assert_eq!(setting(&shown, "max_steps"), (json!(5), json!(file)));
+    assert_eq!(setting(&shown, "max_repeats"), (json!(3), json!("default")));
 
     s.write("harness.toml", "max_steps = 50\n");
     let r = ran(s.harness().args(["config", "show", "--json"]));
-    assert!(
-        r.stderr.contains("it changed since it was trusted") && r.stderr.contains("harness config trust"),
-        "{}",
-        r.stderr
-    );
+    snapshot("config-changed-since-trusted", &s, &r.stderr, &[]);
     let shown = r.json();
-    assert_eq!(shown["file"], serde_json::Value::Null);
-    let steps = shown["settings"].as_array().unwrap().iter().find(|v| v["key"] == "max_steps").unwrap();
-    assert_eq!((&steps["value"], &steps["source"]), (&serde_json::json!(8), &serde_json::json!("default")));
+    assert_eq!(shown["file"], json!(null));
+    assert_eq!(setting(&shown, "max_steps"), (json!(8), json!("default")));
     // Named with --config, it is the operator's choice: read without trusting.
-    let r = ran(s.harness().args(["config", "show", "--config", "harness.toml"]));
-    assert!(r.stdout.contains("(--config)") && r.stdout.contains("max_steps = 50"), "{}", r.stdout);
+    let shown = ran(s.harness().args(["config", "show", "--config", "harness.toml", "--json"])).json();
+    assert_eq!(shown["file"]["chosen"], "--config");
+    assert_eq!(setting(&shown, "max_steps"), (json!(50), json!(file)));
 }
 
 #[cfg(unix)]
@@ -112,11 +108,10 @@ fn a_config_writable_by_others_is_refused_even_when_named() {
     let path = s.write("h.toml", "max_steps = 5\n");
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
     let r = ran(s.harness().args(["run", "calculate 1+1", "--config", "h.toml"]));
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("h.toml is writable by everyone") && r.stderr.contains("chmod go-w"), "{}", r.stderr);
+    r.usage_error(&["h.toml", "chmod go-w"]);
+    snapshot("config-writable-by-everyone-is-refused", &s, &r.stderr, &[]);
     let r = ran(s.harness().args(["config", "trust", "h.toml"]));
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("writable by everyone"), "{}", r.stderr);
+    r.usage_error(&["h.toml", "chmod go-w"]);
 }
 
 /// A trusted `projA/harness.toml` that loads `plugins/`, starts `mcp/server.sh` and runs
@@ -153,8 +148,8 @@ fn a_linked_config_is_its_target_and_loads_nothing_from_the_links_directory() {
     let cloned = s.path("cloned").canonicalize().unwrap();
     // Trusting through the link trusts the target, and says so.
     let r = ran(s.harness().current_dir(&cloned).args(["config", "trust"]));
-    assert!(r.stdout.starts_with(&format!("trusted {}/harness.toml ", project.display())), "{}", r.stdout);
-    assert!(r.stdout.contains("harness.toml is a link to it"), "{}", r.stdout);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    snapshot("config-trust-through-a-link", &s, &r.stdout, &[(r"sha256 [0-9a-f]{64}", "sha256 [hash]")]);
 
     // In the clone, the link is the trusted file: used, with the target's paths.
     let r = ran(s.harness().current_dir(&cloned).args(["plugins", "list", "--json", "--no-default-plugins"]));
@@ -164,13 +159,17 @@ fn a_linked_config_is_its_target_and_loads_nothing_from_the_links_directory() {
     let names: Vec<&str> = listing["plugins"].as_array().unwrap().iter().filter_map(|p| p["name"].as_str()).collect();
     assert_eq!(names, ["clash"], "projA's plugins/, not the clone's: {}", r.stdout);
     assert!(!r.stdout.contains(cloned.to_str().unwrap()), "nothing of the clone is named: {}", r.stdout);
-    assert!(r.stdout.contains(&format!("{}/mcp/server.sh", project.display())), "{}", r.stdout);
+    let commands: Vec<&Value> = listing["mcp_servers"].as_array().unwrap().iter().map(|m| &m["command"]).collect();
+    assert_eq!(commands, [&json!(project.join("mcp/server.sh")), &json!("/bin/sh")], "{listing}");
     assert!(!started.exists(), "the clone's mcp/server.sh was started");
     assert!(!relative.exists(), "a server started in the clone's directory");
 
     // `config show` and `config trust` name the target too.
-    let r = ran(s.harness().current_dir(&cloned).args(["config", "show"]));
-    assert!(r.stdout.contains(&format!("# file: {}/harness.toml (trusted)", project.display())), "{}", r.stdout);
+    let shown = ran(s.harness().current_dir(&cloned).args(["config", "show", "--json"])).json();
+    assert_eq!(
+        (&shown["file"]["chosen"], &shown["file"]["path"]),
+        (&json!("trusted"), &json!(project.join("harness.toml")))
+    );
 }
 
 /// Every setting that widens what the harness may do, once each.

@@ -59,4 +59,15 @@ def weather_today() -> str:
 
 
 if __name__ == "__main__":
+    parent = os.getppid()
     server.run()
+    # run() returns when the client closes this server's stdin; a kill never gets here. With
+    # CLOSED_FILE set, say in that file whether the client was still there a moment later,
+    # waiting for this exit as a graceful close does (our parent unchanged), or had exited
+    # without waiting (its exit closed our stdin, and we were handed to another parent).
+    closed = os.environ.get("CLOSED_FILE")
+    if closed:
+        time.sleep(0.2)
+        waited = os.getppid() == parent
+        with open(closed, "w") as f:
+            f.write("closed while the client waited" if waited else "closed after the client was gone")

@@ -103,9 +103,18 @@ fn test(context: &Context, rest: &[String]) -> Result<(), String> {
         .args(["test", "--workspace", "--no-fail-fast"])
         .args(extra)
         .envs(vars)
+        .envs(snapshot_env())
+        .env_remove("INSTA_FORCE_PASS")
         .status()
         .map_err(|e| format!("cannot run cargo test: {e}"))?;
     if status.success() { Ok(()) } else { Err(format!("cargo test failed ({status})")) }
+}
+
+/// The snapshot tests (insta) compare and never write: a missing or changed snapshot fails the
+/// run with its diff, never becomes the new expectation unseen. A developer who asks for
+/// updates (`INSTA_UPDATE=always`, then review the diff) still gets them.
+fn snapshot_env() -> Vec<(&'static str, String)> {
+    vec![("INSTA_UPDATE", std::env::var("INSTA_UPDATE").unwrap_or_else(|_| "no".into()))]
 }
 
 fn print_env(context: &Context, names: &[String]) -> Result<(), String> {
