@@ -370,8 +370,9 @@ impl Ending {
             return 0;
         }
         println!(
-            "{} runs await approval (their pending calls are in {out}, status awaiting_approval): write an approvals file, one {{\"id\": REQUEST_ID, \"call\": CALL_ID, \"approve\": true}} (or \"approve\": false, \"reason\": TEXT) a line, and rerun with --approvals FILE",
-            self.waiting
+            "{} await{} approval (the pending calls are in {out}, status awaiting_approval): write an approvals file, one {{\"id\": REQUEST_ID, \"call\": CALL_ID, \"approve\": true}} (or \"approve\": false, \"reason\": TEXT) a line, and rerun with --approvals FILE",
+            if self.waiting == 1 { "1 run".to_owned() } else { format!("{} runs", self.waiting) },
+            if self.waiting == 1 { "s" } else { "" }
         );
         4
     }

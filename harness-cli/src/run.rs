@@ -224,8 +224,14 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
         writeln!(out, "{obj}")
     } else {
         if let Some(e) = &outcome.error {
-            // The message names the call's id, which the provider chose.
-            eprintln!("harness: {status}: {}", printable(&e.to_string()));
+            // The message names the call's id, which the provider chose. The error's own code
+            // leads it; the status is said first only where it is another word.
+            let said = printable(&e.to_string());
+            if e.code.as_str() == status {
+                eprintln!("harness: {said}")
+            } else {
+                eprintln!("harness: {status}: {said}")
+            }
         }
         if let Some(hint) = resume_hint(&outcome, trace_path.as_deref()) {
             eprintln!("harness: {hint}");

@@ -478,7 +478,10 @@ impl<'o> Run<'o> {
         let limit_ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
         let error = HarnessError::new(
             ErrorCode::TimeBudgetExhausted,
-            format!("the run reached its wall-clock limit of {limit_ms} ms after {steps} steps without calling finish"),
+            format!(
+                "the run reached its wall-clock limit of {limit_ms} ms after {steps} step{} without calling finish",
+                if steps == 1 { "" } else { "s" }
+            ),
             json!({ "limit_ms": limit_ms, "steps": steps }),
         );
         self.ended(RunStatus::TimeBudgetExhausted, steps, error)

@@ -281,9 +281,10 @@ impl ModelProvider for ScriptedProvider {
         let taken = self.replies.lock().unwrap_or_else(PoisonError::into_inner).get_mut(i).and_then(Option::take);
         taken.ok_or_else(|| {
             ProviderError::new(format!(
-                "script {} has {} replies and all were used; the run asked for reply {}. Add lines to the script or lower --max-steps",
+                "script {} has {} {} and all were used; the run asked for reply {}. Add lines to the script or lower --max-steps",
                 self.source_name,
                 self.len,
+                if self.len == 1 { "reply" } else { "replies" },
                 i + 1
             ))
         })

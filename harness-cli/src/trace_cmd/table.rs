@@ -103,11 +103,15 @@ pub(crate) fn ending_text(ending: &Ending<'_>) -> String {
     match ending {
         Ending::Recorded(end) => match &end.error {
             None => format!("{}: {}", end.status.as_str(), answer(end.answer.as_ref())),
-            Some(e) => format!("{}: {} {}", end.status.as_str(), printable(&e.code), cut(&printable(&e.message), 200)),
+            // The code is said once when it is the status's own word.
+            Some(e) if e.code == end.status.as_str() => {
+                format!("{}: {}", end.status.as_str(), cut(&printable(&e.message), 200))
+            }
+            Some(e) => format!("{}: {}: {}", end.status.as_str(), printable(&e.code), cut(&printable(&e.message), 200)),
         },
         Ending::Killed => "ended without a record (killed?): the trace has no last line".to_owned(),
         Ending::Finished(a) => format!("finished: {}", answer(*a)),
-        Ending::Failed(e) => format!("failed: {} {}", printable(&e.code), cut(&printable(&e.message), 200)),
+        Ending::Failed(e) => format!("failed: {}: {}", printable(&e.code), cut(&printable(&e.message), 200)),
         Ending::Unfinished => {
             "not finished: no finish call (the step or time budget ran out, or the run was stopped)".to_owned()
         }
