@@ -117,7 +117,7 @@ impl Cache {
         let exe = std::env::current_exe().map_err(|e| format!("the harness cannot find its own executable: {e}"))?;
         let harness = Identity::of(&exe).ok_or_else(|| format!("cannot read {}", exe.display()))?;
         create_private_dir(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        let dir = dir.canonicalize().map_err(|e| format!("cannot resolve {}: {e}", dir.display()))?;
+        let dir = dunce::canonicalize(dir).map_err(|e| format!("cannot resolve {}: {e}", dir.display()))?;
         crate::permissions::check_or(&dir, "", &mut Default::default())?;
         Ok(Self { dir, harness, pruned: std::sync::Once::new() })
     }
