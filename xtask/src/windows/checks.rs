@@ -49,6 +49,7 @@ const CHECKS: &[Check] = &[
     ("an access violation in a child is tool_crashed naming 0xC0000005", crash),
     ("a hang is killed at its deadline, the next call gets a fresh child", hang),
     ("[isolation] require = \"full\" refuses what is not enforced", require_full),
+    ("a plugin directory Everyone may write is refused, with the icacls fix", open_directory),
     ("a scaffolded plugin builds as a .dll and passes plugins check", scaffold),
 ];
 
@@ -246,6 +247,42 @@ fn require_full(leg: &Leg, dir: &Path) -> Result<(), String> {
         format!("files is not refused for want of enforcement; skipped: {}", json!(skipped))
     })?;
     ensure(listed(&list, "files").is_err(), || "files is still listed as loaded".to_owned())
+}
+
+/// Wine makes a file's access list from its Unix mode: a directory of mode 777 is one that
+/// Everyone may write, and a plugin in it is refused; the same file in a 755 one loads.
+fn open_directory(leg: &Leg, dir: &Path) -> Result<(), String> {
+    for (name, mode) in [("open", 0o777), ("closed", 0o755)] {
+        let sub = dir.join(name);
+        std::fs::create_dir_all(&sub).map_err(|e| format!("cannot create {}: {e}", sub.display()))?;
+        std::fs::copy(leg.release.join("calc.dll"), sub.join("calc.dll"))
+            .map_err(|e| format!("cannot copy calc.dll: {e}"))?;
+        set_mode(&sub, mode)?;
+    }
+    let listed_in = |name: &str| {
+        let args = ["plugins", "list", "--json", "--no-default-plugins", "--plugins-dir", name];
+        harness(leg, dir, &args, 0).and_then(|ran| ran.json())
+    };
+    let open = listed_in("open")?;
+    let reason = open["skipped"][0]["reason"].as_str().unwrap_or("");
+    ensure(reason.contains("writable by Everyone") && reason.contains("icacls"), || {
+        format!("calc.dll in a directory of mode 777 is not refused as writable by Everyone: {open}")
+    })?;
+    let closed = listed_in("closed")?;
+    listed(&closed, "calc").map(|_| ())
+}
+
+#[cfg(unix)]
+fn set_mode(path: &Path, mode: u32) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .map_err(|e| format!("cannot chmod {}: {e}", path.display()))
+}
+
+/// The leg runs Wine on Linux; elsewhere there is no Unix mode to set.
+#[cfg(not(unix))]
+fn set_mode(path: &Path, _: u32) -> Result<(), String> {
+    Err(format!("cannot set a Unix mode on {}: the Windows leg runs on Linux", path.display()))
 }
 
 fn scaffold(leg: &Leg, dir: &Path) -> Result<(), String> {
