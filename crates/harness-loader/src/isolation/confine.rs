@@ -473,3 +473,17 @@ mod linux {
         super::seccomp::install(profile, target_arch()?)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_windows_shortfall_names_every_declared_effect_as_not_enforced() {
+        let effects = EffectSet { reads: true, writes: false, network: true };
+        let reason = windows_shortfall(effects);
+        assert!(reason.starts_with("Windows: Job Object limits only"), "{reason}");
+        assert!(reason.contains("declared reads+network not enforced"), "{reason}");
+        assert!(windows_shortfall(EffectSet::default()).contains("declared pure not enforced"));
+    }
+}
