@@ -1,6 +1,7 @@
 //! The end-to-end checks of the Windows leg: `harness.exe` and its `.dll` plugins under Wine,
 //! asserting on `--json` output, traces and exit codes, never on prose. Each failure says what
-//! failed and the command that reproduces it; every check runs, then the leg fails if any did.
+//! failed and the commands that reproduce it (every command a check runs is written to
+//! `commands.txt` in its directory); every check runs, then the leg fails if any did.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -9,6 +10,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::{Leg, TARGET, cross_cargo};
+
+/// The file, in a check's directory, of the commands it ran, one a line, as shell lines.
+const COMMANDS: &str = "commands.txt";
 
 /// The most one command under Wine may take before it counts as hung.
 const PATIENCE: Duration = Duration::from_secs(180);
@@ -68,6 +72,10 @@ pub(super) fn run_all(leg: &mut Leg) -> Result<(), String> {
             Ok(()) => eprintln!("   ok   {name} ({ms} ms)"),
             Err(why) => {
                 eprintln!("   FAIL {name} ({ms} ms): {why}");
+                let commands = std::fs::read_to_string(dir.join(COMMANDS)).unwrap_or_default();
+                for line in commands.lines() {
+                    eprintln!("        reproduce: {line}");
+                }
                 failed.push(*name);
             }
         }
@@ -80,28 +88,38 @@ pub(super) fn run_all(leg: &mut Leg) -> Result<(), String> {
     }
 }
 
-/// Runs `cmd` to its end (killed after [`PATIENCE`]); the error, the command to reproduce it.
+/// Runs `cmd` to its end (killed after [`PATIENCE`]), its output in `dir`, and adds it to the
+/// check's [`COMMANDS`].
 fn exec(mut cmd: Command, dir: &Path) -> Result<Ran, String> {
-    let shown = reproduce(&cmd, dir);
+    let shown = reproduce(&cmd, cmd.get_current_dir().unwrap_or(dir));
+    record(dir, &shown)?;
     let (out, err) = (dir.join("stdout.txt"), dir.join("stderr.txt"));
     let file = |p: &Path| std::fs::File::create(p).map_err(|e| format!("cannot create {}: {e}", p.display()));
     cmd.stdin(Stdio::null()).stdout(file(&out)?).stderr(file(&err)?);
     let started = Instant::now();
-    let mut child = cmd.spawn().map_err(|e| format!("cannot start it ({e}); reproduce: {shown}"))?;
+    let mut child = cmd.spawn().map_err(|e| format!("cannot start {shown}: {e}"))?;
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
             Ok(None) if started.elapsed() > PATIENCE => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("no exit within {} s; reproduce: {shown}", PATIENCE.as_secs()));
+                return Err(format!("no exit within {} s: {shown}", PATIENCE.as_secs()));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => return Err(format!("cannot wait for it ({e}); reproduce: {shown}")),
+            Err(e) => return Err(format!("cannot wait for {shown}: {e}")),
         }
     };
     let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
     Ok(Ran { code: status.code(), stdout: read(&out), stderr: read(&err), took: started.elapsed() })
+}
+
+/// Adds `line` to the check's [`COMMANDS`] in `dir`.
+fn record(dir: &Path, line: &str) -> Result<(), String> {
+    use std::io::Write as _;
+    let path = dir.join(COMMANDS);
+    let file = std::fs::OpenOptions::new().create(true).append(true).open(&path);
+    file.and_then(|mut f| writeln!(f, "{line}")).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// The command as a shell line, with the environment it was given and where it ran.
@@ -112,14 +130,12 @@ fn reproduce(cmd: &Command, dir: &Path) -> String {
     format!("cd {} && {} {} {}", dir.display(), env.join(" "), cmd.get_program().to_string_lossy(), args.join(" "))
 }
 
-/// Runs `harness.exe ARGS` under Wine in `dir`, expecting `code`; its run, or why it failed
-/// with the command to reproduce it.
+/// Runs `harness.exe ARGS` under Wine in `dir`, expecting `code`; its run, or why it failed.
 fn harness(leg: &Leg, dir: &Path, args: &[&str], code: i32) -> Result<Ran, String> {
     let mut cmd = leg.harness(dir);
     cmd.args(args);
-    let shown = reproduce(&cmd, dir);
     let ran = exec(cmd, dir)?;
-    ran.expect_code(code).map_err(|e| format!("{e}; reproduce: {shown}"))?;
+    ran.expect_code(code).map_err(|e| format!("harness.exe {}: {e}", args.join(" ")))?;
     Ok(ran)
 }
 
@@ -293,8 +309,7 @@ fn scaffold(leg: &Leg, dir: &Path) -> Result<(), String> {
     let target_dir = leg.root.join("target/windows/scaffold-target");
     let mut build = cross_cargo(&crate_dir);
     build.args(["build", "--release", "--target", TARGET, "--target-dir"]).arg(&target_dir);
-    let shown = reproduce(&build, &crate_dir);
-    exec(build, dir)?.expect_code(0).map_err(|e| format!("the scaffold does not build: {e}; reproduce: {shown}"))?;
+    exec(build, dir)?.expect_code(0).map_err(|e| format!("the scaffold does not build: {e}"))?;
     check_passes(leg, dir, &target_dir.join(TARGET).join("release/demo.dll"))
 }
 
