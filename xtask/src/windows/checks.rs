@@ -50,7 +50,7 @@ const CHECKS: &[Check] = &[
     ("plugins list: placement and what is not enforced", plugins_list),
     ("plugins check calc.dll", check_calc),
     ("run with --isolation process", run_process),
-    ("an access violation in a child is tool_crashed naming 0xC0000005", crash),
+    ("an access violation, an abort, an exit in a child: tool_crashed, named; the run goes on", crash),
     ("a hang is killed at its deadline, the next call gets a fresh child", hang),
     ("[isolation] require = \"full\" refuses what is not enforced", require_full),
     ("a plugin directory Everyone may write is refused, with the icacls fix", open_directory),
@@ -232,13 +232,24 @@ fn finish() -> Value {
 }
 
 fn crash(leg: &Leg, dir: &Path) -> Result<(), String> {
-    let calls = [call("fault_segfault", json!({})), call("fault_echo", json!({"value": "still here"})), finish()];
+    let calls = [
+        call("fault_segfault", json!({})),
+        call("fault_abort", json!({})),
+        call("fault_exit", json!({"code": 7})),
+        call("fault_panic", json!({"message": "kaboom"})),
+        call("fault_echo", json!({"value": "still here"})),
+        finish(),
+    ];
     let (_, t) = fault_run(leg, dir, &calls, &[])?;
-    let code = &t.first().ok_or("the trace has no steps")?["error"];
-    ensure(code["code"] == "tool_crashed", || format!("first step's error {code}, expected tool_crashed"))?;
-    let message = code["message"].as_str().unwrap_or("");
-    ensure(message.contains("0xC0000005"), || format!("the crash does not name 0xC0000005: {message:?}"))?;
-    ensure(t.get(1).is_some_and(|s| s["result"] == "still here"), || "the call after the crash did not run".to_owned())
+    let codes: Vec<&str> = t.iter().map(|s| s["error"]["code"].as_str().unwrap_or("-")).collect();
+    let expected = ["tool_crashed", "tool_crashed", "tool_crashed", "tool_panicked", "-", "-"];
+    ensure(codes == expected, || format!("error codes {codes:?}, expected {expected:?}"))?;
+    // How each child ended, named: the exception code Windows gives it, or its exit status.
+    for (step, named) in [(0, "0xC0000005"), (1, "0xC0000409"), (2, "exited with status 7")] {
+        let message = t[step]["error"]["message"].as_str().unwrap_or("");
+        ensure(message.contains(named), || format!("step {}'s crash does not name {named}: {message:?}", step + 1))?;
+    }
+    ensure(t[4]["result"] == "still here", || "the call after the crashes did not run".to_owned())
 }
 
 fn hang(leg: &Leg, dir: &Path) -> Result<(), String> {
