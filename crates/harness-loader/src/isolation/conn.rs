@@ -17,6 +17,8 @@ use harness_frames::{LENGTH_BYTES, Request, Response, decode_response_body, enco
 
 use super::child::{LoadRequest, Loaded};
 use super::relay::StderrRelay;
+#[cfg(windows)]
+use super::windows::detach;
 use super::{HostCommand, child_gets};
 
 /// The least read from a child's stdout at once: a small answer whole, in one read.
@@ -274,11 +276,7 @@ impl Conn {
     }
 }
 
-/// In the child, before exec: a session of its own, which has no controlling terminal (the
-/// child cannot open `/dev/tty`, and no signal from the operator's terminal reaches it), and
-/// every descriptor past stderr closed at exec, so that none the harness inherited without
-/// close-on-exec (a terminal a shell left open, say) reaches a plugin. Marked, not closed:
-/// the standard library's own pipe that reports a failed exec must live until the exec.
+/// Starts the child in a session of its own (see [`own_session`]).
 #[cfg(unix)]
 fn detach(cmd: &mut Command) {
     // SAFETY: what runs between fork and exec makes system calls only (async-signal-safe)
@@ -288,9 +286,11 @@ fn detach(cmd: &mut Command) {
     }
 }
 
-#[cfg(windows)]
-use super::windows::detach;
-
+/// In the child, before exec: a session of its own, which has no controlling terminal (the
+/// child cannot open `/dev/tty`, and no signal from the operator's terminal reaches it), and
+/// every descriptor past stderr closed at exec, so that none the harness inherited without
+/// close-on-exec (a terminal a shell left open, say) reaches a plugin. Marked, not closed:
+/// the standard library's own pipe that reports a failed exec must live until the exec.
 #[cfg(unix)]
 fn own_session() -> io::Result<()> {
     // SAFETY: plain system calls; the one pointer is to a local of this frame.
