@@ -182,6 +182,11 @@ fn plugins_list(leg: &Leg, dir: &Path) -> Result<(), String> {
     })?;
     ensure(reason.contains("Job Object") && reason.contains("reads+writes not enforced"), || {
         format!("files: the enforcement reason does not name what is not enforced: {reason:?}")
+    })?;
+    // Without SYSTEMROOT a Windows process cannot open a socket: the allowlist must carry it.
+    let allowlist = &files["env"]["allowlist"];
+    ensure(allowlist.as_array().is_some_and(|a| a.iter().any(|v| v == "SYSTEMROOT")), || {
+        format!("files: the children's environment allowlist lacks SYSTEMROOT: {allowlist}")
     })
 }
 

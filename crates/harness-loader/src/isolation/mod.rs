@@ -75,16 +75,41 @@ pub struct HostCommand {
 /// secret: the search path, the locale and time zone, the home directory (which the child can
 /// read from the password database anyway), the temporary directory, and whether a panic
 /// prints a backtrace. Everything else, API keys first, stays in the harness.
-pub const CHILD_ENV_ALLOWLIST: [&str; 9] =
-    ["PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "RUST_BACKTRACE", "RUST_LIB_BACKTRACE", "LC_*"];
+#[cfg(not(windows))]
+pub const CHILD_ENV_ALLOWLIST: &[&str] =
+    &["PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "RUST_BACKTRACE", "RUST_LIB_BACKTRACE", "LC_*"];
+
+/// Windows: the same kinds of variable under their Windows names, and those the system itself
+/// needs in every process (without `SYSTEMROOT`, sockets cannot be opened). Names are matched
+/// without regard to case, as Windows does.
+#[cfg(windows)]
+pub const CHILD_ENV_ALLOWLIST: &[&str] = &[
+    "PATH",
+    "PATHEXT",
+    "SYSTEMROOT",
+    "WINDIR",
+    "SYSTEMDRIVE",
+    "USERPROFILE",
+    "TEMP",
+    "TMP",
+    "LANG",
+    "TZ",
+    "RUST_BACKTRACE",
+    "RUST_LIB_BACKTRACE",
+];
 
 /// Whether a child gets the variable `name`: on the allowlist, or in `extra`.
 pub fn child_gets(name: &str, extra: &[String]) -> bool {
     let listed = CHILD_ENV_ALLOWLIST.iter().any(|a| match a.strip_suffix('*') {
         Some(prefix) => name.starts_with(prefix),
-        None => *a == name,
+        None => same_name(a, name),
     });
-    listed || extra.iter().any(|e| e == name)
+    listed || extra.iter().any(|e| same_name(e, name))
+}
+
+/// Whether two variable names are one: exactly, or on Windows in any case.
+fn same_name(a: &str, b: &str) -> bool {
+    if cfg!(windows) { a.eq_ignore_ascii_case(b) } else { a == b }
 }
 
 /// The largest frame the child accepts; the harness accepts far less (see [`frame_limit`]).
