@@ -337,6 +337,22 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
 }
 
 impl Discovery {
+    /// The process-isolated plugins with tools offered whose declared effects this platform
+    /// does not enforce in full, and what it does not: for the first line of a run's trace.
+    pub fn unenforced(&self) -> Vec<harness_core::Unenforced> {
+        self.plugins
+            .iter()
+            .filter(|p| p.isolation == Isolation::Process)
+            .filter_map(|p| {
+                let offered: Vec<Effects> =
+                    p.tools.iter().filter(|(_, s)| *s == ToolState::Offered).map(|(t, _)| t.effects).collect();
+                let reason = p.enforcement.shortfall().filter(|_| !offered.is_empty())?;
+                let effects = EffectSet::of(offered).describe();
+                Some(harness_core::Unenforced { plugin: p.manifest.name.clone(), effects, reason })
+            })
+            .collect()
+    }
+
     /// Decides what an opened plugin offers, where it runs, and what confines it.
     fn admit(&mut self, opened: Opened, kernel: &Enforcement, taken: &mut Taken) {
         let Opened { path, abi_version, manifest, library, origin } = opened;

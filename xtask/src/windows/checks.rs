@@ -254,7 +254,20 @@ fn crash(leg: &Leg, dir: &Path) -> Result<(), String> {
         let message = t[step]["error"]["message"].as_str().unwrap_or("");
         ensure(message.contains(named), || format!("step {}'s crash does not name {named}: {message:?}", step + 1))?;
     }
-    ensure(t[4]["result"] == "still here", || "the call after the crashes did not run".to_owned())
+    ensure(t[4]["result"] == "still here", || "the call after the crashes did not run".to_owned())?;
+    // The trace's first line says what this platform does not enforce of the plugin.
+    let start = first_line(dir)?;
+    let unenforced = &start["unenforced"][0];
+    ensure(unenforced["plugin"] == "fault" && unenforced["effects"] == "pure", || {
+        format!("the trace's first line does not list fault as unenforced: {}", start["unenforced"])
+    })
+}
+
+/// The first line of the trace `t.jsonl` in `dir`.
+fn first_line(dir: &Path) -> Result<Value, String> {
+    let path = dir.join("t.jsonl");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("no trace at {}: {e}", path.display()))?;
+    serde_json::from_str(text.lines().next().unwrap_or("")).map_err(|e| format!("its first line is not JSON: {e}"))
 }
 
 fn hang(leg: &Leg, dir: &Path) -> Result<(), String> {
