@@ -54,6 +54,45 @@ impl Drop for Conn {
     }
 }
 
+/// What the harness holds of a child it just started: its pipes, and on Windows its job.
+struct Ends {
+    stdin: ChildStdin,
+    #[cfg(unix)]
+    stdout: ChildStdout,
+    #[cfg(windows)]
+    stdout: super::pump::Pump,
+    stderr: StderrRelay,
+    #[cfg(windows)]
+    job: super::windows::Job,
+}
+
+impl Ends {
+    /// Puts `child` in its Job Object (Windows; before it has read a frame, so before any
+    /// plugin code runs) and takes its pipes; the caller ends the child on an error.
+    fn take(child: &mut Child, label: String, may_exec: bool) -> io::Result<Self> {
+        #[cfg(windows)]
+        let job = super::windows::Job::hold(child, may_exec)
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot put it in a Job Object: {e}")))?;
+        // Unix: exec is governed by the confinement the child applies (seccomp, Landlock).
+        #[cfg(unix)]
+        let _ = may_exec;
+        let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err(io::Error::other("the plugin host has no pipes"));
+        };
+        let stderr = StderrRelay::new(stderr, label)?;
+        #[cfg(windows)]
+        let stdout = super::pump::Pump::new(stdout)?;
+        Ok(Self {
+            stdin,
+            stdout,
+            stderr,
+            #[cfg(windows)]
+            job,
+        })
+    }
+}
+
 /// Why an answer did not come.
 pub(crate) enum ReadFail {
     /// The deadline passed.
@@ -83,35 +122,8 @@ impl Conn {
         cmd.env_clear().envs(std::env::vars_os().filter(|(k, _)| k.to_str().is_some_and(|k| child_gets(k, env))));
         detach(&mut cmd);
         let mut child = cmd.spawn()?;
-        #[cfg(windows)]
-        let job = match super::windows::Job::hold(&child, may_exec) {
-            Ok(job) => job,
-            Err(e) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(io::Error::new(e.kind(), format!("cannot put it in a Job Object: {e}")));
-            }
-        };
-        // Unix: exec is governed by the confinement the child applies (seccomp, Landlock).
-        #[cfg(unix)]
-        let _ = may_exec;
-        let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(io::Error::other("the plugin host has no pipes"));
-        };
-        let stderr = match StderrRelay::new(stderr, label) {
-            Ok(relay) => relay,
-            Err(e) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(e);
-            }
-        };
-        #[cfg(windows)]
-        let stdout = match super::pump::Pump::new(stdout) {
-            Ok(pump) => pump,
+        let ends = match Ends::take(&mut child, label, may_exec) {
+            Ok(ends) => ends,
             Err(e) => {
                 let _ = child.kill();
                 let _ = child.wait();
@@ -120,15 +132,15 @@ impl Conn {
         };
         Ok(Self {
             child,
-            stdin: BufWriter::new(stdin),
-            stdout,
-            stderr,
+            stdin: BufWriter::new(ends.stdin),
+            stdout: ends.stdout,
+            stderr: ends.stderr,
             inbox: Vec::new(),
             taken: 0,
             filled: 0,
             frame_limit,
             #[cfg(windows)]
-            _job: job,
+            _job: ends.job,
         })
     }
 
