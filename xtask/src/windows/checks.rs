@@ -54,6 +54,7 @@ const CHECKS: &[Check] = &[
     ("a hang is killed at its deadline, the next call gets a fresh child", hang),
     ("[isolation] require = \"full\" refuses what is not enforced", require_full),
     ("a plugin directory Everyone may write is refused, with the icacls fix", open_directory),
+    ("config trust without HOME: the store under USERPROFILE, ./harness.toml then read", trust_store),
     ("a scaffolded plugin builds as a .dll and passes plugins check", scaffold),
 ];
 
@@ -328,6 +329,32 @@ fn set_mode(path: &Path, mode: u32) -> Result<(), String> {
 #[cfg(not(unix))]
 fn set_mode(path: &Path, _: u32) -> Result<(), String> {
     Err(format!("cannot set a Unix mode on {}: the Windows leg runs on Linux", path.display()))
+}
+
+/// Windows sets `USERPROFILE`, not `HOME`: with `HOME` removed, `config trust` keeps its store
+/// under the profile, and a run's `config show` then reads `./harness.toml` as trusted.
+fn trust_store(leg: &Leg, dir: &Path) -> Result<(), String> {
+    std::fs::write(dir.join("harness.toml"), "max_steps = 3\n").map_err(|e| format!("cannot write the config: {e}"))?;
+    let without_home = |args: &[&str]| {
+        let mut cmd = leg.harness(dir);
+        cmd.env_remove("HOME").env_remove("XDG_CONFIG_HOME").args(args);
+        let ran = exec(cmd, dir)?;
+        ran.expect_code(0).map_err(|e| format!("harness.exe {}: {e}", args.join(" ")))?;
+        Ok::<_, String>(ran)
+    };
+    // An earlier run's store would pass what follows without this run's trust.
+    let users = leg.prefix.join("drive_c/users");
+    for user in std::fs::read_dir(&users).map_err(|e| format!("cannot list {}: {e}", users.display()))?.flatten() {
+        let _ = std::fs::remove_dir_all(user.path().join(".config/harness"));
+    }
+    without_home(&["config", "trust", "harness.toml"])?;
+    let shown = without_home(&["config", "show", "--json"])?.json()?;
+    ensure(shown["file"]["chosen"] == "trusted", || {
+        format!("./harness.toml is not read as trusted: {}", shown["file"])
+    })?;
+    let stores = std::fs::read_dir(&users).map_err(|e| format!("cannot list {}: {e}", users.display()))?;
+    let found = stores.flatten().any(|u| u.path().join(".config/harness/trusted.json").is_file());
+    ensure(found, || format!("no .config/harness/trusted.json under a profile in {}", users.display()))
 }
 
 fn scaffold(leg: &Leg, dir: &Path) -> Result<(), String> {
