@@ -72,9 +72,16 @@ impl Leg {
         outcome
     }
 
-    /// `wine harness.exe ARGS` in `dir`, with the leg's prefix, as a command to run or show.
+    /// The plugin cache of the leg's runs.
+    pub(crate) fn plugin_cache(&self) -> PathBuf {
+        self.prefix.with_file_name("plugin-cache")
+    }
+
+    /// `wine harness.exe ARGS` in `dir`, with the leg's prefix and a plugin cache of its own
+    /// (not the user's: Wine passes `HOME` on), as a command to run or show.
     pub(crate) fn harness(&self, dir: &Path) -> Command {
         let mut cmd = wine(&self.prefix);
+        cmd.env("HARNESS_PLUGIN_CACHE", self.plugin_cache());
         cmd.arg(self.release.join("harness.exe")).current_dir(dir);
         cmd
     }

@@ -178,7 +178,7 @@ fn files(options: &DiscoveryOptions, found: &mut Discovery) -> Vec<(PathBuf, Opt
                     continue;
                 }
             };
-            let identity = Identity::from_metadata(&meta);
+            let identity = Identity::from_metadata(&path, &meta);
             if !seen_paths.insert(path.clone()) || identity.is_some_and(|id| !seen_files.insert(id.file())) {
                 continue;
             }
