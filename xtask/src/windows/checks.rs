@@ -180,6 +180,9 @@ fn plugins_list(leg: &Leg, dir: &Path) -> Result<(), String> {
             calc["isolation"], calc["placement"]
         )
     })?;
+    // The README check before this one filled the plugin cache: the identity of a file on
+    // Windows holds from one run to the next.
+    ensure(calc["from_cache"] == true, || format!("calc was not answered by the plugin cache: {calc}"))?;
     let files = listed(&list, "files")?;
     let reason = files["enforcement"]["reason"].as_str().unwrap_or("");
     ensure(files["isolation"] == "process" && files["enforcement"]["kind"] == "none", || {
