@@ -288,6 +288,7 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
         .with_source(fingerprint, shard)
         .with_about(RunAbout {
             mcp_servers: tools.mcp().map(crate::mcp::peers).unwrap_or_default(),
+            unenforced: tools.found.unenforced(),
             ..run_about(&args.provider, &config, &settings)
         });
     if let Some(otlp) = tools.otlp() {

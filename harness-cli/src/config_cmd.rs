@@ -76,7 +76,7 @@ fn trust(path: &Path) -> Result<u8> {
 
 fn untrust(path: &Path) -> Result<u8> {
     let canonical =
-        path.canonicalize().map_err(|e| CliError::Usage(format!("cannot resolve {}: {e}", path.display())))?;
+        dunce::canonicalize(path).map_err(|e| CliError::Usage(format!("cannot resolve {}: {e}", path.display())))?;
     if store()?.forget(&canonical).map_err(|e| CliError::Failure(e.to_string()))? {
         println!("no longer trusted: {}", printable(&canonical.display().to_string()));
     } else {

@@ -129,15 +129,8 @@ fn main() -> ExitCode {
     }
 }
 
-#[cfg(unix)]
 fn plugin_host() -> ExitCode {
     ExitCode::from(u8::try_from(harness_loader::isolation::serve_plugin_host()).unwrap_or(1))
-}
-
-#[cfg(not(unix))]
-fn plugin_host() -> ExitCode {
-    eprintln!("harness: process isolation is only available on Unix");
-    ExitCode::from(2)
 }
 
 /// Keeps `CliError` reachable from submodules without a path.

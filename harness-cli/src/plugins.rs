@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use harness_abi::manifest::Manifest;
-#[cfg(unix)]
 use harness_loader::isolation::HostCommand;
 use harness_loader::isolation::confine::Enforcement;
 use harness_loader::isolation::{CHILD_ENV_ALLOWLIST, Isolation};
@@ -385,8 +384,8 @@ fn inspect_file(path: &Path, as_json: bool, allow_insecure: bool) -> Result<u8> 
 /// A library file named on the command line, canonical, once it passes the ownership and
 /// permission check discovery holds every file to (with `allow_insecure`, a warning).
 fn plugin_file(path: &Path, allow_insecure: bool) -> Result<PathBuf> {
-    let canonical =
-        path.canonicalize().map_err(|e| CliError::Usage(format!("cannot read plugin file {}: {e}", path.display())))?;
+    let canonical = dunce::canonicalize(path)
+        .map_err(|e| CliError::Usage(format!("cannot read plugin file {}: {e}", path.display())))?;
     if let Err(why) = harness_loader::check_plugin_file(&canonical) {
         if !allow_insecure {
             return Err(CliError::Usage(format!("{}: insecure: {why}", canonical.display())));
@@ -473,19 +472,13 @@ fn check(args: CheckArgs) -> Result<u8> {
 
 /// The manifest read and calls made in plugin-host children: never in this process, even
 /// when the executable cannot be found (then the check cannot run, and says why).
-#[cfg(unix)]
 fn process_executor() -> Result<Executor> {
     host_command().map(Executor::Process)
 }
 
-#[cfg(not(unix))]
-fn process_executor() -> Result<Executor> {
-    Err(CliError::Usage("process isolation is only available on Unix; pass --isolation in-process".to_owned()))
-}
-
 /// The SDK of the checkout this binary was built from, when it is still there.
 fn built_from_sdk() -> Option<PathBuf> {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/harness-sdk").canonicalize().ok()
+    dunce::canonicalize(Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/harness-sdk")).ok()
 }
 
 /// Writes a new plugin crate and says what to do next.
@@ -494,7 +487,8 @@ fn new_plugin(name: &str, path: Option<PathBuf>, sdk_path: Option<PathBuf>, sdk_
     let own_version = || Dependency::Version(env!("CARGO_PKG_VERSION").to_owned());
     let (sdk, testkit) = match (sdk_path, sdk_version) {
         (Some(dir), _) => {
-            let dir = dir.canonicalize().map_err(|e| CliError::Usage(format!("--sdk-path {}: {e}", dir.display())))?;
+            let dir =
+                dunce::canonicalize(&dir).map_err(|e| CliError::Usage(format!("--sdk-path {}: {e}", dir.display())))?;
             if !dir.join("Cargo.toml").is_file() {
                 return Err(CliError::Usage(format!(
                     "--sdk-path {}: no Cargo.toml there; give the crates/harness-sdk directory of a harness checkout",
@@ -502,14 +496,14 @@ fn new_plugin(name: &str, path: Option<PathBuf>, sdk_path: Option<PathBuf>, sdk_
                 )));
             }
             let testkit =
-                dir.join("../harness-testkit").canonicalize().map_or_else(|_| own_version(), Dependency::Path);
+                dunce::canonicalize(dir.join("../harness-testkit")).map_or_else(|_| own_version(), Dependency::Path);
             (Dependency::Path(dir), testkit)
         }
         (None, Some(version)) => (Dependency::Version(version.clone()), Dependency::Version(version)),
         (None, None) => match built_from_sdk() {
             Some(dir) => {
-                let testkit =
-                    dir.join("../harness-testkit").canonicalize().map_or_else(|_| own_version(), Dependency::Path);
+                let testkit = dunce::canonicalize(dir.join("../harness-testkit"))
+                    .map_or_else(|_| own_version(), Dependency::Path);
                 (Dependency::Path(dir), testkit)
             }
             None => (own_version(), own_version()),
@@ -521,7 +515,7 @@ fn new_plugin(name: &str, path: Option<PathBuf>, sdk_path: Option<PathBuf>, sdk_
         ScaffoldError::Io { .. } => CliError::Failure(e.to_string()),
         _ => CliError::Usage(e.to_string()),
     })?;
-    let shown = dir.canonicalize().unwrap_or(dir);
+    let shown = dunce::canonicalize(&dir).unwrap_or(dir);
     let mut out = String::new();
     say!(out, "created plugin crate {name} in {}:", shown.display());
     for file in &written {

@@ -190,6 +190,7 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     let mut progress = Progress { inner: &mut sinks, quiet: args.quiet, usage_by_step: Vec::new() };
     let about = RunAbout {
         mcp_servers: tools.mcp().map(crate::mcp::peers).unwrap_or_default(),
+        unenforced: tools.found.unenforced(),
         ..run_about(&args.provider, &config, &settings)
     };
     let mut agent = Loop::new(provider, &tools.registry).options(options).approvals(approvals);

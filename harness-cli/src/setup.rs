@@ -166,7 +166,7 @@ fn isolation_mode(name: Option<&str>, at: &str) -> Result<Option<Isolation>> {
 /// The directory of the harness executable, canonical: where plugins installed with the
 /// harness live, the only directory whose pure plugins run in-process unless configured.
 fn harness_dir() -> Option<PathBuf> {
-    std::env::current_exe().ok()?.parent()?.canonicalize().ok()
+    dunce::canonicalize(std::env::current_exe().ok()?.parent()?).ok()
 }
 
 /// The library hashes `harness.lock` pins, by plugin name: a plugin a configuration runs

@@ -392,8 +392,9 @@ pub(crate) fn run_about(args: &ProviderArgs, config: &LoadedConfig, settings: &S
             .map(|mode| mode.to_string()),
         config_source,
         config_hash,
-        // Filled by the commands that start MCP servers.
+        // Filled by the commands that start MCP servers, and by those that load plugins.
         mcp_servers: Vec::new(),
+        unenforced: Vec::new(),
     }
 }
 

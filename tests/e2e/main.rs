@@ -6,6 +6,9 @@
 
 // Test code: a failed unwrap is a failed test, with its location.
 #![allow(clippy::unwrap_used)]
+// The suite drives the binary with Unix tools (ptys, signals, modes, FIFOs); on Windows the
+// end-to-end checks are `cargo xtask windows`, through `harness.exe` under Wine.
+#![cfg(unix)]
 
 mod approval;
 mod attacks;

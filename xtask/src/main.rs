@@ -12,11 +12,13 @@
 //! cargo xtask list                  the prerequisites and what each is for
 //! cargo xtask fuzz [TARGET[=SECS]...] the fuzz/ targets for a fixed time each, on stable
 //! cargo xtask tidy                  docs/architecture.md against the workspace (also a unit test)
+//! cargo xtask windows               cross-build for Windows, then end-to-end checks under Wine
 //! ```
 
 mod fuzz;
 mod prereq;
 mod tidy;
+mod windows;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -50,6 +52,7 @@ fn main() -> ExitCode {
             Ok(())
         }
         "tidy" => tidy::check(&context.root),
+        "windows" => windows::windows(&context),
         _ => return usage(),
     };
     match result {
@@ -60,7 +63,7 @@ fn main() -> ExitCode {
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: cargo xtask test [-- CARGO_TEST_ARGS...] | setup [NAME...] | env [NAME...] | list | fuzz [TARGET[=SECS]...] | tidy"
+        "usage: cargo xtask test [-- CARGO_TEST_ARGS...] | setup [NAME...] | env [NAME...] | list | fuzz [TARGET[=SECS]...] | tidy | windows"
     );
     ExitCode::from(2)
 }

@@ -165,7 +165,7 @@ fn measure(o: &Options) -> Result<String, String> {
     let wall = started.elapsed();
     sampling.store(false, Ordering::Relaxed);
     let samples = sampler.join().map_err(|_| "the /slots sampler panicked".to_owned())?;
-    let cpu = children_cpu();
+    let cpu = children_cpu()?;
     if !status.success() {
         return Err(format!("harness batch failed ({status})"));
     }
@@ -191,15 +191,22 @@ fn measure(o: &Options) -> Result<String, String> {
 }
 
 /// User and system CPU of the children this process has waited for (the harness).
-fn children_cpu() -> Duration {
+#[cfg(unix)]
+fn children_cpu() -> Result<Duration, String> {
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
     // SAFETY: getrusage fills the struct it is given; it was zeroed before.
     let ok = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, usage.as_mut_ptr()) } == 0;
     if !ok {
-        return Duration::ZERO;
+        return Ok(Duration::ZERO);
     }
     // SAFETY: getrusage returned 0, so it filled `usage`.
     let usage = unsafe { usage.assume_init() };
     let micros = |t: libc::timeval| Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64);
-    micros(usage.ru_utime) + micros(usage.ru_stime)
+    Ok(micros(usage.ru_utime) + micros(usage.ru_stime))
+}
+
+/// Elsewhere the children's CPU time is not measured: the benchmark says so rather than print 0.
+#[cfg(not(unix))]
+fn children_cpu() -> Result<Duration, String> {
+    Err("server-busy reads the harness's CPU time with getrusage(2): run it on Unix".to_owned())
 }

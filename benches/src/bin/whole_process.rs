@@ -30,10 +30,15 @@
 //! Python set-up: see benches/reference/requirements.txt. Not run by CI.
 
 use std::fmt::Write as _;
+#[cfg(unix)]
 use std::fs::File;
+#[cfg(unix)]
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+#[cfg(unix)]
+use std::process::ExitStatus;
+use std::process::{Command, Stdio};
+#[cfg(unix)]
 use std::time::Instant;
 
 use harness_bench::{Shape, first_call, library_file_name, median, numbered_plugins, release_dir, script};
@@ -46,7 +51,14 @@ struct Measured {
     max_rss_kb: u64,
 }
 
+/// Elsewhere there is no `wait4`: the benchmark says so rather than measure something else.
+#[cfg(not(unix))]
+fn measure(_: &mut Command, _: &Path) -> Result<(Measured, String), String> {
+    Err("whole-process measures each run with wait4(2) (CPU time, peak memory): run it on Unix".to_owned())
+}
+
 /// Runs `cmd` to its end with stdout and stderr in files; returns the measurement and stdout.
+#[cfg(unix)]
 fn measure(cmd: &mut Command, scratch: &Path) -> Result<(Measured, String), String> {
     let out_path = scratch.join("stdout.txt");
     let err_path = scratch.join("stderr.txt");

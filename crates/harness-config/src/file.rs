@@ -23,7 +23,7 @@ impl ConfigFile {
     /// Reads `path` once; the hash is of exactly the text returned.
     pub fn read(path: &Path) -> Result<Self, ConfigError> {
         let read_error = |source| ConfigError::Read { path: path.to_owned(), source };
-        let canonical = path.canonicalize().map_err(read_error)?;
+        let canonical = dunce::canonicalize(path).map_err(read_error)?;
         let bytes = std::fs::read(&canonical).map_err(read_error)?;
         let sha256 = sha256_hex(&bytes);
         let text = String::from_utf8(bytes).map_err(|_| ConfigError::NotText(path.to_owned()))?;

@@ -30,13 +30,17 @@ mod trust;
 pub use file::{ConfigFile, sha256_hex};
 pub use lock::{LockEntry, ToolLock};
 pub use permissions::check_permissions;
+#[cfg(windows)]
+pub use permissions::judge_windows_acl;
 pub use trust::{TrustStatus, TrustStore};
 
 /// A per-user base directory as the XDG convention finds it: `$<xdg_var>` when set and
-/// absolute, else `$HOME/<under_home>`; `None` when neither is set.
+/// absolute, else `$HOME/<under_home>` (on Windows, which sets no `HOME`, else
+/// `%USERPROFILE%\<under_home>`); `None` when none is set.
 pub fn user_dir(xdg_var: &str, under_home: &str) -> Option<std::path::PathBuf> {
     let nonempty = |name| std::env::var_os(name).filter(|v| !v.is_empty()).map(std::path::PathBuf::from);
-    nonempty(xdg_var).filter(|p| p.is_absolute()).or_else(|| nonempty("HOME").map(|h| h.join(under_home)))
+    let home = nonempty("HOME").or_else(|| if cfg!(windows) { nonempty("USERPROFILE") } else { None });
+    nonempty(xdg_var).filter(|p| p.is_absolute()).or_else(|| home.map(|h| h.join(under_home)))
 }
 
 /// What can go wrong when reading, checking or trusting a configuration file.

@@ -3,9 +3,13 @@
 //! The rule plugin files already follow (and OpenSSH's for key files): the file and every
 //! directory above it are owned by the current user or root and not writable by group or
 //! others, except a directory with the sticky bit (like `/tmp`), where others cannot rename or
-//! remove what is not theirs.
+//! remove what is not theirs. On Windows the same rule reads the owner and the access list
+//! (the `windows` module): see docs/operators.md.
 
 use std::path::Path;
+
+#[cfg(windows)]
+mod windows;
 
 use crate::ConfigError;
 
@@ -41,8 +45,28 @@ pub fn check_permissions(canonical: &Path) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// Windows: the file and every directory above it owned by you, Administrators, SYSTEM or
+/// TrustedInstaller, and writable by none of Everyone, Users and Authenticated Users.
+#[cfg(windows)]
+pub fn check_permissions(canonical: &Path) -> Result<(), ConfigError> {
+    let mut at = Some(canonical);
+    while let Some(p) = at {
+        let is_dir = p.is_dir();
+        windows::judge(p, is_dir).map_err(|reason| ConfigError::Insecure { file: canonical.to_owned(), reason })?;
+        at = p.parent();
+    }
+    Ok(())
+}
+
+/// Why `p` alone (a directory when `is_dir`) could be changed by someone other than the
+/// operator on Windows, if it could: its owner or its access list, with the fix.
+#[cfg(windows)]
+pub fn judge_windows_acl(p: &Path, is_dir: bool) -> Result<(), String> {
+    windows::judge(p, is_dir)
+}
+
 /// Other platforms: no check (their permission models differ); documented in docs/security.md.
-#[cfg(not(unix))]
+#[cfg(not(any(unix, windows)))]
 pub fn check_permissions(_: &Path) -> Result<(), ConfigError> {
     Ok(())
 }

@@ -60,5 +60,5 @@ pub use run::{
 };
 pub use trace::{
     Limits, McpPeer, NoTrace, OfferedTool, RunAbout, RunEnd, RunStart, StepStatus, TRACE_FORMAT, TraceEntry, TraceSink,
-    TraceWriter, definition_hash, rfc3339,
+    TraceWriter, Unenforced, definition_hash, rfc3339,
 };

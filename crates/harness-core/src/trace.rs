@@ -15,7 +15,9 @@ use crate::error::HarnessError;
 use crate::provider::ModelReply;
 use crate::run::Compaction;
 
-pub use lines::{Limits, McpPeer, OfferedTool, RunAbout, RunEnd, RunStart, TRACE_FORMAT, definition_hash, rfc3339};
+pub use lines::{
+    Limits, McpPeer, OfferedTool, RunAbout, RunEnd, RunStart, TRACE_FORMAT, Unenforced, definition_hash, rfc3339,
+};
 
 /// How a step ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -45,12 +45,12 @@ pub(crate) struct Identity {
 impl Identity {
     /// The identity of `path` now; `None` when it cannot be read (no cache then).
     pub(crate) fn of(path: &Path) -> Option<Self> {
-        std::fs::metadata(path).ok().and_then(|m| Self::from_metadata(&m))
+        std::fs::metadata(path).ok().and_then(|m| Self::from_metadata(path, &m))
     }
 
-    /// The identity that `m`, a file's metadata read already, describes.
+    /// The identity of the file `path`, whose metadata `m` was read already.
     #[cfg(unix)]
-    pub(crate) fn from_metadata(m: &std::fs::Metadata) -> Option<Self> {
+    pub(crate) fn from_metadata(_: &Path, m: &std::fs::Metadata) -> Option<Self> {
         use std::os::unix::fs::MetadataExt;
         let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
         Some(Self {
@@ -62,9 +62,35 @@ impl Identity {
         })
     }
 
+    /// Windows: the volume's serial number and the file's index (its inode), size, last write
+    /// and creation times, read from the file opened (std's metadata does not carry the index).
+    #[cfg(windows)]
+    pub(crate) fn from_metadata(path: &Path, _: &std::fs::Metadata) -> Option<Self> {
+        use std::os::windows::io::AsRawHandle;
+        use windows_sys::Win32::Foundation::FILETIME;
+        use windows_sys::Win32::Storage::FileSystem::{BY_HANDLE_FILE_INFORMATION, GetFileInformationByHandle};
+        let file = std::fs::File::open(path).ok()?;
+        // SAFETY: an all-zero BY_HANDLE_FILE_INFORMATION is a valid value to be overwritten.
+        let mut info: BY_HANDLE_FILE_INFORMATION = unsafe { std::mem::zeroed() };
+        // SAFETY: an open handle of ours and a writable structure of the right type.
+        if unsafe { GetFileInformationByHandle(file.as_raw_handle(), &mut info) } == 0 {
+            return None;
+        }
+        let join = |high: u32, low: u32| (u64::from(high) << 32) | u64::from(low);
+        // FILETIME counts 100 ns intervals.
+        let ns = |t: FILETIME| i128::from(join(t.dwHighDateTime, t.dwLowDateTime)) * 100;
+        Some(Self {
+            dev: u64::from(info.dwVolumeSerialNumber),
+            ino: join(info.nFileIndexHigh, info.nFileIndexLow),
+            size: join(info.nFileSizeHigh, info.nFileSizeLow),
+            mtime_ns: ns(info.ftLastWriteTime),
+            ctime_ns: ns(info.ftCreationTime),
+        })
+    }
+
     /// Other platforms: no identity, so no plugin cache.
-    #[cfg(not(unix))]
-    pub(crate) fn from_metadata(_: &std::fs::Metadata) -> Option<Self> {
+    #[cfg(not(any(unix, windows)))]
+    pub(crate) fn from_metadata(_: &Path, _: &std::fs::Metadata) -> Option<Self> {
         None
     }
 
@@ -117,7 +143,7 @@ impl Cache {
         let exe = std::env::current_exe().map_err(|e| format!("the harness cannot find its own executable: {e}"))?;
         let harness = Identity::of(&exe).ok_or_else(|| format!("cannot read {}", exe.display()))?;
         create_private_dir(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        let dir = dir.canonicalize().map_err(|e| format!("cannot resolve {}: {e}", dir.display()))?;
+        let dir = dunce::canonicalize(dir).map_err(|e| format!("cannot resolve {}: {e}", dir.display()))?;
         crate::permissions::check_or(&dir, "", &mut Default::default())?;
         Ok(Self { dir, harness, pruned: std::sync::Once::new() })
     }

@@ -141,7 +141,7 @@ fn candidates(dir: &Path) -> std::io::Result<Vec<(PathBuf, bool)>> {
 fn resolve(file: &Path, is_link: bool, canonical_dir: Option<&Path>) -> std::io::Result<PathBuf> {
     match (is_link, canonical_dir, file.file_name()) {
         (false, Some(dir), Some(name)) => Ok(dir.join(name)),
-        _ => file.canonicalize(),
+        _ => dunce::canonicalize(file),
     }
 }
 
@@ -160,7 +160,7 @@ fn files(options: &DiscoveryOptions, found: &mut Discovery) -> Vec<(PathBuf, Opt
                 continue;
             }
         };
-        let canonical_dir = dir.canonicalize().ok();
+        let canonical_dir = dunce::canonicalize(dir).ok();
         for (file, is_link) in listed {
             let Ok(path) = resolve(&file, is_link, canonical_dir.as_deref()) else {
                 found.skipped.push(Skipped {
@@ -178,7 +178,7 @@ fn files(options: &DiscoveryOptions, found: &mut Discovery) -> Vec<(PathBuf, Opt
                     continue;
                 }
             };
-            let identity = Identity::from_metadata(&meta);
+            let identity = Identity::from_metadata(&path, &meta);
             if !seen_paths.insert(path.clone()) || identity.is_some_and(|id| !seen_files.insert(id.file())) {
                 continue;
             }
@@ -204,11 +204,9 @@ fn open_all(
     confine: bool,
     cache: Option<&Cache>,
 ) -> Vec<Result<Opened, Skipped>> {
-    #[cfg(unix)]
     if let Some(command) = &options.host_command {
         return read_through_hosts(command, paths, confine, cache);
     }
-    let _ = (options, confine, cache);
     paths
         .into_iter()
         .map(|(path, _)| match PluginLibrary::load_schemas_unchecked(&path) {
@@ -226,7 +224,6 @@ fn open_all(
 
 /// Each file's manifest from the plugin cache when it answers for the file, else read by a
 /// plugin host (one child for all the others), in the files' order.
-#[cfg(unix)]
 fn read_through_hosts(
     command: &crate::isolation::HostCommand,
     paths: Vec<(PathBuf, Option<Identity>)>,
@@ -252,7 +249,6 @@ fn read_through_hosts(
 
 /// The file as the plugin cache knows it; else the file and its identity, under which what a
 /// plugin host reads is cached.
-#[cfg(unix)]
 fn cached(
     cache: Option<&Cache>,
     path: PathBuf,
@@ -273,7 +269,6 @@ fn cached(
 
 /// A manifest read through a child, checked again here (its schemas once the plugin is
 /// admitted): the child ran plugin code.
-#[cfg(unix)]
 fn checked(
     path: PathBuf,
     identity: Option<Identity>,
@@ -342,6 +337,22 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
 }
 
 impl Discovery {
+    /// The process-isolated plugins with tools offered whose declared effects this platform
+    /// does not enforce in full, and what it does not: for the first line of a run's trace.
+    pub fn unenforced(&self) -> Vec<harness_core::Unenforced> {
+        self.plugins
+            .iter()
+            .filter(|p| p.isolation == Isolation::Process)
+            .filter_map(|p| {
+                let offered: Vec<Effects> =
+                    p.tools.iter().filter(|(_, s)| *s == ToolState::Offered).map(|(t, _)| t.effects).collect();
+                let reason = p.enforcement.shortfall().filter(|_| !offered.is_empty())?;
+                let effects = EffectSet::of(offered).describe();
+                Some(harness_core::Unenforced { plugin: p.manifest.name.clone(), effects, reason })
+            })
+            .collect()
+    }
+
     /// Decides what an opened plugin offers, where it runs, and what confines it.
     fn admit(&mut self, opened: Opened, kernel: &Enforcement, taken: &mut Taken) {
         let Opened { path, abi_version, manifest, library, origin } = opened;

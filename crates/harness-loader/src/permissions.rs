@@ -3,7 +3,7 @@
 //! As OpenSSH does with key files: the file and every directory on its path must be owned by
 //! the current user or root, and not writable by group or others. A directory with the sticky
 //! bit (like `/tmp`) is allowed to be world-writable: others cannot rename or remove what is
-//! not theirs in it.
+//! not theirs in it. On Windows: the owner and the access list, as configuration files.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -73,8 +73,14 @@ fn judge(p: &Path, meta: &std::fs::Metadata, escape: &str) -> Result<(), String>
     Ok(())
 }
 
+/// Windows: the owner and access list, as configuration files are held to (harness-config).
+#[cfg(windows)]
+fn judge(p: &Path, meta: &std::fs::Metadata, escape: &str) -> Result<(), String> {
+    harness_config::judge_windows_acl(p, meta.is_dir()).map_err(|why| format!("{why}{escape}"))
+}
+
 /// Other platforms: no check (their permission models differ); documented in docs/security.md.
-#[cfg(not(unix))]
+#[cfg(not(any(unix, windows)))]
 fn judge(_: &Path, _: &std::fs::Metadata, _: &str) -> Result<(), String> {
     Ok(())
 }

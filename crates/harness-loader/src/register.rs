@@ -18,7 +18,6 @@ use crate::settings::Timeouts;
 
 impl Discovery {
     /// The handler of `plugin`'s tools of one effect class, in a child confined to that class.
-    #[cfg(unix)]
     fn process_handler(
         &self,
         plugin: &LoadedPlugin,
@@ -44,14 +43,9 @@ impl Discovery {
             handler = handler.confined(confinement.clone());
         }
         if let Some(settings) = self.options.settings.get(name) {
-            handler = handler.passing_env(settings.env.clone());
+            handler = handler.passing_env(settings.env.clone()).allowing_exec(!settings.allow_exec.is_empty());
         }
         Ok(Arc::new(handler))
-    }
-
-    #[cfg(not(unix))]
-    fn process_handler(&self, _: &LoadedPlugin, _: Effects, _: &Timeouts) -> Result<Arc<dyn ToolHandler>, String> {
-        Err("process isolation is only available on Unix".to_owned())
     }
 
     /// Starts the children of every process-isolated plugin with tools offered, all at once,
@@ -59,7 +53,6 @@ impl Discovery {
     /// its reason, as an in-process one is. Not, with `open_lazily`, those admitted from the
     /// plugin cache: as an in-process plugin's library, their children start at their first
     /// call, so that a start-up whose files are all known starts no child at all.
-    #[cfg(unix)]
     pub(crate) fn start_hosts(&mut self) {
         if self.options.host_command.is_none() {
             return;
@@ -109,9 +102,6 @@ impl Discovery {
             }
         }
     }
-
-    #[cfg(not(unix))]
-    pub(crate) fn start_hosts(&mut self) {}
 
     /// One handler per effect class in process isolation (a child each), one in-process.
     fn handlers(

@@ -1,6 +1,5 @@
 //! Calling the checked plugin: in this process on a thread with a deadline, or in a child.
 
-#[cfg(unix)]
 use std::collections::{BTreeMap, HashMap};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -8,9 +7,7 @@ use std::time::Duration;
 use harness_abi::PluginModuleRef;
 use harness_abi::abi_stable::std_types::{RResult, RStr};
 use harness_abi::manifest::ToolError;
-#[cfg(unix)]
 use harness_abi::manifest::{Effects, InitDeclined};
-#[cfg(unix)]
 use harness_loader::LoadError;
 use harness_loader::isolation::ProcessHandler;
 use serde_json::Value;
@@ -63,13 +60,11 @@ pub(crate) enum Caller {
     /// This process.
     InProcess { module: PluginModuleRef, max_result_bytes: usize },
     /// Plugin-host children, one per effect class, as a run places them.
-    #[cfg(unix)]
     Process(Box<ProcessCalls>),
 }
 
 /// The children of a plugin whose calls run in process isolation: one per effect class of its
 /// tools, each confined to its class, as a run confines them.
-#[cfg(unix)]
 pub(crate) struct ProcessCalls {
     /// Each class's child.
     pub(crate) by_class: BTreeMap<Effects, ProcessHandler>,
@@ -77,7 +72,6 @@ pub(crate) struct ProcessCalls {
     pub(crate) class_of: HashMap<String, Effects>,
 }
 
-#[cfg(unix)]
 impl ProcessCalls {
     fn handler(&self, tool: &str) -> Option<&ProcessHandler> {
         self.by_class.get(self.class_of.get(tool)?)
@@ -148,7 +142,6 @@ impl Caller {
                     Err(Waited::Lost) => Err("init's thread ended without an answer".to_owned()),
                 }
             }
-            #[cfg(unix)]
             Self::Process(calls) => {
                 // Each child loads the library and runs `init` when it starts, without any call.
                 calls.by_class.values().try_for_each(|handler| handler.prestart(Some(timeout))).map_err(|f| {
@@ -187,7 +180,6 @@ impl Caller {
                     Err(Waited::Lost) => CallOutcome::Crashed("the call's thread ended without an answer".to_owned()),
                 }
             }
-            #[cfg(unix)]
             Self::Process(calls) => match calls.handler(tool).map_or_else(
                 || {
                     Err(harness_core::ToolFailure {

@@ -11,7 +11,6 @@ use std::path::Path;
 
 use harness_abi::PluginModuleRef;
 use harness_abi::abi_stable::library::lib_header_from_path;
-#[cfg(unix)]
 use harness_loader::isolation::HostCommand;
 use harness_loader::{LoadError, PluginLibrary};
 
@@ -44,7 +43,6 @@ pub(crate) fn open(path: &Path) -> Result<Opened, String> {
 
 /// Reads `path`'s manifest in a plugin-host child confined to loading it, so that none of its
 /// code runs here; the loader's verdict is then given here on what the child answered.
-#[cfg(unix)]
 pub(crate) fn open_in_child(command: &HostCommand, path: &Path) -> Result<Opened, String> {
     let read = harness_loader::isolation::read_manifest(command, path)?;
     harness_loader::check_abi(&read.abi_version).map_err(|e| e.to_string())?;

@@ -3,7 +3,6 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-#[cfg(unix)]
 use harness_loader::isolation::HostCommand;
 use serde_json::Value;
 
@@ -30,7 +29,6 @@ pub enum Executor {
     InProcess,
     /// In a plugin-host child process started with this command (`harness __plugin-host`):
     /// a crash fails one call and the next call starts a fresh child; a hang kills the child.
-    #[cfg(unix)]
     Process(HostCommand),
 }
 

@@ -202,6 +202,8 @@ impl Files {
     /// so that opening a FIFO or a device returns at once, to be refused.
     fn open(&self, path: &str, options: &OpenOptions, what: &str) -> Result<File, ToolError> {
         let relative = self.relative(path)?;
+        // Elsewhere there is no flag to add.
+        #[cfg_attr(not(unix), allow(unused_mut))]
         let mut options = options.clone();
         #[cfg(unix)]
         cap_std::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
@@ -477,12 +479,14 @@ mod tests {
         }
     }
 
+    #[cfg(unix)]
     fn mkfifo(path: &Path) {
         let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
         // SAFETY: a valid NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "{}", std::io::Error::last_os_error());
     }
 
+    #[cfg(unix)]
     #[test]
     fn fifos_and_sockets_are_refused_at_once_naming_their_type() {
         let (d, f) = setup();

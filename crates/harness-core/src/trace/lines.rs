@@ -30,6 +30,20 @@ pub struct RunAbout {
     pub config_hash: Option<String>,
     /// The MCP servers that started, with the protocol version each one settled on.
     pub mcp_servers: Vec<McpPeer>,
+    /// The plugins whose declared effects this platform does not enforce in full.
+    pub unenforced: Vec<Unenforced>,
+}
+
+/// A plugin whose declared effects are not all enforced where it runs (a kernel without the
+/// Landlock features they need, or Windows), as the first line lists it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Unenforced {
+    /// The plugin's name.
+    pub plugin: String,
+    /// The effects its offered tools declare, as `reads+writes` (`pure` when none).
+    pub effects: String,
+    /// What is not enforced, in one line.
+    pub reason: String,
 }
 
 /// An MCP server the run reached, as the first line lists it.
@@ -129,6 +143,9 @@ pub struct RunStart {
     /// The MCP servers reached, with their protocol versions.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub mcp_servers: Vec<McpPeer>,
+    /// The plugins whose declared effects are not enforced in full, and what is not.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unenforced: Vec<Unenforced>,
     /// The run's limits.
     pub limits: Limits,
     /// The model's context, where its size came from, and what the system prompt and the tool
@@ -155,6 +172,7 @@ impl RunStart {
             reply_format: options.reply_format.as_str(),
             tools: registry.definitions().iter().map(offered_tool).collect(),
             mcp_servers: about.mcp_servers.clone(),
+            unenforced: about.unenforced.clone(),
             limits: Limits::from(options),
             context: None,
             started_at: rfc3339(SystemTime::now()),
@@ -277,5 +295,19 @@ mod tests {
         assert_eq!(rfc3339(t), "2025-12-03T09:48:11.123456Z");
         assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000000Z");
         assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_secs(951_782_400)), "2000-02-29T00:00:00.000000Z");
+    }
+
+    #[test]
+    fn the_first_line_lists_unenforced_plugins_only_when_there_are_some() {
+        let registry = ToolRegistry::new();
+        let options = RunOptions::default();
+        let start = |about: &RunAbout| serde_json::to_value(RunStart::new(about, "p", "r", &registry, &options));
+        let plain = start(&RunAbout::default()).unwrap();
+        assert!(plain.get("unenforced").is_none(), "{plain}");
+        let files = Unenforced { plugin: "files".into(), effects: "reads+writes".into(), reason: "none".into() };
+        let about = RunAbout { unenforced: vec![files], ..RunAbout::default() };
+        let listed = start(&about).unwrap();
+        assert_eq!(listed["unenforced"][0]["plugin"], "files");
+        assert_eq!(listed["unenforced"][0]["effects"], "reads+writes");
     }
 }

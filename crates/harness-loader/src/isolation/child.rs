@@ -1,8 +1,8 @@
 //! The child side: confine itself, load one library, answer call frames until stdin closes.
 
+#[cfg(unix)]
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
-use std::os::fd::FromRawFd;
 use std::path::PathBuf;
 
 use harness_abi::manifest::InitDeclined;
@@ -65,7 +65,9 @@ pub(crate) struct InitRequest {
 
 /// Takes stdout for frames and points fd 1 at stderr, so that whatever a plugin prints can
 /// never corrupt a frame.
+#[cfg(unix)]
 fn take_stdout() -> io::Result<File> {
+    use std::os::fd::FromRawFd;
     // SAFETY: dup and dup2 on the process's own standard descriptors; the duplicate is owned
     // by the returned File alone.
     unsafe {
@@ -80,8 +82,13 @@ fn take_stdout() -> io::Result<File> {
     }
 }
 
+#[cfg(windows)]
+use super::windows::take_stdout;
+
 /// Runs the plugin-host mode on this process's stdin and stdout; returns the exit code.
 pub fn serve_plugin_host() -> i32 {
+    #[cfg(windows)]
+    super::windows::exit_on_fault();
     let out = match take_stdout() {
         Ok(out) => out,
         Err(e) => {
@@ -185,7 +192,9 @@ fn load(json: &[u8]) -> (Loaded, Option<Hosted>) {
 /// interrupted, and an idle child sees the end of its input anyway, but a tool that never
 /// returns would run on. The harness gone, the child is given another parent; looked at
 /// once a second, which costs a call nothing (a thread waiting on the frame pipe would be
-/// woken by every frame). Started once per process.
+/// woken by every frame). Started once per process. On Windows the child's Job Object does
+/// this: closed with the harness, it kills the child.
+#[cfg(unix)]
 fn watch_harness() {
     static STARTED: std::sync::Once = std::sync::Once::new();
     STARTED.call_once(|| {
@@ -205,6 +214,9 @@ fn watch_harness() {
         let _ = std::thread::Builder::new().name("harness-watch".into()).spawn(watch);
     });
 }
+
+#[cfg(not(unix))]
+fn watch_harness() {}
 
 /// Why a library did not start: it declined for want of configuration, or it failed.
 enum InitRefused {

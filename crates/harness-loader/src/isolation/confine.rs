@@ -276,7 +276,7 @@ impl Enforcement {
     /// What this kernel (`self`, from [`kernel_support`]) enforces on a child with `effects`
     /// and `grants`.
     pub fn of(&self, effects: EffectSet, grants: &Grants) -> Self {
-        let Some(abi) = self.landlock_abi() else { return self.clone() };
+        let Some(abi) = self.landlock_abi() else { return unenforced(self, effects) };
         let (covered, missing): (Vec<Gap>, Vec<Gap>) =
             gaps(abi, effects, grants).into_iter().partition(|g| g.seccomp.is_some());
         if missing.is_empty() {
@@ -296,6 +296,28 @@ impl Enforcement {
             Self::None { reason } => Some(reason.clone()),
         }
     }
+}
+
+/// What is not enforced on Windows, where only the child's Job Object limits it: every
+/// declared effect, named.
+#[cfg(windows)]
+fn unenforced(_: &Enforcement, effects: EffectSet) -> Enforcement {
+    Enforcement::None { reason: windows_shortfall(effects) }
+}
+
+#[cfg(not(windows))]
+fn unenforced(support: &Enforcement, _: EffectSet) -> Enforcement {
+    support.clone()
+}
+
+/// The reason Windows gives for a plugin declaring `effects`: `Windows: Job Object limits
+/// only; declared reads+network not enforced (...)`.
+#[cfg_attr(not(windows), allow(dead_code))]
+fn windows_shortfall(effects: EffectSet) -> String {
+    format!(
+        "Windows: Job Object limits only (one process, a memory ceiling, no UI, killed with the harness); declared {} not enforced: the child may read and write what the user can and reach the network",
+        effects.describe()
+    )
 }
 
 /// The Landlock ABI of this kernel, probed once per process; 0 when it has none.
@@ -325,8 +347,14 @@ pub fn kernel_support() -> Enforcement {
     linux::kernel_support()
 }
 
+/// Windows: no kernel confinement of files, sockets or system calls (see [`windows_shortfall`]).
+#[cfg(windows)]
+pub fn kernel_support() -> Enforcement {
+    Enforcement::None { reason: windows_shortfall(EffectSet::default()) }
+}
+
 /// Other systems: no kernel confinement.
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(any(target_os = "linux", windows)))]
 pub fn kernel_support() -> Enforcement {
     Enforcement::None { reason: "kernel confinement needs Linux (Landlock and seccomp)".to_owned() }
 }
@@ -339,6 +367,7 @@ pub(crate) fn apply(confinement: &Confinement) -> Result<(), String> {
 }
 
 /// Other systems: refuse, so that a confinement the parent asked for is never silently dropped.
+/// (The parent asks for none where [`kernel_support`] says `None`.)
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn apply(_: &Confinement) -> Result<(), String> {
     Err("kernel confinement needs Linux".to_owned())
@@ -442,5 +471,19 @@ mod linux {
         };
         // Landlock's restrict_self has set no_new_privs, which an unprivileged filter needs.
         super::seccomp::install(profile, target_arch()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_windows_shortfall_names_every_declared_effect_as_not_enforced() {
+        let effects = EffectSet { reads: true, writes: false, network: true };
+        let reason = windows_shortfall(effects);
+        assert!(reason.starts_with("Windows: Job Object limits only"), "{reason}");
+        assert!(reason.contains("declared reads+network not enforced"), "{reason}");
+        assert!(windows_shortfall(EffectSet::default()).contains("declared pure not enforced"));
     }
 }

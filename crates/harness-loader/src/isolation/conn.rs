@@ -1,17 +1,25 @@
 //! One running plugin-host child and its pipes: start it, send frames, read answers by a
 //! deadline, end it and say how it ended.
 
-use std::io::{self, BufWriter, Read, Write};
+#[cfg(unix)]
+use std::io::Read;
+use std::io::{self, BufWriter, Write};
+#[cfg(unix)]
 use std::os::fd::AsRawFd;
+#[cfg(unix)]
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+#[cfg(unix)]
+use std::process::ChildStdout;
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::time::Instant;
 
 use harness_frames::{LENGTH_BYTES, Request, Response, decode_response_body, encode_request, frame_length};
 
 use super::child::{LoadRequest, Loaded};
 use super::relay::StderrRelay;
-use super::{HostCommand, child_gets, signal_name};
+#[cfg(windows)]
+use super::windows::detach;
+use super::{HostCommand, child_gets};
 
 /// The least read from a child's stdout at once: a small answer whole, in one read.
 const READ_AHEAD: usize = 16 << 10;
@@ -20,7 +28,11 @@ const READ_AHEAD: usize = 16 << 10;
 pub(crate) struct Conn {
     child: Child,
     stdin: BufWriter<ChildStdin>,
+    #[cfg(unix)]
     stdout: ChildStdout,
+    /// The child's stdout, read by a thread (Windows pipes cannot be polled).
+    #[cfg(windows)]
+    stdout: super::pump::Pump,
     stderr: StderrRelay,
     /// What was read from stdout: answers, the last one handled ending at `taken`, bytes up
     /// to `filled` read.
@@ -29,6 +41,9 @@ pub(crate) struct Conn {
     filled: usize,
     /// The largest answer read from it; over it the child is broken, not believed.
     frame_limit: usize,
+    /// The Job Object the child runs in; closed after the child is ended (see `Drop`).
+    #[cfg(windows)]
+    _job: super::windows::Job,
 }
 
 impl Drop for Conn {
@@ -36,6 +51,45 @@ impl Drop for Conn {
         let _ = self.child.kill();
         let _ = self.child.wait();
         self.stderr.finish();
+    }
+}
+
+/// What the harness holds of a child it just started: its pipes, and on Windows its job.
+struct Ends {
+    stdin: ChildStdin,
+    #[cfg(unix)]
+    stdout: ChildStdout,
+    #[cfg(windows)]
+    stdout: super::pump::Pump,
+    stderr: StderrRelay,
+    #[cfg(windows)]
+    job: super::windows::Job,
+}
+
+impl Ends {
+    /// Puts `child` in its Job Object (Windows; before it has read a frame, so before any
+    /// plugin code runs) and takes its pipes; the caller ends the child on an error.
+    fn take(child: &mut Child, label: String, may_exec: bool) -> io::Result<Self> {
+        #[cfg(windows)]
+        let job = super::windows::Job::hold(child, may_exec)
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot put it in a Job Object: {e}")))?;
+        // Unix: exec is governed by the confinement the child applies (seccomp, Landlock).
+        #[cfg(unix)]
+        let _ = may_exec;
+        let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err(io::Error::other("the plugin host has no pipes"));
+        };
+        let stderr = StderrRelay::new(stderr, label)?;
+        #[cfg(windows)]
+        let stdout = super::pump::Pump::new(stdout)?;
+        Ok(Self {
+            stdin,
+            stdout,
+            stderr,
+            #[cfg(windows)]
+            job,
+        })
     }
 }
 
@@ -52,27 +106,24 @@ pub(crate) enum ReadFail {
 }
 
 impl Conn {
-    /// Starts a child with `command` in a session of its own, its stderr relayed under
+    /// Starts a child with `command` in a session of its own (on Windows: in a Job Object,
+    /// which lets it start other processes only when `may_exec`), its stderr relayed under
     /// `label`, its environment the allowlist and `env`; answers over `frame_limit` bytes are
     /// refused unread.
-    pub(crate) fn spawn(command: &HostCommand, frame_limit: usize, label: String, env: &[String]) -> io::Result<Self> {
+    pub(crate) fn spawn(
+        command: &HostCommand,
+        frame_limit: usize,
+        label: String,
+        env: &[String],
+        may_exec: bool,
+    ) -> io::Result<Self> {
         let mut cmd = Command::new(&command.program);
         cmd.args(&command.args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         cmd.env_clear().envs(std::env::vars_os().filter(|(k, _)| k.to_str().is_some_and(|k| child_gets(k, env))));
-        // SAFETY: what runs between fork and exec makes system calls only (async-signal-safe)
-        // and touches no memory of the parent's.
-        unsafe {
-            cmd.pre_exec(own_session);
-        }
+        detach(&mut cmd);
         let mut child = cmd.spawn()?;
-        let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(io::Error::other("the plugin host has no pipes"));
-        };
-        let stderr = match StderrRelay::new(stderr, label) {
-            Ok(relay) => relay,
+        let ends = match Ends::take(&mut child, label, may_exec) {
+            Ok(ends) => ends,
             Err(e) => {
                 let _ = child.kill();
                 let _ = child.wait();
@@ -81,13 +132,15 @@ impl Conn {
         };
         Ok(Self {
             child,
-            stdin: BufWriter::new(stdin),
-            stdout,
-            stderr,
+            stdin: BufWriter::new(ends.stdin),
+            stdout: ends.stdout,
+            stderr: ends.stderr,
             inbox: Vec::new(),
             taken: 0,
             filled: 0,
             frame_limit,
+            #[cfg(windows)]
+            _job: ends.job,
         })
     }
 
@@ -112,6 +165,7 @@ impl Conn {
     /// Waits until the child's stdout can be read, giving up at `deadline`, relaying its
     /// stderr meanwhile: what it wrote there before its answer is relayed before the answer
     /// is read.
+    #[cfg(unix)]
     fn wait_readable(&mut self, deadline: Option<Instant>) -> Result<(), ReadFail> {
         loop {
             let ms = match deadline {
@@ -156,18 +210,34 @@ impl Conn {
     /// in one read.
     fn fill(&mut self, need: usize, deadline: Option<Instant>) -> Result<(), ReadFail> {
         while self.filled < need {
-            self.wait_readable(deadline)?;
             if self.inbox.len() < need.max(READ_AHEAD) {
                 self.inbox.resize(need.max(READ_AHEAD), 0);
             }
+            match self.read_some(deadline)? {
+                0 => return Err(ReadFail::Closed),
+                n => self.filled += n,
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads what the child's stdout holds into the inbox once it holds something, by
+    /// `deadline`; 0 when the child closed it.
+    #[cfg(unix)]
+    fn read_some(&mut self, deadline: Option<Instant>) -> Result<usize, ReadFail> {
+        loop {
+            self.wait_readable(deadline)?;
             match self.stdout.read(&mut self.inbox[self.filled..]) {
-                Ok(0) => return Err(ReadFail::Closed),
-                Ok(n) => self.filled += n,
+                Ok(n) => return Ok(n),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(ReadFail::Io(e)),
             }
         }
-        Ok(())
+    }
+
+    #[cfg(windows)]
+    fn read_some(&mut self, deadline: Option<Instant>) -> Result<usize, ReadFail> {
+        self.stdout.read_by(&mut self.inbox[self.filled..], deadline)
     }
 
     /// Reads one answer frame into the inbox and decodes it; one over the limit is refused
@@ -218,11 +288,22 @@ impl Conn {
     }
 }
 
+/// Starts the child in a session of its own (see [`own_session`]).
+#[cfg(unix)]
+fn detach(cmd: &mut Command) {
+    // SAFETY: what runs between fork and exec makes system calls only (async-signal-safe)
+    // and touches no memory of the parent's.
+    unsafe {
+        cmd.pre_exec(own_session);
+    }
+}
+
 /// In the child, before exec: a session of its own, which has no controlling terminal (the
 /// child cannot open `/dev/tty`, and no signal from the operator's terminal reaches it), and
 /// every descriptor past stderr closed at exec, so that none the harness inherited without
 /// close-on-exec (a terminal a shell left open, say) reaches a plugin. Marked, not closed:
 /// the standard library's own pipe that reports a failed exec must live until the exec.
+#[cfg(unix)]
 fn own_session() -> io::Result<()> {
     // SAFETY: plain system calls; the one pointer is to a local of this frame.
     unsafe {
@@ -242,10 +323,17 @@ fn own_session() -> io::Result<()> {
     Ok(())
 }
 
+#[cfg(unix)]
 fn describe(status: ExitStatus) -> String {
     match (status.code(), status.signal()) {
         (Some(code), _) => format!("it exited with status {code}"),
-        (None, Some(signal)) => format!("it was killed by {}", signal_name(signal)),
+        (None, Some(signal)) => format!("it was killed by {}", super::signal_name(signal)),
         _ => "it ended".to_owned(),
     }
+}
+
+/// A Windows process's exit code is the exception that ended it, if one did.
+#[cfg(windows)]
+fn describe(status: ExitStatus) -> String {
+    status.code().map_or_else(|| "it ended".to_owned(), super::exit_code_name)
 }

@@ -37,6 +37,9 @@ pub struct ProcessHandler {
     command: HostCommand,
     /// Variables of the harness's environment its child gets beyond the allowlist.
     env: Vec<String>,
+    /// Whether its child may start programs (`allow_exec`): on Windows, lifts the Job
+    /// Object's one-process limit.
+    may_exec: bool,
     timeouts: Timeouts,
     slot: Mutex<Slot>,
     free: Condvar,
@@ -81,6 +84,7 @@ impl ProcessHandler {
             config,
             command,
             env: Vec::new(),
+            may_exec: false,
             timeouts,
             slot: Mutex::new(Slot::default()),
             free: Condvar::new(),
@@ -98,6 +102,13 @@ impl ProcessHandler {
     /// allowlist: `[plugins.NAME] env`.
     pub fn passing_env(mut self, names: Vec<String>) -> Self {
         self.env = names;
+        self
+    }
+
+    /// The same handler, its child allowed to start programs (`[plugins.NAME] allow_exec`
+    /// names some): on Windows its Job Object then holds more than one process.
+    pub fn allowing_exec(mut self, may_exec: bool) -> Self {
+        self.may_exec = may_exec;
         self
     }
 
@@ -144,7 +155,7 @@ impl ProcessHandler {
         let crashed = |m: String| failure("tool_crashed", m);
         let label = format!("plugin {}", self.plugin);
         let limit = frame_limit(self.load.max_result_bytes);
-        let mut conn = Conn::spawn(&self.command, limit, label, &self.env).map_err(|e| {
+        let mut conn = Conn::spawn(&self.command, limit, label, &self.env, self.may_exec).map_err(|e| {
             crashed(format!(
                 "cannot start the plugin host for {} ({}): {e}",
                 self.plugin,
@@ -336,7 +347,7 @@ impl ToolHandler for ProcessHandler {
         true
     }
 
-    // It waits on its child's pipe with poll(2), never on the async runtime.
+    // It waits on its child's pipe (poll(2), or a channel on Windows), never on the async runtime.
     fn may_run_inline(&self) -> bool {
         true
     }

@@ -5,30 +5,31 @@
 //! line in [`HostCommand`]); it loads one library and answers frames of `harness-frames` on
 //! its stdin and stdout. It starts on the first call and is kept warm; after a crash or a
 //! timeout the next call starts a fresh one.
+//!
+//! On Unix the child starts in a session of its own and confines itself with Landlock and
+//! seccomp; on Windows it starts in a Job Object (the `windows` module), which limits its
+//! process tree but not what it reads, writes or reaches.
 
-#[cfg(unix)]
 mod child;
 pub mod confine;
-#[cfg(unix)]
 mod conn;
-#[cfg(unix)]
 mod host;
-#[cfg(unix)]
 pub(crate) mod probe;
-#[cfg(unix)]
+#[cfg(windows)]
+mod pump;
 mod relay;
+#[cfg(windows)]
+mod windows;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-#[cfg(unix)]
 pub use child::serve_plugin_host;
-#[cfg(unix)]
 pub use host::ProcessHandler;
-#[cfg(unix)]
 pub(crate) use probe::probe;
-#[cfg(unix)]
 pub use probe::{FileManifest, read_manifest};
+#[cfg(windows)]
+pub use windows::CHILD_MEMORY_LIMIT;
 
 /// Where a plugin's tools run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -74,16 +75,41 @@ pub struct HostCommand {
 /// secret: the search path, the locale and time zone, the home directory (which the child can
 /// read from the password database anyway), the temporary directory, and whether a panic
 /// prints a backtrace. Everything else, API keys first, stays in the harness.
-pub const CHILD_ENV_ALLOWLIST: [&str; 9] =
-    ["PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "RUST_BACKTRACE", "RUST_LIB_BACKTRACE", "LC_*"];
+#[cfg(not(windows))]
+pub const CHILD_ENV_ALLOWLIST: &[&str] =
+    &["PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "RUST_BACKTRACE", "RUST_LIB_BACKTRACE", "LC_*"];
+
+/// Windows: the same kinds of variable under their Windows names, and those the system itself
+/// needs in every process (without `SYSTEMROOT`, sockets cannot be opened). Names are matched
+/// without regard to case, as Windows does.
+#[cfg(windows)]
+pub const CHILD_ENV_ALLOWLIST: &[&str] = &[
+    "PATH",
+    "PATHEXT",
+    "SYSTEMROOT",
+    "WINDIR",
+    "SYSTEMDRIVE",
+    "USERPROFILE",
+    "TEMP",
+    "TMP",
+    "LANG",
+    "TZ",
+    "RUST_BACKTRACE",
+    "RUST_LIB_BACKTRACE",
+];
 
 /// Whether a child gets the variable `name`: on the allowlist, or in `extra`.
 pub fn child_gets(name: &str, extra: &[String]) -> bool {
     let listed = CHILD_ENV_ALLOWLIST.iter().any(|a| match a.strip_suffix('*') {
         Some(prefix) => name.starts_with(prefix),
-        None => *a == name,
+        None => same_name(a, name),
     });
-    listed || extra.iter().any(|e| e == name)
+    listed || extra.iter().any(|e| same_name(e, name))
+}
+
+/// Whether two variable names are one: exactly, or on Windows in any case.
+fn same_name(a: &str, b: &str) -> bool {
+    if cfg!(windows) { a.eq_ignore_ascii_case(b) } else { a == b }
 }
 
 /// The largest frame the child accepts; the harness accepts far less (see [`frame_limit`]).
@@ -112,4 +138,43 @@ pub(crate) fn signal_name(signal: i32) -> String {
         _ => "signal",
     };
     format!("{name} ({signal})")
+}
+
+/// Names how a Windows process ended from its exit code: an NTSTATUS exception code
+/// (`0xC0000005`, access violation) when it died of one, else the plain status.
+#[cfg_attr(not(windows), allow(dead_code))]
+pub(crate) fn exit_code_name(code: i32) -> String {
+    // Exception codes are NTSTATUS values of severity "error" (the top two bits set).
+    let status = code as u32;
+    if status & 0xC000_0000 != 0xC000_0000 && status != 0x8000_0003 {
+        return format!("it exited with status {code}");
+    }
+    let name = match status {
+        0xC000_0005 => "access violation",
+        0xC000_001D => "illegal instruction",
+        0xC000_0094 => "integer division by zero",
+        0xC000_00FD => "stack overflow",
+        0xC000_0409 => "fast fail: the process aborted itself",
+        0xC000_0374 => "heap corruption",
+        0xC000_0017 => "out of memory",
+        0x8000_0003 => "breakpoint",
+        _ => "exception",
+    };
+    format!("it died of exception 0x{status:08X} ({name})")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::exit_code_name;
+
+    #[test]
+    fn a_windows_exit_code_names_its_exception_or_its_status() {
+        assert_eq!(exit_code_name(0xC000_0005_u32 as i32), "it died of exception 0xC0000005 (access violation)");
+        assert_eq!(
+            exit_code_name(0xC000_0409_u32 as i32),
+            "it died of exception 0xC0000409 (fast fail: the process aborted itself)"
+        );
+        assert_eq!(exit_code_name(0xC123_4567_u32 as i32), "it died of exception 0xC1234567 (exception)");
+        assert_eq!(exit_code_name(3), "it exited with status 3");
+    }
 }

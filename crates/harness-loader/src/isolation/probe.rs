@@ -54,7 +54,7 @@ pub(crate) fn probe(command: &HostCommand, paths: &[PathBuf], confine: bool) -> 
             c.relabel(label);
         } else {
             // No plugin's own variables: what it is, and so what it may be given, is not known yet.
-            match Conn::spawn(command, MANIFEST_LIMIT, label, &[]) {
+            match Conn::spawn(command, MANIFEST_LIMIT, label, &[], false) {
                 Ok(c) => conn = Some(c),
                 Err(e) => {
                     out.push(Err(Refusal::line(format!(
@@ -111,7 +111,7 @@ pub struct FileManifest {
 pub fn read_manifest(command: &HostCommand, path: &Path) -> Result<FileManifest, String> {
     let confine = matches!(super::confine::kernel_support(), super::confine::Enforcement::Kernel { .. });
     let label = format!("plugin file {}", path.file_name().unwrap_or(path.as_os_str()).to_string_lossy());
-    let mut conn = Conn::spawn(command, MANIFEST_LIMIT, label, &[])
+    let mut conn = Conn::spawn(command, MANIFEST_LIMIT, label, &[], false)
         .map_err(|e| format!("cannot start the plugin host ({}) to read it: {e}", command.program.display()))?;
     let confinement = confine.then(|| Confinement::loading([path]));
     let request = LoadRequest { path: path.to_owned(), confinement, max_result_bytes: 0, raw: true };

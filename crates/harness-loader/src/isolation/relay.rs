@@ -7,9 +7,11 @@
 //! answer (see `conn.rs`), so that whatever the child wrote before its answer is relayed
 //! before the answer is handled, and nothing is lost when it crashes. Between calls nobody
 //! reads: a child that fills the pipe then waits for its next call, and the harness never
-//! holds more than one line of it.
+//! holds more than one line of it. On Windows, whose anonymous pipes cannot be polled, a
+//! thread of its own reads the pipe and relays each line as it comes.
 
 use std::io::{self, Read, Write};
+#[cfg(unix)]
 use std::os::fd::{AsRawFd, RawFd};
 use std::process::ChildStderr;
 
@@ -17,9 +19,11 @@ use std::process::ChildStderr;
 pub(crate) const LINE_LIMIT: usize = 4096;
 /// The most read in one go before the caller goes back to the child's answer, so that a child
 /// flooding its stderr cannot keep the caller from its answer or its deadline.
+#[cfg(unix)]
 const READ_BUDGET: usize = 64 << 10;
 
 /// The read end of a child's stderr and the line it is in the middle of.
+#[cfg(unix)]
 pub(crate) struct StderrRelay {
     pipe: ChildStderr,
     lines: Lines,
@@ -27,6 +31,7 @@ pub(crate) struct StderrRelay {
     closed: bool,
 }
 
+#[cfg(unix)]
 impl StderrRelay {
     /// Relays `pipe`, made non-blocking, under `label`.
     pub(crate) fn new(pipe: ChildStderr, label: String) -> io::Result<Self> {
@@ -94,6 +99,75 @@ impl StderrRelay {
         self.lines.flush(&mut out);
         write_out(&out);
     }
+}
+
+/// How long the end of a child waits for the last of its stderr: a process it started and
+/// that still holds the pipe must not hold the harness.
+#[cfg(windows)]
+const FINISH_WAIT: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// A child's stderr, relayed line by line by a thread that reads it.
+#[cfg(windows)]
+pub(crate) struct StderrRelay {
+    lines: std::sync::Arc<std::sync::Mutex<Lines>>,
+    /// Sent to (or dropped) when the thread has relayed the last byte.
+    done: std::sync::mpsc::Receiver<()>,
+}
+
+#[cfg(windows)]
+impl StderrRelay {
+    /// Relays `pipe` under `label` from a thread of its own.
+    pub(crate) fn new(mut pipe: ChildStderr, label: String) -> io::Result<Self> {
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Lines::new(label)));
+        let (tx, done) = std::sync::mpsc::channel();
+        let shared = std::sync::Arc::clone(&lines);
+        let relay = move || {
+            let mut chunk = [0u8; 8192];
+            loop {
+                match pipe.read(&mut chunk) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        let mut out = String::new();
+                        lock(&shared).take(&chunk[..n], &mut out);
+                        write_out(&out);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+            let _ = tx.send(());
+        };
+        std::thread::Builder::new().name("plugin-host-stderr".into()).spawn(relay)?;
+        Ok(Self { lines, done })
+    }
+
+    /// Who the next lines are from; the line in progress is relayed under the old name.
+    pub(crate) fn relabel(&mut self, label: String) {
+        let mut lines = lock(&self.lines);
+        let mut out = String::new();
+        lines.flush(&mut out);
+        lines.label = label;
+        write_out(&out);
+    }
+
+    /// Relays what is left once the child has ended, its last line included, waiting a
+    /// moment for the thread to read the end of the pipe.
+    pub(crate) fn finish(&mut self) {
+        let _ = self.done.recv_timeout(FINISH_WAIT);
+        self.flush();
+    }
+
+    /// Relays the line in progress, if any: at the end of a call or of the child.
+    pub(crate) fn flush(&mut self) {
+        let mut out = String::new();
+        lock(&self.lines).flush(&mut out);
+        write_out(&out);
+    }
+}
+
+#[cfg(windows)]
+fn lock(lines: &std::sync::Mutex<Lines>) -> std::sync::MutexGuard<'_, Lines> {
+    lines.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn write_out(text: &str) {

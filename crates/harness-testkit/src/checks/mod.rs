@@ -258,7 +258,7 @@ pub(crate) fn same_json(a: &Value, b: &Value) -> bool {
 pub fn check(path: &Path, options: &CheckOptions) -> Result<Report, CheckError> {
     let started = Instant::now();
     let unreadable = |reason: String| CheckError::Unreadable { path: path.to_owned(), reason };
-    let file = path.canonicalize().map_err(|e| unreadable(e.to_string()))?;
+    let file = dunce::canonicalize(path).map_err(|e| unreadable(e.to_string()))?;
     let meta = std::fs::File::open(&file).and_then(|f| f.metadata()).map_err(|e| unreadable(e.to_string()))?;
     if !meta.is_file() {
         return Err(unreadable("it is not a regular file".to_owned()));
@@ -276,7 +276,6 @@ pub fn check(path: &Path, options: &CheckOptions) -> Result<Report, CheckError> 
     let t0 = Instant::now();
     let opened = match &options.executor {
         Executor::InProcess => open(&file),
-        #[cfg(unix)]
         Executor::Process(command) => crate::open::open_in_child(command, &file),
     };
     let opened = match opened {
@@ -407,7 +406,6 @@ fn make_caller(
         (Executor::InProcess, Some(module)) => {
             Ok(Caller::InProcess { module, max_result_bytes: options.max_result_bytes })
         }
-        #[cfg(unix)]
         (Executor::Process(command), _) => {
             let (calls, note) = process_calls(file, opened, name, config, options, settings, command);
             report.executor = "process".to_owned();
@@ -424,7 +422,6 @@ fn make_caller(
 /// One child per effect class of the plugin's tools, each confined as a run confines that
 /// class of this plugin (its section's `allow_paths`, `allow_ports`, `allow_exec`), and what
 /// the report says of them.
-#[cfg(unix)]
 fn process_calls(
     file: &Path,
     opened: &Opened,
@@ -460,7 +457,8 @@ fn process_calls(
             timeouts.clone(),
         )
         .rules_unchecked()
-        .passing_env(settings.env.clone());
+        .passing_env(settings.env.clone())
+        .allowing_exec(!settings.allow_exec.is_empty());
         if kernel.landlock_abi().is_some() {
             handler = handler.confined(Confinement::for_effects(file, EffectSet::of([class]), &grants));
         }
