@@ -379,6 +379,6 @@ mod tests {
         let req = RouterRequest { conversation: &[], tools: &[], tool_choice: &choice };
         assert!(s.complete(req).await.is_ok());
         let e = s.complete(req).await.unwrap_err();
-        assert!(e.message.contains("s.jsonl has 1 replies"), "{}", e.message);
+        assert!(e.message.contains("s.jsonl has 1 reply and all were used"), "{}", e.message);
     }
 }

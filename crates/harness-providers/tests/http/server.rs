@@ -100,8 +100,11 @@ async fn answer(State(shared): State<Arc<Mutex<Shared>>>, request: Request) -> R
     let path = request.uri().path().to_owned();
     // A server's own endpoints (llama.cpp's /props, /tokenize, Ollama's /api/...) are no chat
     // request: they take no canned reply.
-    if request.method() == axum::http::Method::GET || path == "/tokenize" || path.starts_with("/api/") {
-        let own = shared.lock().expect("lock").own.get(&path).cloned();
+    let own = shared.lock().expect("lock").own.get(&path).cloned();
+    if request.method() == axum::http::Method::GET
+        || ["/tokenize", "/api/show"].contains(&path.as_str())
+        || own.is_some()
+    {
         let (status, body) = match own {
             Some(own) => (200, own.to_string()),
             None => (404, json!({"error": {"message": "mock: not found"}}).to_string()),
