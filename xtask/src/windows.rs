@@ -3,8 +3,10 @@
 //! real `harness.exe` and real `.dll` plugins under Wine (the checks are in `windows/checks.rs`).
 //!
 //! What it installs when missing: the rustup target, `gcc-mingw-w64-x86-64` and `wine` (as
-//! root, with apt-get; otherwise it stops with the command to run). The Wine prefix is fresh
-//! under `target/windows/wine` the first time and kept after; Wine 8 lacks
+//! root, with apt-get; otherwise it stops with the command to run). The leg works in
+//! `target/windows` (in the cache's `windows-leg` when a directory above the clone is writable
+//! by everyone, as `/tmp` is). The Wine prefix is fresh under its `wine` the first time and
+//! kept after; Wine 8 lacks
 //! `bcryptprimitives.dll`, which Rust's std needs at start (every Rust program exits with
 //! status 53 without it), so a stand-in built from `xtask/wine/bcryptprimitives.c` is put in
 //! the prefix's `system32`: for these tests only, never shipped.
@@ -26,8 +28,13 @@ const MINGW_GCC: &str = "x86_64-w64-mingw32-gcc";
 pub(crate) struct Leg {
     /// The workspace root.
     pub(crate) root: PathBuf,
-    /// `target/x86_64-pc-windows-gnu/release`: `harness.exe` and the plugins' `.dll` files.
+    /// `target/x86_64-pc-windows-gnu/release`, where the cross-build puts its files.
+    built: PathBuf,
+    /// `harness.exe` and the plugins' `.dll` files, copied from the build into the leg's
+    /// directory: what the checks run.
     pub(crate) release: PathBuf,
+    /// The leg's directory: the prefix, the scratch, the scaffold's target directory.
+    pub(crate) work: PathBuf,
     /// The Wine prefix.
     pub(crate) prefix: PathBuf,
     /// Scratch directories of the checks (emptied at the start).
@@ -38,12 +45,14 @@ pub(crate) struct Leg {
 /// Runs the leg: tools, build, prefix, checks; the timings printed whatever the outcome.
 pub(crate) fn windows(context: &Context) -> Result<(), String> {
     let started = Instant::now();
-    let work = context.root.join("target/windows");
+    let work = leg_directory(context);
     let mut leg = Leg {
         root: context.root.clone(),
-        release: context.root.join("target").join(TARGET).join("release"),
+        built: context.root.join("target").join(TARGET).join("release"),
+        release: work.join("bin"),
         prefix: work.join("wine"),
         scratch: work.join("e2e"),
+        work,
         timings: Vec::new(),
     };
     let outcome = leg.stages();
@@ -59,6 +68,9 @@ impl Leg {
     fn stages(&mut self) -> Result<(), String> {
         self.timed("tools (target, mingw-w64, wine)", ensure_tools)?;
         self.timed("cross build (release workspace, benches)", |leg| build(&leg.root))?;
+        self.timed("harness.exe and the plugins copied to the leg's bin", |leg| {
+            copy_binaries(&leg.built, &leg.release)
+        })?;
         self.timed("Wine prefix and the bcryptprimitives stand-in", |leg| prepare_prefix(&leg.root, &leg.prefix))?;
         self.timed("end-to-end checks under Wine", checks::run_all)
     }
@@ -85,6 +97,60 @@ impl Leg {
         cmd.arg(self.release.join("harness.exe")).current_dir(dir);
         cmd
     }
+}
+
+/// The leg's directory: `target/windows` in the clone, unless a directory above the clone may
+/// be written by everyone (a clone under `/tmp`): Wine shows such a directory to Windows
+/// programs as writable by Everyone (it has no sticky bit), and the harness rightly refuses
+/// to trust plugins and configuration below it. The leg then works in the cache, outside the
+/// clone.
+fn leg_directory(context: &Context) -> PathBuf {
+    let in_clone = context.root.join("target/windows");
+    match world_writable_ancestor(&context.root) {
+        Some(open) => {
+            let work = context.cache.join("windows-leg");
+            eprintln!(
+                "== windows: {} may be written by everyone, which Wine shows as Everyone's write on Windows: the leg works in {}",
+                open.display(),
+                work.display()
+            );
+            work
+        }
+        None => in_clone,
+    }
+}
+
+/// The first directory from `dir` up that everyone may write, sticky or not.
+#[cfg(unix)]
+fn world_writable_ancestor(dir: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    dir.ancestors()
+        .find(|d| std::fs::metadata(d).is_ok_and(|m| m.permissions().mode() & 0o002 != 0))
+        .map(Path::to_path_buf)
+}
+
+/// On Windows itself no directory above the clone is shown through Wine.
+#[cfg(not(unix))]
+fn world_writable_ancestor(_: &Path) -> Option<PathBuf> {
+    None
+}
+
+/// Copies `harness.exe` and every `.dll` beside it from the build to `bin`, afresh, so that the
+/// plugins found beside the harness are exactly the build's.
+fn copy_binaries(built: &Path, bin: &Path) -> Result<(), String> {
+    let _ = std::fs::remove_dir_all(bin);
+    std::fs::create_dir_all(bin).map_err(|e| format!("cannot create {}: {e}", bin.display()))?;
+    let entries = std::fs::read_dir(built).map_err(|e| format!("cannot list {}: {e}", built.display()))?;
+    for path in entries.flatten().map(|e| e.path()) {
+        let wanted =
+            path.extension().is_some_and(|x| x == "dll") || path.file_name().is_some_and(|n| n == "harness.exe");
+        if wanted && path.is_file() {
+            let to = bin.join(path.file_name().unwrap_or_default());
+            std::fs::copy(&path, &to)
+                .map_err(|e| format!("cannot copy {} to {}: {e}", path.display(), to.display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// `wine` with the prefix `prefix`, quiet.

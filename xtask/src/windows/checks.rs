@@ -372,7 +372,7 @@ fn scaffold(leg: &Leg, dir: &Path) -> Result<(), String> {
     let crate_dir = dir.join("demo");
     linux_paths(&crate_dir.join("Cargo.toml"))?;
     // Its own target directory, kept between runs: the SDK's dependencies build once.
-    let target_dir = leg.root.join("target/windows/scaffold-target");
+    let target_dir = leg.work.join("scaffold-target");
     let mut build = cross_cargo(&crate_dir);
     build.args(["build", "--release", "--target", TARGET, "--target-dir"]).arg(&target_dir);
     exec(build, dir)?.expect_code(0).map_err(|e| format!("the scaffold does not build: {e}"))?;
