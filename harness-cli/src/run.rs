@@ -225,14 +225,9 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
         writeln!(out, "{obj}")
     } else {
         if let Some(e) = &outcome.error {
-            // The message names the call's id, which the provider chose. The error's own code
-            // leads it; the status is said first only where it is another word.
-            let said = printable(&e.to_string());
-            if e.code.as_str() == status {
-                eprintln!("harness: {said}")
-            } else {
-                eprintln!("harness: {status}: {said}")
-            }
+            // The message names the call's id, which the provider chose.
+            let said = crate::trace_cmd::ended_with(status, e.code.as_str(), &e.message);
+            eprintln!("harness: {}", printable(&said));
         }
         if let Some(hint) = resume_hint(&outcome, trace_path.as_deref()) {
             eprintln!("harness: {hint}");

@@ -3,6 +3,8 @@
 mod html;
 mod table;
 
+pub(crate) use table::ended_with;
+
 use std::io::Write;
 use std::path::PathBuf;
 

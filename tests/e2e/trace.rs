@@ -44,6 +44,9 @@ fn show_snapshot(name: &str, s: &Scratch, shown: &str) {
         (r" +\d+(\.\d+)? (µs|ms|s)  ", " [time]  "),
         (r"· \d+(\.\d+)? (µs|ms|s) \(model \d+(\.\d+)? (µs|ms|s)\)", "· [time] (model [time])"),
         (r"harness \S+ · started \S+", "harness [version] · started [time]"),
+        // How many tools the plugins beside the harness offer: a `cargo build --workspace`
+        // puts test fixtures there too (the `numbered` plugin), which `cargo test` does not.
+        (r"· \d+ tools ·", "· [n] tools ·"),
         // What a deadline left for the call that hit it.
         (r"within \d+ ms", "within [time]"),
     ];

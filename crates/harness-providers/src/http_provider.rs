@@ -364,12 +364,11 @@ impl HttpProvider {
     /// parameters. A model with neither runs at the server's default, which Ollama does not
     /// say: the configuration's or the preset's default applies.
     async fn ollama_context(&self) -> Option<u64> {
-        let origin = self.base_url.strip_suffix("/v1").unwrap_or(&self.base_url);
-        let running = self.transport.get_json(Url::parse(&format!("{origin}/api/ps")).ok()?).await;
+        let running = self.transport.get_json(self.own_endpoint("api/ps")?).await;
         if let Some(n) = running.as_ref().and_then(|ps| ollama_running_context(ps, &self.model)) {
             return Some(n);
         }
-        let show = Url::parse(&format!("{origin}/api/show")).ok()?;
+        let show = self.own_endpoint("api/show")?;
         let shown = self.transport.post_json(show, &serde_json::json!({ "model": self.model })).await?;
         ollama_num_ctx(&shown)
     }
@@ -390,6 +389,12 @@ impl HttpProvider {
         if self.preset != Preset::LlamaCpp {
             return None;
         }
+        self.own_endpoint(name)
+    }
+
+    /// One of the server's own endpoints beside its OpenAI-compatible `/v1` (llama.cpp's
+    /// `/props`, Ollama's `/api/ps`).
+    fn own_endpoint(&self, name: &str) -> Option<Url> {
         let origin = self.base_url.strip_suffix("/v1").unwrap_or(&self.base_url);
         Url::parse(&format!("{origin}/{name}")).ok()
     }
@@ -491,7 +496,6 @@ impl HttpProvider {
     }
 }
 
-/// Cuts the key out of every string in a value.
 /// The `context_length` of `model` among Ollama's running models (`/api/ps`); a model named
 /// without a tag is Ollama's `:latest`.
 fn ollama_running_context(ps: &Value, model: &str) -> Option<u64> {
@@ -510,6 +514,7 @@ fn ollama_num_ctx(shown: &Value) -> Option<u64> {
     line.trim().parse().ok().filter(|&n: &u64| n > 0)
 }
 
+/// Cuts the key out of every string in a value.
 fn redact_value(transport: &Transport, value: &mut Value) {
     match value {
         Value::String(s) => *s = transport.redact(s),

@@ -97,21 +97,23 @@ pub(crate) fn summary_text(trace: &Trace) -> String {
     text
 }
 
+/// `status: code: message`, the code said once when it is the status's own word
+/// (`step_budget_exhausted: the run took all 2 steps ...`).
+pub(crate) fn ended_with(status: &str, code: &str, message: &str) -> String {
+    if code == status { format!("{status}: {message}") } else { format!("{status}: {code}: {message}") }
+}
+
 /// One line saying how the run ended.
 pub(crate) fn ending_text(ending: &Ending<'_>) -> String {
     let answer = |a: Option<&Value>| cut(&printable(&a.map_or_else(|| "null".to_owned(), Value::to_string)), 200);
     match ending {
         Ending::Recorded(end) => match &end.error {
             None => format!("{}: {}", end.status.as_str(), answer(end.answer.as_ref())),
-            // The code is said once when it is the status's own word.
-            Some(e) if e.code == end.status.as_str() => {
-                format!("{}: {}", end.status.as_str(), cut(&printable(&e.message), 200))
-            }
-            Some(e) => format!("{}: {}: {}", end.status.as_str(), printable(&e.code), cut(&printable(&e.message), 200)),
+            Some(e) => ended_with(end.status.as_str(), &printable(&e.code), &cut(&printable(&e.message), 200)),
         },
         Ending::Killed => "ended without a record (killed?): the trace has no last line".to_owned(),
         Ending::Finished(a) => format!("finished: {}", answer(*a)),
-        Ending::Failed(e) => format!("failed: {}: {}", printable(&e.code), cut(&printable(&e.message), 200)),
+        Ending::Failed(e) => ended_with("failed", &printable(&e.code), &cut(&printable(&e.message), 200)),
         Ending::Unfinished => {
             "not finished: no finish call (the step or time budget ran out, or the run was stopped)".to_owned()
         }
