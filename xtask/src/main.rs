@@ -12,11 +12,13 @@
 //! cargo xtask list                  the prerequisites and what each is for
 //! cargo xtask fuzz [TARGET[=SECS]...] the fuzz/ targets for a fixed time each, on stable
 //! cargo xtask tidy                  docs/architecture.md against the workspace (also a unit test)
+//! cargo xtask step-cost             a step at 8,000 steps costs at most twice one at 1,000
 //! cargo xtask windows               cross-build for Windows, then end-to-end checks under Wine
 //! ```
 
 mod fuzz;
 mod prereq;
+mod step_cost;
 mod tidy;
 mod windows;
 
@@ -52,6 +54,7 @@ fn main() -> ExitCode {
             Ok(())
         }
         "tidy" => tidy::check(&context.root),
+        "step-cost" => step_cost::step_cost(&context),
         "windows" => windows::windows(&context),
         _ => return usage(),
     };
@@ -63,7 +66,7 @@ fn main() -> ExitCode {
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: cargo xtask test [-- CARGO_TEST_ARGS...] | setup [NAME...] | env [NAME...] | list | fuzz [TARGET[=SECS]...] | tidy | windows"
+        "usage: cargo xtask test [-- CARGO_TEST_ARGS...] | setup [NAME...] | env [NAME...] | list | fuzz [TARGET[=SECS]...] | tidy | step-cost | windows"
     );
     ExitCode::from(2)
 }

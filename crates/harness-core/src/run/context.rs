@@ -93,6 +93,12 @@ pub(super) struct ContextState {
     pub(super) cut_in_row: u32,
     /// The server has counted a prompt: the largest prompt is its count, not an estimate.
     counted: bool,
+    /// The estimated tokens of the conversation's text, kept as a running total so that a step
+    /// costs the same at step 10,000 as at step 10 (a rescan of every message before every
+    /// request made a long run quadratic).
+    text_total: u64,
+    /// The messages `text_total` has counted: the conversation's first `text_counted`.
+    text_counted: usize,
 }
 
 impl ContextState {
@@ -134,6 +140,7 @@ pub(super) fn before_ask(run: &mut Run<'_>, step: &Step, trace: &mut dyn TraceSi
             stub_reply(reply);
         }
     }
+    count_new_text(run);
     let fitted = fit(run, step, trace);
     run.context.asked_len = run.conversation.len();
     run.context.asked_estimate = text_estimate(run);
@@ -174,9 +181,25 @@ fn fit(run: &mut Run<'_>, step: &Step, trace: &mut dyn TraceSink) -> Option<RunO
     Some(run.ended(RunStatus::ContextExhausted, step.number - 1, error))
 }
 
-/// The conversation's text in tokens, estimated from its bytes, before any correction.
+/// The conversation's text in tokens, estimated from its bytes, before any correction, as
+/// last counted ([`count_new_text`]).
 fn text_estimate(run: &Run<'_>) -> u64 {
-    run.conversation.iter().map(text_tokens).sum()
+    run.context.text_total
+}
+
+/// Adds the messages appended since the last count to the running total. Messages are only
+/// appended between requests, and a cut reply is stubbed before it is counted; compaction,
+/// which removes messages, counts the whole conversation again ([`recount_text`]).
+fn count_new_text(run: &mut Run<'_>) {
+    let from = run.context.text_counted.min(run.conversation.len());
+    run.context.text_total += run.conversation[from..].iter().map(text_tokens).sum::<u64>();
+    run.context.text_counted = run.conversation.len();
+}
+
+/// Counts the whole conversation's text again, after compaction changed it.
+fn recount_text(run: &mut Run<'_>) {
+    run.context.text_total = run.conversation.iter().map(text_tokens).sum();
+    run.context.text_counted = run.conversation.len();
 }
 
 /// The next prompt's tokens: the system prompt's, the messages' role markers, and their text
@@ -251,6 +274,7 @@ fn compact(run: &mut Run<'_>, before_step: u32, window: &ContextWindow, before: 
     run.context.compacted = step;
     run.current = None;
     run.conversation_bytes = run.conversation.iter().map(message_size).sum();
+    recount_text(run);
     let after = prompt_estimate(run);
     let saved = before.saturating_sub(after);
     run.context.used.compactions += 1;
@@ -392,6 +416,7 @@ mod tests {
             add_step(&mut run, n);
         }
         // 50 (system) + 11 messages x 8 + text (3 + 5 x (3 + 100)): 656, within 1000 - 100 - 32.
+        count_new_text(&mut run);
         assert_eq!(prompt_estimate(&run), 656);
         assert!(before_ask(&mut run, &Step::begin(6, false), &mut lines).is_none());
         assert!(lines.is_empty() && run.conversation.len() == 11);
@@ -418,6 +443,21 @@ mod tests {
             (run.context.used.compactions, run.context.used.tokens_saved),
             (1, line["tokens_saved"].as_u64().unwrap())
         );
+    }
+
+    #[test]
+    fn the_running_total_of_text_is_what_a_rescan_of_the_conversation_counts() {
+        let (options, mut approvals) = (RunOptions::default(), Approvals::allow_all());
+        let mut run = Run::start("request", &options, &mut approvals);
+        run.context.used.window = Some(window(1000));
+        let mut lines: Vec<Value> = Vec::new();
+        let rescan = |run: &Run<'_>| run.conversation.iter().map(text_tokens).sum::<u64>();
+        for n in 1..=20 {
+            add_step(&mut run, n);
+            assert!(before_ask(&mut run, &Step::begin(n + 1, false), &mut lines).is_none());
+            assert_eq!(text_estimate(&run), rescan(&run), "after step {n}");
+        }
+        assert!(!lines.is_empty(), "the run compacted, and the total followed");
     }
 
     #[test]
