@@ -15,6 +15,7 @@
 //! cargo xtask step-cost             a step at 8,000 steps costs at most twice one at 1,000
 //! cargo xtask windows               cross-build for Windows, then end-to-end checks under Wine
 //! ```
+#![forbid(unsafe_code)]
 
 mod fuzz;
 mod prereq;

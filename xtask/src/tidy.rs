@@ -5,6 +5,10 @@
 //! dependency it must not have (an HTTP client or a library loader in the core or the SDK, a
 //! loader in the providers).
 //!
+//! It also reads the sources: every crate forbids `unsafe` code unless [`UNSAFE_ALLOWED`] names
+//! it with the reason, every Rust file opens with a `//!` comment saying what it holds, and the
+//! minimum Rust version the documents name is the workspace's `rust-version`.
+//!
 //! Run by `cargo xtask tidy`, and as a unit test of this crate by `cargo xtask test`.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -24,6 +28,27 @@ const PLUGINS: &str = "plugins/*";
 
 const HTTP_CLIENTS: &[&str] = &["reqwest", "hyper", "ureq", "isahc", "curl", "attohttpc"];
 const LOADERS: &[&str] = &["libloading", "harness-loader"];
+
+/// The crates that may hold `unsafe` code, each with why; every other crate's root file says
+/// `#![forbid(unsafe_code)]`. Keep it short: a crate leaves the list when its last `unsafe` goes.
+const UNSAFE_ALLOWED: &[(&str, &str)] = &[
+    ("crates/harness-batch", "flock on the results file, so that two workers never append to one file"),
+    ("crates/harness-config", "geteuid and the Windows security API, for the owner of a trusted file"),
+    ("crates/harness-core", "CPU placement (sched_getaffinity), until it leaves the core for the binary"),
+    ("crates/harness-loader", "dlopen, Landlock, seccomp, and the plugin-host child's set-up"),
+    ("crates/harness-mcp", "dup/dup2 of stdout, so that only the protocol is written to it"),
+    ("crates/harness-sdk", "export_plugin!'s static library header, read by the loader"),
+    ("harness-cli", "tcflush of the terminal before an approval prompt"),
+    ("plugins/fault", "a test-only plugin that crashes on purpose (a null read)"),
+    ("plugins/files", "mkfifo in a unit test, for a file that would block a reader"),
+];
+
+/// Where the workspace's crates sit: each directory below these holding a Cargo.toml is one.
+const CRATE_HOMES: &[&str] = &["crates", "plugins", "tests/fixtures"];
+/// Crates outside [`CRATE_HOMES`].
+const LONE_CRATES: &[&str] = &["harness-cli", "xtask", "benches"];
+/// The documents that may name the minimum Rust version.
+const VERSIONED_DOCS: &[&str] = &["README.md", "CONTRIBUTING.md", "docs"];
 
 /// A dependency a layer must not have: `crate_name` must not depend on any of `forbidden`,
 /// directly, or through anything (`transitive`).
@@ -60,11 +85,16 @@ pub(crate) fn check(root: &Path) -> Result<(), String> {
     let graph = Graph::of_workspace(root)?;
     let doc = read(&root.join("docs/architecture.md"))?;
     let error_rs = read(&root.join("crates/harness-core/src/error.rs"))?;
-    let problems = problems(&graph, &doc, &error_codes(&error_rs));
+    let mut problems = problems(&graph, &doc, &error_codes(&error_rs));
+    let crates = workspace_crates(root)?;
+    let product: Vec<String> = crates.iter().filter(|c| is_product(c)).cloned().collect();
+    problems.extend(unsafe_problems(root, &product, UNSAFE_ALLOWED)?);
+    problems.extend(file_doc_problems(root, &crates)?);
+    problems.extend(rust_version_problems(root)?);
     if problems.is_empty() {
         return Ok(());
     }
-    Err(format!("docs/architecture.md and the workspace disagree:\n  {}", problems.join("\n  ")))
+    Err(format!("the docs and the workspace disagree:\n  {}", problems.join("\n  ")))
 }
 
 /// Every disagreement between the graph, the document and the error codes.
@@ -74,6 +104,145 @@ pub(crate) fn problems(graph: &Graph, doc: &str, codes: &[String]) -> Vec<String
     problems.extend(code_problems(doc, codes));
     problems.extend(rule_problems(graph));
     problems
+}
+
+/// The workspace's crate directories, relative to `root`, sorted.
+fn workspace_crates(root: &Path) -> Result<Vec<String>, String> {
+    let mut crates: Vec<String> = LONE_CRATES.iter().map(|c| (*c).to_owned()).collect();
+    for home in CRATE_HOMES {
+        let dir = root.join(home);
+        let entries = std::fs::read_dir(&dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+        for entry in entries.flatten() {
+            if entry.path().join("Cargo.toml").is_file() {
+                crates.push(format!("{home}/{}", entry.file_name().to_string_lossy()));
+            }
+        }
+    }
+    crates.sort();
+    Ok(crates)
+}
+
+/// Whether a crate is part of what ships or builds the product, not test material (the fixture
+/// plugins lie and crash on purpose, the benchmarks measure the kernel's costs): only those are
+/// held to [`UNSAFE_ALLOWED`].
+fn is_product(krate: &str) -> bool {
+    !krate.starts_with("tests/") && krate != "benches"
+}
+
+/// The crate's root file: `src/lib.rs`, else `src/main.rs`.
+fn crate_root(root: &Path, krate: &str) -> Option<std::path::PathBuf> {
+    ["src/lib.rs", "src/main.rs"].iter().map(|f| root.join(krate).join(f)).find(|p| p.is_file())
+}
+
+/// Each crate forbids `unsafe` code or is in `allowed`; an allowed crate that forbids it is a
+/// stale entry.
+fn unsafe_problems(root: &Path, crates: &[String], allowed: &[(&str, &str)]) -> Result<Vec<String>, String> {
+    let mut problems = Vec::new();
+    for krate in crates {
+        let Some(file) = crate_root(root, krate) else { continue };
+        let forbids = read(&file)?.lines().any(|l| l.trim() == "#![forbid(unsafe_code)]");
+        let listed = allowed.iter().any(|(name, _)| name == krate);
+        if !forbids && !listed {
+            problems.push(format!(
+                "{krate} does not forbid unsafe code: add #![forbid(unsafe_code)] to {}, or name it in xtask/src/tidy.rs's UNSAFE_ALLOWED with why",
+                file.strip_prefix(root).unwrap_or(&file).display()
+            ));
+        }
+        if forbids && listed {
+            problems.push(format!("{krate} forbids unsafe code: take it out of UNSAFE_ALLOWED in xtask/src/tidy.rs"));
+        }
+    }
+    Ok(problems)
+}
+
+/// Every Rust file of every crate opens with `//!`: what the file holds. A file taken in with
+/// `include!` cannot (an inner comment inside an item): its opening comment says so instead.
+fn file_doc_problems(root: &Path, crates: &[String]) -> Result<Vec<String>, String> {
+    let mut files = Vec::new();
+    for krate in crates {
+        rust_files(&root.join(krate), &mut files)?;
+    }
+    let mut problems = Vec::new();
+    for file in files {
+        let text = read(&file)?;
+        let included = text.lines().take(3).any(|l| l.starts_with("//") && l.contains("include!"));
+        if !text.starts_with("//!") && !included {
+            let shown = file.strip_prefix(root).unwrap_or(&file).display().to_string();
+            problems.push(format!("{shown} does not open with a `//!` comment saying what it holds"));
+        }
+    }
+    problems.sort();
+    Ok(problems)
+}
+
+/// The `.rs` files below `dir`, leaving out build output and snapshots.
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) -> Result<(), String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        if path.is_dir() {
+            if name != "target" && name != "snapshots" {
+                rust_files(&path, out)?;
+            }
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// The documents name the workspace's `rust-version` wherever they name a minimum Rust version
+/// ("Rust 1.NN or newer", "rust-version = ...").
+fn rust_version_problems(root: &Path) -> Result<Vec<String>, String> {
+    let manifest = read(&root.join("Cargo.toml"))?;
+    let Some(version) =
+        manifest.lines().find_map(|l| l.trim().strip_prefix("rust-version = \"")?.strip_suffix('"').map(str::to_owned))
+    else {
+        return Ok(vec!["the workspace's Cargo.toml has no `rust-version = \"...\"`".to_owned()]);
+    };
+    let mut docs = Vec::new();
+    for place in VERSIONED_DOCS {
+        let path = root.join(place);
+        if path.is_dir() {
+            let entries = std::fs::read_dir(&path).map_err(|e| format!("cannot list {}: {e}", path.display()))?;
+            docs.extend(entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "md")));
+        } else {
+            docs.push(path);
+        }
+    }
+    docs.sort();
+    let mut problems = Vec::new();
+    for doc in docs {
+        for named in minimum_versions(&read(&doc)?) {
+            if named != version {
+                let shown = doc.strip_prefix(root).unwrap_or(&doc).display().to_string();
+                problems.push(format!(
+                    "{shown} names Rust {named} as the minimum; the workspace's rust-version is {version}"
+                ));
+            }
+        }
+    }
+    Ok(problems)
+}
+
+/// The versions a text names as a minimum: `Rust X.Y or newer` and `rust-version = "X.Y"`.
+fn minimum_versions(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for (at, _) in text.match_indices("Rust ") {
+        let rest = &text[at + 5..];
+        let version: String = rest.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+        if version.contains('.') && rest[version.len()..].starts_with(" or newer") {
+            found.push(version.trim_end_matches('.').to_owned());
+        }
+    }
+    for (at, _) in text.match_indices("rust-version = \"") {
+        let rest = &text[at + 16..];
+        if let Some(end) = rest.find('"') {
+            found.push(rest[..end].to_owned());
+        }
+    }
+    found
 }
 
 fn read(path: &Path) -> Result<String, String> {
@@ -86,7 +255,7 @@ impl Graph {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let output = Command::new(cargo)
             .current_dir(root)
-            .args(["metadata", "--format-version", "1", "--offline"])
+            .args(["metadata", "--format-version", "1"])
             .output()
             .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
         if !output.status.success() {
@@ -289,6 +458,30 @@ mod tests {
             rule_problems(&graph),
             ["harness-core depends on reqwest through its dependencies, which it must not: the loop never speaks HTTP"]
         );
+    }
+
+    #[test]
+    fn a_crate_that_neither_forbids_unsafe_nor_is_allowed_fails_the_check() {
+        let crates: Vec<String> = workspace_crates(root()).unwrap().into_iter().filter(|c| is_product(c)).collect();
+        assert_eq!(unsafe_problems(root(), &crates, UNSAFE_ALLOWED).unwrap(), Vec::<String>::new());
+        let fewer: Vec<(&str, &str)> =
+            UNSAFE_ALLOWED.iter().copied().filter(|(name, _)| *name != "crates/harness-loader").collect();
+        let found = unsafe_problems(root(), &crates, &fewer).unwrap();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].starts_with("crates/harness-loader does not forbid unsafe code"), "{found:?}");
+        let mut more = UNSAFE_ALLOWED.to_vec();
+        more.push(("plugins/calc", "no reason"));
+        let found = unsafe_problems(root(), &crates, &more).unwrap();
+        assert_eq!(found, ["plugins/calc forbids unsafe code: take it out of UNSAFE_ALLOWED in xtask/src/tidy.rs"]);
+    }
+
+    #[test]
+    fn a_stale_minimum_rust_version_is_found() {
+        assert_eq!(
+            minimum_versions("- Rust 1.85 or newer (edition 2024)\nrust-version = \"1.88\"\nRust 2024"),
+            ["1.85", "1.88"]
+        );
+        assert_eq!(rust_version_problems(root()).unwrap(), Vec::<String>::new());
     }
 
     #[test]

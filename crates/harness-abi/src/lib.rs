@@ -11,6 +11,7 @@
 //! assert!(check_compatible(ABI_VERSION, ABI_VERSION).is_ok());
 //! assert!(check_compatible(ABI_VERSION, "2.0.0").is_err());
 //! ```
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 // `StableAbi` derives expand to impls that this lint flags on current rustc.
 #![allow(non_local_definitions)]

@@ -16,6 +16,7 @@
 //! assert_eq!(used, wire.len());
 //! assert!(matches!(request, Request::Call { tool: "calculate", .. }));
 //! ```
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 use std::io::{self, Write};

@@ -27,6 +27,7 @@
 //! let provider = HttpProvider::new(config).unwrap(); // no request is made until the loop asks
 //! assert_eq!(provider.endpoint(), "http://localhost:11434/v1/chat/completions");
 //! ```
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 mod anthropic;

@@ -24,6 +24,7 @@
 //! ```
 //!
 //! The crate also writes new plugin crates ([`scaffold`]), which use it that way.
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 mod call;

@@ -12,6 +12,7 @@
 //! assert_eq!(trace.lines.len(), 1);
 //! assert!(matches!(trace.summary().ending, harness_trace::Ending::Finished(_)));
 //! ```
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 pub mod format;

@@ -15,6 +15,7 @@
 //!
 //! The numbers are `num-bigint` and `num-rational` (correctly rounded conversion to floats);
 //! the parser is a small recursive descent that computes as it reads ([`parse`]).
+#![forbid(unsafe_code)]
 
 mod error;
 mod functions;

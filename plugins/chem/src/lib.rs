@@ -37,6 +37,7 @@
 //! Deliberate differences from RDKit (see the plugin's README): a blank inside the SMILES is
 //! refused with `text after the SMILES at position N` (RDKit reads what follows it as the
 //! molecule's name), and the empty string is invalid (RDKit reads it as an empty molecule).
+#![forbid(unsafe_code)]
 
 mod atom;
 mod elements;
