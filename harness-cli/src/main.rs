@@ -9,6 +9,7 @@ mod batch;
 mod config;
 mod config_cmd;
 mod error;
+mod exit;
 mod lock_cmd;
 mod mcp;
 mod plugins;

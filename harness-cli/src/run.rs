@@ -6,8 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use harness_core::{
-    Answer, Approvals, Compaction, Loop, RunAbout, RunEnd, RunStart, RunStatus, StepStatus, TraceEntry, TraceSink,
-    TraceWriter,
+    Answer, Approvals, Compaction, Loop, RunAbout, RunEnd, RunStart, StepStatus, TraceEntry, TraceSink, TraceWriter,
 };
 use harness_trace::{Resumable, resumption};
 use serde_json::{Value, json};
@@ -20,21 +19,9 @@ use crate::tools::{Tools, Wants};
 use crate::wiring::{LoopArgs, ProviderArgs, Settings, build_provider, check_tool_choice, run_about, runtime};
 use harness_trace::{Tee, cut, printable};
 
-const EXIT_CODES: &str = "\
-Exit codes:
-  0  the run finished (the router called finish)
-  1  the run failed: provider error (after its retries), trace error, plugin load failure
-  2  usage or configuration error: a bad flag, a missing or unreadable --script or --config file, an invalid config,
-     a missing API key or model name
-  3  the step budget was exhausted without finish
-  4  a call waits for approval: the run stopped before it; resume with --resume TRACE --approve ID (or --deny ID)";
-
-/// The longest outage of the model server a run waits out (its --max-seconds cuts it shorter).
-const RUN_MAX_OUTAGE: std::time::Duration = std::time::Duration::from_secs(30);
-
 /// Arguments of `harness run`.
 #[derive(Debug, Args)]
-#[command(after_help = EXIT_CODES)]
+#[command(after_help = crate::exit::RunExit::help())]
 pub(crate) struct RunArgs {
     /// The request for the agent (not with --resume: the trace holds it).
     #[arg(required_unless_present = "resume")]
@@ -68,6 +55,11 @@ pub(crate) struct RunArgs {
     /// http://localhost:4318; OTEL_EXPORTER_OTLP_ENDPOINT does the same (see docs/traces.md).
     #[arg(long, value_name = "URL")]
     otlp: Option<String>,
+    /// Seconds to wait out a model server that is still down after a request's retries (no connection, no
+    /// answer, 5xx), probing it with backoff, within --max-seconds. 0, the default, fails at once (exit 1);
+    /// `batch` waits out 300 s by default.
+    #[arg(long, value_name = "SECS", default_value_t = 0.0)]
+    max_outage: f64,
     /// Print one JSON object with status, answer, steps and error instead of the answer alone.
     #[arg(long)]
     json: bool,
@@ -130,6 +122,14 @@ impl TraceSink for Progress<'_> {
     }
 }
 
+/// `--max-outage`: `None` for 0 (no wait), else the longest outage waited out.
+fn outage_wait(seconds: f64) -> Result<Option<std::time::Duration>> {
+    if seconds == 0.0 {
+        return Ok(None);
+    }
+    crate::wiring::seconds("--max-outage", seconds).map(Some)
+}
+
 /// Runs `harness run` and returns the exit code.
 pub(crate) fn run(args: RunArgs) -> Result<u8> {
     // The first schema compile builds jsonschema's metaschema validator (most of a start-up's
@@ -138,11 +138,15 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     let config = LoadedConfig::load(args.plugins.config.as_deref())?;
     let settings = Settings::resolve(&args.provider, &args.limits, &config)?;
     let provider = build_provider(&args.provider, &config, &settings, args.quiet)?;
-    // A short outage of the model server is waited out, within the run's time budget; with
-    // no retries asked for, the run fails fast instead.
-    let breaker =
-        harness_providers::Breaker::new(RUN_MAX_OUTAGE, std::sync::Arc::new(|said: &str| eprintln!("harness: {said}")));
-    let waits = args.provider.retries.or(config.config.retries) != Some(0);
+    // A single run fails as soon as its request's retries are spent, as people expect of a
+    // command; an outage is waited out only when asked for (--max-outage), within the run's
+    // time budget.
+    let max_outage = outage_wait(args.max_outage)?;
+    let breaker = harness_providers::Breaker::new(
+        max_outage.unwrap_or_default(),
+        std::sync::Arc::new(|said: &str| eprintln!("harness: {said}")),
+    );
+    let waits = max_outage.is_some() && args.provider.retries.or(config.config.retries) != Some(0);
     let guarded = waits.then(|| harness_providers::Guarded::new(provider.as_ref(), &breaker));
     let provider = guarded.as_ref().map_or(provider.as_ref(), |g| g as &dyn harness_core::ModelProvider);
     let mut options = settings.options;
@@ -239,13 +243,7 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
         }
     };
     printed.map_err(|e| CliError::Failure(format!("cannot write to stdout: {e}")))?;
-    Ok(match outcome.status {
-        RunStatus::Finished => 0,
-        RunStatus::StepBudgetExhausted | RunStatus::TimeBudgetExhausted => 3,
-        RunStatus::Failed => 1,
-        RunStatus::AwaitingApproval => 4,
-        RunStatus::ContextExhausted | RunStatus::ReplyTruncated => 5,
-    })
+    Ok(crate::exit::RunExit::of(outcome.status).code())
 }
 
 /// How to resume a run that stopped for approval, or why it cannot be: the call as the

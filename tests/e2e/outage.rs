@@ -350,7 +350,7 @@ fn runs_failed_by_the_provider_exit_5_and_retry_failed_runs_them_again() {
 }
 
 #[test]
-fn a_single_run_waits_out_a_short_outage() {
+fn a_single_run_waits_out_a_short_outage_when_asked_to() {
     let s = Scratch::new();
     let addr = closed_port();
     // Nothing listens for the first three seconds; one retry is over well before that.
@@ -361,6 +361,7 @@ fn a_single_run_waits_out_a_short_outage() {
     let r = ran(s
         .harness()
         .args(["run", "double 21", "--json", "--provider", "openai", "--model", "m", "--retries", "1"])
+        .args(["--max-outage", "20"])
         .args(["--base-url", &format!("http://{addr}/v1"), "--api-key-env", "E2E_CHAOS_KEY"])
         .env("E2E_CHAOS_KEY", "sk-e2e"));
     let api = up.join().unwrap();
@@ -369,6 +370,24 @@ fn a_single_run_waits_out_a_short_outage() {
     assert_eq!((out["status"].as_str(), out["answer"].as_u64()), (Some("finished"), Some(42)));
     assert!(out["retries"].as_u64().is_some_and(|n| n > 1), "{out}");
     assert_eq!(api.log().asked_again, 0);
+}
+
+#[test]
+fn a_single_run_against_a_dead_server_fails_after_its_retries_and_says_how_many() {
+    let s = Scratch::new();
+    let addr = closed_port();
+    let r = ran(s
+        .harness()
+        .args(["run", "double 21", "--json", "--provider", "openai", "--model", "m", "--retries", "2"])
+        .args(["--base-url", &format!("http://{addr}/v1"), "--api-key-env", "E2E_CHAOS_KEY"])
+        .env("E2E_CHAOS_KEY", "sk-e2e"));
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    let out = r.json();
+    assert_eq!(out["status"], "failed", "{out}");
+    // The message and the count agree: the request's own retries, no outage wait after them.
+    assert_eq!(out["retries"], 2, "{out}");
+    assert!(out["error"]["message"].as_str().is_some_and(|m| m.contains("(after 2 retries)")), "{out}");
+    assert!(!r.stderr.contains("looks down"), "no outage wait: {}", r.stderr);
 }
 
 #[test]

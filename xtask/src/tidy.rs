@@ -91,6 +91,7 @@ pub(crate) fn check(root: &Path) -> Result<(), String> {
     problems.extend(unsafe_problems(root, &product, UNSAFE_ALLOWED)?);
     problems.extend(file_doc_problems(root, &crates)?);
     problems.extend(rust_version_problems(root)?);
+    problems.extend(exit_code_problems(root)?);
     if problems.is_empty() {
         return Ok(());
     }
@@ -243,6 +244,64 @@ fn minimum_versions(text: &str) -> Vec<String> {
         }
     }
     found
+}
+
+/// The exit codes of `harness run` that README.md's summary and docs/operators.md's table list
+/// are those `harness-cli/src/exit.rs` defines, both ways.
+fn exit_code_problems(root: &Path) -> Result<Vec<String>, String> {
+    let defined = run_exit_codes(&read(&root.join("harness-cli/src/exit.rs"))?);
+    let readme = read(&root.join("README.md"))?;
+    let operators = read(&root.join("docs/operators.md"))?;
+    let listed = [
+        ("README.md", readme_exit_codes(&readme)),
+        ("docs/operators.md", table_exit_codes(&operators, "## Exit codes of `harness run`")),
+    ];
+    let mut problems = Vec::new();
+    for (doc, codes) in listed {
+        let Some(codes) = codes else {
+            problems.push(format!("{doc} has no list of `harness run`'s exit codes"));
+            continue;
+        };
+        for code in defined.difference(&codes) {
+            problems.push(format!("{doc} does not list exit code {code} of `harness run` (harness-cli/src/exit.rs)"));
+        }
+        for code in codes.difference(&defined) {
+            problems.push(format!(
+                "{doc} lists exit code {code} of `harness run`, which harness-cli/src/exit.rs does not define"
+            ));
+        }
+    }
+    Ok(problems)
+}
+
+/// The codes of `RunExit::describe`'s arms: `Self::NAME => (CODE, "...")`, however rustfmt
+/// breaks them.
+fn run_exit_codes(exit_rs: &str) -> BTreeSet<u32> {
+    let arms = exit_rs.match_indices("=> (").map(|(at, _)| exit_rs[at + 4..].trim_start());
+    arms.filter_map(|rest| rest.split_once(',')?.0.trim().parse().ok()).collect()
+}
+
+/// The codes README.md's `**Exit codes** of `harness run`:` paragraph names: each number after
+/// the colon or a comma.
+fn readme_exit_codes(readme: &str) -> Option<BTreeSet<u32>> {
+    let marker = "**Exit codes** of `harness run`:";
+    let after = &readme[readme.find(marker)? + marker.len()..];
+    let paragraph = after.split("\n\n").next().unwrap_or(after);
+    let sentence = paragraph.split(". ").next().unwrap_or(paragraph);
+    Some(sentence.split(',').filter_map(|part| part.split_whitespace().next()?.parse().ok()).collect())
+}
+
+/// The codes in the first column of the table under `heading`.
+fn table_exit_codes(doc: &str, heading: &str) -> Option<BTreeSet<u32>> {
+    let after = &doc[doc.find(heading)? + heading.len()..];
+    let section = after.split("\n## ").next().unwrap_or(after);
+    Some(
+        section
+            .lines()
+            .filter_map(|l| l.strip_prefix("| ")?.split_once(" |").map(|(code, _)| code.trim()))
+            .filter_map(|code| code.parse().ok())
+            .collect(),
+    )
 }
 
 fn read(path: &Path) -> Result<String, String> {
@@ -482,6 +541,17 @@ mod tests {
             ["1.85", "1.88"]
         );
         assert_eq!(rust_version_problems(root()).unwrap(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn exit_codes_are_read_from_the_enum_the_readme_and_the_table() {
+        let exit_rs = "match self {\n    Self::Finished => (0, \"done\"),\n    Self::Failed => (1, \"x, y\"),\n}";
+        assert_eq!(run_exit_codes(exit_rs), [0, 1].into());
+        let readme = "**Exit codes** of `harness run`: 0 finished, 1 failed (provider, trace), 2 usage or\nconfiguration error. `run --help` lists 7 of them.\n\nmore";
+        assert_eq!(readme_exit_codes(readme), Some([0, 1, 2].into()));
+        let table = "## Exit codes of `harness run`\n\n| code | meaning |\n|---|---|\n| 0 | ok |\n| 5 | cut |\n\n## Next\n| 9 | no |";
+        assert_eq!(table_exit_codes(table, "## Exit codes of `harness run`"), Some([0, 5].into()));
+        assert_eq!(exit_code_problems(root()).unwrap(), Vec::<String>::new());
     }
 
     #[test]
