@@ -20,8 +20,8 @@ pub(crate) struct PolicyArgs {
     /// Ask before calls of this class or tool; repeatable.
     #[arg(long, value_name = "CLASS|TOOL")]
     pub(crate) ask: Vec<String>,
-    /// Never run calls of this class or tool (call_denied); repeatable. With --resume, the
-    /// pending call's ID denies that call.
+    /// Never run calls of this class or tool (call_denied); repeatable. `run --resume` also
+    /// takes the pending call's ID, to deny that call.
     #[arg(long, value_name = "CLASS|TOOL|ID")]
     pub(crate) deny: Vec<String>,
 }

@@ -95,7 +95,7 @@ struct MergeArgs {
 )]
 pub(crate) struct BatchArgs {
     /// JSON Lines file of requests: one {"id": ..., "request": "...", "max_steps": N} object a line.
-    /// (An Option only so that `harness batch merge` can do without it; clap requires it otherwise.)
+    // An Option only so that `harness batch merge` can do without it; clap requires it otherwise.
     #[arg(required = true)]
     requests: Option<PathBuf>,
     /// Results file (JSON Lines), one line per request as each run ends. Requests whose id already has a line
@@ -160,6 +160,24 @@ pub(crate) struct BatchArgs {
     plugins: PluginArgs,
 }
 
+/// The provider flags of a batch: as given, except that a requests file with scripts, run with
+/// no provider named (by a flag or the configuration), is run by the scripted provider, and
+/// says so; scripts are never ignored silently.
+fn provider_of(args: &BatchArgs, config: &LoadedConfig, requests: &std::path::Path) -> Result<ProviderArgs> {
+    let mut chosen = args.provider.clone();
+    let named = chosen.provider.is_some() || chosen.script.is_some() || config.config.provider.is_some();
+    if !named && let Some(line) = harness_batch::input::first_script_line(requests)? {
+        if !args.quiet {
+            eprintln!(
+                "harness: batch: {}:{line} has a \"script\": the scripted provider replays it (no --provider was named)",
+                requests.display()
+            );
+        }
+        chosen.provider = Some("scripted".to_owned());
+    }
+    Ok(chosen)
+}
+
 /// Runs `harness batch` (or `harness batch merge`) and returns the exit code.
 pub(crate) fn batch(cli: BatchCli) -> Result<u8> {
     match (cli.command, cli.run.requests.clone(), cli.run.out.clone()) {
@@ -208,17 +226,18 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
     }
     let budget = Arc::new(RetryBudget::new(args.retry_budget));
     let config = LoadedConfig::load(args.plugins.config.as_deref())?;
-    let settings = Settings::resolve(&args.provider, &args.limits, &config)?;
+    let provider_args = provider_of(&args, &config, requests)?;
+    let settings = Settings::resolve(&provider_args, &args.limits, &config)?;
     let policy = crate::approve::policy(&args.policy, &config, None)?;
     let name = settings.provider;
     let (router, scripts) = if name == ProviderKind::Scripted {
-        note_ignored_settings(&args.provider, &config, name, args.quiet);
-        match script_path(&args.provider, &config) {
+        note_ignored_settings(&provider_args, &config, name, args.quiet);
+        match script_path(&provider_args, &config) {
             Some(path) => (Router::Scripted(Some(DefaultScript::read(&path)?)), Scripts::Optional),
             None => (Router::Scripted(None), Scripts::Required),
         }
     } else {
-        let provider = build_budgeted_provider(&args.provider, &config, &settings, args.quiet, Some(budget.clone()))?;
+        let provider = build_budgeted_provider(&provider_args, &config, &settings, args.quiet, Some(budget.clone()))?;
         (Router::Shared(provider), Scripts::Ignored)
     };
 
@@ -230,11 +249,11 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
     for bad in &input.bad {
         eprintln!("harness: batch: {file}:{}: {}; skipped", bad.line, harness_core::printable(&bad.problem));
     }
-    if input.ignored_scripts > 0 && !args.quiet {
-        eprintln!(
-            "harness: note: the \"script\" of {} requests is ignored: the {name} provider does not replay scripts",
+    if let Some(line) = input.first_ignored_script {
+        return Err(CliError::Usage(format!(
+            "{file}:{line}: the request has a \"script\" ({} in all), which the {name} provider would ignore: run it with --provider scripted, or take the scripts out",
             input.ignored_scripts
-        );
+        )));
     }
 
     let (mut out, mut earlier) = ResultsFile::open(out_path)?;
@@ -267,7 +286,7 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
         &config,
         Wants { report: !args.quiet, mcp: true, otlp: Some(args.otlp.as_deref()), ..Wants::default() },
     )?;
-    check_tool_choice(&args.provider, &config, &tools.registry, name)?;
+    check_tool_choice(&provider_args, &config, &tools.registry, name)?;
 
     let shard_text = if shard.count > 1 { format!(" (shard {}/{})", shard.index, shard.count) } else { String::new() };
     if !args.quiet {
@@ -289,7 +308,7 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
         .with_about(RunAbout {
             mcp_servers: tools.mcp().map(crate::mcp::peers).unwrap_or_default(),
             unenforced: tools.found.unenforced(),
-            ..run_about(&args.provider, &config, &settings)
+            ..run_about(&provider_args, &config, &settings)
         });
     if let Some(otlp) = tools.otlp() {
         let tracer = otlp.sink_factory();

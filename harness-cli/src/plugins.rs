@@ -83,7 +83,8 @@ pub(crate) struct CheckArgs {
     /// The generator's seed: the same seed gives the same cases.
     #[arg(long, value_name = "S", default_value_t = harness_testkit::DEFAULT_SEED)]
     seed: u64,
-    /// Configuration file (TOML) whose [plugins.<name>] section configures the plugin; ./harness.toml is read when present.
+    /// Configuration file (TOML) whose [plugins.<name>] section configures the plugin; ./harness.toml is read when
+    /// present and trusted (`harness config trust`).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Every call's time limit in seconds, unless the plugin's section sets its own.

@@ -33,7 +33,7 @@ pub(crate) struct ReadArgs {
     finish_reason: Option<String>,
     /// The format to read: auto, or one family (json, hermes, qwen3_coder, mistral, llama3,
     /// harmony, deepseek_v3, deepseek_v32, deepseek_v4, kimi_k2, kimi_k3, llama4_pythonic,
-    /// glm45, gemma4). [default: auto]
+    /// glm45, gemma4).
     #[arg(long, value_name = "FORMAT", default_value = "auto")]
     reply_format: String,
     /// The file holding the reply's raw text; stdin when absent or `-`.

@@ -136,8 +136,16 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     // work): started now, it overlaps reading the configuration, the script and the plugins.
     harness_core::prepare_schema_compiler();
     let config = LoadedConfig::load(args.plugins.config.as_deref())?;
-    let settings = Settings::resolve(&args.provider, &args.limits, &config)?;
-    let provider = build_provider(&args.provider, &config, &settings, args.quiet)?;
+    let resumed = match &args.resume {
+        Some(path) => Some(resumable(path, &args)?),
+        None => None,
+    };
+    let provider_args = match &resumed {
+        Some(r) => resumed_provider(&args.provider, r, args.quiet)?,
+        None => args.provider.clone(),
+    };
+    let settings = Settings::resolve(&provider_args, &args.limits, &config)?;
+    let provider = build_provider(&provider_args, &config, &settings, args.quiet)?;
     // A single run fails as soon as its request's retries are spent, as people expect of a
     // command; an outage is waited out only when asked for (--max-outage), within the run's
     // time budget.
@@ -146,7 +154,7 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
         max_outage.unwrap_or_default(),
         std::sync::Arc::new(|said: &str| eprintln!("harness: {said}")),
     );
-    let waits = max_outage.is_some() && args.provider.retries.or(config.config.retries) != Some(0);
+    let waits = max_outage.is_some() && provider_args.retries.or(config.config.retries) != Some(0);
     let guarded = waits.then(|| harness_providers::Guarded::new(provider.as_ref(), &breaker));
     let provider = guarded.as_ref().map_or(provider.as_ref(), |g| g as &dyn harness_core::ModelProvider);
     let mut options = settings.options;
@@ -155,10 +163,6 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     options.inline_calls = true;
     // The process ends right after the run: the conversation is not freed piece by piece.
     options.exits_after = true;
-    let resumed = match &args.resume {
-        Some(path) => Some(resumable(path, &args)?),
-        None => None,
-    };
     let approvals = approvals_of(&args, &config, resumed.as_ref())?;
     let trace_path = args.trace.clone().or_else(|| args.resume.clone());
     let mut trace_file = match &trace_path {
@@ -179,7 +183,7 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     // Plugins the cache answers for are opened at their first call, not before the first request.
     let wants = Wants { report: !args.quiet, open_lazily: true, mcp: true, otlp: Some(args.otlp.as_deref()) };
     let tools = Tools::wire(&args.plugins, &config, wants)?;
-    check_tool_choice(&args.provider, &config, &tools.registry, settings.provider)?;
+    check_tool_choice(&provider_args, &config, &tools.registry, settings.provider)?;
     let locked = args.locked || config.config.locked.unwrap_or(false);
     crate::lock_cmd::check(&tools, &config, locked)?;
 
@@ -195,7 +199,7 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     let about = RunAbout {
         mcp_servers: tools.mcp().map(crate::mcp::peers).unwrap_or_default(),
         unenforced: tools.found.unenforced(),
-        ..run_about(&args.provider, &config, &settings)
+        ..run_about(&provider_args, &config, &settings)
     };
     let mut agent = Loop::new(provider, &tools.registry).options(options).approvals(approvals);
     let outcome = match resumed {
@@ -323,6 +327,45 @@ fn resumable(path: &std::path::Path, args: &RunArgs) -> Result<Resumable> {
         )));
     }
     Ok(r)
+}
+
+/// The provider a resumed run asks: the one its trace names, with its model, unless the flags
+/// name another (then they win, and the run says so). A scripted run cannot go on without its
+/// script, which the trace does not hold: refused with the fix, never replaced by another router.
+fn resumed_provider(flags: &ProviderArgs, resumed: &Resumable, quiet: bool) -> Result<ProviderArgs> {
+    let mut chosen = flags.clone();
+    let named = flags.provider.clone().or_else(|| flags.script.as_ref().map(|_| "scripted".to_owned()));
+    match named {
+        Some(name) if name != resumed.provider => {
+            if !quiet {
+                eprintln!(
+                    "harness: resuming with provider {} (--provider), where the trace ran {}",
+                    printable(&name),
+                    printable(&resumed.provider)
+                );
+            }
+        }
+        Some(_) => {}
+        None if resumed.provider == "scripted" => {
+            return Err(CliError::Usage(
+                "--resume: the trace ran with the scripted provider; give --script FILE with the replies to go on with (or name another --provider)".to_owned(),
+            ));
+        }
+        None => {
+            chosen.provider = Some(resumed.provider.clone());
+            if chosen.model.is_none() {
+                chosen.model.clone_from(&resumed.model);
+            }
+            if !quiet {
+                let model = chosen.model.as_deref().map(|m| format!(", model {}", printable(m))).unwrap_or_default();
+                eprintln!(
+                    "harness: resuming with provider {}{model}, as the trace ran (--provider and --model change them)",
+                    printable(&resumed.provider)
+                );
+            }
+        }
+    }
+    Ok(chosen)
 }
 
 /// The run's approvals: the policy, a terminal prompt, and the answer given for a resumed call.

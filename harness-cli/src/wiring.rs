@@ -17,7 +17,7 @@ use crate::config::LoadedConfig;
 use crate::error::CliError;
 
 /// Which model provider answers, and how it is reached.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub(crate) struct ProviderArgs {
     /// Model provider: offline (default, no model: a deterministic router), scripted, or a model API:
     /// openai, openrouter, ollama, llamacpp, vllm, anthropic (see docs/providers.md).

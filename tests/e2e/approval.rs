@@ -94,6 +94,33 @@ fn a_denied_call_is_fed_back_as_call_denied_with_the_reason() {
 }
 
 #[test]
+fn a_resumed_run_asks_the_provider_its_trace_ran_never_another_silently() {
+    let s = scratch_with_root();
+    stop_before_the_write(&s);
+    // No provider flag: the offline router would have answered; the trace ran scripted.
+    let r = ran(s.harness().args(["run", "--resume", "t.jsonl", "--approve", "call_2", "--config", "h.toml"]));
+    r.usage_error(&["--resume", "scripted", "--script FILE"]);
+    assert!(!s.path("root/out.txt").exists(), "refused before anything ran");
+    // Another provider named on purpose is used, and said.
+    let r = ran(s.harness().args([
+        "run",
+        "--resume",
+        "t.jsonl",
+        "--approve",
+        "call_2",
+        "--config",
+        "h.toml",
+        "--provider",
+        "offline",
+    ]));
+    assert!(
+        r.stderr.contains("resuming with provider offline (--provider), where the trace ran scripted"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
 fn a_denied_call_stays_denied_under_a_policy_that_would_allow_it() {
     let s = scratch_with_root();
     stop_before_the_write(&s);

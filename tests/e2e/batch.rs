@@ -333,6 +333,27 @@ fn scripted_without_a_script_needs_one_in_every_line() {
     assert_eq!((out.len(), out[0]["answer"].clone()), (1, json!("own")));
 }
 
+#[test]
+fn a_line_with_a_script_is_never_ignored_silently() {
+    let s = Scratch::new();
+    let input = requests(
+        &s,
+        &lines_of(&[
+            json!({"id": 1, "request": "calculate 6*7"}),
+            json!({"id": 2, "request": "x", "script": [call("finish", json!({"answer": "own"}))]}),
+        ]),
+    );
+    // No provider named: the scripts say which one the file is for.
+    let r = ran(s.harness().arg("batch").arg(&input).args(["--out", "a.jsonl"]));
+    assert!(r.stderr.contains("requests.jsonl:2 has a \"script\": the scripted provider replays it"), "{}", r.stderr);
+    let out = results(&s, "a.jsonl");
+    assert_eq!((out.len(), out[0]["answer"].clone()), (1, json!("own")), "{out:?}");
+    // A provider named that would ignore them: refused, with the line, before anything runs.
+    let r = ran(s.harness().arg("batch").arg(&input).args(["--out", "b.jsonl", "--provider", "offline"]));
+    r.usage_error(&["requests.jsonl:2", "\"script\"", "offline", "--provider scripted"]);
+    assert!(!s.path("b.jsonl").exists() || results(&s, "b.jsonl").is_empty());
+}
+
 /// An OpenAI-compatible stand-in on 127.0.0.1 that keeps connections open and answers every
 /// request with a finish call; it counts connections and requests.
 struct KeepAliveApi {

@@ -61,6 +61,8 @@ pub struct Input {
     pub ids: HashSet<String>,
     /// This shard's requests whose `script` is ignored because the provider is not scripted.
     pub ignored_scripts: usize,
+    /// The line of the first of them, from 1.
+    pub first_ignored_script: Option<usize>,
     /// The whole file's fingerprint (a 64-bit FNV-1a hash, in hex): every shard of one file,
     /// and every rerun of it, writes the same one, which is how a merge knows one batch.
     pub fingerprint: String,
@@ -76,6 +78,7 @@ impl Default for Input {
             lines: 0,
             ids: HashSet::new(),
             ignored_scripts: 0,
+            first_ignored_script: None,
             fingerprint: String::new(),
             shard: Shard::ALL,
         }
@@ -89,6 +92,16 @@ pub fn id_key(id: &Value) -> Option<String> {
         Value::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
         _ => None,
     }
+}
+
+/// The first line (from 1) of the requests file whose object has a `script`, if any: such a file
+/// is meant for the scripted provider. Lines that are not JSON objects are left to [`read`].
+pub fn first_script_line(path: &Path) -> Result<Option<usize>> {
+    let bytes = std::fs::read(path).map_err(|source| BatchError::ReadRequests { path: path.to_owned(), source })?;
+    let has_script = |raw: &[u8]| {
+        serde_json::from_slice::<Value>(raw).is_ok_and(|v| v.as_object().is_some_and(|o| o.contains_key("script")))
+    };
+    Ok(bytes.split(|&b| b == b'\n').position(has_script).map(|i| i + 1))
 }
 
 /// Reads the requests file and keeps this shard's lines. Duplicates are found over the whole
@@ -145,6 +158,7 @@ pub fn read(path: &Path, shard: Shard, scripts: Scripts) -> Result<Input> {
             Ok(r) => {
                 if scripts == Scripts::Ignored && obj.contains_key("script") {
                     input.ignored_scripts += 1;
+                    input.first_ignored_script.get_or_insert(line);
                 }
                 input.requests.push(r);
             }

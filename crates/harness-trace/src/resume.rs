@@ -45,6 +45,11 @@ pub struct Resumable {
     /// The text of every line to keep when the resumed run writes the trace again: the first
     /// line and every step before the pending one.
     pub kept_lines: Vec<String>,
+    /// The provider the run asked, as its first line names it: a resumed run asks the same one
+    /// unless the operator names another.
+    pub provider: String,
+    /// The model the run asked, when the provider takes one.
+    pub model: Option<String>,
 }
 
 /// Rebuilds the conversation of a run that stopped for approval, as the loop had it.
@@ -107,6 +112,8 @@ pub fn resumption(trace: &Trace) -> Result<Resumable, ResumeError> {
             usage,
         },
         kept_lines,
+        provider: start.value.provider.clone(),
+        model: start.value.model.clone(),
     })
 }
 
