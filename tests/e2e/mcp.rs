@@ -473,11 +473,13 @@ fn a_tool_changed_mid_run_is_refused_with_the_diff_under_locked_and_without() {
     let s = Scratch::new();
     // The files plugin gets a root, so that it is offered alike by `lock` and by the run (whose
     // plugins from the plugin cache start at their first call, and so are offered before
-    // their `init` runs).
+    // their `init` runs). The root is a directory of its own: one that held harness.toml and
+    // harness.lock would be refused.
+    std::fs::create_dir_all(s.path("data")).unwrap();
     s.write(
         "harness.toml",
         &format!(
-            "[plugins.files]\nroot = \".\"\n\n[[mcp.servers]]\nname = \"rug\"\ncommand = {:?}\nargs = [{:?}]\n",
+            "[plugins.files]\nroot = \"data\"\n\n[[mcp.servers]]\nname = \"rug\"\ncommand = {:?}\nargs = [{:?}]\n",
             python().display().to_string(),
             fixture("rug_pull_server.py").display().to_string(),
         ),

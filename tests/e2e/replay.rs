@@ -13,8 +13,9 @@ fn call(tool: &str, arguments: Value) -> Value {
 /// Records a run of every kind of step: text with no call, a tool error, an unknown tool, a
 /// calculation, a file read, and finish.
 fn record(s: &Scratch) {
-    s.write("data.txt", "first version");
-    s.write("files.toml", "[plugins.files]\nroot = \".\"\n");
+    // The root is a directory of its own: a write area that held files.toml is refused.
+    s.write("files/data.txt", "first version");
+    s.write("files.toml", "[plugins.files]\nroot = \"files\"\n");
     let script = s.script(&[
         json!({ "content": "no call here" }),
         call("calculate", json!({ "expression": "1/0" })),
@@ -53,7 +54,7 @@ fn a_changed_result_is_reported_at_exactly_that_step() {
     let s = Scratch::new();
     record(&s);
     // The file the recorded run read has changed: step 5, which read it, drifts.
-    s.write("data.txt", "second version");
+    s.write("files/data.txt", "second version");
     let r = ran(s.harness().args(["replay", "t.jsonl", "--config", "files.toml", "--json"]));
     assert_eq!(r.code, 1, "{}", r.stderr);
     let report = r.json();
@@ -220,7 +221,7 @@ fn a_replay_starts_no_mcp_server_that_no_replayed_call_needs() {
     let s = Scratch::new();
     record(&s);
     // A server that leaves a mark when started; the trace calls none of its tools.
-    let config = "[plugins.files]\nroot = \".\"\n[[mcp.servers]]\nname = \"marker\"\ncommand = \"/bin/sh\"\nargs = [\"-c\", \"touch started\"]\n";
+    let config = "[plugins.files]\nroot = \"files\"\n[[mcp.servers]]\nname = \"marker\"\ncommand = \"/bin/sh\"\nargs = [\"-c\", \"touch started\"]\n";
     s.write("mcp.toml", config);
     let r = ran(s.harness().args(["replay", "t.jsonl", "--config", "mcp.toml"]));
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
