@@ -125,7 +125,8 @@ pub(crate) struct BatchArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     rpm: Option<u32>,
     /// JSON Lines answers to the calls that runs stopped before (status awaiting_approval):
-    /// {"id": REQUEST_ID, "call": CALL_ID, "approve": true} or {..., "approve": false, "reason": TEXT}.
+    /// {"id": REQUEST_ID, "call": CALL_ID, "digest": DIGEST, "approve": true} (DIGEST: the result
+    /// line's pending.digest, at least its first 16 hex digits) or {..., "approve": false, "reason": TEXT}.
     /// Those runs resume from their traces; awaiting runs without an answer keep waiting.
     #[arg(long, value_name = "FILE")]
     approvals: Option<PathBuf>,
@@ -390,7 +391,7 @@ impl Ending {
             return 0;
         }
         println!(
-            "{} await{} approval (the pending calls are in {out}, status awaiting_approval): write an approvals file, one {{\"id\": REQUEST_ID, \"call\": CALL_ID, \"approve\": true}} (or \"approve\": false, \"reason\": TEXT) a line, and rerun with --approvals FILE",
+            "{} await{} approval (the pending calls are in {out}, status awaiting_approval): write an approvals file, one {{\"id\": REQUEST_ID, \"call\": CALL_ID, \"digest\": PENDING_DIGEST, \"approve\": true}} (or \"approve\": false, \"reason\": TEXT) a line, and rerun with --approvals FILE",
             if self.waiting == 1 { "1 run".to_owned() } else { format!("{} runs", self.waiting) },
             if self.waiting == 1 { "s" } else { "" }
         );

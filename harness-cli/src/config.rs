@@ -215,6 +215,9 @@ impl LoadedConfig {
         };
         check_permissions(&file.canonical).map_err(|e| CliError::Usage(e.to_string()))?;
         let config = parse(&file)?;
+        if origin == Origin::Explicit {
+            trusted_where_a_child_writes(&file, &config)?;
+        }
         Ok(Self { config, path: Some(file.named.clone()), origin: Some(origin), file: Some(file) })
     }
 
@@ -259,6 +262,32 @@ fn implicit() -> Result<Option<ConfigFile>, CliError> {
         harness_core::printable(&file.canonical.display().to_string())
     );
     Ok(None)
+}
+
+/// A `--config` file that lies where one of its plugins' children may write (a section's
+/// `allow_paths`, else its `root`) could have been rewritten by a tool since the operator
+/// chose it: like `./harness.toml`, it is used only once trusted (`harness config trust`).
+fn trusted_where_a_child_writes(file: &ConfigFile, config: &Config) -> Result<(), CliError> {
+    let this = [harness_loader::guarded::Guarded::new(&file.canonical, "")];
+    let areas = config.plugins.sections.iter().flat_map(|(plugin, section)| {
+        let (key, paths) = match (section.get("allow_paths"), section.get("root")) {
+            (Some(toml::Value::Array(list)), _) => ("allow_paths", list.iter().filter_map(|p| p.as_str()).collect()),
+            (None, Some(toml::Value::String(root))) => ("root", vec![root.as_str()]),
+            _ => ("", Vec::new()),
+        };
+        paths.into_iter().map(move |p| (plugin, key, p))
+    });
+    let mut reached = areas.filter(|(_, _, area)| harness_loader::guarded::in_reach(Path::new(area), &this).is_some());
+    let Some((plugin, key, area)) = reached.next() else { return Ok(()) };
+    let trusted = TrustStore::locate().ok().and_then(|store| store.status(file).ok());
+    if matches!(trusted, Some(TrustStatus::Trusted)) {
+        return Ok(());
+    }
+    let named = harness_core::printable(&file.named.display().to_string());
+    Err(CliError::Usage(format!(
+        "--config {named}: it lies inside {}, where [plugins.{plugin}] {key} lets a plugin's child write, so a tool could have rewritten it; a configuration there is used only once trusted, like ./{IMPLICIT}. Read it, then run `harness config trust {named}`; or give [plugins.{plugin}] {key} a directory that does not hold it",
+        harness_core::printable(area)
+    )))
 }
 
 /// Parses a configuration file; relative paths in it become relative to its directory.

@@ -8,7 +8,7 @@ use std::io::BufWriter;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use harness_core::{RunOptions, TraceSink, TraceWriter, printable};
+use harness_core::{Decision, RunOptions, TraceSink, TraceWriter, printable};
 use harness_mcp::{HttpOptions, McpSources, McpToolState, ServeOptions, ToolServer};
 use serde_json::{Value, json};
 
@@ -53,6 +53,10 @@ pub(crate) struct ServeArgs {
     /// With --http: a browser origin allowed besides this machine's (repeatable).
     #[arg(long, value_name = "ORIGIN", requires = "http")]
     allow_origin: Vec<String>,
+    /// Which calls run: the config's `[policy]`, then these flags. No one can answer an `ask`
+    /// over MCP, so only what is allowed runs; the rest is refused with call_denied.
+    #[command(flatten)]
+    policy: crate::approve::PolicyArgs,
     #[command(flatten)]
     plugins: PluginArgs,
 }
@@ -66,6 +70,7 @@ pub(crate) fn mcp(command: McpCommand) -> Result<u8> {
 
 fn serve(args: ServeArgs) -> Result<u8> {
     let config = LoadedConfig::load(args.plugins.config.as_deref())?;
+    let policy = crate::approve::policy(&args.policy, &config, None)?;
     // Only the plugins' tools are served: the configured MCP servers are a run's sources.
     let mut tools = Tools::wire(
         &args.plugins,
@@ -86,10 +91,12 @@ fn serve(args: ServeArgs) -> Result<u8> {
     let options = ServeOptions {
         max_arguments_bytes: config.config.limits.arguments_bytes.unwrap_or(RunOptions::default().max_arguments_bytes),
         trace,
+        policy,
     };
     let registry = tools.take_registry();
     let count = registry.definitions().len().saturating_sub(1);
     let server = ToolServer::new(registry, options);
+    eprintln!("harness: {}", served_text(&server.decisions()));
     // Many HTTP clients are served at once; one stdio client needs no more than one thread.
     let mut builder = if args.http.is_some() {
         tokio::runtime::Builder::new_multi_thread()
@@ -116,6 +123,21 @@ fn serve(args: ServeArgs) -> Result<u8> {
     runtime.shutdown_background();
     drop(tools);
     served.map(|()| 0).map_err(|e| CliError::Failure(e.to_string()))
+}
+
+/// What runs without approval and what is refused, by the policy, for the start line.
+fn served_text(decisions: &[(String, Decision)]) -> String {
+    let names = |wanted: fn(&Decision) -> bool| {
+        let names: Vec<String> = decisions.iter().filter(|(_, d)| wanted(d)).map(|(k, _)| printable(k)).collect();
+        if names.is_empty() { "none".to_owned() } else { names.join(", ") }
+    };
+    let refused = decisions.iter().any(|(_, d)| *d != Decision::Allow);
+    let fix = if refused { " (no one can answer over MCP: --allow TOOL|CLASS serves one)" } else { "" };
+    format!(
+        "served without approval: {}; refused, call_denied by the policy: {}{fix}",
+        names(|d| *d == Decision::Allow),
+        names(|d| *d != Decision::Allow)
+    )
 }
 
 /// The listener on `addr` and the token: from `--token-env`, else random and printed once.

@@ -1,11 +1,16 @@
 //! `harness replay TRACE`: the run again, with the trace's recorded replies as the router,
 //! against today's plugins and configuration; every step compared with the record.
+//!
+//! A trace is data from elsewhere (a pull request, another machine): its calls are held to the
+//! approval policy as a run's are, with no one to ask, and an MCP server starts only when a
+//! recorded call of one of its tools is one the policy lets run.
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
-use harness_trace::{ReplayReport, cut, printable};
+use harness_core::{ApprovalPolicy, Approvals, Decision, Effect};
+use harness_trace::{ReplayReport, Trace, cut, printable};
 
 use crate::Result;
 use crate::config::LoadedConfig;
@@ -30,6 +35,10 @@ pub(crate) struct ReplayArgs {
     /// Print the report as one JSON object.
     #[arg(long)]
     json: bool,
+    /// Which recorded calls run: the config's `[policy]`, then these flags, as for `harness
+    /// run`; replay never asks, so a call the policy would ask about stops it awaiting_approval.
+    #[command(flatten)]
+    policy: crate::approve::PolicyArgs,
     #[command(flatten)]
     plugins: PluginArgs,
 }
@@ -54,12 +63,17 @@ pub(crate) fn replay(args: ReplayArgs) -> Result<u8> {
     if let Some(format) = reply_format(None, &config, "reply_format")? {
         options.reply_format = format;
     }
-    let tools = Tools::wire(&args.plugins, &config, Wants { mcp: true, ..Wants::default() })?;
+    let policy = crate::approve::policy(&args.policy, &config, None)?;
+    let servers = mcp_servers_needed(&trace, &policy);
+    let wants = Wants { mcp: !servers.is_empty(), mcp_only: Some(&servers), ..Wants::default() };
+    let tools = Tools::wire(&args.plugins, &config, wants)?;
     let runtime = runtime(1)?;
-    let replayed = runtime.block_on(harness_trace::replay(&trace, &tools.registry, &options));
+    let approvals = Approvals::new(policy, None);
+    let replayed = runtime.block_on(harness_trace::replay(&trace, &tools.registry, &options, approvals));
     runtime.shutdown_background();
     drop(tools);
-    let report = replayed.map_err(|e| CliError::Usage(format!("{name}: {e}")))?;
+    let mut report = replayed.map_err(|e| CliError::Usage(format!("{name}: {e}")))?;
+    not_started(&trace, &servers, &mut report);
 
     let text = if args.json {
         format!("{}\n", serde_json::to_string(&report).unwrap_or_default())
@@ -71,6 +85,42 @@ pub(crate) fn replay(args: ReplayArgs) -> Result<u8> {
         .and_then(|()| out.flush())
         .map_err(|e| CliError::Failure(format!("cannot write to stdout: {e}")))?;
     Ok(if report.clean { 0 } else { 1 })
+}
+
+/// The MCP servers a replayed call may reach: those the trace recorded a call to, whose call
+/// the policy allows outright (MCP tools are `network`). Any other server is not started: a
+/// call to it would stop the replay before it ran.
+fn mcp_servers_needed(trace: &Trace, policy: &ApprovalPolicy) -> Vec<String> {
+    let offered_by = |tool: &str| {
+        let start = trace.start.as_ref()?;
+        start.value.tools.iter().find(|t| t.name == tool).and_then(|t| t.mcp_server.clone())
+    };
+    let mut servers: Vec<String> = Vec::new();
+    for step in trace.lines.iter().map(|l| &l.value) {
+        let Some(tool) = &step.tool else { continue };
+        let Some(server) = step.mcp_server.clone().or_else(|| offered_by(tool)) else { continue };
+        if policy.decide(&format!("{server}.{tool}"), Effect::Network) == Decision::Allow && !servers.contains(&server)
+        {
+            servers.push(server);
+        }
+    }
+    servers
+}
+
+/// Tools of MCP servers that were not started are not compared: said on stderr, and left out
+/// of the tools that changed.
+fn not_started(trace: &Trace, started: &[String], report: &mut ReplayReport) {
+    let Some(start) = &trace.start else { return };
+    let unstarted = |tool: &str| {
+        start.value.tools.iter().any(|t| t.name == tool && t.mcp_server.as_ref().is_some_and(|s| !started.contains(s)))
+    };
+    let before = report.tools_changed.len();
+    report.tools_changed.retain(|c| !unstarted(&c.tool));
+    if report.tools_changed.len() < before {
+        eprintln!(
+            "harness: replay: the MCP servers no replayed call may reach (the policy would not run it) were not started; their tools are not compared"
+        );
+    }
 }
 
 /// The report for a person: one line when clean, else each difference on a line.
@@ -100,6 +150,9 @@ fn describe(name: &str, report: &ReplayReport) -> String {
     }
     if let Some(end) = &report.end_drift {
         text.push_str(&format!("  ending: {end}\n"));
+    }
+    if report.replayed_end == "awaiting_approval" && report.recorded_end != "awaiting_approval" {
+        text.push_str("  the replay ran no call the policy would ask about (no one answers in a replay): allow what you trust the trace to run with --allow TOOL or --allow CLASS\n");
     }
     for u in &report.unread_lines {
         text.push_str(&format!("  line {} of the trace could not be read: {}\n", u.line, printable(&u.problem)));

@@ -181,7 +181,8 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     };
 
     // Plugins the cache answers for are opened at their first call, not before the first request.
-    let wants = Wants { report: !args.quiet, open_lazily: true, mcp: true, otlp: Some(args.otlp.as_deref()) };
+    let wants =
+        Wants { report: !args.quiet, open_lazily: true, mcp: true, otlp: Some(args.otlp.as_deref()), mcp_only: None };
     let tools = Tools::wire(&args.plugins, &config, wants)?;
     check_tool_choice(&provider_args, &config, &tools.registry, settings.provider)?;
     let locked = args.locked || config.config.locked.unwrap_or(false);

@@ -7,6 +7,7 @@ use clap::Args;
 use harness_abi::manifest::Effects;
 use std::time::Duration;
 
+use harness_loader::guarded::Guarded;
 use harness_loader::isolation::{HostCommand, Isolation};
 use harness_loader::{Discovery, DiscoveryOptions, PluginSettings, discover};
 
@@ -131,8 +132,10 @@ pub(crate) fn discovery_options(args: &PluginArgs, config: &LoadedConfig) -> Res
         }
     };
     let defaults = DiscoveryOptions::default();
+    let dirs = plugin_dirs(args, config)?;
+    let guarded = guarded(config, &dirs);
     Ok(DiscoveryOptions {
-        dirs: plugin_dirs(args, config)?,
+        dirs,
         enable: args.enable.iter().chain(&plugins.enable).cloned().collect(),
         disable: args.disable.iter().chain(&plugins.disable).cloned().collect(),
         deny_effects: deny,
@@ -151,7 +154,30 @@ pub(crate) fn discovery_options(args: &PluginArgs, config: &LoadedConfig) -> Res
         cache_dir: plugin_cache_dir(),
         open_lazily: false,
         require_full_enforcement,
+        guarded,
     })
+}
+
+/// The harness's own files, which no child may write: what decides what the next run trusts
+/// (the configuration in use, `harness.lock`, the trust store), loads (the plugin
+/// directories, the cache) and is (the harness executable's directory).
+pub(crate) fn guarded(config: &LoadedConfig, dirs: &[PathBuf]) -> Vec<Guarded> {
+    let mut guarded = Vec::new();
+    if let Some(file) = &config.file {
+        guarded.push(Guarded::new(&file.canonical, "the configuration in use"));
+    }
+    guarded.push(Guarded::new(config.lock_path(), "the lock file"));
+    guarded.extend(dirs.iter().map(|d| Guarded::new(d, "the plugin directory")));
+    if let Some(store) = harness_config::TrustStore::locate().ok().and_then(|s| s.path().parent().map(PathBuf::from)) {
+        guarded.push(Guarded::new(store, "the trust store"));
+    }
+    if let Some(cache) = plugin_cache_dir() {
+        guarded.push(Guarded::new(cache, "the plugin cache"));
+    }
+    if let Some(dir) = harness_dir() {
+        guarded.push(Guarded::new(dir, "the harness executable's directory"));
+    }
+    guarded
 }
 
 /// Parses an isolation mode given at `at`.

@@ -26,6 +26,9 @@ pub(crate) struct Wants<'a> {
     pub(crate) open_lazily: bool,
     /// Start the configured MCP servers and offer their tools after the plugins'.
     pub(crate) mcp: bool,
+    /// With `mcp`, start only the servers of these names (`harness replay`: those a replayed
+    /// call may reach); `None`: every one.
+    pub(crate) mcp_only: Option<&'a [String]>,
     /// Export spans over OTLP, to `--otlp`'s URL when given (the standard variables may ask too).
     pub(crate) otlp: Option<Option<&'a str>>,
 }
@@ -52,7 +55,7 @@ impl Tools {
         // still has the ones started before it closed by the drop.
         let mut tools = Self { found, registry, mcp: None, otlp: None };
         if wants.mcp {
-            tools.mcp = Some(add_mcp_tools(args, config, &mut tools.registry, wants.report)?);
+            tools.mcp = Some(add_mcp_tools(args, config, &mut tools.registry, wants)?);
         }
         if let Some(flag) = wants.otlp {
             tools.otlp = otlp_export(flag)?;
@@ -95,8 +98,9 @@ fn add_mcp_tools(
     args: &PluginArgs,
     config: &LoadedConfig,
     registry: &mut ToolRegistry,
-    report: bool,
+    wants: Wants<'_>,
 ) -> Result<McpSources> {
+    let report = wants.report;
     let file = &config.config;
     let config_name = config.path.as_ref().map_or_else(|| "config".to_owned(), |p| p.display().to_string());
     // Commands given as relative paths are relative to the configuration file, like plugins.dirs,
@@ -106,6 +110,7 @@ fn add_mcp_tools(
         .mcp
         .servers
         .iter()
+        .filter(|server| wants.mcp_only.is_none_or(|only| only.contains(&server.name)))
         .cloned()
         .map(|mut server| {
             if server.command.contains('/') && Path::new(&server.command).is_relative() {

@@ -218,10 +218,15 @@ fn a_batch_stops_writes_for_approval_and_resumes_them_from_an_approvals_file() {
     snapshot("approval-bad-answers-in-a-batch", &s, &r.stderr, &[(r"result line \d+", "result line [n]")]);
     assert_eq!(std::fs::read_to_string(s.path("out.jsonl")).unwrap().lines().count(), 4, "nothing ran");
 
-    // w1 approved, w2 denied, w3 unanswered.
+    // w1 approved (with the digest its result line shows), w2 denied, w3 unanswered.
+    let approve = |id: &str| {
+        let digest = &first[id]["pending"]["digest"].as_str().unwrap()[..16];
+        json!({"id": id, "call": "call_1", "digest": digest, "approve": true}).to_string() + "\n"
+    };
     s.write(
         "approvals.jsonl",
-        "{\"id\": \"w1\", \"call\": \"call_1\", \"approve\": true}\n{\"id\": \"w2\", \"call\": \"call_1\", \"approve\": false, \"reason\": \"not in this repository\"}\n",
+        &(approve("w1")
+            + "{\"id\": \"w2\", \"call\": \"call_1\", \"approve\": false, \"reason\": \"not in this repository\"}\n"),
     );
     let r = ran(batch(&s, &input, "out.jsonl").args(["--approvals", "approvals.jsonl"]));
     assert_eq!(r.code, 4, "{}", r.stderr);
@@ -246,7 +251,7 @@ fn a_batch_stops_writes_for_approval_and_resumes_them_from_an_approvals_file() {
     assert_eq!(std::fs::read_to_string(s.path("out.jsonl")).unwrap().lines().count(), 6);
 
     // Resumed with --traces, the run's whole trace moves there from the pending directory.
-    s.write("w3.jsonl", "{\"id\": \"w3\", \"call\": \"call_1\", \"approve\": true}\n");
+    s.write("w3.jsonl", &approve("w3"));
     let r = ran(batch(&s, &input, "out.jsonl").args(["--approvals", "w3.jsonl", "--traces", "tr"]));
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(std::fs::read_to_string(s.path("root/c.txt")).unwrap(), "w3");
@@ -276,7 +281,8 @@ fn a_batch_allowed_to_write_runs_straight_through() {
     let r = ran(batch(&s, &input, "ask.jsonl").args(["--traces", "tr2"]));
     assert_eq!(r.code, 4, "{}", r.stderr);
     assert_eq!(latest(&s, "ask.jsonl")["w3"]["trace"], "tr2/w3.jsonl");
-    s.write("ok.jsonl", "{\"id\": \"w3\", \"call\": \"call_1\", \"approve\": true}\n");
+    let digest = latest(&s, "ask.jsonl")["w3"]["pending"]["digest"].as_str().unwrap().to_owned();
+    s.write("ok.jsonl", &(json!({"id": "w3", "call": "call_1", "digest": digest, "approve": true}).to_string() + "\n"));
     std::fs::remove_file(s.path("root/c.txt")).unwrap();
     let r = ran(batch(&s, &input, "ask.jsonl").args(["--traces", "tr2", "--approvals", "ok.jsonl"]));
     assert_eq!(r.code, 4, "w1 and w2 still wait: {}", r.stderr);
@@ -304,6 +310,50 @@ fn a_call_id_with_terminal_escapes_is_printed_escaped_everywhere() {
         assert!(printed.contains("call\\u{1b}[2K\\r"), "{args:?}: {printed}");
         assert!(!printed.contains(['\u{1b}', '\r']), "{args:?}: {printed:?}");
     }
+}
+
+#[test]
+fn a_batch_approval_binds_the_digest_its_result_line_shows() {
+    let s = scratch_with_root();
+    let input = writing_batch(&s);
+    let r = ran(&mut batch(&s, &input, "out.jsonl"));
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    let shown = latest(&s, "out.jsonl")["w1"]["pending"]["digest"].as_str().unwrap().to_owned();
+    // An attacker who can write the pending trace and the results file points the pending
+    // write elsewhere, with a digest that matches the edited call everywhere.
+    let forged = harness_core::call_digest("write_file", &json!({"path": "evil.txt", "content": "w1"}));
+    for file in ["out.jsonl.pending/w1.jsonl", "out.jsonl"] {
+        let text = std::fs::read_to_string(s.path(file)).unwrap();
+        let edited = text.replace("\"a.txt\"", "\"evil.txt\"").replace(&shown, &forged);
+        std::fs::write(s.path(file), edited).unwrap();
+    }
+    let lines = (std::fs::read_to_string(s.path("out.jsonl")).unwrap().lines().count(), 4);
+
+    // An approval that names no digest approves nothing.
+    s.write("bare.jsonl", "{\"id\": \"w1\", \"call\": \"call_1\", \"approve\": true}\n");
+    let r = ran(batch(&s, &input, "out.jsonl").args(["--approvals", "bare.jsonl"]));
+    r.usage_error(&["bare.jsonl:1", "request \"w1\"", "\"digest\"", "nothing ran"]);
+    // One that names the digest shown before the edit is refused: the call changed.
+    let approval = json!({"id": "w1", "call": "call_1", "digest": &shown[..16], "approve": true});
+    s.write("shown.jsonl", &(approval.to_string() + "\n"));
+    let r = ran(batch(&s, &input, "out.jsonl").args(["--approvals", "shown.jsonl"]));
+    r.usage_error(&["shown.jsonl:1", "request \"w1\"", "changed since it was shown", "nothing ran"]);
+    assert!(!s.path("root/evil.txt").exists(), "the edited call ran");
+    assert_eq!(lines, (std::fs::read_to_string(s.path("out.jsonl")).unwrap().lines().count(), 4), "nothing ran");
+
+    // The results file put back as shown, the trace still edited: the approval holds for the
+    // call shown, so the edited one is not run and the run waits again.
+    let text = std::fs::read_to_string(s.path("out.jsonl")).unwrap();
+    std::fs::write(s.path("out.jsonl"), text.replace("\"evil.txt\"", "\"a.txt\"").replace(&forged, &shown)).unwrap();
+    let r = ran(batch(&s, &input, "out.jsonl").args(["--approvals", "shown.jsonl"]));
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    let w1 = &latest(&s, "out.jsonl")["w1"];
+    assert_eq!(
+        (&w1["status"], &w1["error"]["details"]["changed_since_shown"]),
+        (&json!("awaiting_approval"), &json!(true)),
+        "{w1}"
+    );
+    assert!(!s.path("root/evil.txt").exists(), "the edited call ran");
 }
 
 /// The trace `t.jsonl` with the pending write's path changed to `evil.txt`, as an attacker

@@ -221,3 +221,103 @@ fn on_landlock_abi_2_truncate_is_still_refused_by_seccomp_and_the_file_keeps_its
     all_refused(&t, &["truncate"]);
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "the bytes it keeps");
 }
+
+/// Runs the liar's `calls` then finish, with `extra` arguments, from the scratch directory.
+fn liar_run(s: &Scratch, extra: &[&str], calls: &[Value]) -> crate::support::Ran {
+    let dir = fixture_dir(s, &["effects-liar"]);
+    let mut lines = calls.to_vec();
+    lines.push(call("finish", json!({"answer": "the run went on"})));
+    let script = s.script(&lines);
+    ran(s
+        .harness()
+        .args(["run", "x", "--json", "--no-default-plugins", "--plugins-dir"])
+        .arg(&dir)
+        .args(["--enable", "effects-liar", "--trace", "t.jsonl"])
+        .args(extra)
+        .arg("--script")
+        .arg(&script))
+}
+
+#[test]
+fn a_writes_tool_cannot_rewrite_the_configuration_or_the_lock_in_the_working_directory() {
+    let s = Scratch::new();
+    // The documented layout: harness.toml in the working directory, named with --config.
+    let config = s.write("harness.toml", "[policy]\nwrites = \"allow\"\n");
+    let shell = "[[mcp.servers]]\nname = \"sh\"\ncommand = \"/bin/sh\"\nargs = [\"-c\", \"touch pwned\"]";
+    let r = liar_run(
+        &s,
+        &["--config", "harness.toml"],
+        &[
+            call("liar_note", json!({"path": config, "tag": shell, "ms": 0})),
+            call("liar_note", json!({"path": s.path("harness.lock"), "tag": "{}", "ms": 0})),
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for step in &s.trace("t.jsonl")[..2] {
+        let message = step["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("Permission denied"), "a writes child reached the working directory: {step}");
+    }
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), "[policy]\nwrites = \"allow\"\n");
+    assert!(!s.path("harness.lock").exists(), "a child created harness.lock");
+    let r = liar_run(&s, &["--config", "harness.toml"], &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!s.path("pwned").exists(), "the next run started the shell a child wrote into the configuration");
+}
+
+#[test]
+fn a_reads_tool_gets_no_secret_of_the_working_directory() {
+    let s = Scratch::new();
+    let env = s.write(".env", "API_KEY=sk-secret-in-env");
+    let git = s.write(".git/config", "[remote \"origin\"]\nurl = https://ghp_token@example.com/x\n");
+    let cat = |path: &Path| call("liar_sys_reads", json!({"op": "cat", "path": path}));
+    let r = liar_run(&s, &[], &[cat(&env), cat(&git)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for step in &s.trace("t.jsonl")[..2] {
+        assert_eq!(step["error"]["code"], "tool_error", "a reads child read a secret: {step}");
+        assert!(step["error"]["message"].as_str().unwrap().contains("Permission denied"), "{step}");
+    }
+    let trace = std::fs::read_to_string(s.path("t.jsonl")).unwrap();
+    assert!(!trace.contains("sk-secret") && !trace.contains("ghp_token"), "{trace}");
+}
+
+#[test]
+fn a_write_area_that_holds_the_harnesss_own_files_is_refused_naming_them() {
+    let s = Scratch::new();
+    let dir = fixture_dir(&s, &["effects-liar"]);
+    let list = |config: &str| {
+        let r = ran(s
+            .harness()
+            .args(["plugins", "list", "--json", "--no-default-plugins", "--enable", "effects-liar", "--config"])
+            .arg(config)
+            .arg("--plugins-dir")
+            .arg(&dir));
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        r.json()
+    };
+    // A write area inside a plugin directory: a child could drop a library there.
+    let section = |area: &Path| format!("[plugins.effects-liar]\nallow_paths = [{:?}]\n", area.display().to_string());
+    s.write("conf/h.toml", &section(&dir.join("sub")));
+    let listed = list("conf/h.toml");
+    assert_eq!(listed["plugins"], json!([]), "{listed}");
+    let reason = listed["skipped"][0]["reason"].as_str().unwrap();
+    for part in ["the plugin directory", &dir.display().to_string(), "[plugins.effects-liar] allow_paths"] {
+        assert!(reason.contains(part), "{part:?} not in {reason}");
+    }
+
+    // A --config inside its own plugin's write area is used only once trusted, like an
+    // implicit one: a tool could have rewritten it.
+    let here = s.dir.path().canonicalize().unwrap();
+    s.write("harness.toml", &section(&here));
+    let r = ran(s.harness().args(["plugins", "list", "--config", "harness.toml"]));
+    r.usage_error(&[
+        "--config harness.toml",
+        "where [plugins.effects-liar] allow_paths lets a plugin's child write",
+        "harness config trust harness.toml",
+    ]);
+    // Trusted, it is read; the plugin whose area holds it is still refused, naming it.
+    let r = ran(s.harness().args(["config", "trust", "harness.toml"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let listed = list("harness.toml");
+    let reason = listed["skipped"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("the configuration in use") && reason.contains("harness.toml"), "{reason}");
+}

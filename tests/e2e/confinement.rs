@@ -108,8 +108,9 @@ fn plugins_list_shows_each_plugins_isolation_and_enforcement() {
         assert_eq!(by_class[class]["sockets"], false, "{p}");
     }
     assert_eq!(by_class["reads"]["write"], json!([]), "{p}");
-    let here = json!([s.dir.path().canonicalize().unwrap()]);
-    assert_eq!(by_class["writes"]["write"], here, "the working directory, by default");
+    // Nothing by default: never the working directory, where the harness's own files lie.
+    assert_eq!(by_class["writes"]["write"], json!([]), "{p}");
+    assert!(!by_class["reads"]["read"].as_array().unwrap().contains(&json!(s.dir.path().canonicalize().unwrap())));
     // The operator's choice wins; in the harness's process nothing is enforced, and it says so.
     let json = list(&["--isolation", "in-process", "--json"]).json();
     let p = &json["plugins"][0];

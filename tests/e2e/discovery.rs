@@ -213,7 +213,8 @@ fn plugin_path_env_and_config_dirs_are_searched() {
     let s = Scratch::new();
     copy_into(&s, "env", &plugin("calc"));
     copy_into(&s, "conf", &plugin("files"));
-    s.write("h.toml", "[plugins]\ndirs = [\"conf\"]\n[plugins.files]\nroot = \".\"\n");
+    s.write("h.toml", "[plugins]\ndirs = [\"conf\"]\n[plugins.files]\nroot = \"data\"\n");
+    std::fs::create_dir_all(s.path("data")).unwrap();
     let r = ran(s
         .harness()
         .args(["plugins", "list", "--json", "--no-default-plugins", "--config", "h.toml"])

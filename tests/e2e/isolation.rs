@@ -230,8 +230,14 @@ fn a_call_that_times_out_queued_behind_another_never_runs_and_keeps_its_argument
     let dir = s.path("plugins");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::copy(fixture("effects-liar"), dir.join("libeffects_liar.so")).unwrap();
-    s.write("harness.toml", "[plugins.effects-liar]\nisolation = \"process\"\ntimeout = 1.5\n");
-    let notes = s.path("notes.txt");
+    // The child writes in a directory of its own: it gets no files by default.
+    let notes = s.path("notes/notes.txt");
+    std::fs::create_dir_all(s.path("notes")).unwrap();
+    let area = s.path("notes").display().to_string();
+    s.write(
+        "harness.toml",
+        &format!("[plugins.effects-liar]\nisolation = \"process\"\ntimeout = 1.5\nallow_paths = [{area:?}]\n"),
+    );
     let lines: Vec<String> = (0..4)
         .map(|i| {
             let note = call("liar_note", json!({"path": notes, "tag": format!("r{i}"), "ms": 1000}));

@@ -83,6 +83,11 @@ fn python() -> PathBuf {
 
 /// What the Python SDK's client saw of `harness ARGS`, made to serve MCP.
 fn drive(s: &Scratch, mode: &str, calls: &Value, harness_args: &[&str]) -> Value {
+    drive_told(s, mode, calls, harness_args).0
+}
+
+/// The same, and what the server said on stderr.
+fn drive_told(s: &Scratch, mode: &str, calls: &Value, harness_args: &[&str]) -> (Value, String) {
     let r = ran(Command::new(python())
         .current_dir(s.dir.path())
         .arg(fixture("client.py"))
@@ -92,7 +97,7 @@ fn drive(s: &Scratch, mode: &str, calls: &Value, harness_args: &[&str]) -> Value
         .arg(env!("CARGO_BIN_EXE_harness"))
         .args(harness_args));
     assert_eq!(r.code, 0, "the Python client failed:\n{}", r.stderr);
-    r.json()
+    (r.json(), r.stderr)
 }
 
 fn call(name: &str, arguments: Value) -> Value {
@@ -144,6 +149,45 @@ fn the_python_sdk_client_lists_and_calls_plugin_tools_in_both_lifecycles() {
         );
         assert_eq!(trace[1]["error"]["code"], "invalid_arguments");
     }
+}
+
+#[test]
+fn mcp_serve_holds_every_call_to_the_policy_and_cannot_ask() {
+    let s = Scratch::new();
+    std::fs::create_dir(s.path("root")).unwrap();
+    let write = json!([call("write_file", json!({"path": "a.txt", "content": "x"}))]);
+    let serve = |config: &str, more: &[&str]| {
+        let mut args = vec!["mcp", "serve", "--enable", "files", "--trace", "t.jsonl", "--config", config];
+        args.extend(more);
+        drive_told(&s, "auto", &write, &args)
+    };
+    // The configuration denies writes: the MCP client is told call_denied, nothing is written.
+    s.write("deny.toml", "[plugins.files]\nroot = \"root\"\n[policy]\nwrites = \"deny\"\n");
+    let (seen, _) = serve("deny.toml", &[]);
+    let error = error_object(&seen["calls"][0]);
+    assert_eq!(error["code"], "call_denied", "{error}");
+    assert!(error["message"].as_str().unwrap().contains("policy denies it"), "{error}");
+    assert!(!s.path("root/a.txt").exists(), "a denied write ran over MCP");
+    assert_eq!(s.trace("t.jsonl")[0]["error"]["code"], "call_denied");
+
+    // By default writes ask, and no one can answer over MCP: refused, with the fix; the start
+    // line says what runs without approval.
+    s.write("ask.toml", "[plugins.files]\nroot = \"root\"\n");
+    let (seen, told) = serve("ask.toml", &[]);
+    let error = error_object(&seen["calls"][0]);
+    assert_eq!(error["code"], "call_denied", "{error}");
+    assert!(error["message"].as_str().unwrap().contains("--allow files.write_file"), "{error}");
+    assert!(!s.path("root/a.txt").exists(), "an unapproved write ran over MCP");
+    assert!(
+        told.contains("served without approval: files.read_file, files.list_dir; refused, call_denied by the policy: files.write_file"),
+        "{told}"
+    );
+
+    // The operator allows it by name: it runs, and the start line says so.
+    let (seen, told) = serve("ask.toml", &["--allow", "files.write_file"]);
+    assert_eq!(seen["calls"][0]["is_error"], false, "{seen}");
+    assert_eq!(std::fs::read_to_string(s.path("root/a.txt")).unwrap(), "x");
+    assert!(told.contains("served without approval: files.read_file, files.list_dir, files.write_file; refused, call_denied by the policy: none"), "{told}");
 }
 
 #[test]
@@ -429,11 +473,13 @@ fn a_tool_changed_mid_run_is_refused_with_the_diff_under_locked_and_without() {
     let s = Scratch::new();
     // The files plugin gets a root, so that it is offered alike by `lock` and by the run (whose
     // plugins from the plugin cache start at their first call, and so are offered before
-    // their `init` runs).
+    // their `init` runs). The root is a directory of its own: one that held harness.toml and
+    // harness.lock would be refused.
+    std::fs::create_dir_all(s.path("data")).unwrap();
     s.write(
         "harness.toml",
         &format!(
-            "[plugins.files]\nroot = \".\"\n\n[[mcp.servers]]\nname = \"rug\"\ncommand = {:?}\nargs = [{:?}]\n",
+            "[plugins.files]\nroot = \"data\"\n\n[[mcp.servers]]\nname = \"rug\"\ncommand = {:?}\nargs = [{:?}]\n",
             python().display().to_string(),
             fixture("rug_pull_server.py").display().to_string(),
         ),

@@ -79,10 +79,11 @@ fn plugins_list_says_where_each_plugin_runs_and_why() {
     assert_eq!(kind("calc"), ("in-process".to_owned(), "installed_beside_harness".to_owned()));
     assert_eq!(kind("effects-liar"), ("process".to_owned(), "not_vouched".to_owned()));
     // Declared effects still place a plugin beside the harness in a child, and say so.
+    std::fs::create_dir_all(s.path("data")).unwrap();
     let r = ran(s
         .harness()
         .args(["plugins", "list", "--json", "--enable", "files", "--config"])
-        .arg(s.write("f.toml", "[plugins.files]\nroot = \".\"\n")));
+        .arg(s.write("f.toml", "[plugins.files]\nroot = \"data\"\n")));
     let plugins = r.json()["plugins"].as_array().unwrap().clone();
     let files = plugins.iter().find(|p| p["name"] == "files").unwrap();
     assert_eq!((&files["isolation"], &files["placement"]["kind"]), (&json!("process"), &json!("declares_effects")));

@@ -13,8 +13,9 @@ fn call(tool: &str, arguments: Value) -> Value {
 /// Records a run of every kind of step: text with no call, a tool error, an unknown tool, a
 /// calculation, a file read, and finish.
 fn record(s: &Scratch) {
-    s.write("data.txt", "first version");
-    s.write("files.toml", "[plugins.files]\nroot = \".\"\n");
+    // The root is a directory of its own: a write area that held files.toml is refused.
+    s.write("files/data.txt", "first version");
+    s.write("files.toml", "[plugins.files]\nroot = \"files\"\n");
     let script = s.script(&[
         json!({ "content": "no call here" }),
         call("calculate", json!({ "expression": "1/0" })),
@@ -53,7 +54,7 @@ fn a_changed_result_is_reported_at_exactly_that_step() {
     let s = Scratch::new();
     record(&s);
     // The file the recorded run read has changed: step 5, which read it, drifts.
-    s.write("data.txt", "second version");
+    s.write("files/data.txt", "second version");
     let r = ran(s.harness().args(["replay", "t.jsonl", "--config", "files.toml", "--json"]));
     assert_eq!(r.code, 1, "{}", r.stderr);
     let report = r.json();
@@ -161,4 +162,68 @@ fn a_run_that_ran_out_of_time_replays_to_the_same_ending() {
     let r = ran(s.harness().args(["replay", "t.jsonl", "--enable", "fault", "--json"]));
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     assert_eq!(r.json()["replayed_end"], "time_budget_exhausted");
+}
+
+/// A run that writes `out.txt` under `root/` with the files plugin, recorded in `name`;
+/// `allow` says whether the write ran or the run stopped before it for approval.
+fn record_a_write(s: &Scratch, name: &str, allow: bool) {
+    std::fs::create_dir_all(s.path("root")).unwrap();
+    s.write("w.toml", "[plugins.files]\nroot = \"root\"\n");
+    let script = s.script(&[
+        json!({ "id": "w", "tool": "write_file", "arguments": { "path": "out.txt", "content": "from the trace" } }),
+        call("finish", json!({ "answer": "written" })),
+    ]);
+    let mut cmd = s.harness();
+    cmd.args(["run", "write it", "-q", "--config", "w.toml", "--trace", name, "--script"]).arg(&script);
+    if allow {
+        cmd.args(["--allow", "writes"]);
+    }
+    let r = ran(&mut cmd);
+    assert_eq!(r.code, if allow { 0 } else { 4 }, "{}", r.stderr);
+}
+
+#[test]
+fn a_replay_runs_no_call_the_policy_would_ask_about() {
+    let s = Scratch::new();
+    // The recorded run stopped before the write, awaiting approval: replayed, it stops there too.
+    record_a_write(&s, "stopped.jsonl", false);
+    let r = ran(s.harness().args(["replay", "stopped.jsonl", "--config", "w.toml"]));
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("ended awaiting_approval; no drift"), "{}", r.stdout);
+    assert!(!s.path("root/out.txt").exists(), "the replay wrote what the record never did");
+
+    // A trace whose write was approved (as one from a pull request may say) writes nothing
+    // when replayed: the call stops awaiting approval, a drift that says how to allow it.
+    record_a_write(&s, "approved.jsonl", true);
+    std::fs::remove_file(s.path("root/out.txt")).unwrap();
+    let r = ran(s.harness().args(["replay", "approved.jsonl", "--config", "w.toml"]));
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("step 1 write_file: status"), "{}", r.stdout);
+    assert!(r.stdout.contains("--allow TOOL or --allow CLASS"), "{}", r.stdout);
+    assert!(!s.path("root/out.txt").exists(), "the replay wrote without approval");
+
+    // The operator allows it for the replay: it runs and replays clean.
+    let r = ran(s.harness().args(["replay", "approved.jsonl", "--config", "w.toml", "--allow", "files.write_file"]));
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(std::fs::read_to_string(s.path("root/out.txt")).unwrap(), "from the trace");
+
+    // The configuration's [policy] holds too: denied there, the call is not run.
+    std::fs::remove_file(s.path("root/out.txt")).unwrap();
+    s.write("deny.toml", "[plugins.files]\nroot = \"root\"\n[policy]\nwrites = \"deny\"\n");
+    let r = ran(s.harness().args(["replay", "approved.jsonl", "--config", "deny.toml", "--json"]));
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(r.json()["drift"][0]["replayed"]["error"], "call_denied", "{}", r.stdout);
+    assert!(!s.path("root/out.txt").exists());
+}
+
+#[test]
+fn a_replay_starts_no_mcp_server_that_no_replayed_call_needs() {
+    let s = Scratch::new();
+    record(&s);
+    // A server that leaves a mark when started; the trace calls none of its tools.
+    let config = "[plugins.files]\nroot = \"files\"\n[[mcp.servers]]\nname = \"marker\"\ncommand = \"/bin/sh\"\nargs = [\"-c\", \"touch started\"]\n";
+    s.write("mcp.toml", config);
+    let r = ran(s.harness().args(["replay", "t.jsonl", "--config", "mcp.toml"]));
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(!s.path("started").exists(), "an MCP server no replayed call needs was started");
 }

@@ -2,13 +2,14 @@
 //! batch stopped before, one JSON object a line:
 //!
 //! ```json
-//! {"id": "case-1", "call": "call_2", "approve": true}
+//! {"id": "case-1", "call": "call_2", "digest": "5d0f9a61c2b7e4a8", "approve": true}
 //! {"id": "case-7", "call": "call_1", "approve": false, "reason": "not in this repository"}
 //! ```
 //!
 //! Every line is checked against the requests file and the results file before anything runs:
-//! a line that names no request, answers a call other than the one its run waits on, or is not
-//! such an object stops the batch, naming the file, the line and the fix.
+//! a line that names no request, answers a call other than the one its run waits on, approves
+//! without the digest of the call its result line shows (or with another), or is not such an
+//! object stops the batch, naming the file, the line and the fix.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -29,6 +30,9 @@ pub struct Answered {
     pub call: String,
     /// `Yes`, or `No` with the reason the model is told.
     pub answer: Answer,
+    /// The whole digest of the call approved, from its result line (`pending.digest`), whose
+    /// first digits the line named: the resumed run runs that call and no other.
+    pub digest: Option<String>,
 }
 
 /// What an approvals file answers, by request id (as text).
@@ -49,10 +53,16 @@ struct Line {
     call: String,
     approve: bool,
     #[serde(default)]
+    digest: Option<String>,
+    #[serde(default)]
     reason: Option<String>,
 }
 
-const FORMAT: &str = "each line is {\"id\": REQUEST_ID, \"call\": CALL_ID, \"approve\": true} or {\"id\": ..., \"call\": ..., \"approve\": false, \"reason\": TEXT}";
+const FORMAT: &str = "each line is {\"id\": REQUEST_ID, \"call\": CALL_ID, \"digest\": DIGEST, \"approve\": true} or {\"id\": ..., \"call\": ..., \"approve\": false, \"reason\": TEXT}";
+
+/// Hex digits of a call's digest an approval must give at least: as `run --approve ID@DIGEST`
+/// (64 bits, so that forging an edited call with the same prefix is out of reach).
+const DIGEST_GIVEN: usize = 16;
 
 /// What one good line comes to.
 enum Verdict {
@@ -140,7 +150,56 @@ fn check(
         }
         (false, reason) => Answer::No(reason),
     };
-    Ok(Verdict::Use(key, Answered { line, call: parsed.call, answer }))
+    let digest = approved_digest(&key, waiting, parsed.approve, parsed.digest.as_deref())?;
+    Ok(Verdict::Use(key, Answered { line, call: parsed.call, answer, digest }))
+}
+
+/// The whole digest of the call an approval names: its result line's `pending.digest`, which
+/// the line's `digest` must begin (an approval must give one; a denial may). Without it an
+/// edited trace or results file could run a call other than the one the operator read.
+fn approved_digest(
+    key: &str,
+    waiting: &crate::results::Awaiting,
+    approve: bool,
+    given: Option<&str>,
+) -> std::result::Result<Option<String>, String> {
+    let Some(given) = given else {
+        if !approve {
+            return Ok(None);
+        }
+        let shown = waiting.digest.as_deref().map_or_else(String::new, |d| short(d).to_owned());
+        return Err(format!(
+            "request {key:?}: an approval names the digest of the call it approves: add \"digest\": \"{shown}\" (its result line {}'s pending.digest, after you read the call there)",
+            waiting.line
+        ));
+    };
+    if given.len() < DIGEST_GIVEN || !given.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!(
+            "request {key:?}: \"digest\" {:?} is not a call digest: give at least {DIGEST_GIVEN} hex digits of its result line's pending.digest",
+            printable(given)
+        ));
+    }
+    let Some(shown) = waiting.digest.as_deref() else {
+        return Err(format!(
+            "request {key:?}: its result line {} carries no pending.digest to check the approval against; remove that line of the results file to run the request again",
+            waiting.line
+        ));
+    };
+    if !shown.starts_with(&given.to_ascii_lowercase()) {
+        return Err(format!(
+            "request {key:?}: the call {} changed since it was shown to you (its result line {} says digest {}, not {}); nothing ran. Read the call again and approve it again if you mean to",
+            printable(waiting.call.as_deref().unwrap_or("?")),
+            waiting.line,
+            printable(short(shown)),
+            printable(given)
+        ));
+    }
+    Ok(Some(shown.to_owned()))
+}
+
+/// The first digits of a digest, as an approval gives them.
+fn short(digest: &str) -> &str {
+    digest.get(..DIGEST_GIVEN).unwrap_or(digest)
 }
 
 #[cfg(test)]
@@ -161,7 +220,9 @@ mod tests {
         let input = read(&requests, Shard::ALL, Scripts::Ignored).unwrap();
         let mut earlier = Earlier::default();
         for (id, call) in [("a", "c1"), ("b", "c2")] {
-            let awaiting = Awaiting { line: 1, call: Some(call.into()), tool: "files.write_file".into(), trace: None };
+            let digest = Some(format!("{call}{}", "ab".repeat(31)));
+            let awaiting =
+                Awaiting { line: 1, call: Some(call.into()), tool: "files.write_file".into(), trace: None, digest };
             earlier.awaiting.insert(id.into(), awaiting);
         }
         earlier.done.extend(["a", "b", "c"].map(str::to_owned));
@@ -173,9 +234,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (input, earlier) = setting(dir.path());
         let path = dir.path().join("a.jsonl");
-        std::fs::write(&path, "{\"id\":\"a\",\"call\":\"c1\",\"approve\":true}\n\n{\"id\":\"b\",\"call\":\"c2\",\"approve\":false,\"reason\":\"no\"}\n{\"id\":\"c\",\"call\":\"c9\",\"approve\":true}\n").unwrap();
+        std::fs::write(&path, "{\"id\":\"a\",\"call\":\"c1\",\"digest\":\"C1ABABABABABABAB\",\"approve\":true}\n\n{\"id\":\"b\",\"call\":\"c2\",\"approve\":false,\"reason\":\"no\"}\n{\"id\":\"c\",\"call\":\"c9\",\"approve\":true}\n").unwrap();
         let answers = read_answers(&path, &input, &earlier).unwrap();
-        assert_eq!(answers.by_id["a"], Answered { line: 1, call: "c1".into(), answer: Answer::Yes });
+        let whole = Some(format!("c1{}", "ab".repeat(31)));
+        assert_eq!(answers.by_id["a"], Answered { line: 1, call: "c1".into(), answer: Answer::Yes, digest: whole });
         assert_eq!(answers.by_id["b"].answer, Answer::No(Some("no".into())));
         assert_eq!(answers.stale, vec![(4, "c".to_owned())]);
     }
@@ -202,5 +264,30 @@ mod tests {
         ] {
             assert!(e.contains(&expected), "{expected} not in {e}");
         }
+    }
+
+    #[test]
+    fn an_approval_without_the_digest_shown_or_with_another_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (input, earlier) = setting(dir.path());
+        let path = dir.path().join("a.jsonl");
+        std::fs::write(
+            &path,
+            "{\"id\":\"a\",\"call\":\"c1\",\"approve\":true}\n{\"id\":\"b\",\"call\":\"c2\",\"digest\":\"c1abababababababab\",\"approve\":true}\n",
+        )
+        .unwrap();
+        let e = read_answers(&path, &input, &earlier).unwrap_err().to_string();
+        let name = path.display();
+        for expected in [
+            format!(
+                "{name}:1: request \"a\": an approval names the digest of the call it approves: add \"digest\": \"c1ababababababab\""
+            ),
+            format!("{name}:2: request \"b\": the call c2 changed since it was shown to you"),
+        ] {
+            assert!(e.contains(&expected), "{expected} not in {e}");
+        }
+        std::fs::write(&path, "{\"id\":\"b\",\"call\":\"c2\",\"digest\":\"c2ab\",\"approve\":true}\n").unwrap();
+        let e = read_answers(&path, &input, &earlier).unwrap_err().to_string();
+        assert!(e.contains("is not a call digest: give at least 16 hex digits"), "{e}");
     }
 }

@@ -430,7 +430,9 @@ impl Batch {
         let (outcome, source) = match resume {
             Some(Resume { from, source, answered }) => {
                 approvals.decide(&answered.call, answered.answer);
-                approvals.bind(&answered.call, &from.pending_digest);
+                // The call the operator approved is the one its result line showed (the
+                // digest the approvals file named), not whatever the trace now says it was.
+                approvals.bind(&answered.call, answered.digest.as_deref().unwrap_or(&from.pending_digest));
                 let mut agent = Loop::new(provider, &self.registry).options(options).approvals(approvals);
                 (agent.resume_traced(from.resumption, &mut sink).await, Some(source))
             }

@@ -61,6 +61,8 @@ pub struct Awaiting {
     pub tool: String,
     /// The trace the run resumes from, when the line says.
     pub trace: Option<PathBuf>,
+    /// The pending call's digest (`pending.digest`), which an approval must name.
+    pub digest: Option<String>,
 }
 
 /// What the file held when the batch started.
@@ -203,6 +205,7 @@ fn read_result(line: &[u8], at: usize) -> Option<(String, Latest)> {
         call: field("id"),
         tool: field("key").or_else(|| field("tool")).unwrap_or_default(),
         trace: obj.get("trace").and_then(Value::as_str).map(PathBuf::from),
+        digest: field("digest"),
     };
     Some((key, Latest::Awaiting(awaiting)))
 }
@@ -299,6 +302,7 @@ mod tests {
             call: Some("c5".into()),
             tool: "files.write_file".into(),
             trace: Some(PathBuf::from("p/b.jsonl")),
+            digest: None,
         };
         assert_eq!(earlier.awaiting, HashMap::from([("b".to_owned(), b)]));
         assert_eq!(file.pending_dir(), dir.path().join("out.jsonl.pending"));

@@ -397,6 +397,13 @@ impl Discovery {
         };
         if isolation == Isolation::Process {
             let grants = self.options.grants_of(&name, &config);
+            if effects.writes
+                && let Some(reason) = self.options.write_area_refusal(&name, &grants)
+            {
+                release_tools(taken, &name, &plugin.tools);
+                self.skipped.push(Skipped { path: plugin.path, reason, detail: None });
+                return;
+            }
             plugin.enforcement = kernel.of(effects, &grants);
             if plugin.enforcement.landlock_abi().is_some() {
                 for effect in &offered {

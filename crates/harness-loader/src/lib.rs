@@ -20,6 +20,7 @@
 
 mod cache;
 mod discover;
+pub mod guarded;
 mod handler;
 pub mod isolation;
 mod late;

@@ -9,6 +9,7 @@ use harness_abi::manifest::{Effects, ToolManifest};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::guarded::{Guarded, in_reach};
 use crate::isolation::confine::Grants;
 use crate::isolation::{HostCommand, Isolation};
 use crate::settings::{PluginSettings, Timeouts};
@@ -62,6 +63,9 @@ pub struct DiscoveryOptions {
     /// Offer only plugins whose declared effects the kernel enforces in full (`[isolation]
     /// require = "full"`, `--require-enforcement`): any other is skipped with what it lacks.
     pub require_full_enforcement: bool,
+    /// The harness's own files (configuration, lock, plugin directories, trust store, cache):
+    /// a process-isolated plugin whose write area reaches one is skipped, naming it.
+    pub guarded: Vec<Guarded>,
 }
 
 impl Default for DiscoveryOptions {
@@ -84,24 +88,46 @@ impl Default for DiscoveryOptions {
             cache_dir: None,
             open_lazily: false,
             require_full_enforcement: false,
+            guarded: Vec::new(),
         }
     }
 }
 
 impl DiscoveryOptions {
     /// What the operator lets `plugin` touch when confined; `config` is its section.
+    ///
+    /// Its files are `allow_paths`, else its own `root` (the files plugin's), else none: never
+    /// the working directory, where the harness's configuration, lock and plugins usually lie
+    /// beside `.env` and `.git/config`.
     pub fn grants_of(&self, plugin: &str, config: &Value) -> Grants {
         let settings = self.settings.get(plugin);
         let paths = settings.and_then(|s| s.allow_paths.clone()).unwrap_or_else(|| {
-            let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/nonexistent"));
-            // A plugin's own `root` (the files plugin's) is where it works; relative to here.
-            vec![config.get("root").and_then(Value::as_str).map_or(cwd.clone(), |r| cwd.join(r))]
+            // Relative to here when no configuration file made it absolute.
+            let root = config.get("root").and_then(Value::as_str).map(PathBuf::from);
+            let here = || std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/nonexistent"));
+            root.map(|r| if r.is_absolute() { r } else { here().join(r) }).into_iter().collect()
         });
         Grants {
             paths,
             ports: settings.and_then(|s| s.allow_ports.clone()),
             exec: settings.map(|s| s.allow_exec.clone()).unwrap_or_default(),
         }
+    }
+
+    /// Why a child of `plugin` may not write where `grants` say: its write area holds one of
+    /// the harness's own files, or lies inside one; `None` when it reaches none.
+    pub fn write_area_refusal(&self, plugin: &str, grants: &Grants) -> Option<String> {
+        let key =
+            if self.settings.get(plugin).is_some_and(|s| s.allow_paths.is_some()) { "allow_paths" } else { "root" };
+        grants.paths.iter().find_map(|area| {
+            let g = in_reach(area, &self.guarded)?;
+            Some(format!(
+                "plugin {plugin:?} declares writes, and its write area {} ([plugins.{plugin}] {key}) reaches {} {}: a tool of it could rewrite what the harness trusts and runs. Give [plugins.{plugin}] {key} a directory that holds none of the harness's files, or move them out of it",
+                area.display(),
+                g.what,
+                g.path.display()
+            ))
+        })
     }
 
     /// `plugin`'s timeouts, the global default filled in.

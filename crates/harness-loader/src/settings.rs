@@ -43,7 +43,7 @@ pub struct PluginSettings {
     /// Its timeouts; `default` unset takes the global default.
     pub timeouts: Timeouts,
     /// `allow_paths`: directories it works under, when confined; `None`: its own `root`, else
-    /// the working directory.
+    /// none (never the working directory).
     pub allow_paths: Option<Vec<PathBuf>>,
     /// `allow_ports`: TCP ports a `network` plugin may connect to; `None`: any.
     pub allow_ports: Option<Vec<u16>>,

@@ -1,12 +1,14 @@
 //! A tool registry served to any MCP client: `tools/list` from the registry, `tools/call`
-//! validated and dispatched by `harness_core::call_tool`, each call one trace line.
+//! held to the operator's approval policy, validated and dispatched by
+//! `harness_core::call_tool`, each call one trace line.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use harness_core::{
-    ErrorCode, FINISH, HarnessError, StepStatus, ToolRegistry, ToolSource, TraceEntry, TraceSink, call_tool,
+    ApprovalPolicy, Decision, ErrorCode, FINISH, HarnessError, StepStatus, ToolRegistry, ToolSource, TraceEntry,
+    TraceSink, call_tool,
 };
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
@@ -26,11 +28,15 @@ pub struct ServeOptions {
     pub max_arguments_bytes: usize,
     /// Where each call's trace line goes, when anywhere.
     pub trace: Option<Box<dyn TraceSink>>,
+    /// Which calls run. No one can answer an `ask` over MCP, so a tool the policy asks about
+    /// is refused like a denied one (`call_denied`): only `allow` runs.
+    pub policy: ApprovalPolicy,
 }
 
 impl Default for ServeOptions {
+    /// The default policy: `pure` and `reads` run; `writes` and `network` are refused.
     fn default() -> Self {
-        Self { max_arguments_bytes: 256 << 10, trace: None }
+        Self { max_arguments_bytes: 256 << 10, trace: None, policy: ApprovalPolicy::default() }
     }
 }
 
@@ -49,6 +55,7 @@ pub struct ToolServer {
     tools: Arc<Vec<Tool>>,
     max_arguments_bytes: usize,
     trace: Option<Arc<Mutex<Box<dyn TraceSink>>>>,
+    policy: Arc<ApprovalPolicy>,
     calls: Arc<AtomicU32>,
     pub(crate) stop: Arc<Stop>,
 }
@@ -71,9 +78,43 @@ impl ToolServer {
             tools: Arc::new(tools),
             max_arguments_bytes: options.max_arguments_bytes,
             trace: options.trace.map(|t| Arc::new(Mutex::new(t))),
+            policy: Arc::new(options.policy),
             calls: Arc::new(AtomicU32::new(0)),
             stop: Arc::new(Stop::default()),
         }
+    }
+
+    /// The tools served, each with what the policy says of it (`allow`: runs without
+    /// approval; `ask` or `deny`: refused), for the start line.
+    pub fn decisions(&self) -> Vec<(String, Decision)> {
+        let decide = |t: &Tool| {
+            let registered = self.registry.get(&t.name);
+            let decision =
+                registered.map_or(Decision::Deny, |r| self.policy.decide(&r.policy_key(), r.policy_effect()));
+            (registered.map_or_else(|| t.name.to_string(), |r| r.policy_key()), decision)
+        };
+        self.tools.iter().map(decide).collect()
+    }
+
+    /// Refuses a call the policy does not allow outright: `deny` says so; `ask` cannot be
+    /// answered over MCP, so it is refused with what the operator can do about it.
+    fn refused(&self, tool: &str) -> Option<HarnessError> {
+        let registered = self.registry.get(tool)?;
+        let (key, effect) = (registered.policy_key(), registered.policy_effect());
+        let why = match self.policy.decide(&key, effect) {
+            Decision::Allow => return None,
+            Decision::Deny => "the operator's policy denies it".to_owned(),
+            Decision::Ask => format!(
+                "the operator's policy asks before {key} ({}), and no one can answer over MCP; the operator can serve it with --allow {key} (or --allow {})",
+                effect.as_str(),
+                effect.as_str()
+            ),
+        };
+        Some(HarnessError::new(
+            ErrorCode::CallDenied,
+            format!("the call to {tool:?} was not run: {why}"),
+            json!({ "tool": tool, "effect": effect, "reason": null }),
+        ))
     }
 
     /// Serves one MCP session on `read` and `write` until the client closes it.
@@ -112,7 +153,10 @@ impl ToolServer {
     async fn dispatch(&self, tool: &str, arguments: Value, caller: &Caller) -> Result<Value, HarnessError> {
         let started = Instant::now();
         let bytes = serde_json::to_vec(&arguments).map_or(0, |v| v.len());
-        let (kept, outcome) = if bytes > self.max_arguments_bytes {
+        let (kept, outcome) = if let Some(refused) = self.refused(tool) {
+            let kept = if self.trace.is_some() { arguments } else { Value::Null };
+            (kept, Err(refused))
+        } else if bytes > self.max_arguments_bytes {
             let error = HarnessError::new(
                 ErrorCode::ArgumentsTooLarge,
                 format!(
@@ -141,7 +185,10 @@ impl ToolServer {
             Err(e)
                 if matches!(
                     e.code,
-                    ErrorCode::UnknownTool | ErrorCode::InvalidArguments | ErrorCode::ArgumentsTooLarge
+                    ErrorCode::UnknownTool
+                        | ErrorCode::InvalidArguments
+                        | ErrorCode::ArgumentsTooLarge
+                        | ErrorCode::CallDenied
                 ) =>
             {
                 StepStatus::Rejected
@@ -325,6 +372,11 @@ mod tests {
         (client, server)
     }
 
+    /// Options whose policy runs every call.
+    fn open() -> ServeOptions {
+        ServeOptions { policy: ApprovalPolicy::allow_all(), ..ServeOptions::default() }
+    }
+
     fn call(name: &str, arguments: Value) -> CallToolRequestParams {
         CallToolRequestParams::new(name.to_owned()).with_arguments(arguments.as_object().unwrap().clone())
     }
@@ -332,7 +384,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn tools_are_listed_validated_dispatched_and_traced() {
         let trace = Shared::default();
-        let options = ServeOptions { trace: Some(Box::new(trace.clone())), ..Default::default() };
+        let options = ServeOptions { trace: Some(Box::new(trace.clone())), ..open() };
         let (client, server) = connect(options).await;
 
         let tools = client.peer().list_all_tools().await.unwrap();
@@ -373,7 +425,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn oversized_arguments_never_run() {
         let trace = Shared::default();
-        let options = ServeOptions { max_arguments_bytes: 16, trace: Some(Box::new(trace.clone())) };
+        let options = ServeOptions { max_arguments_bytes: 16, trace: Some(Box::new(trace.clone())), ..open() };
         let (client, server) = connect(options).await;
         let big = client.call_tool(call("echo", json!({"value": 1, "pad": "x".repeat(64)}))).await.unwrap();
         assert_eq!(big.structured_content.unwrap()["code"], "arguments_too_large");
@@ -383,8 +435,29 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn calls_the_policy_does_not_allow_are_refused_as_call_denied() {
+        let mut policy = ApprovalPolicy::default();
+        policy.set_tool("test.broken", Decision::Deny);
+        let (client, server) = connect(ServeOptions { policy, ..ServeOptions::default() }).await;
+        // Undeclared effects are `network`, which the default policy asks about: no one can answer.
+        let asked = client.call_tool(call("echo", json!({"value": 1}))).await.unwrap();
+        let error = asked.structured_content.unwrap();
+        assert_eq!(error["code"], "call_denied");
+        assert!(error["message"].as_str().unwrap().contains("--allow test.echo"), "{error}");
+        let denied = client.call_tool(call("broken", json!({"value": 1}))).await.unwrap();
+        let error = denied.structured_content.unwrap();
+        assert!(error["message"].as_str().unwrap().contains("policy denies it"), "{error}");
+        client.cancel().await.unwrap();
+        server.await.unwrap().unwrap();
+        let mut policy = ApprovalPolicy::default();
+        policy.set_tool("test.echo", Decision::Allow);
+        let decisions = ToolServer::new(registry(), ServeOptions { policy, ..ServeOptions::default() }).decisions();
+        assert_eq!(decisions, [("test.echo".to_owned(), Decision::Allow), ("test.broken".to_owned(), Decision::Ask)]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_trace_that_cannot_be_written_stops_the_server() {
-        let options = ServeOptions { trace: Some(Box::new(Broken)), ..Default::default() };
+        let options = ServeOptions { trace: Some(Box::new(Broken)), ..open() };
         let (client, server) = connect(options).await;
         let answer = client.call_tool(call("echo", json!({"value": 1}))).await;
         if let Ok(result) = answer {

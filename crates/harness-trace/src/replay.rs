@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use harness_core::{
-    Loop, ModelProvider, ModelReply, OfferedTool, ProposedCall, ProviderError, RouterRequest, RunAbout, RunOptions,
-    RunStart, ToolRegistry, Usage,
+    Approvals, Loop, ModelProvider, ModelReply, OfferedTool, ProposedCall, ProviderError, RouterRequest, RunAbout,
+    RunOptions, RunStart, ToolRegistry, Usage,
 };
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -214,12 +214,21 @@ pub fn replay_options(start: &StartRecord) -> RunOptions {
 }
 
 /// Replays `trace` against today's `registry` and compares every step with the record.
-pub async fn replay(trace: &Trace, registry: &ToolRegistry, options: &RunOptions) -> Result<ReplayReport, ReplayError> {
+///
+/// Every call is held to `approvals`, as a run's are: a trace is data from elsewhere, and
+/// what it proposes runs only where the operator's policy lets it (with no one to answer,
+/// a call the policy would ask about stops the replay `awaiting_approval`).
+pub async fn replay(
+    trace: &Trace,
+    registry: &ToolRegistry,
+    options: &RunOptions,
+    approvals: Approvals,
+) -> Result<ReplayReport, ReplayError> {
     let router = ReplayRouter::from_trace(trace)?;
     let start = &trace.start.as_ref().ok_or(ReplayError::NoFirstLine)?.value;
     let about = RunAbout { harness_version: start.harness_version.clone(), ..RunAbout::default() };
     let mut lines: Vec<Value> = Vec::new();
-    let mut replayed = Loop::new(&router, registry).options(*options);
+    let mut replayed = Loop::new(&router, registry).options(*options).approvals(approvals);
     replayed.run_traced(&start.request, &about, &mut lines).await;
     let now = RunStart::new(&about, &start.provider, &start.request, registry, options);
     Ok(compare(trace, &lines, &now.tools))

@@ -92,12 +92,17 @@ async fn a_recorded_run_replays_clean_and_a_changed_tool_drifts_at_its_steps() {
     let start = &trace.start.as_ref().unwrap().value;
     let replay_options = harness_trace::replay_options(start);
     assert_eq!(replay_options.max_reply_bytes, 1024, "the recorded limits");
-    let report = harness_trace::replay(&trace, &registry(add.clone()), &replay_options).await.unwrap();
+    let report =
+        harness_trace::replay(&trace, &registry(add.clone()), &replay_options, harness_core::Approvals::allow_all())
+            .await
+            .unwrap();
     assert!(report.clean, "{report:#?}");
     assert_eq!((report.recorded_end.as_str(), report.replayed_end.as_str()), ("failed", "failed"));
 
     add.offset.store(10, Ordering::Relaxed);
-    let report = harness_trace::replay(&trace, &registry(add), &replay_options).await.unwrap();
+    let report = harness_trace::replay(&trace, &registry(add), &replay_options, harness_core::Approvals::allow_all())
+        .await
+        .unwrap();
     assert!(!report.clean);
     let drifted: Vec<(u32, &str)> = report.drift.iter().map(|d| (d.step, d.what)).collect();
     assert_eq!(drifted, [(1, "result"), (2, "result"), (4, "result")], "{report:#?}");

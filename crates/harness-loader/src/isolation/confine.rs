@@ -94,7 +94,7 @@ impl EffectSet {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Grants {
     /// The directories a `reads`/`writes` plugin works under (`allow_paths`, else its own
-    /// `root`, else the working directory).
+    /// `root`, else none).
     pub paths: Vec<PathBuf>,
     /// The TCP ports a `network` plugin may connect to (`allow_ports`); `None`: any.
     pub ports: Option<Vec<u16>>,
