@@ -18,6 +18,7 @@ use rmcp::{
 
 use crate::child::{self, ChildWatch};
 use crate::config::McpServerConfig;
+use crate::listing::{self, ListError};
 use crate::remote;
 use crate::retry::{self, Retrying};
 use crate::watch::ToolWatch;
@@ -132,13 +133,14 @@ pub(crate) struct Start {
 /// What went wrong in the handshake or the first listing.
 enum HandshakeError {
     Init(Box<ClientInitializeError>),
-    List(ServiceError),
+    List(ListError),
 }
 
 impl std::fmt::Display for HandshakeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Init(e) => write!(f, "the MCP handshake failed: {e}"),
+            Self::List(ListError::Cap(why)) => f.write_str(why),
             Self::List(e) => write!(f, "listing its tools failed: {e}"),
         }
     }
@@ -152,7 +154,11 @@ fn lifecycle() -> ClientLifecycleMode {
 }
 
 /// Completes the handshake over `transport` and lists the tools.
-async fn handshake<T, E, A>(watch: &Arc<ToolWatch>, transport: T) -> Result<(Service, Vec<Tool>), HandshakeError>
+async fn handshake<T, E, A>(
+    server: &str,
+    watch: &Arc<ToolWatch>,
+    transport: T,
+) -> Result<(Service, Vec<Tool>), HandshakeError>
 where
     T: IntoTransport<RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
@@ -161,7 +167,7 @@ where
     let service =
         client.serve_with_lifecycle(transport, lifecycle()).await.map_err(|e| HandshakeError::Init(Box::new(e)))?;
     service.peer().set_response_cache_config(tool_list_cache()).await;
-    let tools = service.peer().list_all_tools().await.map_err(HandshakeError::List)?;
+    let tools = listing::list_tools(service.peer(), server).await.map_err(HandshakeError::List)?;
     Ok((service, tools))
 }
 
@@ -202,7 +208,7 @@ async fn connect_remote(
     let headers = remote::expand_headers(&config.headers, |name| std::env::var(name).ok())?;
     let watch = Arc::new(ToolWatch::new(&config.name));
     let transport = remote::transport(url, headers, Retrying::new(&config.name, report)?);
-    let outcome = tokio::time::timeout(timeout, handshake(&watch, transport)).await;
+    let outcome = tokio::time::timeout(timeout, handshake(&config.name, &watch, transport)).await;
     match outcome {
         Ok(Ok((service, tools))) => Ok(started(config, service, tools, None, watch)),
         Ok(Err(HandshakeError::Init(e))) if e.is_authorization_required() => Err(format!(
@@ -219,16 +225,17 @@ async fn connect_child(config: &McpServerConfig, start: &Start, timeout: Duratio
     let (pipes, child) = child::spawn(config, start.forward_stderr, start.working_dir.as_deref())
         .map_err(|e| format!("cannot run {:?}: {e}", config.command))?;
     let watch = Arc::new(ToolWatch::new(&config.name));
-    let failure = match tokio::time::timeout(timeout, handshake(&watch, (pipes.stdout, pipes.stdin))).await {
-        Ok(Ok((service, tools))) => return Ok(started(config, service, tools, Some(child), watch)),
-        Ok(Err(reason)) => match child.wait_exit(EXIT_GRACE).await {
-            Some(exit) => format!("it {exit} during the MCP handshake"),
-            None => reason.to_string(),
-        },
-        Err(_) => {
-            format!("it did not complete the MCP handshake within {} s, so it was stopped", timeout.as_secs_f64())
-        }
-    };
+    let failure =
+        match tokio::time::timeout(timeout, handshake(&config.name, &watch, (pipes.stdout, pipes.stdin))).await {
+            Ok(Ok((service, tools))) => return Ok(started(config, service, tools, Some(child), watch)),
+            Ok(Err(reason)) => match child.wait_exit(EXIT_GRACE).await {
+                Some(exit) => format!("it {exit} during the MCP handshake"),
+                None => reason.to_string(),
+            },
+            Err(_) => {
+                format!("it did not complete the MCP handshake within {} s, so it was stopped", timeout.as_secs_f64())
+            }
+        };
     child.kill();
     let tail = child.stderr_tail(EXIT_GRACE).await;
     Err(match tail.last() {
@@ -275,8 +282,15 @@ impl Connection {
         }
         let request = async {
             // Listed again first (from the cache, unless the server said its tools changed).
-            if let Err(e) = self.watch.refresh(&self.peer).await {
-                return Err(self.failure(tool, e, true).await);
+            match self.watch.refresh(&self.peer).await {
+                Ok(()) => {}
+                Err(ListError::Service(e)) => return Err(self.failure(tool, e, true).await),
+                Err(ListError::Cap(why)) => {
+                    return Err(ToolFailure {
+                        code: "tool_error".to_owned(),
+                        message: format!("{why}; the call was not made"),
+                    });
+                }
             }
             if let Some(refused) = self.watch.refusal(tool) {
                 return Err(refused);

@@ -41,14 +41,17 @@ mod child;
 mod config;
 mod connection;
 mod error;
+mod gate;
 mod handler;
 mod http;
+mod listing;
 mod remote;
 mod retry;
 mod serve;
 mod source;
 mod tool;
 mod watch;
+mod withheld;
 
 pub use config::{INHERITED_ENV, McpServerConfig, is_model_tool_name, qualified_name, validate_servers};
 pub use error::McpError;
