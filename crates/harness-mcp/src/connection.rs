@@ -9,7 +9,11 @@ use rmcp::model::ProtocolVersion;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation, JsonObject, Tool,
 };
-use rmcp::service::{ClientInitializeError, NotificationContext, RunningService};
+// Sampling is deprecated (SEP-2577), but servers of older versions still ask for it.
+#[allow(deprecated)]
+use rmcp::model::{CreateMessageRequestParams, CreateMessageResult};
+use rmcp::model::{ElicitRequestParams, ElicitResult, ErrorCode, ErrorData};
+use rmcp::service::{ClientInitializeError, NotificationContext, RequestContext, RunningService};
 use rmcp::transport::IntoTransport;
 use rmcp::{
     ClientCacheConfig, ClientHandler, ClientLifecycleMode, ClientServiceExt, MAX_CLIENT_CACHE_TTL, Peer, RoleClient,
@@ -18,6 +22,7 @@ use rmcp::{
 
 use crate::child::{self, ChildWatch};
 use crate::config::McpServerConfig;
+use crate::discover::CheckedDiscovery;
 use crate::listing::{self, ListError};
 use crate::remote;
 use crate::retry::{self, Retrying};
@@ -72,9 +77,26 @@ impl Drop for Driver {
     }
 }
 
-/// The harness as an MCP client: it says who it is, and hears when a server's tools change.
+/// The harness as an MCP client: it says who it is, hears when a server's tools change, and
+/// refuses what it does not offer (sampling, elicitation) in words, not by silence.
 struct Client {
+    server: String,
     watch: Arc<ToolWatch>,
+}
+
+/// The refusal of a server's request for something the harness's client does not offer, said
+/// to the server and, once per request, on stderr.
+fn not_offered(server: &str, what: &str, why: &str) -> ErrorData {
+    eprintln!(
+        "harness: warning: MCP server {server:?} asked for {what}, which the harness does not offer ({why}); refused"
+    );
+    ErrorData::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!(
+            "the harness's MCP client does not offer {what}: {why}. It declared no such capability; call the tool without it"
+        ),
+        None,
+    )
 }
 
 impl ClientHandler for Client {
@@ -84,6 +106,31 @@ impl ClientHandler for Client {
 
     /// Lists the tools again at once, so that a change is reported when it happens, not only
     /// at the next call (which lists them again too: the notification may still be on its way).
+    #[allow(deprecated)]
+    async fn create_message(
+        &self,
+        _params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        Err(not_offered(
+            &self.server,
+            "sampling (sampling/createMessage)",
+            "a tool cannot ask the harness's model for a completion",
+        ))
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        Err(not_offered(
+            &self.server,
+            "elicitation (elicitation/create)",
+            "no one is asked for input while a tool runs",
+        ))
+    }
+
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
         // A failure here is met again, and reported, by the next call's own listing.
         let _ = self.watch.refresh(&context.peer).await;
@@ -163,7 +210,8 @@ where
     T: IntoTransport<RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
 {
-    let client = Client { watch: watch.clone() };
+    let client = Client { server: server.to_owned(), watch: watch.clone() };
+    let transport = CheckedDiscovery::new(transport.into_transport());
     let service =
         client.serve_with_lifecycle(transport, lifecycle()).await.map_err(|e| HandshakeError::Init(Box::new(e)))?;
     service.peer().set_response_cache_config(tool_list_cache()).await;

@@ -40,6 +40,7 @@
 mod child;
 mod config;
 mod connection;
+mod discover;
 mod error;
 mod gate;
 mod handler;
