@@ -194,10 +194,14 @@ impl std::fmt::Display for HandshakeError {
 }
 
 /// The newest protocol first (`server/discover`, no handshake), then, for a server that says
-/// it does not know it, the `initialize` handshake, in which the server picks the newest
-/// older version it speaks.
+/// it does not know it, the `initialize` handshake, offering the newest version that has one
+/// (a version without `initialize` in an `initialize` is no version the server can take); the
+/// server answers with the newest it speaks.
 fn lifecycle() -> ClientLifecycleMode {
-    ClientLifecycleMode::Auto { preferred_versions: vec![ProtocolVersion::LATEST], legacy_version: None }
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::LATEST],
+        legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+    }
 }
 
 /// Completes the handshake over `transport` and lists the tools.
