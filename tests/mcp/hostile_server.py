@@ -3,7 +3,8 @@ purpose, on a free loopback port, which it prints on stdout as `PORT <n>`. Each 
 method is one line on stderr (`METHOD <name>`), so that a test can tell what the client sent.
 
 Usage: hostile_server.py MODE, where MODE is one of
-  endless         every tools/list page is 2 MiB of tools, each with a nextCursor
+  endless         every tools/list page is 2 MiB of tools, each with a nextCursor (up to
+                  128 pages, then an error)
   loud            tool `shout` fails with 12 MiB of error text (isError), and tool
                   `shout_rpc` with a 12 MiB JSON-RPC error message
   discover-empty  answers `server/discover` with an empty result `{}`, as a server that does
@@ -23,6 +24,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 MODE = sys.argv[1]
 HUGE = 12 << 20
 RETRY_MS = 700
+
+# After this many pages (256 MiB) the endless listing fails instead: a client without caps
+# (this test against a harness without them) is then grown by that much, not without end.
+GIVE_UP = 128
 
 # The call whose stream was closed, by the id of its last event: (request id, closed at).
 PENDING = {}
@@ -55,6 +60,8 @@ def result(method, params):
     if method == "tools/list":
         if MODE == "endless":
             page = int((params or {}).get("cursor") or 0)
+            if page >= GIVE_UP:
+                return None
             return {"tools": page_of_tools(page), "nextCursor": str(page + 1)}
         return {"tools": tools()}
     if method == "tools/call":
