@@ -14,10 +14,14 @@ Usage: hostile_server.py MODE, where MODE is one of
                   `retry: 700`) and before the result; the result comes on the GET that
                   resumes the stream with `Last-Event-ID: ev-1`
                   (logged as `RESUMED <event id> AFTER <ms>`)
+  asks            answers `tools/call` of `hello` on an SSE stream that first asks the client
+                  for elicitation, then for sampling, waits for each answer, and returns the
+                  two answers as the tool's text
 """
 
 import json
 import sys
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -28,6 +32,10 @@ RETRY_MS = 700
 # After this many pages (256 MiB) the endless listing fails instead: a client without caps
 # (this test against a harness without them) is then grown by that much, not without end.
 GIVE_UP = 128
+
+# The client's answers to this server's own requests, by request id.
+ANSWERS = {}
+ANSWERED = threading.Condition()
 
 # The call whose stream was closed, by the id of its last event: (request id, closed at).
 PENDING = {}
@@ -99,6 +107,31 @@ class Handler(BaseHTTPRequestHandler):
                   "result": {"content": [{"type": "text", "text": "hi, resumed"}]}}
         self.sse([f"id: ev-2\ndata: {json.dumps(answer)}\n\n"])
 
+    def ask_then_answer(self, call_id):
+        """Asks the client for elicitation and sampling on the call's SSE stream, then answers
+        the call with what the client said to each."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        asks = [("ask-1", "elicitation/create",
+                 {"message": "Your name?", "requestedSchema": {"type": "object", "properties": {}}}),
+                ("ask-2", "sampling/createMessage",
+                 {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 5})]
+        said = []
+        for ask_id, ask_method, ask_params in asks:
+            request = {"jsonrpc": "2.0", "id": ask_id, "method": ask_method, "params": ask_params}
+            self.wfile.write(f"data: {json.dumps(request)}\n\n".encode())
+            self.wfile.flush()
+            with ANSWERED:
+                ANSWERED.wait_for(lambda: ask_id in ANSWERS, timeout=10)
+                said.append(ANSWERS.get(ask_id, {"unanswered": ask_id}))
+        answer = {"jsonrpc": "2.0", "id": call_id,
+                  "result": {"content": [{"type": "text", "text": json.dumps(said)}]}}
+        self.wfile.write(f"data: {json.dumps(answer)}\n\n".encode())
+        self.wfile.flush()
+        self.close_connection = True
+
     def sse(self, events):
         """Events on an SSE stream, which then ends: the connection is closed, gracefully."""
         self.send_response(200)
@@ -121,10 +154,20 @@ class Handler(BaseHTTPRequestHandler):
         if "id" not in message:
             self.answer(202)
             return
+        if method is None:
+            # The client's answer to a request of this server's.
+            with ANSWERED:
+                ANSWERS[message["id"]] = message
+                ANSWERED.notify_all()
+            self.answer(202)
+            return
         params = message.get("params") or {}
         if method == "tools/call" and params.get("name") == "shout_rpc":
             error = {"code": -32000, "message": "B" * HUGE}
             self.answer(200, {"jsonrpc": "2.0", "id": message["id"], "error": error})
+            return
+        if MODE == "asks" and method == "tools/call":
+            self.ask_then_answer(message["id"])
             return
         if MODE == "sse-close" and method == "tools/call":
             PENDING["ev-1"] = (message["id"], time.monotonic())

@@ -40,3 +40,22 @@ fn a_tool_calls_sse_stream_closed_before_its_result_is_resumed_after_the_servers
         .unwrap();
     assert!(waited >= 600, "resumed {waited} ms after the close, before the server's retry of 700 ms");
 }
+
+#[test]
+fn elicitation_and_sampling_requests_are_refused_in_words() {
+    let server = Hostile::start("asks");
+    let s = Scratch::new();
+    let steps = [json!({"tool": "hello", "arguments": {}}), json!({"tool": "finish", "arguments": {"answer": "done"}})];
+    let r = hostile_run(&s, &server.url, &steps);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let t = s.trace("t.jsonl");
+    let said: Vec<serde_json::Value> = serde_json::from_str(t[0]["result"].as_str().unwrap()).unwrap();
+    let [elicit, sample] = said.as_slice() else { panic!("{said:?}") };
+    assert_eq!(elicit["error"]["code"], -32601, "{elicit}");
+    assert!(elicit["error"]["message"].as_str().unwrap().contains("does not offer elicitation"), "{elicit}");
+    assert!(sample["error"]["message"].as_str().unwrap().contains("does not offer sampling"), "{sample}");
+    for what in ["elicitation (elicitation/create)", "sampling (sampling/createMessage)"] {
+        let line = format!("MCP server \"hostile\" asked for {what}, which the harness does not offer");
+        assert!(r.stderr.contains(&line), "{line} not in: {}", r.stderr);
+    }
+}
