@@ -82,14 +82,18 @@ impl Drop for Driver {
 struct Client {
     server: String,
     watch: Arc<ToolWatch>,
+    /// Say each refusal on stderr too (not with `--quiet`).
+    report: bool,
 }
 
 /// The refusal of a server's request for something the harness's client does not offer, said
-/// to the server and, once per request, on stderr.
-fn not_offered(server: &str, what: &str, why: &str) -> ErrorData {
-    eprintln!(
-        "harness: warning: MCP server {server:?} asked for {what}, which the harness does not offer ({why}); refused"
-    );
+/// to the server and, for each request, on stderr when `report`.
+fn not_offered(server: &str, report: bool, what: &str, why: &str) -> ErrorData {
+    if report {
+        eprintln!(
+            "harness: warning: MCP server {server:?} asked for {what}, which the harness does not offer ({why}); refused"
+        );
+    }
     ErrorData::new(
         ErrorCode::METHOD_NOT_FOUND,
         format!(
@@ -104,8 +108,7 @@ impl ClientHandler for Client {
         ClientConfig::new(ClientCapabilities::default(), Implementation::new("harness", env!("CARGO_PKG_VERSION")))
     }
 
-    /// Lists the tools again at once, so that a change is reported when it happens, not only
-    /// at the next call (which lists them again too: the notification may still be on its way).
+    /// Refused: the harness's model is not lent to a server's tool.
     #[allow(deprecated)]
     async fn create_message(
         &self,
@@ -114,11 +117,13 @@ impl ClientHandler for Client {
     ) -> Result<CreateMessageResult, ErrorData> {
         Err(not_offered(
             &self.server,
+            self.report,
             "sampling (sampling/createMessage)",
             "a tool cannot ask the harness's model for a completion",
         ))
     }
 
+    /// Refused: nobody is asked for input while a tool runs (a batch has nobody to ask).
     async fn create_elicitation(
         &self,
         _request: ElicitRequestParams,
@@ -126,11 +131,14 @@ impl ClientHandler for Client {
     ) -> Result<ElicitResult, ErrorData> {
         Err(not_offered(
             &self.server,
+            self.report,
             "elicitation (elicitation/create)",
             "no one is asked for input while a tool runs",
         ))
     }
 
+    /// Lists the tools again at once, so that a change is reported when it happens, not only
+    /// at the next call (which lists them again too: the notification may still be on its way).
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
         // A failure here is met again, and reported, by the next call's own listing.
         let _ = self.watch.refresh(&context.peer).await;
@@ -207,6 +215,7 @@ fn lifecycle() -> ClientLifecycleMode {
 /// Completes the handshake over `transport` and lists the tools.
 async fn handshake<T, E, A>(
     server: &str,
+    report: bool,
     watch: &Arc<ToolWatch>,
     transport: T,
 ) -> Result<(Service, Vec<Tool>), HandshakeError>
@@ -214,7 +223,7 @@ where
     T: IntoTransport<RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
 {
-    let client = Client { server: server.to_owned(), watch: watch.clone() };
+    let client = Client { server: server.to_owned(), watch: watch.clone(), report };
     let transport = CheckedDiscovery::new(transport.into_transport());
     let service =
         client.serve_with_lifecycle(transport, lifecycle()).await.map_err(|e| HandshakeError::Init(Box::new(e)))?;
@@ -260,7 +269,7 @@ async fn connect_remote(
     let headers = remote::expand_headers(&config.headers, |name| std::env::var(name).ok())?;
     let watch = Arc::new(ToolWatch::new(&config.name));
     let transport = remote::transport(url, headers, Retrying::new(&config.name, report)?);
-    let outcome = tokio::time::timeout(timeout, handshake(&config.name, &watch, transport)).await;
+    let outcome = tokio::time::timeout(timeout, handshake(&config.name, report, &watch, transport)).await;
     match outcome {
         Ok(Ok((service, tools))) => Ok(started(config, service, tools, None, watch)),
         Ok(Err(HandshakeError::Init(e))) if e.is_authorization_required() => Err(format!(
@@ -277,17 +286,21 @@ async fn connect_child(config: &McpServerConfig, start: &Start, timeout: Duratio
     let (pipes, child) = child::spawn(config, start.forward_stderr, start.working_dir.as_deref())
         .map_err(|e| format!("cannot run {:?}: {e}", config.command))?;
     let watch = Arc::new(ToolWatch::new(&config.name));
-    let failure =
-        match tokio::time::timeout(timeout, handshake(&config.name, &watch, (pipes.stdout, pipes.stdin))).await {
-            Ok(Ok((service, tools))) => return Ok(started(config, service, tools, Some(child), watch)),
-            Ok(Err(reason)) => match child.wait_exit(EXIT_GRACE).await {
-                Some(exit) => format!("it {exit} during the MCP handshake"),
-                None => reason.to_string(),
-            },
-            Err(_) => {
-                format!("it did not complete the MCP handshake within {} s, so it was stopped", timeout.as_secs_f64())
-            }
-        };
+    let failure = match tokio::time::timeout(
+        timeout,
+        handshake(&config.name, start.forward_stderr, &watch, (pipes.stdout, pipes.stdin)),
+    )
+    .await
+    {
+        Ok(Ok((service, tools))) => return Ok(started(config, service, tools, Some(child), watch)),
+        Ok(Err(reason)) => match child.wait_exit(EXIT_GRACE).await {
+            Some(exit) => format!("it {exit} during the MCP handshake"),
+            None => reason.to_string(),
+        },
+        Err(_) => {
+            format!("it did not complete the MCP handshake within {} s, so it was stopped", timeout.as_secs_f64())
+        }
+    };
     child.kill();
     let tail = child.stderr_tail(EXIT_GRACE).await;
     Err(match tail.last() {
