@@ -70,6 +70,15 @@ fn serve_http_closes_a_half_sent_request_and_an_idle_connection() {
     let (after_answer, head, _) =
         kept_open(&served.1, &post_request("Authorization: Bearer e2e-token\r\n", INITIALIZE));
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    // A whole head with the token, and half of its body: 408, and the connection closed.
+    let mut half_body = TcpStream::connect(&served.1).unwrap();
+    let request = post_request("Authorization: Bearer e2e-token\r\n", INITIALIZE);
+    half_body.write_all(&request.as_bytes()[..request.len() - 20]).unwrap();
+    let started = Instant::now();
+    let (head, body) = answer(&mut half_body);
+    assert!(head.starts_with("HTTP/1.1 408"), "{head} {body}");
+    assert!(body.contains("did not arrive within 1 s"), "{body}");
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
     for (what, stream) in
         [("a half-sent request", half), ("an idle connection", idle), ("an idle keep-alive", after_answer)]
     {
