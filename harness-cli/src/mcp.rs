@@ -57,6 +57,17 @@ pub(crate) struct ServeArgs {
     /// over MCP, so only what is allowed runs; the rest is refused with call_denied.
     #[command(flatten)]
     policy: crate::approve::PolicyArgs,
+    /// With --http: connections open at once (lowered to leave room in the descriptor limit);
+    /// over it, one that never showed the token is closed to make room, or else 503.
+    #[arg(long, value_name = "N", requires = "http", default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections: u32,
+    /// With --http: MCP sessions open at once; over it, `initialize` is answered 503.
+    #[arg(long, value_name = "N", requires = "http", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
+    max_sessions: u32,
+    /// With --http: seconds a client has to send a request's head (an idle connection is
+    /// closed after as long), and then its body.
+    #[arg(long, value_name = "SECS", requires = "http", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    request_timeout: u64,
     #[command(flatten)]
     plugins: PluginArgs,
 }
@@ -157,6 +168,9 @@ fn http_setup(addr: &str, args: &ServeArgs) -> Result<(std::net::TcpListener, Ht
     let mut options = HttpOptions::new(token);
     options.stateless = args.stateless;
     options.allowed_origins.clone_from(&args.allow_origin);
+    options.max_connections = args.max_connections as usize;
+    options.max_sessions = args.max_sessions as usize;
+    options.request_timeout = std::time::Duration::from_secs(args.request_timeout);
     Ok((listener, options))
 }
 

@@ -517,6 +517,9 @@ fn a_tool_changed_mid_run_is_refused_with_the_diff_under_locked_and_without() {
     }
 }
 
+mod bounds;
+mod client;
+mod conformance;
 mod http_serve;
 mod remote;
 

@@ -11,6 +11,7 @@ const PLUGINS: &[&str] = &["calc", "chem", "files", "fault"];
 const FIXTURES: &[&str] = &[
     "abi-future",
     "clash",
+    "conformance",
     "check-bad-schema",
     "check-wrong-example",
     "check-panics",

@@ -9,7 +9,11 @@ use rmcp::model::ProtocolVersion;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation, JsonObject, Tool,
 };
-use rmcp::service::{ClientInitializeError, NotificationContext, RunningService};
+// Sampling is deprecated (SEP-2577), but servers of older versions still ask for it.
+#[allow(deprecated)]
+use rmcp::model::{CreateMessageRequestParams, CreateMessageResult};
+use rmcp::model::{ElicitRequestParams, ElicitResult, ErrorCode, ErrorData};
+use rmcp::service::{ClientInitializeError, NotificationContext, RequestContext, RunningService};
 use rmcp::transport::IntoTransport;
 use rmcp::{
     ClientCacheConfig, ClientHandler, ClientLifecycleMode, ClientServiceExt, MAX_CLIENT_CACHE_TTL, Peer, RoleClient,
@@ -18,6 +22,8 @@ use rmcp::{
 
 use crate::child::{self, ChildWatch};
 use crate::config::McpServerConfig;
+use crate::discover::CheckedDiscovery;
+use crate::listing::{self, ListError};
 use crate::remote;
 use crate::retry::{self, Retrying};
 use crate::watch::ToolWatch;
@@ -71,14 +77,64 @@ impl Drop for Driver {
     }
 }
 
-/// The harness as an MCP client: it says who it is, and hears when a server's tools change.
+/// The harness as an MCP client: it says who it is, hears when a server's tools change, and
+/// refuses what it does not offer (sampling, elicitation) in words, not by silence.
 struct Client {
+    server: String,
     watch: Arc<ToolWatch>,
+    /// Say each refusal on stderr too (not with `--quiet`).
+    report: bool,
+}
+
+/// The refusal of a server's request for something the harness's client does not offer, said
+/// to the server and, for each request, on stderr when `report`.
+fn not_offered(server: &str, report: bool, what: &str, why: &str) -> ErrorData {
+    if report {
+        eprintln!(
+            "harness: warning: MCP server {server:?} asked for {what}, which the harness does not offer ({why}); refused"
+        );
+    }
+    ErrorData::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!(
+            "the harness's MCP client does not offer {what}: {why}. It declared no such capability; call the tool without it"
+        ),
+        None,
+    )
 }
 
 impl ClientHandler for Client {
     fn get_info(&self) -> ClientConfig {
         ClientConfig::new(ClientCapabilities::default(), Implementation::new("harness", env!("CARGO_PKG_VERSION")))
+    }
+
+    /// Refused: the harness's model is not lent to a server's tool.
+    #[allow(deprecated)]
+    async fn create_message(
+        &self,
+        _params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        Err(not_offered(
+            &self.server,
+            self.report,
+            "sampling (sampling/createMessage)",
+            "a tool cannot ask the harness's model for a completion",
+        ))
+    }
+
+    /// Refused: nobody is asked for input while a tool runs (a batch has nobody to ask).
+    async fn create_elicitation(
+        &self,
+        _request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        Err(not_offered(
+            &self.server,
+            self.report,
+            "elicitation (elicitation/create)",
+            "no one is asked for input while a tool runs",
+        ))
     }
 
     /// Lists the tools again at once, so that a change is reported when it happens, not only
@@ -132,36 +188,47 @@ pub(crate) struct Start {
 /// What went wrong in the handshake or the first listing.
 enum HandshakeError {
     Init(Box<ClientInitializeError>),
-    List(ServiceError),
+    List(ListError),
 }
 
 impl std::fmt::Display for HandshakeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Init(e) => write!(f, "the MCP handshake failed: {e}"),
+            Self::List(ListError::Cap(why)) => f.write_str(why),
             Self::List(e) => write!(f, "listing its tools failed: {e}"),
         }
     }
 }
 
 /// The newest protocol first (`server/discover`, no handshake), then, for a server that says
-/// it does not know it, the `initialize` handshake, in which the server picks the newest
-/// older version it speaks.
+/// it does not know it, the `initialize` handshake, offering the newest version that has one
+/// (a version without `initialize` in an `initialize` is no version the server can take); the
+/// server answers with the newest it speaks.
 fn lifecycle() -> ClientLifecycleMode {
-    ClientLifecycleMode::Auto { preferred_versions: vec![ProtocolVersion::LATEST], legacy_version: None }
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::LATEST],
+        legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+    }
 }
 
 /// Completes the handshake over `transport` and lists the tools.
-async fn handshake<T, E, A>(watch: &Arc<ToolWatch>, transport: T) -> Result<(Service, Vec<Tool>), HandshakeError>
+async fn handshake<T, E, A>(
+    server: &str,
+    report: bool,
+    watch: &Arc<ToolWatch>,
+    transport: T,
+) -> Result<(Service, Vec<Tool>), HandshakeError>
 where
     T: IntoTransport<RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
 {
-    let client = Client { watch: watch.clone() };
+    let client = Client { server: server.to_owned(), watch: watch.clone(), report };
+    let transport = CheckedDiscovery::new(transport.into_transport());
     let service =
         client.serve_with_lifecycle(transport, lifecycle()).await.map_err(|e| HandshakeError::Init(Box::new(e)))?;
     service.peer().set_response_cache_config(tool_list_cache()).await;
-    let tools = service.peer().list_all_tools().await.map_err(HandshakeError::List)?;
+    let tools = listing::list_tools(service.peer(), server).await.map_err(HandshakeError::List)?;
     Ok((service, tools))
 }
 
@@ -202,7 +269,7 @@ async fn connect_remote(
     let headers = remote::expand_headers(&config.headers, |name| std::env::var(name).ok())?;
     let watch = Arc::new(ToolWatch::new(&config.name));
     let transport = remote::transport(url, headers, Retrying::new(&config.name, report)?);
-    let outcome = tokio::time::timeout(timeout, handshake(&watch, transport)).await;
+    let outcome = tokio::time::timeout(timeout, handshake(&config.name, report, &watch, transport)).await;
     match outcome {
         Ok(Ok((service, tools))) => Ok(started(config, service, tools, None, watch)),
         Ok(Err(HandshakeError::Init(e))) if e.is_authorization_required() => Err(format!(
@@ -219,7 +286,12 @@ async fn connect_child(config: &McpServerConfig, start: &Start, timeout: Duratio
     let (pipes, child) = child::spawn(config, start.forward_stderr, start.working_dir.as_deref())
         .map_err(|e| format!("cannot run {:?}: {e}", config.command))?;
     let watch = Arc::new(ToolWatch::new(&config.name));
-    let failure = match tokio::time::timeout(timeout, handshake(&watch, (pipes.stdout, pipes.stdin))).await {
+    let failure = match tokio::time::timeout(
+        timeout,
+        handshake(&config.name, start.forward_stderr, &watch, (pipes.stdout, pipes.stdin)),
+    )
+    .await
+    {
         Ok(Ok((service, tools))) => return Ok(started(config, service, tools, Some(child), watch)),
         Ok(Err(reason)) => match child.wait_exit(EXIT_GRACE).await {
             Some(exit) => format!("it {exit} during the MCP handshake"),
@@ -275,8 +347,15 @@ impl Connection {
         }
         let request = async {
             // Listed again first (from the cache, unless the server said its tools changed).
-            if let Err(e) = self.watch.refresh(&self.peer).await {
-                return Err(self.failure(tool, e, true).await);
+            match self.watch.refresh(&self.peer).await {
+                Ok(()) => {}
+                Err(ListError::Service(e)) => return Err(self.failure(tool, e, true).await),
+                Err(ListError::Cap(why)) => {
+                    return Err(ToolFailure {
+                        code: "tool_error".to_owned(),
+                        message: format!("{why}; the call was not made"),
+                    });
+                }
             }
             if let Some(refused) = self.watch.refusal(tool) {
                 return Err(refused);

@@ -40,7 +40,9 @@ impl ToolHandler for McpToolHandler {
                     "tool_crashed",
                     format!("the connection to MCP server {:?} was shut down", self.connection.server()),
                 ))
-            })?;
+            })
+            // A JSON-RPC error's message is the server's text too.
+            .map_err(|e| ToolFailure { message: held_to(e.message, self.max_result_bytes), ..e })?;
         result_value(self.connection.server(), result, self.max_result_bytes)
     }
 
@@ -64,7 +66,7 @@ pub(crate) fn result_value(server: &str, result: CallToolResult, limit: usize) -
         } else {
             format!("MCP server {server:?} reported an error with no message")
         };
-        return Err(failure("tool_error", message));
+        return Err(failure("tool_error", held_to(message, limit)));
     }
     let value = match (result.structured_content, texts.as_slice()) {
         (Some(structured), _) => structured,
@@ -82,6 +84,23 @@ pub(crate) fn result_value(server: &str, result: CallToolResult, limit: usize) -
         ));
     }
     Ok(value)
+}
+
+/// An error text cut to `limit` bytes, as a result is held to it: a server's error reaches
+/// the model, the trace and the terminal as a result does, so it is bounded alike.
+pub(crate) fn held_to(mut text: String, limit: usize) -> String {
+    if text.len() <= limit {
+        return text;
+    }
+    let dropped = text.len();
+    let mut cut = limit;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    text.truncate(cut);
+    let dropped = dropped - cut;
+    text.push_str(&format!(" [... {dropped} more bytes of error text dropped: over the result limit of {limit}]"));
+    text
 }
 
 #[cfg(test)]
@@ -112,5 +131,13 @@ mod tests {
         assert!(result_value("weather", silent, 1000).unwrap_err().message.contains("\"weather\""));
         let big = CallToolResult::success(vec![ContentBlock::text("x".repeat(100))]);
         assert_eq!(result_value("s", big, 50).unwrap_err().code, "result_too_large");
+        let loud = CallToolResult::error(vec![ContentBlock::text("é".repeat(100))]);
+        let e = result_value("s", loud, 51).unwrap_err();
+        assert!(e.message.starts_with(&"é".repeat(25)), "{}", e.message);
+        assert!(
+            e.message.ends_with("[... 150 more bytes of error text dropped: over the result limit of 51]"),
+            "{}",
+            e.message
+        );
     }
 }

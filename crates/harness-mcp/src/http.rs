@@ -22,12 +22,12 @@ use axum::http::{Method, StatusCode, header};
 use axum::middleware::{Next, from_fn, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::serve::ListenerExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::sync::watch;
 
 use crate::error::McpError;
+use crate::gate::{self, Proof};
 use crate::serve::ToolServer;
 
 /// Origins always allowed: pages served from this machine.
@@ -47,6 +47,14 @@ pub struct HttpOptions {
     pub max_body_bytes: usize,
     /// How long calls in flight get to finish after SIGTERM before the server stops anyway.
     pub drain_timeout: Duration,
+    /// Connections open at once (lowered to leave room in the descriptor limit); over it, a
+    /// connection that has never shown the token gives its place, or else 503.
+    pub max_connections: usize,
+    /// MCP sessions open at once; over it, `initialize` is answered 503.
+    pub max_sessions: usize,
+    /// How long a client has to send a request's head (from the connection's opening or its
+    /// previous answer: an idle connection is closed after it too), and then its body.
+    pub request_timeout: Duration,
 }
 
 impl std::fmt::Debug for HttpOptions {
@@ -57,12 +65,16 @@ impl std::fmt::Debug for HttpOptions {
             .field("allowed_origins", &self.allowed_origins)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("drain_timeout", &self.drain_timeout)
+            .field("max_connections", &self.max_connections)
+            .field("max_sessions", &self.max_sessions)
+            .field("request_timeout", &self.request_timeout)
             .finish()
     }
 }
 
 impl HttpOptions {
-    /// The defaults, with `token`: sessions kept, 4 MiB bodies, 30 s to drain.
+    /// The defaults, with `token`: sessions kept, 4 MiB bodies, 30 s to drain, 128
+    /// connections, 64 sessions, 10 s to send a request.
     pub fn new(token: String) -> Self {
         Self {
             token,
@@ -70,6 +82,9 @@ impl HttpOptions {
             allowed_origins: Vec::new(),
             max_body_bytes: 4 << 20,
             drain_timeout: Duration::from_secs(30),
+            max_connections: 128,
+            max_sessions: 64,
+            request_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -88,13 +103,21 @@ impl ToolServer {
             let server = self.clone();
             move || Ok(server.clone())
         };
-        let mcp = StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), config);
+        let sessions = Arc::new(LocalSessionManager::default());
+        let mcp = StreamableHttpService::new(factory, sessions.clone(), config);
         let draining = Arc::new(AtomicBool::new(false));
         let in_flight = Arc::new(watch::channel(0).0);
+        let bounds = Arc::new(RequestBounds {
+            sessions,
+            max_sessions: options.max_sessions,
+            max_body_bytes: options.max_body_bytes,
+            timeout: options.request_timeout,
+        });
         let app = Router::new()
             .route_service("/mcp", mcp)
             .route_layer(from_fn_with_state(in_flight.clone(), count_posts))
             .route_layer(from_fn(malformed_is_bad_request))
+            .route_layer(from_fn_with_state(bounds, bounded_request))
             .route_layer(from_fn_with_state(Arc::<str>::from(options.token.as_str()), require_bearer))
             .route("/healthz", get(health).with_state(draining.clone()));
 
@@ -113,12 +136,11 @@ impl ToolServer {
                 cancel.cancel();
             });
         };
-        // Without TCP_NODELAY, an answer on a session's SSE stream (written in small pieces)
-        // waits out the client's delayed ACK: 40 ms a call instead of under 5.
-        let listener = listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        axum::serve(listener, app).with_graceful_shutdown(stopping).await.map_err(McpError::Listen)?;
+        let bounds = gate::Bounds {
+            max_connections: gate::connection_cap(options.max_connections),
+            header_timeout: options.request_timeout,
+        };
+        gate::serve(listener, app, bounds, stopping).await;
         if let Some(e) = self.stop.trace_error.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
             return Err(McpError::Trace(e));
         }
@@ -155,11 +177,64 @@ async fn require_bearer(State(token): State<Arc<str>>, request: Request, next: N
     let given = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
     let presented = given.and_then(|v| v.strip_prefix("Bearer ")).unwrap_or("");
     if same(presented.as_bytes(), token.as_bytes()) {
+        // The connection is the token holder's: it is never evicted to make room.
+        if let Some(proof) = request.extensions().get::<Proof>() {
+            proof.proven();
+        }
         return next.run(request).await;
     }
     let body = r#"{"error":"unauthorized","message":"this MCP endpoint needs Authorization: Bearer <token>; harness mcp serve --http printed the token at start, or read it from --token-env"}"#;
     (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer"), (header::CONTENT_TYPE, "application/json")], body)
         .into_response()
+}
+
+/// What a request to `/mcp` is held to beyond the token: its body within the request
+/// timeout and the size limit, and a new session only under the cap.
+struct RequestBounds {
+    sessions: Arc<LocalSessionManager>,
+    max_sessions: usize,
+    max_body_bytes: usize,
+    timeout: Duration,
+}
+
+/// Reads the body within the bounds (408 for one that does not arrive in time, 413 for one
+/// over the limit), and answers an `initialize` over the session cap with 503.
+async fn bounded_request(State(bounds): State<Arc<RequestBounds>>, request: Request, next: Next) -> Response {
+    let (parts, body) = request.into_parts();
+    let read = tokio::time::timeout(bounds.timeout, axum::body::to_bytes(body, bounds.max_body_bytes)).await;
+    let bytes = match read {
+        Err(_) => {
+            let why = format!("the request body did not arrive within {} s", bounds.timeout.as_secs_f64());
+            let mut response = rpc_error(StatusCode::REQUEST_TIMEOUT, -32600, &why);
+            response.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+            return response;
+        }
+        Ok(Err(_)) => {
+            let why = format!("the request body is over the limit of {} bytes", bounds.max_body_bytes);
+            return rpc_error(StatusCode::PAYLOAD_TOO_LARGE, -32600, &why);
+        }
+        Ok(Ok(bytes)) => bytes,
+    };
+    let new_session = parts.method == Method::POST && !parts.headers.contains_key("mcp-session-id");
+    if new_session && is_initialize(&bytes) && bounds.sessions.sessions.read().await.len() >= bounds.max_sessions {
+        return gate::busy(&format!(
+            "this server holds its limit of {} MCP sessions; retry in {} s, or end a session (DELETE /mcp with its Mcp-Session-Id)",
+            bounds.max_sessions,
+            gate::RETRY_AFTER_SECS
+        ));
+    }
+    next.run(Request::from_parts(parts, Body::from(bytes))).await
+}
+
+/// Whether a body is an `initialize` request (the one message that opens a session).
+fn is_initialize(body: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(body).is_ok_and(|v| v["method"] == "initialize")
+}
+
+/// A JSON-RPC error with no id, answered with `status`.
+fn rpc_error(status: StatusCode, code: i32, message: &str) -> Response {
+    let error = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
+    (status, [(header::CONTENT_TYPE, "application/json")], error.to_string()).into_response()
 }
 
 /// Counts one POST in flight for as long as it lives: until its response is written.

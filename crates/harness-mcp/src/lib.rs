@@ -40,15 +40,19 @@
 mod child;
 mod config;
 mod connection;
+mod discover;
 mod error;
+mod gate;
 mod handler;
 mod http;
+mod listing;
 mod remote;
 mod retry;
 mod serve;
 mod source;
 mod tool;
 mod watch;
+mod withheld;
 
 pub use config::{INHERITED_ENV, McpServerConfig, is_model_tool_name, qualified_name, validate_servers};
 pub use error::McpError;

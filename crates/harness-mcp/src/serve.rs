@@ -21,6 +21,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Notify;
 
 use crate::error::McpError;
+use crate::withheld::{value_without_paths, without_paths};
 
 /// How calls are limited and recorded.
 pub struct ServeOptions {
@@ -275,13 +276,20 @@ impl ServerHandler for ToolServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments = request.arguments.map_or_else(|| json!({}), Value::Object);
+        // Over HTTP, the client may be on another machine: it is told no path of this one.
+        let network = context.extensions.get::<axum::http::request::Parts>().is_some();
+        let shown = |e: &HarnessError| match network {
+            true => (without_paths(&e.message), value_without_paths(e.to_value())),
+            false => (e.message.clone(), e.to_value()),
+        };
         match self.dispatch(&request.name, arguments, &Caller::of(&context)).await {
             Ok(value) => Ok(success(value).into()),
             // MCP answers an unknown tool with a protocol error; the error object rides along.
             Err(e) if e.code == ErrorCode::UnknownTool => {
-                Err(ErrorData::invalid_params(e.message.clone(), Some(e.to_value())))
+                let (message, error) = shown(&e);
+                Err(ErrorData::invalid_params(message, Some(error)))
             }
-            Err(e) => Ok(CallToolResult::structured_error(e.to_value()).into()),
+            Err(e) => Ok(CallToolResult::structured_error(shown(&e).1).into()),
         }
     }
 }

@@ -11,9 +11,10 @@ use std::sync::{Mutex, PoisonError};
 
 use harness_config::sha256_hex;
 use harness_core::ToolFailure;
-use rmcp::{Peer, RoleClient, ServiceError};
+use rmcp::{Peer, RoleClient};
 use serde_json::Value;
 
+use crate::listing::{self, ListError};
 use crate::tool::McpTool;
 
 /// How a pinned tool differs from what its server lists now.
@@ -76,8 +77,8 @@ impl ToolWatch {
 
     /// Lists the server's tools again (from the client's cache unless the server said they
     /// changed, so that a call costs no extra round trip) and compares them with the pins.
-    pub(crate) async fn refresh(&self, peer: &Peer<RoleClient>) -> Result<(), ServiceError> {
-        let tools = peer.list_all_tools().await?;
+    pub(crate) async fn refresh(&self, peer: &Peer<RoleClient>) -> Result<(), ListError> {
+        let tools = listing::list_tools(peer, &self.server).await?;
         self.observe(tools.into_iter().map(McpTool::listed).collect());
         Ok(())
     }

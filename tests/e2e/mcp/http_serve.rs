@@ -14,7 +14,7 @@ use super::{call, fixture, python};
 use crate::support::{Scratch, bin_dir, ran};
 
 /// The server on a free loopback port, with its address; killed when dropped.
-struct Served(Child, String);
+pub(super) struct Served(pub(super) Child, pub(super) String);
 
 impl Drop for Served {
     fn drop(&mut self) {
@@ -32,16 +32,20 @@ impl Served {
     }
 
     /// Sends SIGTERM and waits for the exit code.
-    fn terminate(mut self) -> Option<i32> {
+    pub(super) fn terminate(mut self) -> Option<i32> {
         self.signal();
         self.0.wait().expect("the server is reaped").code()
     }
 }
 
 /// The server with `more` arguments (`--stateless`, `--enable calc`, `--trace t.jsonl`, ...).
-fn serve_with(s: &Scratch, more: &[&str]) -> Served {
-    let mut child = s
-        .harness()
+pub(super) fn serve_with(s: &Scratch, more: &[&str]) -> Served {
+    serve_cmd(s.harness(), more)
+}
+
+/// `harness` (a command made by `Scratch::harness`, adjusted) serving with `more` arguments.
+pub(super) fn serve_cmd(mut harness: Command, more: &[&str]) -> Served {
+    let mut child = harness
         .env("SERVE_TOKEN", "e2e-token")
         .args(["mcp", "serve", "--http", "127.0.0.1:0", "--token-env", "SERVE_TOKEN"])
         .args(more)
@@ -83,7 +87,7 @@ fn authorized_post(addr: &str, body: &str) -> (u16, String) {
     (code, answer.split("\r\n\r\n").nth(1).unwrap_or_default().to_owned())
 }
 
-fn post_request(headers: &str, body: &str) -> String {
+pub(super) fn post_request(headers: &str, body: &str) -> String {
     format!(
         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{headers}Content-Length: {}\r\n\r\n{body}",
         body.len()
@@ -98,7 +102,7 @@ fn tools_call(id: u32, tool: &str, arguments: &Value) -> String {
         .to_string()
 }
 
-const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}"#;
+pub(super) const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}"#;
 
 #[test]
 fn serve_http_refuses_without_the_token_or_from_a_foreign_origin() {

@@ -3,6 +3,7 @@
 //! [`ALL`].
 
 mod chromium;
+mod conformance;
 mod llama;
 mod mcp;
 mod phoenix;
@@ -35,6 +36,11 @@ const ALL: &[Prereq] = &[
         name: "mcp",
         about: "a Python venv with the official MCP SDK, for the MCP interop tests",
         ensure: mcp::ensure,
+    },
+    Prereq {
+        name: "conformance",
+        about: "the official MCP conformance suite (npm) and a Node 22 to run it, for the MCP conformance test",
+        ensure: conformance::ensure,
     },
     Prereq {
         name: "phoenix",

@@ -1,0 +1,36 @@
+"""The harness as the MCP client under test of the official conformance suite's client
+scenarios: the suite runs this with the URL of its scenario server as the last argument and
+the scenario's name in $MCP_CONFORMANCE_SCENARIO. It writes a configuration naming that server
+and runs `$HARNESS_BIN run` with a script that calls the scenario's tool (none for
+`initialize`), then `finish`. The exit code is the run's.
+
+Usage: conformance_client.py URL"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+# The tool each scenario's server offers, and the arguments to call it with.
+CALLS = {
+    "initialize": [],
+    "tools_call": [{"tool": "add_numbers", "arguments": {"a": 2, "b": 3}}],
+    "sse-retry": [{"tool": "test_reconnection", "arguments": {}}],
+}
+
+scenario = os.environ["MCP_CONFORMANCE_SCENARIO"]
+url = sys.argv[-1]
+with tempfile.TemporaryDirectory() as work:
+    config = os.path.join(work, "harness.toml")
+    with open(config, "w") as f:
+        f.write(f'[[mcp.servers]]\nname = "scenario"\nurl = {json.dumps(url)}\ntimeout = 20\n')
+    script = os.path.join(work, "script.jsonl")
+    steps = CALLS.get(scenario, []) + [{"tool": "finish", "arguments": {"answer": "done"}}]
+    with open(script, "w") as f:
+        f.write("".join(json.dumps(step) + "\n" for step in steps))
+    plugins = os.path.join(work, "plugins")
+    os.mkdir(plugins, 0o700)
+    command = [os.environ["HARNESS_BIN"], "run", scenario, "--config", config, "--plugins-dir", plugins,
+               "--allow", "network", "--script", script, "--json"]
+    sys.exit(subprocess.run(command, cwd=work).returncode)
