@@ -24,6 +24,7 @@ mod handler;
 pub mod isolation;
 mod late;
 mod library;
+mod library_file;
 mod options;
 mod permissions;
 mod placement;
