@@ -274,3 +274,45 @@ fn a_plugin_child_in_a_hung_tool_ends_when_the_harness_is_killed() {
     }
     assert!(ended, "the plugin host {host} still runs its tool after the harness was killed");
 }
+
+/// The model's answer on a terminal: its escape sequences shown, not obeyed (a title set, the
+/// screen cleared, a line rewritten); on a pipe it is exact, byte for byte.
+#[test]
+fn a_finish_answer_is_shown_escaped_on_a_terminal_and_exact_on_a_pipe() {
+    let s = Scratch::new();
+    let answer = "done\u{1b}]0;pwned\u{7}\u{1b}[2J\rline two\nnext";
+    let script = s.script(&[json!({"tool": "finish", "arguments": {"answer": answer}})]);
+    let (master, slave) = openpty();
+    let mut cmd = s.harness();
+    cmd.args(["run", "x", "--no-default-plugins", "--script"]).arg(&script);
+    cmd.stdin(Stdio::null()).stdout(Stdio::from(slave.try_clone().unwrap())).stderr(Stdio::null());
+    let mut harness = cmd.spawn().unwrap();
+    // Only the harness holds the terminal now: reading ends when it exits.
+    drop((cmd, slave));
+    let mut screen = std::fs::File::from(master);
+    let mut shown = Vec::new();
+    // Read until the terminal closes (EIO once the harness, its only writer, has exited).
+    let _ = screen.read_to_end(&mut shown);
+    assert!(harness.wait().unwrap().success());
+    let shown = String::from_utf8_lossy(&shown);
+    assert!(!shown.contains('\u{1b}') && !shown.contains('\u{7}'), "raw escapes reached the terminal: {shown:?}");
+    assert!(shown.contains("done\\u{1b}]0;pwned\\u{7}\\u{1b}[2J\\rline two"), "{shown:?}");
+    assert!(shown.contains("next"), "{shown:?}");
+    let r = ran(s.harness().args(["run", "x", "--no-default-plugins", "--script"]).arg(&script));
+    assert_eq!(r.stdout, format!("{answer}\n"));
+}
+
+/// A stdio MCP server's stderr is relayed with its escape sequences shown, as a plugin
+/// child's is: a server cannot clear the screen or rewrite the line the operator reads.
+#[test]
+fn an_mcp_servers_stderr_is_relayed_with_its_escape_sequences_shown() {
+    let s = Scratch::new();
+    let say = r"printf 'evil says\033[2J\033]0;title\007\rrewritten\n' >&2; exit 3";
+    s.write("h.toml", &format!("[[mcp.servers]]\nname = \"evil\"\ncommand = \"/bin/sh\"\nargs = [\"-c\", {say:?}]\n"));
+    let script = s.script(&[finish()]);
+    let r = ran(s.harness().args(["run", "x", "--no-default-plugins", "--config", "h.toml", "--script"]).arg(&script));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stderr.contains('\u{1b}') && !r.stderr.contains('\u{7}'), "raw escapes relayed: {:?}", r.stderr);
+    let relayed = "harness: mcp evil: evil says\\u{1b}[2J\\u{1b}]0;title\\u{7}\\rrewritten";
+    assert!(r.stderr.lines().any(|l| l == relayed), "{}", r.stderr);
+}
