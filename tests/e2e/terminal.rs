@@ -316,3 +316,34 @@ fn an_mcp_servers_stderr_is_relayed_with_its_escape_sequences_shown() {
     let relayed = "harness: mcp evil: evil says\\u{1b}[2J\\u{1b}]0;title\\u{7}\\rrewritten";
     assert!(r.stderr.lines().any(|l| l == relayed), "{}", r.stderr);
 }
+
+/// A process a confined tool forks does not outlive the harness: the child's process group
+/// is killed with it.
+#[test]
+fn a_process_a_tool_forks_ends_with_the_harness() {
+    let s = Scratch::new();
+    let r = ran(&mut liar_run(&s, &[sys("fork_sleeper", ""), finish()], &[]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let t = s.trace("t.jsonl");
+    let sleeper = t[0]["result"].as_u64().and_then(|p| u32::try_from(p).ok()).expect("the sleeper's pid");
+    let ended = eventually(|| exited(sleeper));
+    if !ended {
+        // SAFETY: kill has no memory preconditions; the orphan is not left behind.
+        unsafe { libc::kill(sleeper as libc::pid_t, libc::SIGKILL) };
+    }
+    assert!(ended, "the process {sleeper} a tool forked still runs after the harness exited");
+}
+
+/// `[plugins.NAME] limits`: a tool allocating past its child's address space crashes its
+/// child, not the machine; the next call gets a fresh child.
+#[test]
+fn a_tool_allocating_past_its_address_space_limit_crashes_only_its_call() {
+    let s = Scratch::new();
+    s.write("h.toml", "[plugins.effects-liar]\nlimits = { address_space = \"1G\" }\n");
+    let script = [sys("alloc", "1536"), sys("alloc", "16"), finish()];
+    let r = ran(&mut liar_run(&s, &script, &["--config", "h.toml"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let t = s.trace("t.jsonl");
+    assert_eq!(t[0]["error"]["code"], "tool_crashed", "{}", t[0]);
+    assert_eq!(t[1]["status"], "ok", "{}", t[1]);
+}
