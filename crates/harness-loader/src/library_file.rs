@@ -149,15 +149,15 @@ fn open_options() -> std::fs::OpenOptions {
     o
 }
 
-/// Whether an open failed because the path's last component is a link (`O_NOFOLLOW`).
+/// The error of an open refused because the path's last component is a link (`O_NOFOLLOW`).
+#[cfg(unix)]
+const LINK_REFUSED: Option<i32> = Some(libc::ELOOP);
+#[cfg(not(unix))]
+const LINK_REFUSED: Option<i32> = None;
+
+/// Whether an open failed because the path's last component is a link.
 fn is_link_refusal(code: i32) -> bool {
-    #[cfg(unix)]
-    return code == libc::ELOOP;
-    #[cfg(not(unix))]
-    return {
-        let _ = code;
-        false
-    };
+    LINK_REFUSED == Some(code)
 }
 
 #[cfg(unix)]
