@@ -91,7 +91,7 @@ fn serve(args: ServeArgs) -> Result<u8> {
     let otlp = tools.otlp();
     let mut sinks = harness_trace::Tee::new();
     if let Some(path) = &args.trace {
-        let file = File::create(path)
+        let file = harness_core::no_follow::create_file(path)
             .map_err(|e| CliError::Usage(format!("cannot create trace file {}: {e}", path.display())))?;
         sinks.push(TraceWriter::new(BufWriter::new(file)));
     }
@@ -214,7 +214,8 @@ pub(crate) fn servers_text(out: &mut String, sources: &McpSources) {
                 other => state_text(other),
             };
             // Effects are the server's business: MCP does not declare them.
-            let _ = writeln!(out, "    {:<20} {:<8} {state}", tool.name, "-");
+            // A remote server names its tools: shown, never obeyed.
+            let _ = writeln!(out, "    {:<20} {:<8} {}", printable(&tool.name), "-", printable(&state));
         }
     }
 }

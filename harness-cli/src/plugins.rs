@@ -458,7 +458,8 @@ fn check(args: CheckArgs) -> Result<u8> {
     };
     let report = harness_testkit::check(&file, &options).map_err(|e| CliError::Usage(e.to_string()))?;
     if let Some(junit) = &args.junit {
-        std::fs::write(junit, report.junit())
+        harness_core::no_follow::create_file(junit)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, report.junit().as_bytes()))
             .map_err(|e| CliError::Failure(format!("cannot write the JUnit report {}: {e}", junit.display())))?;
     }
     let mut out = String::new();

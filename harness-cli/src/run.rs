@@ -1,6 +1,5 @@
 //! `harness run`: one request through the loop.
 
-use std::fs::File;
 use std::io::{self, Write};
 use std::path::PathBuf;
 
@@ -167,7 +166,7 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     let trace_path = args.trace.clone().or_else(|| args.resume.clone());
     let mut trace_file = match &trace_path {
         Some(path) => {
-            let mut file = File::create(path)
+            let mut file = harness_core::no_follow::create_file(path)
                 .map_err(|e| CliError::Usage(format!("cannot create trace file {}: {e}", path.display())))?;
             // A resumed run's trace is the whole run: what came before the pending call, then the rest.
             for line in resumed.iter().flat_map(|r| &r.kept_lines) {
@@ -241,9 +240,16 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
         if let Some(hint) = resume_hint(&outcome, trace_path.as_deref()) {
             eprintln!("harness: {hint}");
         }
+        // The model's answer is exact for a pipe or a file; on a terminal, its escape
+        // sequences are shown, not obeyed (line breaks kept).
+        let on_terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
+        let shown = |text: &str| match on_terminal {
+            true => text.split('\n').map(printable).collect::<Vec<_>>().join("\n"),
+            false => text.to_owned(),
+        };
         match &outcome.answer {
-            Some(Value::String(s)) => writeln!(out, "{s}"),
-            Some(v) => writeln!(out, "{v}"),
+            Some(Value::String(s)) => writeln!(out, "{}", shown(s)),
+            Some(v) => writeln!(out, "{}", shown(&v.to_string())),
             None => Ok(()),
         }
     };

@@ -66,7 +66,8 @@ pub(crate) fn trace(command: TraceCommand) -> Result<u8> {
         }
         TraceCommand::Html { output, .. } => {
             let title = file.file_name().map_or_else(|| name.clone(), |f| f.to_string_lossy().into_owned());
-            std::fs::write(&output, html::report(&trace, &title))
+            harness_core::no_follow::create_file(&output)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, html::report(&trace, &title).as_bytes()))
                 .map_err(|e| CliError::Usage(format!("cannot write the report {}: {e}", output.display())))?;
         }
     }

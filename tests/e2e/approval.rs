@@ -400,3 +400,19 @@ fn an_approval_holds_for_the_call_shown_not_for_an_edited_trace() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(std::fs::read_to_string(s.path("root/out.txt")).unwrap(), "42");
 }
+
+/// A link planted at a pending run's temporary file (`<out>.pending/<id>.jsonl.partial`) is
+/// replaced by the harness's own file, never written through.
+#[cfg(unix)]
+#[test]
+fn a_link_planted_at_a_pending_file_is_never_written_through() {
+    let s = scratch_with_root();
+    let input = writing_batch(&s);
+    let precious = s.write("precious.txt", "precious\n");
+    std::fs::create_dir_all(s.path("out.jsonl.pending")).unwrap();
+    std::os::unix::fs::symlink(&precious, s.path("out.jsonl.pending/w1.jsonl.partial")).unwrap();
+    let r = ran(&mut batch(&s, &input, "out.jsonl"));
+    assert_eq!(r.code, 4, "{}{}", r.stdout, r.stderr);
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "precious\n");
+    assert_eq!(s.trace("out.jsonl.pending/w1.jsonl")[0]["status"], "awaiting_approval");
+}

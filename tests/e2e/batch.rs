@@ -596,3 +596,38 @@ fn shard_specs_and_merges_that_cannot_work_are_refused_by_name_and_nothing_is_ov
     snapshot("batch-shard-and-merge-refusals", &s, &refusals, &[BATCH_ID, first_id]);
     assert_eq!(std::fs::read_to_string(s.path("m.jsonl")).unwrap(), "keep me\n");
 }
+
+/// Links planted where a batch writes a run's trace or its results, or where `run --trace`
+/// writes, are refused with their path named; the file they point to is never written.
+#[cfg(unix)]
+#[test]
+fn links_planted_at_trace_and_result_paths_are_refused_and_never_written_through() {
+    let s = Scratch::new();
+    let script = s.script(&[call("finish", json!({"answer": 1}))]);
+    let input = requests(&s, &lines_of(&[json!({"id": "a", "request": "x"}), json!({"id": "b", "request": "x"})]));
+    let precious = s.write("precious.txt", "precious\n");
+    std::fs::create_dir_all(s.path("traces")).unwrap();
+    std::os::unix::fs::symlink(&precious, s.path("traces/a.jsonl")).unwrap();
+    let batch = |out: &str| {
+        ran(s.harness().arg("batch").arg(&input).args(["--out", out, "--traces", "traces", "--script"]).arg(&script))
+    };
+    let r = batch("out.jsonl");
+    let out: HashMap<String, Value> =
+        results(&s, "out.jsonl").into_iter().map(|v| (v["id"].as_str().unwrap().to_owned(), v)).collect();
+    assert_eq!(out["b"]["status"], "finished", "{}", r.stderr);
+    let why = out["a"]["error"]["message"].as_str().unwrap_or_default();
+    assert!(why.contains("traces/a.jsonl is a symbolic link"), "{}", out["a"]);
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "precious\n");
+
+    std::os::unix::fs::symlink(&precious, s.path("linked.jsonl")).unwrap();
+    let r = batch("linked.jsonl");
+    assert_ne!(r.code, 0);
+    assert!(r.stderr.contains("linked.jsonl is a symbolic link"), "{}", r.stderr);
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "precious\n");
+
+    std::os::unix::fs::symlink(&precious, s.path("t.jsonl")).unwrap();
+    let r = ran(s.harness().args(["run", "x", "--trace", "t.jsonl", "--script"]).arg(&script));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("t.jsonl is a symbolic link"), "{}", r.stderr);
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "precious\n");
+}

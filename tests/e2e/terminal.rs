@@ -274,3 +274,76 @@ fn a_plugin_child_in_a_hung_tool_ends_when_the_harness_is_killed() {
     }
     assert!(ended, "the plugin host {host} still runs its tool after the harness was killed");
 }
+
+/// The model's answer on a terminal: its escape sequences shown, not obeyed (a title set, the
+/// screen cleared, a line rewritten); on a pipe it is exact, byte for byte.
+#[test]
+fn a_finish_answer_is_shown_escaped_on_a_terminal_and_exact_on_a_pipe() {
+    let s = Scratch::new();
+    let answer = "done\u{1b}]0;pwned\u{7}\u{1b}[2J\rline two\nnext";
+    let script = s.script(&[json!({"tool": "finish", "arguments": {"answer": answer}})]);
+    let (master, slave) = openpty();
+    let mut cmd = s.harness();
+    cmd.args(["run", "x", "--no-default-plugins", "--script"]).arg(&script);
+    cmd.stdin(Stdio::null()).stdout(Stdio::from(slave.try_clone().unwrap())).stderr(Stdio::null());
+    let mut harness = cmd.spawn().unwrap();
+    // Only the harness holds the terminal now: reading ends when it exits.
+    drop((cmd, slave));
+    let mut screen = std::fs::File::from(master);
+    let mut shown = Vec::new();
+    // Read until the terminal closes (EIO once the harness, its only writer, has exited).
+    let _ = screen.read_to_end(&mut shown);
+    assert!(harness.wait().unwrap().success());
+    let shown = String::from_utf8_lossy(&shown);
+    assert!(!shown.contains('\u{1b}') && !shown.contains('\u{7}'), "raw escapes reached the terminal: {shown:?}");
+    assert!(shown.contains("done\\u{1b}]0;pwned\\u{7}\\u{1b}[2J\\rline two"), "{shown:?}");
+    assert!(shown.contains("next"), "{shown:?}");
+    let r = ran(s.harness().args(["run", "x", "--no-default-plugins", "--script"]).arg(&script));
+    assert_eq!(r.stdout, format!("{answer}\n"));
+}
+
+/// A stdio MCP server's stderr is relayed with its escape sequences shown, as a plugin
+/// child's is: a server cannot clear the screen or rewrite the line the operator reads.
+#[test]
+fn an_mcp_servers_stderr_is_relayed_with_its_escape_sequences_shown() {
+    let s = Scratch::new();
+    let say = r"printf 'evil says\033[2J\033]0;title\007\rrewritten\n' >&2; exit 3";
+    s.write("h.toml", &format!("[[mcp.servers]]\nname = \"evil\"\ncommand = \"/bin/sh\"\nargs = [\"-c\", {say:?}]\n"));
+    let script = s.script(&[finish()]);
+    let r = ran(s.harness().args(["run", "x", "--no-default-plugins", "--config", "h.toml", "--script"]).arg(&script));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stderr.contains('\u{1b}') && !r.stderr.contains('\u{7}'), "raw escapes relayed: {:?}", r.stderr);
+    let relayed = "harness: mcp evil: evil says\\u{1b}[2J\\u{1b}]0;title\\u{7}\\rrewritten";
+    assert!(r.stderr.lines().any(|l| l == relayed), "{}", r.stderr);
+}
+
+/// A process a confined tool forks does not outlive the harness: the child's process group
+/// is killed with it.
+#[test]
+fn a_process_a_tool_forks_ends_with_the_harness() {
+    let s = Scratch::new();
+    let r = ran(&mut liar_run(&s, &[sys("fork_sleeper", ""), finish()], &[]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let t = s.trace("t.jsonl");
+    let sleeper = t[0]["result"].as_u64().and_then(|p| u32::try_from(p).ok()).expect("the sleeper's pid");
+    let ended = eventually(|| exited(sleeper));
+    if !ended {
+        // SAFETY: kill has no memory preconditions; the orphan is not left behind.
+        unsafe { libc::kill(sleeper as libc::pid_t, libc::SIGKILL) };
+    }
+    assert!(ended, "the process {sleeper} a tool forked still runs after the harness exited");
+}
+
+/// `[plugins.NAME] limits`: a tool allocating past its child's address space crashes its
+/// child, not the machine; the next call gets a fresh child.
+#[test]
+fn a_tool_allocating_past_its_address_space_limit_crashes_only_its_call() {
+    let s = Scratch::new();
+    s.write("h.toml", "[plugins.effects-liar]\nlimits = { address_space = \"1G\" }\n");
+    let script = [sys("alloc", "1536"), sys("alloc", "16"), finish()];
+    let r = ran(&mut liar_run(&s, &script, &["--config", "h.toml"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let t = s.trace("t.jsonl");
+    assert_eq!(t[0]["error"]["code"], "tool_crashed", "{}", t[0]);
+    assert_eq!(t[1]["status"], "ok", "{}", t[1]);
+}

@@ -2,7 +2,6 @@
 //! each held to the approval policy, each result appended to the results file as its run ends.
 
 use std::collections::VecDeque;
-use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -397,7 +396,7 @@ impl Batch {
         }
         match &streamed {
             None => sink.push(&mut memory),
-            Some(path) => match File::create(path) {
+            Some(path) => match harness_core::no_follow::create_file(path) {
                 Ok(file) => sink.push(TraceWriter::new(BufWriter::new(file))),
                 Err(e) => return done(request, failed(trace_error(path, &e)), None),
             },
@@ -504,10 +503,7 @@ fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
-    let mut temp = path.as_os_str().to_owned();
-    temp.push(".partial");
-    std::fs::write(&temp, bytes)?;
-    std::fs::rename(&temp, path)
+    harness_core::no_follow::replace_file(path, ".partial", bytes)
 }
 
 fn trace_error(path: &Path, e: &std::io::Error) -> HarnessError {

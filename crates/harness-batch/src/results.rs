@@ -4,7 +4,7 @@
 //! `awaiting_approval` line.
 
 use std::collections::{HashMap, HashSet};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -93,7 +93,7 @@ impl ResultsFile {
     /// Opens (or creates) the file, takes its lock, reads what is done, and cuts a torn last line.
     pub fn open(path: &Path) -> Result<(Self, Earlier)> {
         let named = |source| BatchError::OpenResults { path: path.to_owned(), source };
-        let mut file = OpenOptions::new().read(true).append(true).create(true).open(path).map_err(named)?;
+        let mut file = harness_core::no_follow::append_file(path).map_err(named)?;
         let unlocked = lock(&file, path)?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).map_err(named)?;

@@ -33,6 +33,7 @@ mod approval;
 mod digest;
 mod error;
 mod json_text;
+pub mod no_follow;
 mod parse;
 mod placement;
 mod printable;

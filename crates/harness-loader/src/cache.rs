@@ -19,7 +19,6 @@
 //! confined to the effects the entry records. Failures are never cached: a file that was
 //! refused is read again at every start-up, so its reason is always current.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use harness_abi::manifest::Manifest;
@@ -48,6 +47,24 @@ impl Identity {
         std::fs::metadata(path).ok().and_then(|m| Self::from_metadata(path, &m))
     }
 
+    /// The identity of the open file `file`, opened from `path`: from the descriptor.
+    #[cfg(unix)]
+    pub(crate) fn of_file(path: &Path, file: &std::fs::File) -> Option<Self> {
+        file.metadata().ok().and_then(|m| Self::from_metadata(path, &m))
+    }
+
+    /// Windows: from the open handle.
+    #[cfg(windows)]
+    pub(crate) fn of_file(_: &Path, file: &std::fs::File) -> Option<Self> {
+        Self::of_handle(file)
+    }
+
+    /// Other platforms: no identity.
+    #[cfg(not(any(unix, windows)))]
+    pub(crate) fn of_file(_: &Path, _: &std::fs::File) -> Option<Self> {
+        None
+    }
+
     /// The identity of the file `path`, whose metadata `m` was read already.
     #[cfg(unix)]
     pub(crate) fn from_metadata(_: &Path, m: &std::fs::Metadata) -> Option<Self> {
@@ -66,10 +83,15 @@ impl Identity {
     /// and creation times, read from the file opened (std's metadata does not carry the index).
     #[cfg(windows)]
     pub(crate) fn from_metadata(path: &Path, _: &std::fs::Metadata) -> Option<Self> {
+        Self::of_handle(&std::fs::File::open(path).ok()?)
+    }
+
+    /// Windows: the identity of an open file, from its handle.
+    #[cfg(windows)]
+    fn of_handle(file: &std::fs::File) -> Option<Self> {
         use std::os::windows::io::AsRawHandle;
         use windows_sys::Win32::Foundation::FILETIME;
         use windows_sys::Win32::Storage::FileSystem::{BY_HANDLE_FILE_INFORMATION, GetFileInformationByHandle};
-        let file = std::fs::File::open(path).ok()?;
         // SAFETY: an all-zero BY_HANDLE_FILE_INFORMATION is a valid value to be overwritten.
         let mut info: BY_HANDLE_FILE_INFORMATION = unsafe { std::mem::zeroed() };
         // SAFETY: an open handle of ours and a writable structure of the right type.
@@ -218,11 +240,9 @@ impl Cache {
         };
         let Ok(text) = serde_json::to_vec(&entry) else { return };
         let target = self.entry_path(path);
-        // Written aside and renamed, so that a reader never sees half an entry.
-        let temporary = target.with_extension(format!("tmp{}", std::process::id()));
-        if write_private(&temporary, &text).is_err() || std::fs::rename(&temporary, &target).is_err() {
-            let _ = std::fs::remove_file(&temporary);
-        }
+        // Written aside and renamed, so that a reader never sees half an entry, and never
+        // through a link planted at either name (the directory is private anyway).
+        let _ = harness_core::no_follow::replace_file(&target, &format!(".tmp{}", std::process::id()), &text);
         self.pruned.call_once(|| self.prune());
     }
 }
@@ -239,15 +259,6 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 #[cfg(not(unix))]
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)
-}
-
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options.open(path)?;
-    file.write_all(bytes)
 }
 
 #[cfg(all(test, unix))]

@@ -13,6 +13,7 @@ use crate::isolation::Isolation;
 use crate::isolation::confine::{Confinement, EffectSet, Enforcement};
 use crate::late::LateLibrary;
 use crate::library::{LoadError, PluginLibrary, ToolSchemas, load_as_probed};
+use crate::library_file::LibraryFile;
 use crate::options::{DiscoveryOptions, ToolState};
 use crate::placement::Placement;
 
@@ -373,11 +374,27 @@ impl Discovery {
                 return;
             }
         };
+        // The one open through which the file is hashed for its pin and loaded here.
+        let mut file = match &library {
+            Some(_) => None,
+            None => match open_once(&path, origin) {
+                Ok(file) => Some(file),
+                Err(reason) => {
+                    self.skipped.push(Skipped { path, reason, detail: None });
+                    return;
+                }
+            },
+        };
         let tools = self.tool_states(&name, &path, &manifest, taken);
         let offered: Vec<Effects> =
             tools.iter().filter(|(_, s)| *s == ToolState::Offered).map(|(t, _)| t.effects).collect();
         let effects = EffectSet::of(offered.iter().copied());
-        let placement = self.options.placement_of(&name, &path, effects);
+        let sha256 = || match (&library, &file) {
+            (Some(library), _) => library.sha256(),
+            (None, Some(file)) => file.sha256().ok(),
+            (None, None) => None,
+        };
+        let placement = self.options.placement_of(&name, &path, effects, sha256);
         let isolation = placement.isolation();
         let config = self.options.configs.get(&name).cloned().unwrap_or_else(|| Value::Object(Default::default()));
         let mut plugin = LoadedPlugin {
@@ -421,16 +438,19 @@ impl Discovery {
         }
         if isolation == Isolation::Process {
             plugin.library = library.map(Arc::new);
-        } else if let (Origin::Cached { identity, .. }, None, true, false) =
-            (origin, &library, self.options.open_lazily, offered.is_empty())
+        } else if let (Origin::Cached { identity, .. }, true, false) =
+            (origin, self.options.open_lazily, offered.is_empty())
+            && let Some(file) = file.take()
         {
-            let late = LateLibrary::new(plugin.path.clone(), identity, plugin.manifest.clone(), config);
+            let late = LateLibrary::new(file, identity, plugin.manifest.clone(), config);
             plugin.late = Some(Arc::new(late));
         } else if !offered.is_empty() {
-            // In-process: loaded here (again, after its probe) and initialised now.
-            let loaded = match library {
-                Some(library) => Ok(library),
-                None => load_as_probed(&plugin.path, &plugin.manifest, plugin.from_cache),
+            // In-process: loaded here (again, after its probe, through the open hashed above)
+            // and initialised now.
+            let loaded = match (library, file) {
+                (Some(library), _) => Ok(library),
+                (None, Some(file)) => load_as_probed(file, &plugin.manifest, plugin.from_cache),
+                (None, None) => Err(LoadError::Open("it was not opened".to_owned())),
             };
             let outcome = loaded.and_then(|library| library.init(&config).map(|()| library));
             match outcome {
@@ -542,6 +562,24 @@ impl Discovery {
         }
         tools
     }
+}
+
+/// Opens the file once for this start-up, refusing it when it is no longer the file listed
+/// (and read by a plugin host, or answered for by the plugin cache).
+fn open_once(path: &Path, origin: Origin) -> Result<LibraryFile, String> {
+    let file = LibraryFile::open(path)?;
+    let listed = match origin {
+        Origin::Probed(identity) => identity,
+        Origin::Cached { identity, .. } => Some(identity),
+        Origin::Here => None,
+    };
+    if listed.is_some() && file.identity() != listed {
+        return Err(
+            "the file changed during start-up (it is not the file that was listed and read); restart the harness"
+                .to_owned(),
+        );
+    }
+    Ok(file)
 }
 
 /// Gives up the tool names `plugin` took, for a plugin that is not kept.

@@ -12,18 +12,21 @@
 //! its first request, waits on both.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use harness_abi::manifest::Manifest;
 use serde_json::Value;
 
 use crate::cache::Identity;
 use crate::library::PluginLibrary;
+use crate::library_file::LibraryFile;
 
 /// An in-process plugin's library, opened and initialised at its first call.
 #[derive(Debug)]
 pub struct LateLibrary {
     path: PathBuf,
+    /// The file opened at start-up, loaded through that open at the first call.
+    file: Mutex<Option<LibraryFile>>,
     /// The file's state the plugin cache answered for, at start-up.
     identity: Identity,
     manifest: Manifest,
@@ -35,8 +38,9 @@ impl LateLibrary {
     /// A library to open at its first call: `identity` is the state of the file the plugin
     /// cache answered for, `manifest` the cached manifest it must declare, `config` its
     /// configuration section.
-    pub(crate) fn new(path: PathBuf, identity: Identity, manifest: Manifest, config: Value) -> Self {
-        Self { path, identity, manifest, config, opened: OnceLock::new() }
+    pub(crate) fn new(file: LibraryFile, identity: Identity, manifest: Manifest, config: Value) -> Self {
+        let path = file.path().to_owned();
+        Self { path, file: Mutex::new(Some(file)), identity, manifest, config, opened: OnceLock::new() }
     }
 
     /// The library file.
@@ -64,13 +68,14 @@ impl LateLibrary {
     /// Opens, checks against the cached manifest, and initialises: only the file the run
     /// started with, not one written over it or renamed onto its path since.
     fn open(&self) -> Result<Arc<PluginLibrary>, String> {
-        if Identity::of(&self.path) != Some(self.identity) {
+        let file = self.file.lock().ok().and_then(|mut f| f.take()).ok_or("it was opened already")?;
+        if file.identity() != Some(self.identity) {
             return Err(
                 "the file changed since the run started (it is not the file the plugin cache answered for); restart the harness to load it"
                     .to_owned(),
             );
         }
-        let library = crate::library::load_as_cached(&self.path, &self.manifest).map_err(|e| e.to_string())?;
+        let library = crate::library::load_as_cached(file, &self.manifest).map_err(|e| e.to_string())?;
         library.init(&self.config).map_err(|e| e.to_string())?;
         Ok(Arc::new(library))
     }
@@ -93,8 +98,9 @@ mod tests {
             test_only: false,
             tools: Vec::new(),
         };
+        let file = LibraryFile::open(&path).unwrap();
         std::fs::write(&path, b"another library, written over it").unwrap();
-        let late = LateLibrary::new(path, identity, manifest, Value::Null);
+        let late = LateLibrary::new(file, identity, manifest, Value::Null);
         let why = late.get().unwrap_err();
         assert!(why.contains("changed since the run started"), "{why}");
         assert_eq!(late.failure(), Some(why));

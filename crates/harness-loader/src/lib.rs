@@ -25,6 +25,7 @@ mod handler;
 pub mod isolation;
 mod late;
 mod library;
+mod library_file;
 mod options;
 mod permissions;
 mod placement;

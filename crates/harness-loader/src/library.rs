@@ -2,6 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::library_file::LibraryFile;
+
 use harness_abi::abi_stable::library::{AbiHeaderRef, LibraryError};
 use harness_abi::abi_stable::std_types::{RResult, RStr};
 use harness_abi::manifest::{InitDeclined, Manifest, ToolError, is_valid_plugin_name, is_valid_tool_name};
@@ -57,6 +59,8 @@ impl LoadError {
 /// A plugin library that passed every check; its file stays mapped for the life of the process.
 pub struct PluginLibrary {
     path: PathBuf,
+    /// The one open of the file that was checked and loaded (and is hashed for a pin).
+    file: LibraryFile,
     module: PluginModuleRef,
     abi_version: String,
     manifest: Manifest,
@@ -153,8 +157,15 @@ impl PluginLibrary {
     }
 
     fn open_checked(path: &Path, schemas: Schemas) -> Result<Self, LoadError> {
-        crate::preflight::check(path).map_err(LoadError::Open)?;
-        let library = open(path).map_err(|e| LoadError::Open(describe_open_error(&e)))?;
+        Self::load_file(LibraryFile::open(path).map_err(LoadError::Open)?, schemas)
+    }
+
+    /// Checks and loads the file opened, through that open (never its path again).
+    fn load_file(file: LibraryFile, schemas: Schemas) -> Result<Self, LoadError> {
+        crate::preflight::check(file.file()).map_err(LoadError::Open)?;
+        let library = open(&file.loader_path()).map_err(|e| LoadError::Open(file.name_in(describe_open_error(&e))))?;
+        file.loaded();
+        file.check_loaded_same().map_err(LoadError::Open)?;
         // SAFETY: the symbol, when present, is the `LibHeader` static that abi_stable's export
         // writes; `AbiHeaderRef` is the reference type abi_stable itself reads it as, and its
         // `upgrade` checks the header before anything else is trusted.
@@ -172,7 +183,7 @@ impl PluginLibrary {
         check_abi(&abi_version)?;
         let manifest_json = (module.manifest())().into_string();
         let manifest = check_manifest(&manifest_json, schemas)?;
-        Ok(Self { path: path.to_owned(), module, abi_version, manifest })
+        Ok(Self { path: file.path().to_owned(), file, module, abi_version, manifest })
     }
 
     /// Calls `init` with the plugin's configuration section.
@@ -200,6 +211,11 @@ impl PluginLibrary {
     /// The file it was loaded from (canonical).
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The SHA-256 of the very file loaded (read from the open it was loaded through).
+    pub(crate) fn sha256(&self) -> Option<String> {
+        self.file.sha256().ok()
     }
 
     /// The ABI version it was built against.
@@ -326,8 +342,12 @@ pub(crate) fn check_rules(m: &Manifest) -> Result<(), LoadError> {
 /// Loads a library here whose manifest was read and checked through a plugin host: its
 /// schemas are not compiled again, and a manifest that differs from the one read there (the
 /// library changed, or answers differently in each process) refuses it.
-pub(crate) fn load_as_probed(path: &Path, probed: &Manifest, from_cache: bool) -> Result<PluginLibrary, LoadError> {
-    let library = PluginLibrary::load_schemas_unchecked(path)?;
+pub(crate) fn load_as_probed(
+    file: LibraryFile,
+    probed: &Manifest,
+    from_cache: bool,
+) -> Result<PluginLibrary, LoadError> {
+    let library = PluginLibrary::load_file(file, Schemas::Later)?;
     if library.manifest() != probed {
         let why = if from_cache {
             "it declared another manifest here than the plugin cache holds for it (was the cache entry edited?); delete the plugin cache (docs/operators.md) and restart the harness"
@@ -341,8 +361,8 @@ pub(crate) fn load_as_probed(path: &Path, probed: &Manifest, from_cache: bool) -
 
 /// Loads a library here whose manifest the plugin cache gave, refusing it when it declares
 /// another (see [`load_as_probed`]).
-pub(crate) fn load_as_cached(path: &Path, cached: &Manifest) -> Result<PluginLibrary, LoadError> {
-    load_as_probed(path, cached, true)
+pub(crate) fn load_as_cached(file: LibraryFile, cached: &Manifest) -> Result<PluginLibrary, LoadError> {
+    load_as_probed(file, cached, true)
 }
 
 #[cfg(test)]

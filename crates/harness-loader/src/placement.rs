@@ -104,16 +104,31 @@ impl Placement {
 impl DiscoveryOptions {
     /// Where `plugin`, whose library is `path` (canonical), runs given the effects of its
     /// offered tools: the first rule that decides, in the order of [`Placement`].
-    pub fn placement_of(&self, plugin: &str, path: &Path, effects: EffectSet) -> Placement {
+    ///
+    /// `sha256` gives the SHA-256 of the library, asked only when `harness.lock` pins one: it
+    /// must be read from the open file that is then loaded, never from the path again.
+    pub fn placement_of(
+        &self,
+        plugin: &str,
+        path: &Path,
+        effects: EffectSet,
+        sha256: impl FnOnce() -> Option<String>,
+    ) -> Placement {
         self.by_command_line()
-            .or_else(|| self.by_plugin_section(plugin, path))
+            .or_else(|| self.by_plugin_section(plugin, sha256))
             .or_else(|| self.by_config_default(path))
             .unwrap_or_else(|| self.by_default(path, effects))
     }
 
     /// Where `plugin` runs (see [`Self::placement_of`]).
-    pub fn isolation_of(&self, plugin: &str, path: &Path, effects: EffectSet) -> Isolation {
-        self.placement_of(plugin, path, effects).isolation()
+    pub fn isolation_of(
+        &self,
+        plugin: &str,
+        path: &Path,
+        effects: EffectSet,
+        sha256: impl FnOnce() -> Option<String>,
+    ) -> Isolation {
+        self.placement_of(plugin, path, effects, sha256).isolation()
     }
 
     fn by_command_line(&self) -> Option<Placement> {
@@ -121,11 +136,11 @@ impl DiscoveryOptions {
     }
 
     /// `[plugins.NAME] isolation`; in-process only for the file `harness.lock` pins, if it pins one.
-    fn by_plugin_section(&self, plugin: &str, path: &Path) -> Option<Placement> {
+    fn by_plugin_section(&self, plugin: &str, sha256: impl FnOnce() -> Option<String>) -> Option<Placement> {
         match self.settings.get(plugin)?.isolation? {
             Isolation::Process => Some(Placement::ConfiguredProcess),
             Isolation::InProcess => Some(match self.pins.get(plugin) {
-                Some(pinned) => match file_sha256(path) {
+                Some(pinned) => match sha256() {
                     Some(found) if found == *pinned => Placement::ConfiguredInProcess,
                     found => Placement::PinMismatch {
                         pinned: pinned.clone(),
@@ -163,13 +178,6 @@ impl DiscoveryOptions {
     }
 }
 
-/// The SHA-256 of a file's bytes, as `harness.lock` writes it; `None` when it cannot be read.
-fn file_sha256(path: &Path) -> Option<String> {
-    use sha2::Digest as _;
-    let bytes = std::fs::read(path).ok()?;
-    Some(sha2::Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,6 +192,10 @@ mod tests {
         o
     }
 
+    fn no_pin() -> Option<String> {
+        None
+    }
+
     const PURE: EffectSet = EffectSet { reads: false, writes: false, network: false };
     const WRITES: EffectSet = EffectSet { reads: false, writes: true, network: false };
 
@@ -192,43 +204,49 @@ mod tests {
         let o = options("/opt/harness");
         let beside = Path::new("/opt/harness/libcalc.so");
         let elsewhere = Path::new("/home/u/repo/plugins/libcalc.so");
-        assert_eq!(o.placement_of("calc", beside, PURE), Placement::InstalledBesideHarness);
-        assert_eq!(o.placement_of("calc", beside, WRITES), Placement::DeclaresEffects { effects: "writes".into() });
-        let p = o.placement_of("calc", elsewhere, PURE);
+        assert_eq!(o.placement_of("calc", beside, PURE, no_pin), Placement::InstalledBesideHarness);
+        assert_eq!(
+            o.placement_of("calc", beside, WRITES, no_pin),
+            Placement::DeclaresEffects { effects: "writes".into() }
+        );
+        let p = o.placement_of("calc", elsewhere, PURE, no_pin);
         assert_eq!(p, Placement::NotVouched { dir: "/home/u/repo/plugins".into() });
         assert_eq!(p.isolation(), Isolation::Process);
         assert!(p.reason("calc").contains("[plugins.calc] isolation = \"in-process\""), "{}", p.reason("calc"));
         // A subdirectory of the harness's directory is not the harness's directory.
         let below = Path::new("/opt/harness/sub/libcalc.so");
-        assert_eq!(o.isolation_of("calc", below, PURE), Isolation::Process);
-        assert_eq!(DiscoveryOptions::default().isolation_of("calc", beside, PURE), Isolation::Process);
+        assert_eq!(o.isolation_of("calc", below, PURE, no_pin), Isolation::Process);
+        assert_eq!(DiscoveryOptions::default().isolation_of("calc", beside, PURE, no_pin), Isolation::Process);
     }
 
     #[test]
     fn the_command_line_then_the_plugins_section_then_the_configuration_decide() {
         let elsewhere = Path::new("/srv/plugins/libx.so");
         let o = with_section(options("/opt/harness"), "x", Isolation::InProcess);
-        assert_eq!(o.placement_of("x", elsewhere, WRITES), Placement::ConfiguredInProcess);
+        assert_eq!(o.placement_of("x", elsewhere, WRITES, no_pin), Placement::ConfiguredInProcess);
         let o = DiscoveryOptions { isolation: Some(Isolation::Process), ..o };
-        assert_eq!(o.placement_of("x", elsewhere, PURE), Placement::CommandLine { isolation: Isolation::Process });
+        assert_eq!(
+            o.placement_of("x", elsewhere, PURE, no_pin),
+            Placement::CommandLine { isolation: Isolation::Process }
+        );
         let o = with_section(options("/opt/harness"), "x", Isolation::Process);
-        assert_eq!(o.placement_of("x", Path::new("/opt/harness/libx.so"), PURE), Placement::ConfiguredProcess);
+        assert_eq!(o.placement_of("x", Path::new("/opt/harness/libx.so"), PURE, no_pin), Placement::ConfiguredProcess);
         // The configuration's global in-process covers only what is installed beside the harness.
         let o = DiscoveryOptions { config_isolation: Some(Isolation::InProcess), ..options("/opt/harness") };
-        assert_eq!(o.isolation_of("x", elsewhere, PURE), Isolation::Process);
-        assert_eq!(o.isolation_of("x", Path::new("/opt/harness/libx.so"), WRITES), Isolation::InProcess);
+        assert_eq!(o.isolation_of("x", elsewhere, PURE, no_pin), Isolation::Process);
+        assert_eq!(o.isolation_of("x", Path::new("/opt/harness/libx.so"), WRITES, no_pin), Isolation::InProcess);
     }
 
     #[test]
     fn a_section_that_vouches_for_a_pinned_plugin_holds_only_for_the_pinned_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("libx.so");
-        std::fs::write(&path, b"the reviewed library").unwrap();
+        let path = Path::new("/srv/plugins/libx.so");
         let mut o = with_section(options("/opt/harness"), "x", Isolation::InProcess);
-        o.pins.insert("x".into(), file_sha256(&path).unwrap());
-        assert_eq!(o.placement_of("x", &path, PURE), Placement::ConfiguredInProcess);
-        std::fs::write(&path, b"another library, written over it").unwrap();
-        let p = o.placement_of("x", &path, PURE);
+        o.pins.insert("x".into(), "aa11".into());
+        assert_eq!(o.placement_of("x", path, PURE, || Some("aa11".into())), Placement::ConfiguredInProcess);
+        let p = o.placement_of("x", path, PURE, || Some("bb22".into()));
+        assert_eq!(p, Placement::PinMismatch { pinned: "aa11".into(), found: "bb22".into() });
+        assert_eq!(p.isolation(), Isolation::Process);
+        let p = o.placement_of("x", path, PURE, no_pin);
         assert!(matches!(p, Placement::PinMismatch { .. }), "{p:?}");
         assert_eq!(p.isolation(), Isolation::Process);
     }

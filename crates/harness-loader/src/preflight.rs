@@ -6,7 +6,6 @@
 //! hundred bytes, read lazily) turns that into an ordinary refusal.
 
 use std::fs::File;
-use std::path::Path;
 
 use object::elf::{FileHeader32, FileHeader64, PT_LOAD};
 use object::read::ReadCache;
@@ -14,8 +13,8 @@ use object::read::elf::{FileHeader, ProgramHeader};
 use object::{Endianness, FileKind};
 
 /// Why a file failed the header check, in one line.
-pub(crate) fn check(path: &Path) -> Result<(), String> {
-    let file = File::open(path).map_err(|e| format!("cannot be opened: {e}"))?;
+/// `file` is the library already opened (the one the loader is given next).
+pub(crate) fn check(file: &File) -> Result<(), String> {
     let len = file.metadata().map_err(|e| format!("cannot be read: {e}"))?.len();
     let data = ReadCache::new(file);
     match FileKind::parse(&data) {
@@ -26,7 +25,7 @@ pub(crate) fn check(path: &Path) -> Result<(), String> {
     }
 }
 
-fn check_elf<H: FileHeader<Endian = Endianness>>(data: &ReadCache<File>, len: u64) -> Result<(), String> {
+fn check_elf<H: FileHeader<Endian = Endianness>>(data: &ReadCache<&File>, len: u64) -> Result<(), String> {
     let header = H::parse(data).map_err(|e| format!("corrupt ELF header: {e}"))?;
     let endian = header.endian().map_err(|e| format!("corrupt ELF header: {e}"))?;
     let segments = header.program_headers(endian, data).map_err(|e| format!("corrupt or truncated ELF file: {e}"))?;

@@ -5,7 +5,8 @@
 //! `timeouts` (a table of seconds per tool), and what a confined child may touch:
 //! `allow_paths` (directories a `reads`/`writes` plugin works under), `allow_ports` (TCP ports
 //! a `network` plugin may connect to) and `allow_exec` (programs it may run); and `env`, the
-//! variables of the harness's environment its child gets besides the allowlist.
+//! variables of the harness's environment its child gets besides the allowlist; `limits`, the
+//! resource limits of its children.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -16,8 +17,8 @@ use serde_json::Value;
 use crate::isolation::Isolation;
 
 /// The keys of a plugin's section that the harness reads itself.
-pub const RESERVED_KEYS: [&str; 7] =
-    ["isolation", "timeout", "timeouts", "allow_paths", "allow_ports", "allow_exec", "env"];
+pub const RESERVED_KEYS: [&str; 8] =
+    ["isolation", "timeout", "timeouts", "allow_paths", "allow_ports", "allow_exec", "env", "limits"];
 
 /// How long each tool of a plugin may take.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -52,6 +53,8 @@ pub struct PluginSettings {
     /// `env`: names of variables of the harness's environment its child gets besides the
     /// allowlist ([`crate::isolation::CHILD_ENV_ALLOWLIST`]); none unless listed.
     pub env: Vec<String>,
+    /// `limits`: the operator's resource limits of its children, each over its class's default.
+    pub limits: crate::isolation::Limits,
 }
 
 fn path_list(v: &Value, at: &str) -> Result<Vec<PathBuf>, String> {
@@ -122,6 +125,9 @@ impl PluginSettings {
         }
         if let Some(v) = table.remove("env") {
             settings.env = name_list(&v, &format!("[plugins.{plugin}] env"))?;
+        }
+        if let Some(v) = table.remove("limits") {
+            settings.limits = crate::isolation::Limits::from_table(&v, &format!("[plugins.{plugin}] limits"))?;
         }
         Ok((settings, config))
     }

@@ -117,7 +117,8 @@ async fn read_stderr(
             return;
         }
         if let Some(prefix) = &prefix {
-            eprintln!("{prefix}{text}");
+            // The server's own bytes: escape sequences in them are shown, not obeyed.
+            eprintln!("{prefix}{}", harness_core::printable(&text));
         }
         let mut tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
         if tail.len() == TAIL_LINES {

@@ -27,6 +27,9 @@ pub(crate) struct LoadRequest {
     /// `plugins check` reports each rule in its own check and still calls the tools.
     #[serde(default)]
     pub(crate) raw: bool,
+    /// The resource limits the child sets on itself before loading.
+    #[serde(default)]
+    pub(crate) limits: super::Limits,
 }
 
 /// The answer to a load frame: the manifest, or why the library was refused.
@@ -156,6 +159,9 @@ fn load(json: &[u8]) -> (Loaded, Option<Hosted>) {
         Ok(r) => r,
         Err(e) => return (refused(format!("bad load frame: {e}")), None),
     };
+    if let Err(e) = request.limits.apply() {
+        return (refused(format!("the plugin host cannot set its resource limits: {e}")), None);
+    }
     if let Some(confinement) = &request.confinement
         && let Err(e) = super::confine::apply(confinement)
     {
@@ -202,10 +208,12 @@ fn watch_harness() {
         let harness = unsafe { libc::getppid() };
         let watch = move || loop {
             std::thread::sleep(std::time::Duration::from_secs(1));
-            // SAFETY: getppid has no preconditions; _exit ends the process at once, as the
-            // harness's kill would.
+            // SAFETY: getppid has no preconditions; the kill ends this process's whole group
+            // at once (what its tools forked, then itself), as the harness's kill would; _exit
+            // in case the signal could not be sent.
             unsafe {
                 if libc::getppid() != harness {
+                    libc::kill(-libc::getpid(), libc::SIGKILL);
                     libc::_exit(0);
                 }
             }

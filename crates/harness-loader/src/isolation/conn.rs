@@ -48,6 +48,7 @@ pub(crate) struct Conn {
 
 impl Drop for Conn {
     fn drop(&mut self) {
+        self.kill_group();
         let _ = self.child.kill();
         let _ = self.child.wait();
         self.stderr.finish();
@@ -272,8 +273,25 @@ impl Conn {
         let _ = std::thread::Builder::new().name("plugin-host-reap".into()).spawn(move || drop(self));
     }
 
+    /// Kills every process of the child's group: what its tools forked dies with it. The
+    /// child leads a session, so its group is its pid; killed before the child is reaped,
+    /// while no other process can have that number.
+    #[cfg(unix)]
+    fn kill_group(&self) {
+        if let Ok(pid) = libc::pid_t::try_from(self.child.id()) {
+            // SAFETY: a signal to a process group of our own child's making.
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+        }
+    }
+
+    /// Windows: closing the Job Object kills every process in it.
+    #[cfg(not(unix))]
+    fn kill_group(&self) {}
+
     /// Ends the child and says how it ended.
     pub(crate) fn end(mut self) -> String {
+        // Whatever the call forked goes with it, before the child is reaped.
+        self.kill_group();
         let status = match self.child.try_wait() {
             Ok(Some(status)) => Some(status),
             _ => {

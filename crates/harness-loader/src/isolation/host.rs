@@ -80,7 +80,7 @@ impl ProcessHandler {
     ) -> Self {
         Self {
             plugin: plugin.to_owned(),
-            load: LoadRequest { path, confinement: None, max_result_bytes, raw: false },
+            load: LoadRequest { path, confinement: None, max_result_bytes, raw: false, limits: Default::default() },
             config,
             command,
             env: Vec::new(),
@@ -95,6 +95,12 @@ impl ProcessHandler {
     /// The same handler, its child confined by `confinement` before it loads the library.
     pub fn confined(mut self, confinement: Confinement) -> Self {
         self.load.confinement = Some(confinement);
+        self
+    }
+
+    /// The same handler, its child held to `limits` (set before it loads the library).
+    pub fn limited(mut self, limits: super::Limits) -> Self {
+        self.load.limits = limits;
         self
     }
 

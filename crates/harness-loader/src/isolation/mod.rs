@@ -14,6 +14,7 @@ mod child;
 pub mod confine;
 mod conn;
 mod host;
+mod limits;
 pub(crate) mod probe;
 #[cfg(windows)]
 mod pump;
@@ -26,6 +27,7 @@ use std::path::PathBuf;
 
 pub use child::serve_plugin_host;
 pub use host::ProcessHandler;
+pub use limits::Limits;
 pub(crate) use probe::probe;
 pub use probe::{FileManifest, read_manifest};
 #[cfg(windows)]

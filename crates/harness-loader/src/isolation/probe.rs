@@ -66,7 +66,13 @@ pub(crate) fn probe(command: &HostCommand, paths: &[PathBuf], confine: bool) -> 
             }
         }
         let Some(c) = conn.as_mut() else { continue };
-        let request = LoadRequest { path: path.clone(), confinement, max_result_bytes: 0, raw: false };
+        let request = LoadRequest {
+            path: path.clone(),
+            confinement,
+            max_result_bytes: 0,
+            raw: false,
+            limits: Default::default(),
+        };
         match c.load(&request, Instant::now() + PROBE_TIMEOUT) {
             Ok(Loaded::Plugin { abi_version, manifest }) => out.push(Ok(Probed { abi_version, manifest })),
             Ok(Loaded::Refused { reason, detail }) => out.push(Err(Refusal { reason, detail })),
@@ -114,7 +120,8 @@ pub fn read_manifest(command: &HostCommand, path: &Path) -> Result<FileManifest,
     let mut conn = Conn::spawn(command, MANIFEST_LIMIT, label, &[], false)
         .map_err(|e| format!("cannot start the plugin host ({}) to read it: {e}", command.program.display()))?;
     let confinement = confine.then(|| Confinement::loading([path]));
-    let request = LoadRequest { path: path.to_owned(), confinement, max_result_bytes: 0, raw: true };
+    let request =
+        LoadRequest { path: path.to_owned(), confinement, max_result_bytes: 0, raw: true, limits: Default::default() };
     let answer = match conn.load(&request, Instant::now() + PROBE_TIMEOUT) {
         Ok(Loaded::Raw { abi_version, manifest_json }) => Ok(FileManifest { abi_version, manifest_json }),
         Ok(Loaded::Refused { reason, .. }) => Err(reason),

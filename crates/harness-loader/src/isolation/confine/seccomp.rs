@@ -30,11 +30,14 @@ pub(super) enum When {
     BitsClear(u8, u64),
     /// Argument `.0` is the child's own process id.
     OwnPid(u8),
+    /// Argument `.0` is the child's own process id, or its negation: its own process group
+    /// (the child leads a session, so the group is itself and what it forked).
+    OwnPidOrGroup(u8),
     /// Each argument listed is 0: a null pointer, or pid 0 (the caller).
     Zero(&'static [u8]),
 }
 
-use When::{Always, ArgIn, BitsClear, OwnPid, Zero};
+use When::{Always, ArgIn, BitsClear, OwnPid, OwnPidOrGroup, Zero};
 
 /// A class's entries: system call number, and when it is allowed.
 type Table = &'static [(i64, When)];
@@ -174,7 +177,8 @@ pub(super) const BASE: Table = &[
     (libc::SYS_rt_sigprocmask, Always),
     (libc::SYS_rt_sigreturn, Always),
     (libc::SYS_sigaltstack, Always),
-    (libc::SYS_kill, OwnPid(0)),
+    // Its own group too: the child ends what its tools forked when the harness is gone.
+    (libc::SYS_kill, OwnPidOrGroup(0)),
     (libc::SYS_tgkill, OwnPid(0)),
     // Time, sleeping and randomness (HashMap's seeds).
     (libc::SYS_clock_gettime, Always),
@@ -326,6 +330,13 @@ fn rules_of(when: When, own_pid: u32) -> Result<Vec<SeccompRule>, String> {
         ArgIn(arg, values) => values.iter().map(|v| rule(vec![condition(arg, Dword, SeccompCmpOp::Eq, *v)?])).collect(),
         BitsClear(arg, bits) => Ok(vec![rule(vec![condition(arg, Qword, SeccompCmpOp::MaskedEq(bits), 0)?])?]),
         OwnPid(arg) => Ok(vec![rule(vec![condition(arg, Dword, SeccompCmpOp::Eq, own_pid.into())?])?]),
+        OwnPidOrGroup(arg) => {
+            let group = own_pid.wrapping_neg();
+            Ok(vec![
+                rule(vec![condition(arg, Dword, SeccompCmpOp::Eq, own_pid.into())?])?,
+                rule(vec![condition(arg, Dword, SeccompCmpOp::Eq, group.into())?])?,
+            ])
+        }
         Zero(args) => {
             let conditions =
                 args.iter().map(|a| condition(*a, Qword, SeccompCmpOp::Eq, 0)).collect::<Result<_, _>>()?;
@@ -531,6 +542,11 @@ mod tests {
         assert_eq!(errno_under(PURE, setns), libc::EPERM);
         assert_eq!(errno_under(PURE, kill_parent), libc::EPERM);
         assert_eq!(errno_under(PURE, kill_self), 0);
+        // Its own group (the one it leads as a plugin host): allowed; another's: refused.
+        let kill_own_group = || unsafe { libc::kill(-libc::getpid(), 0) }.into();
+        let kill_parents_group = || unsafe { libc::kill(-libc::getppid(), 0) }.into();
+        assert_ne!(errno_under(PURE, kill_own_group), libc::EPERM);
+        assert_eq!(errno_under(PURE, kill_parents_group), libc::EPERM);
         assert_eq!(errno_under(PURE, socket), libc::EPERM);
         let network = Profile { network: true, ..PURE };
         assert_eq!(errno_under(network, socket), libc::EPERM, "a network child has IP sockets, not Unix ones");
