@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
+use sha2::Digest as _;
 
 use crate::support::{Scratch, plugin, ran, snapshot};
 
@@ -154,16 +155,33 @@ fn run(s: &Scratch, extra: &[&str], calls: &[Value]) -> crate::support::Ran {
 fn a_plugin_from_the_cache_is_initialised_at_its_first_call_and_a_failed_init_fails_its_calls() {
     let s = Scratch::new();
     copy_into(&s, "p", &plugin("calc"));
-    list(&s, &[]);
-    // calc takes no configuration: a key in its section makes its `init` fail. From the
-    // cache, the run offers `calculate` without opening calc; its first call opens it. The
-    // section vouches for it: a copy outside the harness's directory runs in-process only so.
+    // The section vouches for calc: a copy outside the harness's directory runs in-process only
+    // so. A first run initialises it, and the cache learns that its (empty) section starts it.
+    s.write("h.toml", "[plugins.calc]\nisolation = \"in-process\"\n");
+    let good = [
+        json!({"tool": "calculate", "arguments": {"expression": "6*7"}}),
+        json!({"tool": "finish", "arguments": {"answer": 42}}),
+    ];
+    assert_eq!(run(&s, &["--config", "h.toml"], &good).code, 0);
+    // calc takes no configuration: a key in its section makes its `init` fail. A section the
+    // cache knows nothing of is tried before the run, as without the cache: calc is skipped.
     s.write("h.toml", "[plugins.calc]\nprecision = 3\nisolation = \"in-process\"\n");
     let calls = [
         json!({"tool": "calculate", "arguments": {"expression": "6*7"}}),
         json!({"tool": "calculate", "arguments": {"expression": "1+1"}}),
         json!({"tool": "finish", "arguments": {"answer": "none"}}),
     ];
+    let r = run(&s, &["--config", "h.toml"], &calls);
+    assert_eq!(s.trace("t.jsonl")[0]["error"]["code"], "unknown_tool", "{}", r.stderr);
+    // Where the cache says the section starts it (an entry edited here: a library whose init
+    // fails only now), the run offers `calculate` without opening calc; its first call opens
+    // it, and each call fails plugin_unavailable.
+    let empty = format!("{:x}", sha2::Sha256::digest(b"{}"));
+    let section = format!("{:x}", sha2::Sha256::digest(br#"{"precision":3}"#));
+    for entry in entries(&s) {
+        let text = std::fs::read_to_string(&entry).unwrap();
+        std::fs::write(&entry, text.replace(&empty, &section)).unwrap();
+    }
     let r = run(&s, &["--config", "h.toml"], &calls);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let steps = s.trace("t.jsonl");
@@ -218,4 +236,41 @@ fn a_run_refuses_at_the_first_call_a_vouched_plugin_whose_edited_entry_declares_
         &[(r"[0-9a-f]{16,}", "[hash]")],
     );
     assert!(!step.to_string().contains("secret"), "{step}");
+}
+
+/// The tools a run offers, from its trace's first line.
+fn offered_by_run(s: &Scratch, config: &[&str], trace: &str) -> Vec<String> {
+    let dir = s.path("p").to_string_lossy().into_owned();
+    let r = ran(s
+        .harness()
+        .args(["run", "calculate 6*7", "-q", "--no-default-plugins", "--plugins-dir", &dir, "--trace", trace])
+        .args(config));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let start = &s.trace_lines(trace)[0];
+    start["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect()
+}
+
+#[test]
+fn a_plugin_that_declines_its_configuration_is_offered_by_no_run_cached_or_not() {
+    let s = Scratch::new();
+    copy_into(&s, "p", &plugin("files"));
+    copy_into(&s, "p", &plugin("calc"));
+    // No [plugins.files] root: the plugin declines, and plugins list says so.
+    let listed = list(&s, &[]);
+    let files = listed["plugins"].as_array().unwrap().iter().find(|p| p["name"] == "files").unwrap();
+    assert!(files["tools"].to_string().contains(r#""needs":"[plugins.files] root""#), "{files}");
+    // A cold run, then warm runs from the cache (opened at the first call): never offered.
+    for n in 0..3 {
+        let tools = offered_by_run(&s, &[], &format!("t{n}.jsonl"));
+        assert_eq!(tools, ["finish", "calculate"], "run {n}");
+    }
+    // Configured, the same file's tools are offered, at once and from the cache.
+    std::fs::create_dir_all(s.path("root")).unwrap();
+    s.write("h.toml", "[plugins.files]\nroot = \"root\"\n");
+    for n in 0..2 {
+        let tools = offered_by_run(&s, &["--config", "h.toml"], &format!("c{n}.jsonl"));
+        assert!(tools.contains(&"read_file".to_owned()), "run {n}: {tools:?}");
+    }
+    // And without the root again: declined from the cache, not offered.
+    assert_eq!(offered_by_run(&s, &[], "u.jsonl"), ["finish", "calculate"]);
 }

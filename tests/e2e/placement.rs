@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::{Value, json};
+use sha2::Digest as _;
 
 use crate::support::{Ran, Scratch, fixture, plugin, ran, snapshot};
 
@@ -115,12 +116,24 @@ fn a_configuration_vouches_for_a_plugin_only_as_the_file_harness_lock_pins() {
 fn a_process_plugin_from_the_plugin_cache_starts_no_child_before_its_first_call() {
     let s = Scratch::new();
     let dir = copy_into(&s, "plugins", &plugin("calc"));
-    // calc takes no configuration: a key in its section makes its `init` fail, in its child.
     // (A copy outside the harness's directory runs in a child anyway; said here, so that the
-    // test holds whatever the default.)
+    // test holds whatever the default.) Listed once: the cache learns that calc's (empty)
+    // section starts it.
+    s.write("h.toml", "[plugins.calc]\nisolation = \"process\"\n");
+    list(&s, &dir, &["--config", "h.toml"]);
+    // calc takes no configuration: a key in its section makes its `init` fail, in its child.
     s.write("h.toml", "[plugins.calc]\nprecision = 3\nisolation = \"process\"\n");
     let listed = list(&s, &dir, &["--config", "h.toml"]);
     assert!(listed["skipped"][0]["reason"].as_str().unwrap().contains("precision"), "{listed}");
+    // The cache's entry edited to say this section starts it too (a library whose init fails
+    // only now): a run then trusts the cache and starts no child before the first call.
+    let empty = format!("{:x}", sha2::Sha256::digest(b"{}"));
+    let section = format!("{:x}", sha2::Sha256::digest(br#"{"precision":3}"#));
+    for entry in std::fs::read_dir(s.path("plugin-cache")).unwrap() {
+        let entry = entry.unwrap().path();
+        let text = std::fs::read_to_string(&entry).unwrap();
+        std::fs::write(&entry, text.replace(&empty, &section)).unwrap();
+    }
     let run = |calls: &[Value]| {
         let script = s.script(calls);
         ran(s

@@ -21,7 +21,7 @@
 
 use std::path::{Path, PathBuf};
 
-use harness_abi::manifest::Manifest;
+use harness_abi::manifest::{InitDeclined, Manifest};
 use serde::{Deserialize, Serialize};
 
 /// The layout of an entry; entries of another layout are read again from their files.
@@ -137,6 +137,28 @@ struct Entry {
     manifest: Manifest,
     /// Whether every schema of the manifest compiled when it was written.
     schemas_checked: bool,
+    /// How its `init` last went, and with which configuration: what a start-up that opens the
+    /// plugin only at its first call offers without starting it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    init: Option<InitOutcome>,
+}
+
+/// How a plugin's `init` went with one configuration section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct InitOutcome {
+    /// The digest of the section `init` was given ([`config_digest`]).
+    pub(crate) config: String,
+    /// Its decline for want of configuration; `None` when it started.
+    pub(crate) declined: Option<InitDeclined>,
+}
+
+/// The digest of a plugin's configuration section, as `init` sees it: an init outcome holds
+/// for this section only.
+pub(crate) fn config_digest(config: &serde_json::Value) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(config.to_string().as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A file's cached declaration.
@@ -148,6 +170,8 @@ pub(crate) struct Cached {
     pub(crate) manifest: Manifest,
     /// Whether its schemas compiled when the entry was written.
     pub(crate) schemas_checked: bool,
+    /// How its `init` last went, when known.
+    pub(crate) init: Option<InitOutcome>,
 }
 
 /// The cache directory, checked and ready.
@@ -219,7 +243,29 @@ impl Cache {
             abi_version: entry.abi_version,
             manifest: entry.manifest,
             schemas_checked: entry.schemas_checked,
+            init: entry.init,
         })
+    }
+
+    /// Records how `init` went for the file at `path` as it is now, when it has an entry
+    /// (written when its manifest was read); a file changed since is left to be read again.
+    pub(crate) fn put_init(&self, path: &Path, outcome: InitOutcome) {
+        let target = self.entry_path(path);
+        let Ok(text) = std::fs::read_to_string(&target) else { return };
+        let Ok(mut entry) = serde_json::from_str::<Entry>(&text) else { return };
+        let current = Identity::of(path);
+        if entry.format != FORMAT
+            || entry.harness != self.harness
+            || entry.path != path
+            || current != Some(entry.identity)
+        {
+            return;
+        }
+        if entry.init.as_ref() == Some(&outcome) {
+            return;
+        }
+        entry.init = Some(outcome);
+        self.write(&target, &entry);
     }
 
     /// Records what `path` declared when it had `identity`, unless it has changed since
@@ -237,12 +283,17 @@ impl Cache {
             abi_version: abi_version.to_owned(),
             manifest,
             schemas_checked: schemas,
+            init: None,
         };
-        let Ok(text) = serde_json::to_vec(&entry) else { return };
-        let target = self.entry_path(path);
+        self.write(&self.entry_path(path), &entry);
+    }
+
+    /// Writes an entry file whole.
+    fn write(&self, target: &Path, entry: &Entry) {
+        let Ok(text) = serde_json::to_vec(entry) else { return };
         // Written aside and renamed, so that a reader never sees half an entry, and never
         // through a link planted at either name (the directory is private anyway).
-        let _ = harness_core::no_follow::replace_file(&target, &format!(".tmp{}", std::process::id()), &text);
+        let _ = harness_core::no_follow::replace_file(target, &format!(".tmp{}", std::process::id()), &text);
         self.pruned.call_once(|| self.prune());
     }
 }

@@ -8,7 +8,7 @@ use harness_abi::manifest::{Effects, InitDeclined, Manifest, ToolManifest};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::cache::{Cache, Identity};
+use crate::cache::{Cache, Identity, InitOutcome, config_digest};
 use crate::isolation::Isolation;
 use crate::isolation::confine::{Confinement, EffectSet, Enforcement};
 use crate::late::LateLibrary;
@@ -63,6 +63,9 @@ pub struct LoadedPlugin {
     /// The library opened at its first call (`DiscoveryOptions::open_lazily`), in place of
     /// `library`; `initialised` stays false.
     pub late: Option<Arc<LateLibrary>>,
+    /// The plugin cache knows how its `init` goes with its configuration as it is now, so its
+    /// start may wait for its first call: what it offers is known without starting it.
+    pub init_known: bool,
 }
 
 impl LoadedPlugin {
@@ -83,6 +86,8 @@ struct Opened {
     manifest: Manifest,
     library: Option<PluginLibrary>,
     origin: Origin,
+    /// How its `init` last went, as the plugin cache remembers it.
+    init: Option<InitOutcome>,
 }
 
 /// Where an opened file's manifest was read.
@@ -217,6 +222,7 @@ fn open_all(
                 library: Some(library),
                 path,
                 origin: Origin::Here,
+                init: None,
             }),
             Err(e) => Err(skip(path, &e)),
         })
@@ -263,6 +269,7 @@ fn cached(
             manifest: hit.manifest,
             library: None,
             origin: Origin::Cached { identity, schemas_checked: hit.schemas_checked },
+            init: hit.init,
         }),
         None => Err((path, Some(identity))),
     }
@@ -287,6 +294,7 @@ fn checked(
                 manifest,
                 library: None,
                 origin: Origin::Probed(identity),
+                init: None,
             })
         }
         Err(refusal) => Err(Skipped { path, reason: refusal.reason, detail: refusal.detail }),
@@ -356,7 +364,7 @@ impl Discovery {
 
     /// Decides what an opened plugin offers, where it runs, and what confines it.
     fn admit(&mut self, opened: Opened, kernel: &Enforcement, taken: &mut Taken) {
-        let Opened { path, abi_version, manifest, library, origin } = opened;
+        let Opened { path, abi_version, manifest, library, origin, init } = opened;
         let name = manifest.name.clone();
         if let Some(first) = taken.names.get(&name) {
             let reason = format!(
@@ -397,6 +405,7 @@ impl Discovery {
         let placement = self.options.placement_of(&name, &path, effects, sha256);
         let isolation = placement.isolation();
         let config = self.options.configs.get(&name).cloned().unwrap_or_else(|| Value::Object(Default::default()));
+        let known = init.filter(|o| o.config == config_digest(&config));
         let mut plugin = LoadedPlugin {
             path,
             abi_version,
@@ -411,6 +420,7 @@ impl Discovery {
             confinement: BTreeMap::new(),
             from_cache: matches!(origin, Origin::Cached { .. }),
             late: None,
+            init_known: known.is_some(),
         };
         if isolation == Isolation::Process {
             let grants = self.options.grants_of(&name, &config);
@@ -436,10 +446,16 @@ impl Discovery {
             release_tools(taken, &name, &plugin.tools);
             return;
         }
-        if isolation == Isolation::Process {
+        // The cache knows this configuration makes it decline: no tool offered, nothing started.
+        if let Some(declined) = known.as_ref().and_then(|o| o.declined.as_ref())
+            && self.options.open_lazily
+        {
+            release_tools(taken, &name, &plugin.tools);
+            plugin.decline(declined);
+        } else if isolation == Isolation::Process {
             plugin.library = library.map(Arc::new);
-        } else if let (Origin::Cached { identity, .. }, true, false) =
-            (origin, self.options.open_lazily, offered.is_empty())
+        } else if let (Origin::Cached { identity, .. }, true, false, true) =
+            (origin, self.options.open_lazily, offered.is_empty(), plugin.init_known)
             && let Some(file) = file.take()
         {
             let late = LateLibrary::new(file, identity, plugin.manifest.clone(), config);
@@ -457,9 +473,11 @@ impl Discovery {
                 Ok(library) => {
                     plugin.library = Some(Arc::new(library));
                     plugin.initialised = true;
+                    self.remember_init(&plugin.path, &config, None);
                 }
                 Err(LoadError::Declined(declined)) => {
                     release_tools(taken, &name, &plugin.tools);
+                    self.remember_init(&plugin.path, &config, Some(declined.clone()));
                     plugin.decline(&declined);
                 }
                 Err(e) => {
@@ -530,6 +548,15 @@ impl Discovery {
         };
         if let Some(cache) = &self.cache {
             cache.put(path, identity, abi_version, manifest, schemas);
+        }
+    }
+
+    /// Writes how a plugin's `init` went with `config` to the plugin cache, so that a start-up
+    /// that opens it only at its first call offers what it would offer (never a tool whose
+    /// plugin declines), without starting it.
+    pub(crate) fn remember_init(&self, path: &Path, config: &Value, declined: Option<InitDeclined>) {
+        if let Some(cache) = &self.cache {
+            cache.put_init(path, InitOutcome { config: config_digest(config), declined });
         }
     }
 

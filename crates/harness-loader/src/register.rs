@@ -62,7 +62,8 @@ impl Discovery {
         }
         let mut wanted = Vec::new();
         for plugin in &self.plugins {
-            if plugin.isolation != Isolation::Process || (plugin.from_cache && self.options.open_lazily) {
+            let lazy = plugin.from_cache && plugin.init_known && self.options.open_lazily;
+            if plugin.isolation != Isolation::Process || lazy {
                 continue;
             }
             let timeouts = self.options.timeouts_of(&plugin.manifest.name);
@@ -91,6 +92,14 @@ impl Discovery {
         });
         for ((name, handlers), failed) in wanted.into_iter().zip(outcomes) {
             let Some(at) = self.plugins.iter().position(|p| p.manifest.name == name) else { continue };
+            let config = self.options.configs.get(&name).cloned().unwrap_or_else(|| Value::Object(Default::default()));
+            match &failed {
+                Some((_, Some(declined))) => {
+                    self.remember_init(&self.plugins[at].path, &config, Some(declined.clone()))
+                }
+                None => self.remember_init(&self.plugins[at].path, &config, None),
+                Some((_, None)) => {}
+            }
             match failed {
                 Some((_, Some(declined))) => self.plugins[at].decline(&declined),
                 Some((reason, None)) => {
