@@ -84,3 +84,16 @@ fn tools_run_through_the_generated_arguments() {
     // The function stays a plain function, for the plugin's own unit tests.
     assert_eq!(greet("Bo".into(), None).greeting, "Hello, Bo!");
 }
+
+/// What docs/plugin-authoring.md tells authors to write: the generated tool alone, with `()`
+/// for the plugin, since a `#[tool]` function uses none.
+#[test]
+fn a_generated_tool_runs_without_a_plugin() {
+    let err = greet::tool::<()>().call(&(), json!({"nom": "Ada"})).map_err(|e| e.code);
+    assert_eq!(err, Err("invalid_arguments".to_owned()));
+    let tool = change_case::tool::<()>();
+    for example in &tool.manifest().examples {
+        let got = tool.call(&(), example.arguments.clone());
+        assert_eq!(got.map_err(|e| e.code), Err(example.error_code.clone().unwrap_or_default()));
+    }
+}
