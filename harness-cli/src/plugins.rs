@@ -49,18 +49,20 @@ pub(crate) enum PluginsCommand {
     Check(Box<CheckArgs>),
     /// Create a plugin crate of its own that builds and passes `plugins check` as it is.
     ///
-    /// A cdylib on harness-sdk with one example tool, a declared example, and a test that
-    /// runs the checks of `plugins check` on the built library.
+    /// A cdylib on harness-sdk with one example tool (a `#[tool]` function with a declared
+    /// example), a test that runs the checks of `plugins check` on the built library, a
+    /// README, and a GitHub Actions workflow that builds the .so and the .dll and runs
+    /// `plugins check --junit`.
     New {
         /// The plugin's name, which is also its crate's: ^[a-z][a-z0-9_-]{0,63}$.
         name: String,
         /// The crate's directory (default ./NAME); it must not exist or be empty.
         #[arg(long, value_name = "DIR")]
         path: Option<PathBuf>,
-        /// Depend on the harness-sdk crate in this directory (default: the one this harness was built from, when it is still there).
+        /// Depend on the harness-sdk crate in this directory (a harness checkout's crates/harness-sdk) instead of a registry version.
         #[arg(long, value_name = "PATH", conflicts_with = "sdk_version")]
         sdk_path: Option<PathBuf>,
-        /// Depend on this version of harness-sdk from a registry instead.
+        /// The version requirement on harness-sdk from a registry (default: this release's MAJOR.MINOR).
         #[arg(long, value_name = "VER")]
         sdk_version: Option<String>,
     },
@@ -478,15 +480,9 @@ fn process_executor() -> Result<Executor> {
     host_command().map(Executor::Process)
 }
 
-/// The SDK of the checkout this binary was built from, when it is still there.
-fn built_from_sdk() -> Option<PathBuf> {
-    dunce::canonicalize(Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/harness-sdk")).ok()
-}
-
 /// Writes a new plugin crate and says what to do next.
 fn new_plugin(name: &str, path: Option<PathBuf>, sdk_path: Option<PathBuf>, sdk_version: Option<String>) -> Result<u8> {
     scaffold::check_name(name).map_err(|e| CliError::Usage(e.to_string()))?;
-    let own_version = || Dependency::Version(env!("CARGO_PKG_VERSION").to_owned());
     let (sdk, testkit) = match (sdk_path, sdk_version) {
         (Some(dir), _) => {
             let dir =
@@ -497,19 +493,15 @@ fn new_plugin(name: &str, path: Option<PathBuf>, sdk_path: Option<PathBuf>, sdk_
                     dir.display()
                 )));
             }
-            let testkit =
-                dunce::canonicalize(dir.join("../harness-testkit")).map_or_else(|_| own_version(), Dependency::Path);
+            // The kit beside the SDK, so that a checkout's tests check with the same code.
+            let testkit = dunce::canonicalize(dir.join("../harness-testkit"))
+                .map_or_else(|_| Dependency::Version(scaffold::default_requirement()), Dependency::Path);
             (Dependency::Path(dir), testkit)
         }
-        (None, Some(version)) => (Dependency::Version(version.clone()), Dependency::Version(version)),
-        (None, None) => match built_from_sdk() {
-            Some(dir) => {
-                let testkit = dunce::canonicalize(dir.join("../harness-testkit"))
-                    .map_or_else(|_| own_version(), Dependency::Path);
-                (Dependency::Path(dir), testkit)
-            }
-            None => (own_version(), own_version()),
-        },
+        (None, version) => {
+            let version = version.unwrap_or_else(scaffold::default_requirement);
+            (Dependency::Version(version.clone()), Dependency::Version(version))
+        }
     };
     let dir = path.unwrap_or_else(|| PathBuf::from(name));
     let spec = Scaffold { name: name.to_owned(), dir: dir.clone(), sdk: sdk.clone(), testkit };
@@ -525,7 +517,11 @@ fn new_plugin(name: &str, path: Option<PathBuf>, sdk_path: Option<PathBuf>, sdk_
     }
     match &sdk {
         Dependency::Path(p) => say!(out, "harness-sdk from {}", p.display()),
-        Dependency::Version(v) => say!(out, "harness-sdk {v} from a registry"),
+        Dependency::Version(v) => {
+            say!(out, "harness-sdk {v} from crates.io");
+            // Said until the SDK is published, so that nobody waits on a resolution that fails.
+            say!(out, "(not published yet: until it is, scaffold with --sdk-path CHECKOUT/crates/harness-sdk)");
+        }
     }
     let library = format!("{}{}{}", std::env::consts::DLL_PREFIX, name.replace('-', "_"), std::env::consts::DLL_SUFFIX);
     say!(out, "next:");

@@ -269,6 +269,8 @@ fn scaffold_greet(s: &Scratch) -> PathBuf {
     assert!(r.stdout.contains("harness plugins check target/debug/libgreet.so"), "{}", r.stdout);
     let toml = std::fs::read_to_string(s.path("greet/Cargo.toml")).unwrap();
     assert!(toml.contains("[workspace]") && toml.contains("harness-testkit"), "{toml}");
+    let lib = std::fs::read_to_string(s.path("greet/src/lib.rs")).unwrap();
+    assert!(lib.contains("#[harness_sdk::tool(") && lib.contains("harness_sdk::plugin!(tools = [greet]);"), "{lib}");
     std::fs::copy(workspace_root().join("Cargo.lock"), s.path("greet/Cargo.lock")).unwrap();
     s.path("greet/Cargo.toml")
 }
@@ -291,6 +293,12 @@ fn a_scaffolded_plugin_builds_on_its_own_passes_the_checks_and_runs() {
     let (code, report) = check_json(&s, &library, &[]);
     assert_eq!(code, 0, "{report:#}");
     assert_eq!(report["plugin"]["name"], "greet");
+    // The check its CI workflow runs, with a JUnit report.
+    let junit = s.path("check.xml");
+    let r = ran(s.harness().args(["plugins", "check"]).arg(&library).arg("--junit").arg(&junit));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("<testcase") && !xml.contains("<failure"), "{xml}");
 
     let script = s.script(&[
         json!({"tool": "greet", "arguments": {"name": "Ada"}}),
@@ -308,6 +316,46 @@ fn a_scaffolded_plugin_builds_on_its_own_passes_the_checks_and_runs() {
     let trace = s.trace("t.jsonl");
     assert_eq!(trace[0]["result"], json!({"greeting": "Hello, Ada!"}));
     assert_eq!(trace[0]["plugin"], "greet");
+}
+
+/// Every `run:` line of every job's steps in a GitHub Actions workflow, which must parse as YAML
+/// with `jobs` holding `steps`.
+fn workflow_commands(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let docs = yaml_rust2::YamlLoader::load_from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let jobs = docs[0]["jobs"].as_hash().unwrap_or_else(|| panic!("{} has no jobs", path.display()));
+    assert!(docs[0]["on"]["push"].is_null() && docs[0]["on"]["pull_request"].is_null(), "{text}");
+    let mut commands = Vec::new();
+    for (name, job) in jobs {
+        assert!(job["runs-on"].as_str().is_some(), "job {name:?} has no runs-on");
+        let steps = job["steps"].as_vec().unwrap_or_else(|| panic!("job {name:?} has no steps"));
+        commands.extend(steps.iter().filter_map(|step| step["run"].as_str().map(str::to_owned)));
+    }
+    commands
+}
+
+/// `plugins new` writes, beside the crate, the workflow of its CI (the .so, the .dll, the
+/// checks as JUnit) and a README; and depends on a registry version of the SDK unless given
+/// a path.
+#[test]
+fn a_scaffold_brings_its_ci_workflow_and_readme_and_depends_on_a_version() {
+    let s = Scratch::new();
+    let r = ran(s.harness().args(["plugins", "new", "word-count", "--path", "wc"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("--sdk-path"), "{}", r.stdout);
+    let toml = std::fs::read_to_string(s.path("wc/Cargo.toml")).unwrap();
+    let minor = env!("CARGO_PKG_VERSION").rsplit_once('.').unwrap().0;
+    assert!(toml.contains(&format!("harness-sdk = \"{minor}\"")), "{toml}");
+    let commands = workflow_commands(&s.path("wc/.github/workflows/ci.yml"));
+    let ran_one = |all: &[&str]| commands.iter().any(|c| all.iter().all(|part| c.contains(part)));
+    assert!(ran_one(&["cargo build --release"]), "{commands:?}");
+    assert!(ran_one(&["cargo build", "--target x86_64-pc-windows-gnu"]), "{commands:?}");
+    assert!(ran_one(&["cargo test"]), "{commands:?}");
+    assert!(ran_one(&["harness plugins check target/release/libword_count.so", "--junit"]), "{commands:?}");
+    let readme = std::fs::read_to_string(s.path("wc/README.md")).unwrap();
+    for part in ["cargo build --release", "harness plugins check", "word_count.dll", "Signing"] {
+        assert!(readme.contains(part), "{part}: {readme}");
+    }
 }
 
 /// The scaffold's own `cargo test`: its unit test, and `tests/testkit.rs`, which runs the kit

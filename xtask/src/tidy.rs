@@ -78,6 +78,8 @@ pub(crate) struct Graph {
     pub(crate) plugins: BTreeMap<String, BTreeSet<String>>,
     /// Every package's normal dependencies, ours and others', by name.
     pub(crate) deps: BTreeMap<String, BTreeSet<String>>,
+    /// The directories, relative to the root, of the members a plain `cargo build` builds.
+    pub(crate) default_members: BTreeSet<String>,
 }
 
 /// Checks the workspace at `root`; every disagreement found, each on a line of its own.
@@ -92,6 +94,7 @@ pub(crate) fn check(root: &Path) -> Result<(), String> {
     problems.extend(file_doc_problems(root, &crates)?);
     problems.extend(rust_version_problems(root)?);
     problems.extend(exit_code_problems(root)?);
+    problems.extend(test_only_problems(root, &graph.default_members));
     if problems.is_empty() {
         return Ok(());
     }
@@ -128,6 +131,25 @@ fn workspace_crates(root: &Path) -> Result<Vec<String>, String> {
 /// held to [`UNSAFE_ALLOWED`].
 fn is_product(krate: &str) -> bool {
     !krate.starts_with("tests/") && krate != "benches"
+}
+
+/// A test-only plugin (`TEST_ONLY: bool = true`) must not be a default member: a plain `cargo
+/// build --release` would put it beside the harness, where every user's `plugins list` shows it.
+fn test_only_problems(root: &Path, default_members: &BTreeSet<String>) -> Vec<String> {
+    let test_only = |krate: &str| {
+        let source = crate_root(root, krate).and_then(|f| std::fs::read_to_string(f).ok()).unwrap_or_default();
+        source.contains("const TEST_ONLY: bool = true")
+    };
+    default_members
+        .iter()
+        .filter(|krate| test_only(krate))
+        .map(|krate| {
+            format!(
+                "{krate} is a test-only plugin but a default member, so `cargo build --release` puts it in the \
+                 release directory; leave it out of default-members in Cargo.toml (its tests build it with -p)"
+            )
+        })
+        .collect()
 }
 
 /// The crate's root file: `src/lib.rs`, else `src/main.rs`.
@@ -334,6 +356,11 @@ impl Graph {
         let members: BTreeSet<&str> =
             metadata["workspace_members"].as_array().into_iter().flatten().filter_map(name_of).collect();
         let mut graph = Self::default();
+        for id in metadata["workspace_default_members"].as_array().into_iter().flatten() {
+            let manifest = id.as_str().and_then(|id| by_id.get(id)).and_then(|p| p["manifest_path"].as_str());
+            let dir = manifest.map(Path::new).and_then(|m| m.parent()?.strip_prefix(root).ok());
+            graph.default_members.extend(dir.map(|d| d.to_string_lossy().replace('\\', "/")));
+        }
         for node in metadata["resolve"]["nodes"].as_array().into_iter().flatten() {
             let Some(name) = name_of(&node["id"]) else { continue };
             let normal = node["deps"]
@@ -480,6 +507,18 @@ mod tests {
         if let Err(problems) = check(root()) {
             panic!("{problems}");
         }
+    }
+
+    /// The fault plugin, were it a default member again, is named; the workspace's real
+    /// default members include the SDK and no test-only plugin.
+    #[test]
+    fn a_test_only_plugin_among_the_default_members_fails_the_check() {
+        let members: BTreeSet<String> = ["plugins/calc".to_owned(), "plugins/fault".to_owned()].into();
+        let problems = test_only_problems(root(), &members);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].starts_with("plugins/fault is a test-only plugin"), "{problems:?}");
+        let graph = Graph::of_workspace(root()).unwrap();
+        assert!(graph.default_members.contains("crates/harness-sdk"), "{:?}", graph.default_members);
     }
 
     /// The same check on the real graph and codes, against a diagram with one arrow wrong,

@@ -187,10 +187,12 @@ pub(crate) fn cross_cargo(dir: &Path) -> Command {
     cmd
 }
 
-/// The release build of the default members (the harness and its plugins), then the benches,
-/// which must build too. Test fixtures are not built: beside `harness.exe` they would load.
+/// The release build of the default members (the harness and its plugins), the test-only
+/// `fault` plugin the checks call (not a default member), then the benches, which must build
+/// too. Test fixtures are not built: beside `harness.exe` they would load.
 fn build(root: &Path) -> Result<(), String> {
     run(cross_cargo(root).args(["build", "--release", "--target", TARGET]))?;
+    run(cross_cargo(root).args(["build", "--release", "--target", TARGET, "-p", "fault"]))?;
     run(cross_cargo(root).args([
         "build",
         "--release",

@@ -1,18 +1,36 @@
-//! Write a tool plugin for `harness`: a struct, typed arguments, one export macro.
+//! Write a tool plugin for `harness`: plain functions marked `#[tool]`, one `plugin!` line.
 //!
-//! A plugin is a `cdylib` crate that depends on this crate alone. Its arguments types derive
-//! `serde::Deserialize` and `schemars::JsonSchema`, so the JSON Schema the model sees is
-//! generated from the same type the tool receives. The SDK catches every panic at the library
-//! boundary and returns it as a `tool_panicked` error: nothing unwinds into the host.
+//! A plugin is a `cdylib` crate that depends on this crate alone. The short form makes a tool
+//! of a plain function: its parameters become the arguments type (unknown keys refused), whose
+//! JSON Schema the model sees; its doc comment becomes the description (a `# Arguments`
+//! section of `` * `name` - ... `` bullets documents the parameters); its return type (or the
+//! `T` of `Result<T, E>`, with `E: Into<ToolError>`) gives the output schema. `#[schema]`
+//! derives what a type of your own needs to be an argument or a result. The SDK catches every
+//! panic at the library boundary and returns it as a `tool_panicked` error: nothing unwinds
+//! into the host.
+//!
+//! ```
+//! /// Upper-cases text.
+//! #[harness_sdk::tool(effects = "pure", example(args = {"text": "hi"}, result = "HI"))]
+//! fn shout(text: String) -> String {
+//!     text.to_uppercase()
+//! }
+//!
+//! harness_sdk::plugin!(name = "loud", description = "Makes text loud.", tools = [shout]);
+//! # fn main() {}
+//! ```
+//!
+//! The long form, for plugins with configuration or state: implement [`Plugin`], list
+//! [`Tool`]s built from typed closures that receive `&Self`, and export it with
+//! [`export_plugin!`]. Its types derive through `#[schema]` (or derive `Deserialize` and
+//! `JsonSchema` themselves, with `#[serde(crate = "harness_sdk::serde")]` and
+//! `#[schemars(crate = "harness_sdk::schemars")]`, since the derives look for crates of those names):
 //!
 //! ```
 //! use harness_sdk::{Effects, NoConfig, Plugin, Tool, ToolError};
-//! use harness_sdk::schemars::{self, JsonSchema};
-//! use harness_sdk::serde::{self, Deserialize};
 //!
-//! #[derive(Deserialize, JsonSchema)]
-//! #[serde(crate = "harness_sdk::serde")]
-//! #[schemars(crate = "harness_sdk::schemars")]
+//! #[harness_sdk::schema]
+//! #[serde(deny_unknown_fields)]
 //! struct Shout {
 //!     /// The text to shout.
 //!     text: String,
@@ -41,8 +59,12 @@ mod runtime;
 mod tool;
 
 pub use harness_abi::manifest::{Effects, InitDeclined, Manifest, ToolError, ToolExample, ToolManifest};
+pub use harness_sdk_macros::{schema, tool};
 pub use runtime::Runtime;
 pub use tool::Tool;
+
+// The attributes' generated code names `::harness_sdk`; this lets the SDK's own tests use them.
+extern crate self as harness_sdk;
 
 /// Re-exported so that plugin crates need no dependency of their own on it.
 pub use schemars;
@@ -78,6 +100,55 @@ pub trait Plugin: Sized + Send + Sync + 'static {
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NoConfig {}
+
+/// Declares a plugin of `#[tool]` functions and exports it: `plugin!(tools = [greet]);`.
+///
+/// The plugin takes no configuration and holds no state (write the [`Plugin`] trait for
+/// those). Its name and description default to the crate's `name` and `description` in
+/// Cargo.toml (`name = "..."` and `description = "..."`, in that order before `tools`, say
+/// otherwise); its version is always the crate's. Each tool is the path of a function marked
+/// `#[harness_sdk::tool]`. Use it once, at the root of a `cdylib` crate.
+#[macro_export]
+macro_rules! plugin {
+    ($(name = $name:expr,)? $(description = $description:expr,)? tools = [$($($tool:ident)::+),* $(,)?] $(,)?) => {
+        /// The plugin that `harness_sdk::plugin!` declared.
+        #[doc(hidden)]
+        pub struct __HarnessPlugin;
+
+        impl $crate::Plugin for __HarnessPlugin {
+            const NAME: &'static str = $crate::__or!($($name)?; env!("CARGO_PKG_NAME"));
+            const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+            const DESCRIPTION: &'static str = $crate::__or!($($description)?; env!("CARGO_PKG_DESCRIPTION"));
+            type Config = $crate::NoConfig;
+            fn init(_: $crate::NoConfig) -> ::core::result::Result<Self, ::std::string::String> {
+                ::core::result::Result::Ok(__HarnessPlugin)
+            }
+            fn tools() -> ::std::vec::Vec<$crate::Tool<Self>> {
+                ::std::vec![$($($tool)::+::tool()),*]
+            }
+        }
+
+        // `plugins list` and the manifest would show nothing of what the plugin is for.
+        const _: () = ::core::assert!(
+            !<__HarnessPlugin as $crate::Plugin>::DESCRIPTION.is_empty(),
+            "the plugin has no description: set `description` in Cargo.toml's [package], or pass description = \"...\" to plugin!"
+        );
+
+        $crate::export_plugin!(__HarnessPlugin);
+    };
+}
+
+/// The first of an optional value and a default; for [`plugin!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __or {
+    (; $default:expr) => {
+        $default
+    };
+    ($value:expr; $default:expr) => {
+        $value
+    };
+}
 
 /// Items the export macro expands to; not part of the public API.
 #[doc(hidden)]

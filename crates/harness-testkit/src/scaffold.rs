@@ -1,8 +1,10 @@
 //! `harness plugins new`: a plugin crate of its own that builds and passes the checks as it is.
 //!
 //! The crate is a `cdylib` (and `rlib`, for unit tests) with its own `[workspace]` table, one
-//! example tool with an output schema and a declared example, a unit test, and
-//! `tests/testkit.rs`, which builds the library and runs [`crate::check`] on it.
+//! example tool in the SDK's short form (a `#[tool]` function with a declared example, and
+//! `plugin!`), a unit test, `tests/testkit.rs`, which builds the library and runs
+//! [`crate::check`] on it, a README on building, checking and shipping it, and a GitHub Actions
+//! workflow that builds the `.so` and the `.dll` and runs `harness plugins check --junit`.
 
 use std::path::{Path, PathBuf};
 
@@ -13,6 +15,19 @@ const LIB_RS: &str = include_str!("../templates/plugin/lib.rs.in");
 const TESTKIT_RS: &str = include_str!("../templates/plugin/testkit.rs.in");
 const GITIGNORE: &str = include_str!("../templates/plugin/gitignore.in");
 const RUSTFMT_TOML: &str = include_str!("../templates/plugin/rustfmt.toml.in");
+const README_MD: &str = include_str!("../templates/plugin/README.md.in");
+const CI_YML: &str = include_str!("../templates/plugin/ci.yml.in");
+
+/// The version requirement on `harness-sdk` and `harness-testkit` when no path is given: this
+/// release's `MAJOR.MINOR`, which cargo reads as `^MAJOR.MINOR` (for 0.x, the same minor).
+pub fn default_requirement() -> String {
+    let version = env!("CARGO_PKG_VERSION");
+    let mut parts = version.split('.');
+    match (parts.next(), parts.next()) {
+        (Some(major), Some(minor)) => format!("{major}.{minor}"),
+        _ => version.to_owned(),
+    }
+}
 
 /// Where a dependency of the new crate comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,56 +140,6 @@ const RESERVED: &[&str] = &[
     "harness_testkit",
 ];
 
-/// Type names the template already uses, or that the prelude gives; a plugin type named so
-/// gets a `Plugin` suffix.
-const TAKEN_TYPES: &[&str] = &[
-    "Tool",
-    "Plugin",
-    "Effects",
-    "NoConfig",
-    "ToolError",
-    "GreetArgs",
-    "Greeting",
-    "JsonSchema",
-    "Serialize",
-    "Deserialize",
-    "Option",
-    "Result",
-    "String",
-    "Vec",
-    "Box",
-    "Some",
-    "None",
-    "Ok",
-    "Err",
-    "Send",
-    "Sync",
-    "Sized",
-    "Copy",
-    "Clone",
-    "Default",
-    "Drop",
-    "Fn",
-    "FnMut",
-    "FnOnce",
-    "Iterator",
-    "IntoIterator",
-    "Extend",
-    "ToString",
-    "ToOwned",
-    "Into",
-    "From",
-    "TryFrom",
-    "TryInto",
-    "Eq",
-    "PartialEq",
-    "Ord",
-    "PartialOrd",
-    "AsRef",
-    "AsMut",
-    "Unpin",
-];
-
 /// Checks that `name` can name both a plugin and its crate.
 pub fn check_name(name: &str) -> Result<(), ScaffoldError> {
     let invalid = |why: &str| Err(ScaffoldError::InvalidName { name: name.to_owned(), why: why.to_owned() });
@@ -187,19 +152,6 @@ pub fn check_name(name: &str) -> Result<(), ScaffoldError> {
         return invalid("it is a Rust keyword or the name of a crate the plugin needs, which a crate cannot be named");
     }
     Ok(())
-}
-
-/// The plugin's Rust type name: `word-count` becomes `WordCount`.
-pub fn type_name(name: &str) -> String {
-    let camel: String = name
-        .split(['-', '_'])
-        .filter(|part| !part.is_empty())
-        .map(|part| {
-            let mut chars = part.chars();
-            chars.next().map(|c| c.to_ascii_uppercase().to_string() + chars.as_str()).unwrap_or_default()
-        })
-        .collect();
-    if TAKEN_TYPES.contains(&camel.as_str()) { format!("{camel}Plugin") } else { camel }
 }
 
 /// A TOML basic string.
@@ -243,7 +195,10 @@ pub fn scaffold(spec: &Scaffold) -> Result<Vec<PathBuf>, ScaffoldError> {
     let fill = |template: &str| {
         template
             .replace("{{name}}", &spec.name)
-            .replace("{{Type}}", &type_name(&spec.name))
+            .replace("{{lib}}", &spec.name.replace('-', "_"))
+            // One place for the minimum Rust version: the workspace's, which built this.
+            .replace("{{rust_version}}", env!("CARGO_PKG_RUST_VERSION"))
+            .replace("{{harness_git}}", env!("CARGO_PKG_REPOSITORY"))
             .replace("{{sdk}}", &dependency_line("harness-sdk", &spec.sdk))
             .replace("{{testkit}}", &dependency_line("harness-testkit", &spec.testkit))
     };
@@ -251,6 +206,8 @@ pub fn scaffold(spec: &Scaffold) -> Result<Vec<PathBuf>, ScaffoldError> {
         ("Cargo.toml", fill(CARGO_TOML)),
         ("src/lib.rs", fill(LIB_RS)),
         ("tests/testkit.rs", fill(TESTKIT_RS)),
+        ("README.md", fill(README_MD)),
+        (".github/workflows/ci.yml", fill(CI_YML)),
         (".gitignore", GITIGNORE.to_owned()),
         // The harness's own style, in which the templates are written: `cargo fmt` leaves them be.
         ("rustfmt.toml", RUSTFMT_TOML.to_owned()),
@@ -268,16 +225,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_default_requirement_is_this_minor() {
+        let requirement = default_requirement();
+        assert!(env!("CARGO_PKG_VERSION").starts_with(&format!("{requirement}.")), "{requirement}");
+    }
+
+    #[test]
     fn names() {
         assert!(check_name("greet").is_ok());
         assert!(check_name("word-count_2").is_ok());
         for bad in ["Greet", "9lives", "", "a.b", "fn", "self", "std", "harness-sdk"] {
             assert!(check_name(bad).is_err(), "{bad}");
         }
-        assert_eq!(type_name("word-count_2"), "WordCount2");
-        assert_eq!(type_name("a--b"), "AB");
-        assert_eq!(type_name("tool"), "ToolPlugin");
-        assert_eq!(type_name("result"), "ResultPlugin");
     }
 
     #[test]
@@ -291,14 +250,23 @@ mod tests {
             testkit: Dependency::Version("0.1.0".into()),
         };
         let files = scaffold(&spec).unwrap();
-        assert_eq!(files.len(), 5);
+        assert_eq!(files.len(), 7);
         let toml = std::fs::read_to_string(dir.join("wc/Cargo.toml")).unwrap();
         assert!(toml.contains("name = \"word-count\""), "{toml}");
         assert!(toml.contains(r#"harness-sdk = { path = "/src/harness \"x\"/crates/harness-sdk" }"#), "{toml}");
         assert!(toml.contains("harness-testkit = \"0.1.0\""), "{toml}");
         let lib = std::fs::read_to_string(dir.join("wc/src/lib.rs")).unwrap();
-        assert!(lib.contains("pub struct WordCount;") && lib.contains("export_plugin!(WordCount)"), "{lib}");
-        assert!(!lib.contains("{{"), "{lib}");
+        assert!(
+            lib.contains("#[harness_sdk::tool(") && lib.contains("harness_sdk::plugin!(tools = [greet]);"),
+            "{lib}"
+        );
+        assert!(toml.contains(&format!("rust-version = \"{}\"", env!("CARGO_PKG_RUST_VERSION"))), "{toml}");
+        let ci = std::fs::read_to_string(dir.join("wc/.github/workflows/ci.yml")).unwrap();
+        assert!(ci.contains("target/release/libword_count.so --junit") && ci.contains("word_count.dll"), "{ci}");
+        let readme = std::fs::read_to_string(dir.join("wc/README.md")).unwrap();
+        for text in [&lib, &toml, &ci, &readme] {
+            assert!(!text.contains("{{"), "{text}");
+        }
         assert!(matches!(scaffold(&spec), Err(ScaffoldError::NotEmpty { .. })));
         let _ = std::fs::remove_dir_all(&dir);
     }

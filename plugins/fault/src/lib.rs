@@ -111,8 +111,12 @@ impl Plugin for Fault {
                 Effects::Pure,
                 |_: &Fault, _: NoArgs| -> Result<Value, ToolError> {
                     // SAFETY: none: this tool exists to crash with SIGSEGV, as a buggy native
-                    // tool would. A volatile read keeps the compiler from removing it.
-                    let byte = unsafe { std::ptr::read_volatile(std::ptr::null::<u8>()) };
+                    // tool would. A volatile read keeps the compiler from removing it; the
+                    // black_box hides the null from rustc 1.88's deny-by-default
+                    // invalid_null_arguments lint, which would fail the build at the workspace's
+                    // rust-version.
+                    let null = std::hint::black_box(std::ptr::null::<u8>());
+                    let byte = unsafe { std::ptr::read_volatile(null) };
                     Ok(json!(byte))
                 },
             ),
