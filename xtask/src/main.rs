@@ -7,6 +7,7 @@
 //!
 //! ```text
 //! cargo xtask test [-- ARGS...]     prerequisites, then cargo test --workspace --no-fail-fast ARGS
+//! cargo xtask test --quick          no prerequisites: every test but those that need one (the list is printed)
 //! cargo xtask setup [NAME...]       prerequisites only (all, or the named ones)
 //! cargo xtask env [NAME...]         prerequisites, then print their variables as `export` lines
 //! cargo xtask list                  the prerequisites and what each is for
@@ -97,18 +98,45 @@ impl Context {
     }
 }
 
+/// The tests that need a prerequisite of `prereq/` (a server, a browser, a scheduler, a model),
+/// as `cargo test` filters, each with what it needs: `cargo xtask test --quick` leaves them
+/// out, and says which. The tidy check holds this list to the tests that read a prerequisite.
+pub(crate) const NEEDS_PREREQUISITE: &[(&str, &str)] = &[
+    ("llama::", "llama-server and SmolLM2 (llama)"),
+    ("otel::phoenix", "Arize Phoenix (phoenix)"),
+    ("slurm::", "Slurm and munge (slurm)"),
+    ("trace::the_html_report_renders_in_headless_chromium", "Chromium (chromium)"),
+    ("mcp::conformance::", "the MCP conformance suite and Node 22 (conformance)"),
+];
+
 fn test(context: &Context, rest: &[String]) -> Result<(), String> {
-    let vars = prereq::ensure(context, &[])?;
+    let (quick, rest) = match rest.split_first() {
+        Some((flag, rest)) if flag == "--quick" => (true, rest),
+        _ => (false, rest),
+    };
+    let vars = if quick { prereq::Vars::new() } else { prereq::ensure(context, &[])? };
     let extra = match rest.split_first() {
         Some((dashes, args)) if dashes == "--" => args,
         _ => rest,
     };
-    eprintln!("== cargo test --workspace --no-fail-fast {}", extra.join(" "));
+    let mut filters: Vec<String> = extra.to_vec();
+    if quick {
+        // The skips are the test binaries' arguments: after cargo's own, past a `--`.
+        if !filters.iter().any(|a| a == "--") {
+            filters.push("--".to_owned());
+        }
+        eprintln!("== quick: the tests that need a prerequisite are left out (`cargo xtask test` runs them):");
+        for (filter, needs) in NEEDS_PREREQUISITE {
+            eprintln!("   {filter:55} needs {needs}");
+            filters.extend(["--skip".to_owned(), (*filter).to_owned()]);
+        }
+    }
+    eprintln!("== cargo test --workspace --no-fail-fast {}", filters.join(" "));
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
         .current_dir(&context.root)
         .args(["test", "--workspace", "--no-fail-fast"])
-        .args(extra)
+        .args(&filters)
         .envs(vars)
         .envs(snapshot_env())
         .env_remove("INSTA_FORCE_PASS")

@@ -94,6 +94,7 @@ pub(crate) fn check(root: &Path) -> Result<(), String> {
     problems.extend(file_doc_problems(root, &crates)?);
     problems.extend(rust_version_problems(root)?);
     problems.extend(exit_code_problems(root)?);
+    problems.extend(prerequisite_problems(root, crate::NEEDS_PREREQUISITE)?);
     problems.extend(test_only_problems(root, &graph.default_members));
     if problems.is_empty() {
         return Ok(());
@@ -324,6 +325,57 @@ fn table_exit_codes(doc: &str, heading: &str) -> Option<BTreeSet<u32>> {
             .filter_map(|code| code.parse().ok())
             .collect(),
     )
+}
+
+/// What in a test's body says it needs a prerequisite of `prereq/`: the helper that reads its
+/// variable, or the one that finds the program.
+const PREREQUISITE_MARKERS: &[&str] = &["prerequisite(", "chromium()", "Cluster::start(", "suite()"];
+
+/// The end-to-end tests that need a prerequisite are those `cargo xtask test --quick` leaves
+/// out (`NEEDS_PREREQUISITE`), and each filter there still matches a test.
+fn prerequisite_problems(root: &Path, filters: &[(&str, &str)]) -> Result<Vec<String>, String> {
+    let e2e = root.join("tests/e2e");
+    let mut files = Vec::new();
+    rust_files(&e2e, &mut files)?;
+    files.sort();
+    let mut problems = Vec::new();
+    let mut matched = BTreeSet::new();
+    for file in files {
+        let relative = file.strip_prefix(&e2e).unwrap_or(&file).with_extension("");
+        let module: Vec<String> = relative.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+        let module = module.join("::");
+        for (name, body) in tests_in(&read(&file)?) {
+            let path = format!("{module}::{name}");
+            let filter = filters.iter().find(|(f, _)| path.starts_with(f));
+            if let Some((f, _)) = filter {
+                matched.insert(*f);
+            }
+            if filter.is_none() && PREREQUISITE_MARKERS.iter().any(|m| body.contains(m)) {
+                problems.push(format!(
+                    "{path} needs a prerequisite but `cargo xtask test --quick` would run it: add it to NEEDS_PREREQUISITE in xtask/src/main.rs"
+                ));
+            }
+        }
+    }
+    for (filter, _) in filters.iter().filter(|(f, _)| !matched.contains(f)) {
+        problems
+            .push(format!("NEEDS_PREREQUISITE in xtask/src/main.rs names {filter}, which matches no end-to-end test"));
+    }
+    Ok(problems)
+}
+
+/// Each `#[test]` function of a file: its name and its text, to the closing brace at the
+/// start of a line (rustfmt's).
+fn tests_in(text: &str) -> Vec<(String, &str)> {
+    let mut tests = Vec::new();
+    for (at, _) in text.match_indices("#[test]") {
+        let rest = &text[at..];
+        let Some(fn_at) = rest.find("fn ") else { continue };
+        let name: String = rest[fn_at + 3..].chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        let end = rest.find("\n}").map_or(rest.len(), |e| e + 2);
+        tests.push((name, &rest[..end]));
+    }
+    tests
 }
 
 fn read(path: &Path) -> Result<String, String> {
@@ -591,6 +643,19 @@ mod tests {
         let table = "## Exit codes of `harness run`\n\n| code | meaning |\n|---|---|\n| 0 | ok |\n| 5 | cut |\n\n## Next\n| 9 | no |";
         assert_eq!(table_exit_codes(table, "## Exit codes of `harness run`"), Some([0, 5].into()));
         assert_eq!(exit_code_problems(root()).unwrap(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn the_quick_tier_leaves_out_exactly_the_tests_that_need_a_prerequisite() {
+        assert_eq!(prerequisite_problems(root(), crate::NEEDS_PREREQUISITE).unwrap(), Vec::<String>::new());
+        let fewer: Vec<(&str, &str)> =
+            crate::NEEDS_PREREQUISITE.iter().copied().filter(|(f, _)| *f != "slurm::").collect();
+        let found = prerequisite_problems(root(), &fewer).unwrap();
+        assert!(found.iter().any(|p| p.starts_with("slurm::a_slurm_job_array")), "{found:?}");
+        let mut more = crate::NEEDS_PREREQUISITE.to_vec();
+        more.push(("nothing::here", "x"));
+        let found = prerequisite_problems(root(), &more).unwrap();
+        assert!(found.iter().any(|p| p.contains("names nothing::here")), "{found:?}");
     }
 
     #[test]
