@@ -82,13 +82,17 @@ fn argument_list(parameters: &Value) -> String {
     let arguments: Vec<String> = properties
         .iter()
         .map(|(name, schema)| {
-            let kind = match schema.get("type") {
-                Some(Value::String(t)) => t.clone(),
-                Some(other) => other.to_string(),
-                None => "any".to_owned(),
-            };
             let optional = if required.contains(&name.as_str()) { "" } else { "?" };
-            format!("{name}{optional}: {kind}")
+            // An argument of any type is its name alone: a word standing for the type (`any`)
+            // is what a small model copies as the value.
+            match schema.get("type") {
+                Some(Value::String(t)) => format!("{name}{optional}: {t}"),
+                Some(Value::Array(types)) => {
+                    let names: Vec<&str> = types.iter().filter_map(Value::as_str).collect();
+                    format!("{name}{optional}: {}", names.join("|"))
+                }
+                _ => format!("{name}{optional}"),
+            }
         })
         .collect();
     arguments.join(", ")
@@ -97,6 +101,48 @@ fn argument_list(parameters: &Value) -> String {
 /// The note that ends the conversation when one tool is forced, in the text modes.
 pub(crate) fn forced_note(name: &str) -> String {
     format!("At this turn you must call {name}.")
+}
+
+/// A step's outcome in the text modes, in few tokens: the call, its result, and what to do
+/// next, e.g. `calculate({"expression":"6*7"}) = 42. If this answers the request, call finish
+/// with answer 42.` A small model copies what it is shown: shown the call and the value to
+/// finish with, it finishes with the value instead of calling again or copying a JSON error.
+/// `call` is the tool and its arguments, when known; `again` marks a call made before.
+pub(crate) fn text_result(
+    call: Option<(&str, Option<&Value>)>,
+    content: &Value,
+    is_error: bool,
+    again: bool,
+) -> String {
+    let Some((tool, arguments)) = call else {
+        return result_note(None, content, is_error);
+    };
+    let called = match arguments {
+        Some(arguments) => format!("{tool}({arguments})"),
+        None => tool.to_owned(),
+    };
+    if is_error {
+        let message = content.get("message").and_then(Value::as_str).map_or_else(|| content.to_string(), str::to_owned);
+        return format!("{called} failed: {message}. Correct the call, or call another tool.");
+    }
+    let known = if again { " (known already: not run again)" } else { "" };
+    match answer_in(tool, content) {
+        Some(answer) => {
+            format!("{called} = {content}{known}. If this answers the request, call finish with answer {answer}.")
+        }
+        None => format!("{called} = {content}{known}. If this answers the request, call finish with the answer."),
+    }
+}
+
+/// The value of a result to finish with: the result itself when it is a number, a string or
+/// a boolean; the member named like the tool in an object (`molecular_weight` of
+/// `molecular_weight`'s result); otherwise none.
+fn answer_in<'v>(tool: &str, content: &'v Value) -> Option<&'v Value> {
+    match content {
+        Value::Number(_) | Value::String(_) | Value::Bool(_) => Some(content),
+        Value::Object(members) => members.get(tool).filter(|v| !v.is_object() && !v.is_array()),
+        _ => None,
+    }
 }
 
 /// A step's outcome written for a user turn, when it answers no structured call.

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use super::read::StepCall;
 use super::{StepOutcome, json_size};
 use crate::error::{ErrorCode, HarnessError};
+use crate::provider::Message;
 use crate::registry::{FINISH, RegisteredTool, ToolHandler, ToolRegistry};
 use crate::trace::StepStatus;
 
@@ -27,13 +28,22 @@ pub(super) enum Cleared {
     },
 }
 
+/// What a step offers.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Offered {
+    /// `finish` alone.
+    pub(super) finish_only: bool,
+    /// Every tool but `finish`.
+    pub(super) finish_withheld: bool,
+}
+
 /// Checks one call to `tool` (looked up by the caller; `None` when there is no such tool). Oversized arguments are replaced by a note of their size, so that they
 /// are not kept in the trace either.
 pub(super) fn check_call(
     registry: &ToolRegistry,
     tool: Option<RegisteredTool<'_>>,
     call: &mut StepCall<'_>,
-    finish_only: bool,
+    offered: Offered,
     repeats: &mut RepeatGuard,
     max_arguments_bytes: usize,
 ) -> Result<Cleared, HarnessError> {
@@ -49,6 +59,7 @@ pub(super) fn check_call(
             json!({ "tool": call.tool, "bytes": bytes, "limit": max_arguments_bytes }),
         ));
     }
+    let finish_only = offered.finish_only;
     let Some(tool) = tool else {
         let offered: Vec<&str> =
             if finish_only { vec![FINISH] } else { registry.definitions().iter().map(|d| d.name.as_str()).collect() };
@@ -63,6 +74,18 @@ pub(super) fn check_call(
             ErrorCode::ToolNotOffered,
             format!("{:?} is not offered at this step; only finish is: call finish with your best answer", call.tool),
             json!({ "tool": call.tool, "offered": [FINISH] }),
+        ));
+    }
+    if offered.finish_withheld && call.tool == FINISH {
+        let others: Vec<&str> =
+            registry.definitions().iter().map(|d| d.name.as_str()).filter(|n| *n != FINISH).collect();
+        return Err(HarnessError::new(
+            ErrorCode::ToolNotOffered,
+            format!(
+                "finish is not offered before a tool has answered: call one of {} first, then finish with its result",
+                others.join(", ")
+            ),
+            json!({ "tool": FINISH, "offered": others }),
         ));
     }
     tool.validate(&call.arguments)?;
@@ -87,6 +110,80 @@ pub(super) fn check_call(
         ));
     };
     Ok(Cleared::Execute { handler, timeout: tool.timeout })
+}
+
+/// The note of a call answered with its known result: it did not run again.
+pub(super) fn known_again(tool: &str) -> HarnessError {
+    HarnessError::new(
+        ErrorCode::RepeatedCall,
+        format!(
+            "{tool:?} was called before with the same arguments: answered with its known result, not run again; call finish with the answer"
+        ),
+        json!({ "tool": tool, "known": true }),
+    )
+}
+
+/// Refuses a `finish` whose answer is copied from a harness error fed back in this run, or
+/// from the request's own text where no tool result holds it: neither is a result, and a run
+/// that ends with one is not a success. The refusal (`copied_answer`) is fed back like any
+/// other, so the model can still call a tool and finish with its result.
+pub(super) fn copied_answer(conversation: &[Message], outcome: StepOutcome) -> StepOutcome {
+    let StepOutcome::Finished(answer) = &outcome else {
+        return outcome;
+    };
+    let text = match answer {
+        Value::String(s) => s.trim().to_owned(),
+        Value::Null => return outcome,
+        other => other.to_string(),
+    };
+    let Some(source) = copied_from(conversation, &text) else {
+        return outcome;
+    };
+    let error = HarnessError::new(
+        ErrorCode::CopiedAnswer,
+        format!(
+            "the answer {text:?} is copied from {source}, not a result: call a tool that computes the answer, then finish with its result"
+        ),
+        json!({ "answer": answer, "source": if source == REQUEST { "request" } else { "error" } }),
+    );
+    StepOutcome::Failed(error, StepStatus::Rejected)
+}
+
+/// How [`copied_answer`] names the request.
+const REQUEST: &str = "the request";
+
+/// Where an answer's text was copied from, if it was.
+fn copied_from(conversation: &[Message], text: &str) -> Option<&'static str> {
+    if text.is_empty() {
+        return None;
+    }
+    let mut request = None;
+    let mut results = Vec::new();
+    for message in conversation {
+        match message {
+            Message::User { content } if request.is_none() => request = Some(content.as_str()),
+            Message::ToolResult { content, is_error: true, .. }
+                // A tool's own failure is its answer, which may well be the right one ("division by zero").
+                if content.get("code").and_then(Value::as_str) != Some("tool_error") =>
+            {
+                let code = content.get("code").and_then(Value::as_str).unwrap_or_default();
+                let said = content.get("message").and_then(Value::as_str).unwrap_or_default();
+                let copied = (!code.is_empty() && text.contains(code))
+                    || (!said.is_empty() && text.contains(said))
+                    || (text.len() >= 16 && said.contains(text));
+                if copied {
+                    return Some("a harness error");
+                }
+            }
+            Message::ToolResult { content, is_error: false, .. } => results.push(content.to_string()),
+            _ => {}
+        }
+    }
+    // Words alone ("yes", "hello") may well be the answer to a request that holds them; a
+    // number or an expression from the request is a guess unless a result holds it too.
+    let guess = text.chars().any(|c| c.is_ascii_digit()) || text.len() >= 32;
+    let in_request = request.is_some_and(|r| r.contains(text));
+    (guess && in_request && !results.iter().any(|r| r.contains(text))).then_some(REQUEST)
 }
 
 /// Holds a result to the tool's declared output schema: one that breaks it becomes an error
