@@ -132,7 +132,7 @@ pub(super) fn copied_answer(conversation: &[Message], outcome: StepOutcome) -> S
         return outcome;
     };
     let text = match answer {
-        Value::String(s) => s.trim().to_owned(),
+        Value::String(s) => without_markers(s),
         Value::Null => return outcome,
         other => other.to_string(),
     };
@@ -147,6 +147,20 @@ pub(super) fn copied_answer(conversation: &[Message], outcome: StepOutcome) -> S
         json!({ "answer": answer, "source": if source == REQUEST { "request" } else { "error" } }),
     );
     StepOutcome::Failed(error, StepStatus::Rejected)
+}
+
+/// Text without chat-template markers (`<|im_end|>`), trimmed: a small model writes them into
+/// what it copies, and they are no content of their own.
+fn without_markers(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("<|") {
+        let Some(len) = rest[start..].find("|>") else { break };
+        out.push_str(&rest[..start]);
+        rest = &rest[start + len + 2..];
+    }
+    out.push_str(rest);
+    out.trim().to_owned()
 }
 
 /// How [`copied_answer`] names the request.
@@ -230,5 +244,20 @@ impl RepeatGuard {
     pub(super) fn reset(&mut self) {
         self.last = None;
         self.count = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chat_template_markers_are_no_part_of_a_copied_answer() {
+        assert_eq!(without_markers(" calculate 6*7<|im_end|> "), "calculate 6*7");
+        assert_eq!(without_markers("<|a|>x<|b|>y"), "xy");
+        assert_eq!(without_markers("a <| b"), "a <| b");
+        let request = [Message::User { content: "calculate 6*7".into() }];
+        let copied = copied_answer(&request, StepOutcome::Finished(json!("calculate 6*7<|im_end|>")));
+        assert!(matches!(copied, StepOutcome::Failed(e, _) if e.code == ErrorCode::CopiedAnswer));
     }
 }
