@@ -211,7 +211,7 @@ async fn drive(
         let (call, outcome) = match read.call {
             Ok(mut call) => {
                 let outcome = check_and_execute(registry, tool, &mut run.gate, run.options, &step, &mut call).await;
-                let outcome = check::copied_answer(&run.conversation, outcome);
+                let outcome = check::copied_answer(&run.conversation, registry, outcome);
                 (Some(call), outcome)
             }
             Err(unreadable) => (unreadable.call, StepOutcome::Failed(unreadable.error, StepStatus::Rejected)),

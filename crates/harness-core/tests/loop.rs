@@ -1601,7 +1601,7 @@ async fn a_bare_object_in_text_is_finishs_arguments_only_on_the_last_step() {
 #[tokio::test]
 async fn a_small_model_is_offered_finish_only_once_a_tool_has_answered() {
     let kit = Kit::new();
-    let provider = Replay::small(vec![finish(json!("guess")), echo("a"), finish(json!("a"))]);
+    let provider = Replay::small(vec![finish(json!("guess")), echo("hi"), finish(json!("hi"))]);
     let mut trace: Vec<Value> = Vec::new();
     let outcome = Loop::new(&provider, &kit.registry).run(REQUEST, &mut trace).await;
     let seen = provider.seen();
@@ -1611,7 +1611,7 @@ async fn a_small_model_is_offered_finish_only_once_a_tool_has_answered() {
     assert_eq!(codes(&trace), [Some("tool_not_offered"), None, None]);
     assert!(trace[0]["error"]["message"].as_str().unwrap().contains("before a tool has answered"), "{}", trace[0]);
     assert_eq!(seen[2].tool_choice, ToolChoice::Required, "a tool answered: finish is offered");
-    assert_eq!((outcome.status, outcome.answer), (RunStatus::Finished, Some(json!("a"))));
+    assert_eq!((outcome.status, outcome.answer), (RunStatus::Finished, Some(json!("hi"))));
 }
 
 #[tokio::test]

@@ -123,11 +123,11 @@ pub(super) fn known_again(tool: &str) -> HarnessError {
     )
 }
 
-/// Refuses a `finish` whose answer is copied from a harness error fed back in this run, or
-/// from the request's own text where no tool result holds it: neither is a result, and a run
-/// that ends with one is not a success. The refusal (`copied_answer`) is fed back like any
+/// Refuses a `finish` whose answer is copied from a harness error fed back in this run, from
+/// the request's own text where no tool result holds it, or is a name from the tool listing
+/// (`finish`, `answer`): none is a result, and a run that ends with one is not a success. The refusal (`copied_answer`) is fed back like any
 /// other, so the model can still call a tool and finish with its result.
-pub(super) fn copied_answer(conversation: &[Message], outcome: StepOutcome) -> StepOutcome {
+pub(super) fn copied_answer(conversation: &[Message], registry: &ToolRegistry, outcome: StepOutcome) -> StepOutcome {
     let StepOutcome::Finished(answer) = &outcome else {
         return outcome;
     };
@@ -136,7 +136,7 @@ pub(super) fn copied_answer(conversation: &[Message], outcome: StepOutcome) -> S
         Value::Null => return outcome,
         other => other.to_string(),
     };
-    let Some(source) = copied_from(conversation, &text) else {
+    let Some(source) = copied_from(conversation, &text).or_else(|| listed_name(registry, &text)) else {
         return outcome;
     };
     let error = HarnessError::new(
@@ -144,7 +144,7 @@ pub(super) fn copied_answer(conversation: &[Message], outcome: StepOutcome) -> S
         format!(
             "the answer {text:?} is copied from {source}, not a result: call a tool that computes the answer, then finish with its result"
         ),
-        json!({ "answer": answer, "source": if source == REQUEST { "request" } else { "error" } }),
+        json!({ "answer": answer, "source": source_name(source) }),
     );
     StepOutcome::Failed(error, StepStatus::Rejected)
 }
@@ -165,6 +165,32 @@ fn without_markers(text: &str) -> String {
 
 /// How [`copied_answer`] names the request.
 const REQUEST: &str = "the request";
+/// How [`copied_answer`] names a harness error.
+const ERROR: &str = "a harness error";
+/// How [`copied_answer`] names the tool listing.
+const LISTING: &str = "the tool listing";
+
+/// The short name of a source, for the error's details.
+fn source_name(source: &str) -> &'static str {
+    match source {
+        REQUEST => "request",
+        LISTING => "listing",
+        _ => "error",
+    }
+}
+
+/// Whether an answer is a tool's name or an argument's, as the listing shows them: a
+/// placeholder a small model copied, never an answer.
+fn listed_name(registry: &ToolRegistry, text: &str) -> Option<&'static str> {
+    let named = registry.definitions().iter().any(|d| {
+        d.name.eq_ignore_ascii_case(text)
+            || d.parameters
+                .get("properties")
+                .and_then(Value::as_object)
+                .is_some_and(|p| p.keys().any(|k| k.eq_ignore_ascii_case(text)))
+    });
+    named.then_some(LISTING)
+}
 
 /// Where an answer's text was copied from, if it was.
 fn copied_from(conversation: &[Message], text: &str) -> Option<&'static str> {
@@ -186,7 +212,7 @@ fn copied_from(conversation: &[Message], text: &str) -> Option<&'static str> {
                     || (!said.is_empty() && text.contains(said))
                     || (text.len() >= 16 && said.contains(text));
                 if copied {
-                    return Some("a harness error");
+                    return Some(ERROR);
                 }
             }
             Message::ToolResult { content, is_error: false, .. } => results.push(content.to_string()),
@@ -257,7 +283,20 @@ mod tests {
         assert_eq!(without_markers("<|a|>x<|b|>y"), "xy");
         assert_eq!(without_markers("a <| b"), "a <| b");
         let request = [Message::User { content: "calculate 6*7".into() }];
-        let copied = copied_answer(&request, StepOutcome::Finished(json!("calculate 6*7<|im_end|>")));
+        let registry = ToolRegistry::new();
+        let copied = copied_answer(&request, &registry, StepOutcome::Finished(json!("calculate 6*7<|im_end|>")));
         assert!(matches!(copied, StepOutcome::Failed(e, _) if e.code == ErrorCode::CopiedAnswer));
+    }
+
+    #[test]
+    fn a_name_from_the_tool_listing_is_no_answer() {
+        let registry = ToolRegistry::new();
+        let request = [Message::User { content: "what is 6*7".into() }];
+        for name in ["answer", "Finish"] {
+            let copied = copied_answer(&request, &registry, StepOutcome::Finished(json!(name)));
+            assert!(matches!(&copied, StepOutcome::Failed(e, _) if e.details["source"] == "listing"), "{name}");
+        }
+        let kept = copied_answer(&request, &registry, StepOutcome::Finished(json!("forty-two")));
+        assert!(matches!(kept, StepOutcome::Finished(_)));
     }
 }
