@@ -89,6 +89,10 @@ pub(crate) fn text_only(conversation: &[Message]) -> Vec<Turn<'_>> {
     // so far, to say when one is made again.
     let mut calls: std::collections::VecDeque<(String, Option<Value>)> = Default::default();
     let mut made: Vec<(String, Option<Value>)> = Vec::new();
+    let request = match conversation.first() {
+        Some(Message::User { content }) => content.as_str(),
+        _ => "",
+    };
     for message in conversation {
         match message {
             Message::User { content } => push_note(&mut turns, content.clone()),
@@ -105,7 +109,7 @@ pub(crate) fn text_only(conversation: &[Message]) -> Vec<Turn<'_>> {
                 };
                 let again = call.as_ref().is_some_and(|c| c.1.is_some() && made.contains(c));
                 let shown = call.as_ref().map(|(name, arguments)| (name.as_str(), arguments.as_ref()));
-                push_note(&mut turns, prompt::text_result(shown, content, *is_error, again));
+                push_note(&mut turns, prompt::text_result(shown, content, *is_error, again, request));
                 if let Some(call) = call.filter(|_| !*is_error) {
                     made.push(call);
                 }
