@@ -270,7 +270,7 @@ async fn check_and_execute(
             if let StepOutcome::Ran(result) = &outcome {
                 gate.answered = true;
                 if options.max_repeats > 0 {
-                    gate.known.push((call.tool.clone(), call.arguments.clone().into_owned(), result.clone()));
+                    gate.known.insert(known_key(&call.tool, &call.arguments), result.clone());
                 }
             }
             outcome
@@ -398,9 +398,10 @@ struct Gate<'o> {
     finish_forced: bool,
     /// A tool has run and answered in this run: `finish` is offered even to a small model.
     answered: bool,
-    /// The calls that ran and answered, with their results: the same call again is answered
-    /// with its result and not run ([`StepOutcome::Known`]).
-    known: Vec<(String, Value, Value)>,
+    /// The calls that ran and answered, by [`known_key`], with their results: the same call
+    /// again is answered with its result and not run ([`StepOutcome::Known`]). A map: a long
+    /// run would otherwise compare each call with every earlier one.
+    known: std::collections::HashMap<String, Value>,
     deadline: Option<Instant>,
 }
 
@@ -411,9 +412,17 @@ impl Gate<'_> {
 
     /// The result of an earlier call of the same tool with the same arguments, if one answered.
     fn known_result(&self, call: &StepCall<'_>) -> Option<Value> {
-        let arguments = &*call.arguments;
-        self.known.iter().find(|(t, a, _)| *t == call.tool && a == arguments).map(|(_, _, r)| r.clone())
+        if self.known.is_empty() {
+            return None;
+        }
+        self.known.get(&known_key(&call.tool, &call.arguments)).cloned()
     }
+}
+
+/// A call as a key: its tool and its arguments as JSON text (an object's keys sorted, so the
+/// same arguments in any order are the same call).
+fn known_key(tool: &str, arguments: &Value) -> String {
+    format!("{tool}\0{arguments}")
 }
 
 /// The reply being worked through: where it sits in the conversation, its calls, the next one.
@@ -444,7 +453,7 @@ impl<'o> Run<'o> {
                 repeats: check::RepeatGuard::new(options.max_repeats),
                 finish_forced: false,
                 answered: false,
-                known: Vec::new(),
+                known: Default::default(),
                 deadline: options.max_duration.map(|d| Instant::now() + d),
             },
             current: None,
