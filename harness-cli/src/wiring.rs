@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use harness_core::{ModelProvider, ReplyFormat, RunAbout, RunOptions, ToolRegistry};
+use harness_core::{EarlyFinish, ModelProvider, ReplyFormat, RunAbout, RunOptions, ToolRegistry};
 use harness_providers::{
     DEFAULT_MAX_REPLY_TOKENS, HttpProvider, HttpProviderConfig, HttpSettings, OfflineRouter, Preset, RetryBudget,
     RouterMode, ScriptedProvider, parse_tool_choice,
@@ -72,6 +72,10 @@ pub(crate) struct LoopArgs {
     /// The same call this many times in a row is rejected as repeated_call; 0 turns it off. [default: 3]
     #[arg(long, value_name = "N")]
     pub(crate) max_repeats: Option<u32>,
+    /// Whether finish may end a run before a tool has answered: allow, refuse, or provider (refused for a small
+    /// model: a small context, a template that knows no tools). [default: provider]
+    #[arg(long, value_name = "WHEN", value_parser = ["provider", "allow", "refuse"])]
+    pub(crate) early_finish: Option<String>,
     /// This many model replies in a row cut at the token limit end the run reply_truncated (exit 5); 0 turns it
     /// off. [default: 2]
     #[arg(long, value_name = "N")]
@@ -341,6 +345,11 @@ fn run_options(args: &LoopArgs, config: &LoadedConfig) -> Result<RunOptions> {
         exits_after: false,
         reply_format: reply_format(args.reply_format.as_ref(), config, "--reply-format")?
             .unwrap_or(defaults.reply_format),
+        early_finish: match args.early_finish.as_deref() {
+            Some("allow") => EarlyFinish::Allowed,
+            Some("refuse") => EarlyFinish::Refused,
+            _ => EarlyFinish::Provider,
+        },
     };
     if options.max_steps == 0 {
         return Err(CliError::Usage("--max-steps must be at least 1".to_owned()));

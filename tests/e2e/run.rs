@@ -198,15 +198,85 @@ fn repeated_calls_are_stopped_and_finish_is_forced() {
     let r = ran(s.harness().args(["run", "x", "--json", "--trace", "t.jsonl", "--script"]).arg(&script));
     assert_eq!(r.code, 0, "{}", r.stderr);
     let t = s.trace("t.jsonl");
-    assert_eq!(t[2]["error"]["code"], "repeated_call");
-    assert_eq!(t[2]["status"], "rejected");
-    assert_eq!(t[3]["offered"], "finish");
+    // The second call is answered with the first one's result, and only finish is offered next.
+    assert_eq!(t[1]["error"]["code"], "repeated_call");
+    assert_eq!((&t[1]["status"], &t[1]["result"]), (&json!("rejected"), &json!(2)));
+    assert_eq!(t[2]["offered"], "finish");
+    assert_eq!(t[2]["error"]["code"], "tool_not_offered");
     assert_eq!(r.json()["answer"], 2);
     // --max-repeats 0 turns the check off.
     let script = s.script(&[c.clone(), c.clone(), c.clone(), call("finish", json!({"answer": 2}))]);
     let r = ran(s.harness().args(["run", "x", "--max-repeats", "0", "--trace", "t2.jsonl", "--script"]).arg(&script));
     assert_eq!(r.code, 0);
     assert!(s.trace("t2.jsonl").iter().take(3).all(|l| l["status"] == "ok"));
+}
+
+/// A tool that takes its time: run twice, the second step would take as long as the first.
+#[test]
+fn a_repeated_call_is_answered_with_its_known_result_and_not_run_again() {
+    let s = Scratch::new();
+    let sleep = call("fault_sleep", json!({"ms": 400}));
+    let script = s.script(&[sleep.clone(), sleep.clone(), call("finish", json!({"answer": 400}))]);
+    let r = ran(s
+        .harness()
+        .args(["run", "x", "--json", "--enable", "fault", "--trace", "t.jsonl", "--script"])
+        .arg(&script));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let t = s.trace("t.jsonl");
+    assert!(t[0]["duration_us"].as_u64().unwrap() >= 400_000, "{}", t[0]);
+    assert!(t[1]["duration_us"].as_u64().unwrap() < 400_000, "the tool ran again: {}", t[1]);
+    assert_eq!(t[1]["result"], json!({"slept_ms": 400}));
+    assert_eq!(t[1]["error"]["details"], json!({"tool": "fault_sleep", "known": true}));
+    assert_eq!(t[2]["offered"], "finish");
+    assert_eq!(r.json()["status"], "finished");
+}
+
+#[test]
+fn finish_before_any_tool_answered_is_refused_when_the_operator_says_so() {
+    let s = Scratch::new();
+    let script = s.script(&[
+        call("finish", json!({"answer": "guess"})),
+        call("calculate", json!({"expression": "6*7"})),
+        call("finish", json!({"answer": 42})),
+    ]);
+    let r = ran(s
+        .harness()
+        .args(["run", "x", "--json", "--early-finish", "refuse", "--trace", "t.jsonl", "--script"])
+        .arg(&script));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let t = s.trace("t.jsonl");
+    assert_eq!((&t[0]["offered"], &t[0]["status"]), (&json!("tools"), &json!("rejected")));
+    assert_eq!(t[0]["error"]["code"], "tool_not_offered");
+    assert_eq!(t[2]["offered"], "all");
+    assert_eq!(r.json()["answer"], 42);
+    // The scripted provider's model is no small one: finish may come first by default.
+    let script = s.script(&[call("finish", json!({"answer": "now"}))]);
+    let r = ran(s.harness().args(["run", "x", "--json", "--script"]).arg(&script));
+    assert_eq!(r.json()["answer"], "now");
+}
+
+#[test]
+fn an_answer_copied_from_a_harness_error_does_not_end_the_run_finished() {
+    let s = Scratch::new();
+    let copied = call("finish", json!({"answer": {"code": "unknown_tool"}}));
+    let script = s.script(&[call("calculator", json!({"expression": "6*7"})), copied.clone(), copied]);
+    let r = ran(s
+        .harness()
+        .args(["run", "what is 6*7", "--json", "--max-steps", "3", "--trace", "t.jsonl", "--script"])
+        .arg(&script));
+    let t = s.trace("t.jsonl");
+    assert_eq!(t[0]["error"]["code"], "unknown_tool");
+    assert_eq!(t[1]["error"]["code"], "copied_answer");
+    assert_eq!(t[2]["error"]["code"], "copied_answer");
+    assert_eq!(t[1]["status"], "rejected");
+    let out = r.json();
+    assert_eq!(out["status"], "step_budget_exhausted", "{out}");
+    assert!(out["answer"].is_null());
+    // Copied from the request: "6*7" is no result.
+    let script = s.script(&[call("finish", json!({"answer": "6*7"})), call("finish", json!({"answer": 42}))]);
+    let r = ran(s.harness().args(["run", "what is 6*7", "--json", "--trace", "t2.jsonl", "--script"]).arg(&script));
+    assert_eq!(s.trace("t2.jsonl")[0]["error"]["code"], "copied_answer");
+    assert_eq!(r.json()["answer"], 42);
 }
 
 #[test]

@@ -55,6 +55,10 @@ impl ModelProvider for Paced<'_> {
         self.inner.penalizes_repeats()
     }
 
+    fn needs_a_tool_first(&self) -> bool {
+        self.inner.needs_a_tool_first()
+    }
+
     async fn complete(&self, request: RouterRequest<'_>) -> Result<ModelReply, ProviderError> {
         self.pace.wait().await;
         self.inner.complete(request).await

@@ -58,6 +58,9 @@ pub enum ErrorCode {
     PluginUnavailable,
     /// The next request cannot fit the model's context, even with every earlier step compacted.
     ContextExhausted,
+    /// `finish` was called with an answer copied from a harness error or from the request's
+    /// own text, not from a result; the run goes on.
+    CopiedAnswer,
 }
 
 impl ErrorCode {
@@ -104,6 +107,7 @@ impl ErrorCode {
             Self::ToolChanged => "tool_changed",
             Self::PluginUnavailable => "plugin_unavailable",
             Self::ContextExhausted => "context_exhausted",
+            Self::CopiedAnswer => "copied_answer",
         }
     }
 }

@@ -57,7 +57,8 @@ pub use registry::{
 };
 pub use reply::{ReadOptions, ReadReply, ReplyFormat, TextCall, read_reply};
 pub use run::{
-    Compaction, ContextUse, Loop, Resumption, RunOptions, RunOutcome, RunStatus, call_tool, estimate_tokens,
+    Compaction, ContextUse, EarlyFinish, Loop, Resumption, RunOptions, RunOutcome, RunStatus, call_tool,
+    estimate_tokens,
 };
 pub use trace::{
     Limits, McpPeer, NoTrace, OfferedTool, RunAbout, RunEnd, RunStart, StepStatus, TRACE_FORMAT, TraceEntry, TraceSink,

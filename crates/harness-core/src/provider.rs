@@ -198,6 +198,9 @@ pub enum ToolChoice {
     Required,
     /// The named tool and no other.
     Tool(String),
+    /// Some tool other than the named one; never free text. How the loop withholds `finish`
+    /// until a tool has answered ([`ModelProvider::needs_a_tool_first`]).
+    AnyBut(String),
     /// The model may answer without a tool (for providers' sake; the loop never asks this).
     Auto,
     /// No tool.
@@ -267,6 +270,15 @@ pub trait ModelProvider: Send + Sync {
     /// Whether the request after a cut reply asks the server for a repetition penalty (a
     /// provider sees the cut reply last in the conversation and decides alone).
     fn penalizes_repeats(&self) -> bool {
+        false
+    }
+    /// Whether the model behind this provider is offered `finish` only once a tool has
+    /// answered (a small model ends runs with a guess copied from the request when offered
+    /// `finish` at once); the operator can say otherwise ([`EarlyFinish`]). Asked before each
+    /// step.
+    ///
+    /// [`EarlyFinish`]: crate::EarlyFinish
+    fn needs_a_tool_first(&self) -> bool {
         false
     }
 }

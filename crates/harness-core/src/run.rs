@@ -63,6 +63,24 @@ pub struct RunOptions {
     /// How to read a reply's text: `Auto` detects the model family's call format from its
     /// markers; a family reads that format only.
     pub reply_format: ReplyFormat,
+    /// Whether `finish` may end the run before any tool has answered.
+    pub early_finish: EarlyFinish,
+}
+
+/// Whether `finish` is offered before any tool has answered (where tools other than `finish`
+/// are offered). Withheld, the step offers every other tool ([`ToolChoice::AnyBut`]) and a
+/// `finish` called anyway is `tool_not_offered`: a first step cannot end the run with a guess.
+///
+/// [`ToolChoice::AnyBut`]: crate::ToolChoice::AnyBut
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EarlyFinish {
+    /// As the provider says ([`ModelProvider::needs_a_tool_first`]): withheld for a small model.
+    #[default]
+    Provider,
+    /// Always offered.
+    Allowed,
+    /// Withheld until a tool has answered.
+    Refused,
 }
 
 impl Default for RunOptions {
@@ -78,6 +96,7 @@ impl Default for RunOptions {
             inline_calls: false,
             exits_after: false,
             reply_format: ReplyFormat::Auto,
+            early_finish: EarlyFinish::Provider,
         }
     }
 }
@@ -151,6 +170,7 @@ async fn drive(
     run.context.used.window = provider.context_window(registry.definitions()).await;
     for number in first..=options.max_steps {
         let mut step = Step::begin(number, run.finish_only(number));
+        step.finish_withheld = !step.finish_only && run.finish_withheld(provider, registry);
         if number == first {
             step.fresh = fresh_first.unwrap_or(false);
         }
@@ -191,6 +211,7 @@ async fn drive(
         let (call, outcome) = match read.call {
             Ok(mut call) => {
                 let outcome = check_and_execute(registry, tool, &mut run.gate, run.options, &step, &mut call).await;
+                let outcome = check::copied_answer(&run.conversation, registry, outcome);
                 (Some(call), outcome)
             }
             Err(unreadable) => (unreadable.call, StepOutcome::Failed(unreadable.error, StepStatus::Rejected)),
@@ -226,11 +247,18 @@ async fn check_and_execute(
     step: &Step,
     call: &mut StepCall<'_>,
 ) -> StepOutcome {
-    let cleared =
-        check::check_call(registry, tool, call, step.finish_only, &mut gate.repeats, options.max_arguments_bytes);
+    let offered = check::Offered { finish_only: step.finish_only, finish_withheld: step.finish_withheld };
+    let cleared = check::check_call(registry, tool, call, offered, &mut gate.repeats, options.max_arguments_bytes);
     match cleared {
         Ok(check::Cleared::Finish(answer)) => StepOutcome::Finished(answer),
         Ok(check::Cleared::Execute { handler, timeout }) => {
+            // The same call again is answered with the result it had, not run a second time
+            // (a tool with effects would act twice), and only `finish` is offered next: a
+            // small model that calls again has the answer and should give it.
+            if let Some(known) = gate.known_result(call) {
+                gate.finish_forced = true;
+                return StepOutcome::Known(known, check::known_again(&call.tool));
+            }
             match approve(tool, gate, step, call) {
                 Verdict::Run => {}
                 Verdict::Denied(error) => return StepOutcome::Failed(error, StepStatus::Rejected),
@@ -238,12 +266,23 @@ async fn check_and_execute(
             }
             let timeout = execute::within(timeout, gate.remaining());
             let outcome = execute::execute(handler, call, timeout, options.inline_calls).await;
-            check::check_result(tool, outcome)
+            let outcome = check::check_result(tool, outcome);
+            if let StepOutcome::Ran(result) = &outcome {
+                gate.answered = true;
+                if options.max_repeats > 0 {
+                    gate.known.insert(known_key(&call.tool, &call.arguments), result.clone());
+                }
+            }
+            outcome
         }
         Err(error) => {
             // A repeated call will not change its result: from now on only `finish` is offered.
             if error.code == ErrorCode::RepeatedCall {
                 gate.finish_forced = true;
+                // One that answered before is answered so again, not with an error to copy.
+                if let Some(known) = gate.known_result(call) {
+                    return StepOutcome::Known(known, check::known_again(&call.tool));
+                }
             }
             StepOutcome::Failed(error, StepStatus::Rejected)
         }
@@ -284,6 +323,8 @@ enum StepOutcome {
     Ran(Value),
     /// `finish` was called with this answer.
     Finished(Value),
+    /// The call was made before and answered with its known result; it did not run again.
+    Known(Value, HarnessError),
     /// The call was refused or failed.
     Failed(HarnessError, StepStatus),
 }
@@ -294,6 +335,8 @@ struct Step {
     started: Instant,
     /// Only `finish` is offered at this step.
     finish_only: bool,
+    /// Every tool but `finish` is offered at this step (no tool has answered yet).
+    finish_withheld: bool,
     /// Wall time of this step's model call; 0 when the step ran a call of an earlier reply.
     model_us: u64,
     /// Tokens of this step's model call.
@@ -310,6 +353,7 @@ impl Step {
             number,
             started: Instant::now(),
             finish_only,
+            finish_withheld: false,
             model_us: 0,
             usage: None,
             fresh: false,
@@ -352,6 +396,12 @@ struct Gate<'o> {
     repeats: check::RepeatGuard,
     /// Only `finish` is offered from now on (a repeated call, a conversation grown too large).
     finish_forced: bool,
+    /// A tool has run and answered in this run: `finish` is offered even to a small model.
+    answered: bool,
+    /// The calls that ran and answered, by [`known_key`], with their results: the same call
+    /// again is answered with its result and not run ([`StepOutcome::Known`]). A map: a long
+    /// run would otherwise compare each call with every earlier one.
+    known: std::collections::HashMap<String, Value>,
     deadline: Option<Instant>,
 }
 
@@ -359,6 +409,20 @@ impl Gate<'_> {
     fn remaining(&self) -> Option<Duration> {
         self.deadline.map(|d| d.saturating_duration_since(Instant::now()))
     }
+
+    /// The result of an earlier call of the same tool with the same arguments, if one answered.
+    fn known_result(&self, call: &StepCall<'_>) -> Option<Value> {
+        if self.known.is_empty() {
+            return None;
+        }
+        self.known.get(&known_key(&call.tool, &call.arguments)).cloned()
+    }
+}
+
+/// A call as a key: its tool and its arguments as JSON text (an object's keys sorted, so the
+/// same arguments in any order are the same call).
+fn known_key(tool: &str, arguments: &Value) -> String {
+    format!("{tool}\0{arguments}")
 }
 
 /// The reply being worked through: where it sits in the conversation, its calls, the next one.
@@ -388,6 +452,8 @@ impl<'o> Run<'o> {
                 approvals,
                 repeats: check::RepeatGuard::new(options.max_repeats),
                 finish_forced: false,
+                answered: false,
+                known: Default::default(),
                 deadline: options.max_duration.map(|d| Instant::now() + d),
             },
             current: None,
@@ -398,6 +464,17 @@ impl<'o> Run<'o> {
     /// Whether step `number` offers `finish` alone: the last step, or after a forcing event.
     fn finish_only(&self, number: u32) -> bool {
         self.gate.finish_forced || number == self.options.max_steps
+    }
+
+    /// Whether this step withholds `finish`: no tool has answered yet, there are other tools,
+    /// and the operator (or else the provider, for a small model) wants one to answer first.
+    fn finish_withheld(&self, provider: &dyn ModelProvider, registry: &ToolRegistry) -> bool {
+        let wanted = match self.options.early_finish {
+            EarlyFinish::Allowed => false,
+            EarlyFinish::Refused => true,
+            EarlyFinish::Provider => provider.needs_a_tool_first(),
+        };
+        wanted && !self.gate.answered && registry.definitions().len() > 1
     }
 
     fn out_of_time(&self, now: Instant) -> bool {
@@ -444,7 +521,7 @@ impl<'o> Run<'o> {
     /// tool of the call it answers, when there was one.
     fn feed_back(&mut self, call: Option<(String, String)>, outcome: StepOutcome) {
         let (content, is_error) = match outcome {
-            StepOutcome::Ran(result) | StepOutcome::Finished(result) => (result, false),
+            StepOutcome::Ran(result) | StepOutcome::Finished(result) | StepOutcome::Known(result, _) => (result, false),
             StepOutcome::Failed(e, _) => (e.to_value(), true),
         };
         let (call_id, tool) = call.unzip();

@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use harness_core::{
-    ErrorCode, FINISH, Loop, Message, ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest,
-    RunOptions, RunOutcome, RunStatus, StepStatus, ToolChoice, ToolDefinition, ToolFailure, ToolHandler, ToolRegistry,
-    ToolSource, TraceEntry, TraceSink, Usage,
+    EarlyFinish, ErrorCode, FINISH, Loop, Message, ModelProvider, ModelReply, NoTrace, ProposedCall, ProviderError,
+    RouterRequest, RunOptions, RunOutcome, RunStatus, StepStatus, ToolChoice, ToolDefinition, ToolFailure, ToolHandler,
+    ToolRegistry, ToolSource, TraceEntry, TraceSink, Usage,
 };
 use serde_json::{Value, json};
 
@@ -34,6 +34,8 @@ struct Seen {
 struct Replay {
     script: Mutex<VecDeque<Result<ModelReply, ProviderError>>>,
     seen: Mutex<Vec<Seen>>,
+    /// Says its model is a small one ([`ModelProvider::needs_a_tool_first`]).
+    small: bool,
 }
 
 impl Replay {
@@ -42,7 +44,11 @@ impl Replay {
     }
 
     fn scripted(script: Vec<Result<ModelReply, ProviderError>>) -> Self {
-        Self { script: Mutex::new(script.into()), seen: Mutex::new(Vec::new()) }
+        Self { script: Mutex::new(script.into()), seen: Mutex::new(Vec::new()), small: false }
+    }
+
+    fn small(replies: Vec<ModelReply>) -> Self {
+        Self { small: true, ..Self::new(replies) }
     }
 
     fn seen(&self) -> Vec<Seen> {
@@ -54,6 +60,10 @@ impl Replay {
 impl ModelProvider for Replay {
     fn name(&self) -> &str {
         "replay"
+    }
+
+    fn needs_a_tool_first(&self) -> bool {
+        self.small
     }
 
     async fn complete(&self, request: RouterRequest<'_>) -> Result<ModelReply, ProviderError> {
@@ -821,51 +831,69 @@ async fn a_bare_object_on_the_last_step_is_finishs_arguments() {
 }
 
 #[tokio::test]
-async fn the_third_identical_call_is_repeated_call_and_is_not_run() {
+async fn a_call_made_again_is_answered_with_its_known_result_and_not_run() {
     let kit = Kit::new();
-    let replies = vec![echo("x"), echo("x"), echo("x"), finish(json!("x"))];
+    let replies = vec![echo("x"), echo("x"), finish(json!("x"))];
     let (outcome, trace, seen) = drive(&kit, replies, RunOptions::default()).await;
 
-    assert_eq!(statuses(&trace), ["ok", "ok", "rejected", "finished"]);
-    let error = assert_error_step(&trace, &seen, 3, "repeated_call", "rejected");
-    assert_eq!(error["details"], json!({ "tool": "echo", "times": 3 }));
-    assert_eq!(fed_back_ids(&seen, 3), (Some("call_3".into()), Some("echo".into())));
-    assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 2, "the repeated call never ran");
-
+    assert_eq!(statuses(&trace), ["ok", "rejected", "finished"]);
+    assert_eq!(codes(&trace), [None, Some("repeated_call"), None]);
+    assert_eq!(trace[1]["error"]["details"], json!({ "tool": "echo", "known": true }));
+    assert_eq!(trace[1]["result"], trace[0]["result"], "the known result is traced");
+    assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 1, "the repeated call never ran");
+    // Fed back as the result it had, not as an error a model would copy.
+    match fed_back(&seen, 2) {
+        Message::ToolResult { content, is_error, .. } => {
+            assert!(!is_error);
+            assert_eq!(content, &trace[0]["result"]);
+        }
+        other => panic!("expected a ToolResult, got {other:?}"),
+    }
+    assert_eq!(fed_back_ids(&seen, 2), (Some("call_2".into()), Some("echo".into())));
     // The next step offers finish alone, though it is not the last of the budget.
-    assert!(forces_finish(&seen[3], &seen[0]), "{:?}", seen[3].tool_choice);
-    assert_eq!(trace[3]["offered"], "finish");
+    assert!(forces_finish(&seen[2], &seen[0]), "{:?}", seen[2].tool_choice);
+    assert_eq!(trace[2]["offered"], "finish");
     assert_eq!(outcome.status, RunStatus::Finished);
-    assert_eq!(outcome.steps, 4);
+    assert_eq!(outcome.steps, 3);
 }
 
 #[tokio::test]
-async fn after_repeated_call_finish_stays_the_only_tool() {
+async fn after_a_known_call_finish_stays_the_only_tool() {
     let kit = Kit::new();
-    let replies = vec![echo("x"), echo("x"), echo("x"), echo("y"), text("hmm"), finish(json!(0))];
+    let replies = vec![echo("x"), echo("x"), echo("y"), text("hmm"), finish(json!(0))];
     let (outcome, trace, seen) = drive(&kit, replies, RunOptions::default()).await;
-    assert_eq!(codes(&trace), [None, None, Some("repeated_call"), Some("tool_not_offered"), Some("no_json"), None]);
-    for (i, s) in seen.iter().enumerate().skip(3) {
+    assert_eq!(codes(&trace), [None, Some("repeated_call"), Some("tool_not_offered"), Some("no_json"), None]);
+    for (i, s) in seen.iter().enumerate().skip(2) {
         assert!(forces_finish(s, &seen[0]), "step {}", i + 1);
         assert_eq!(trace[i]["offered"], "finish");
     }
-    assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 2);
+    assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 1);
     assert_eq!(outcome.status, RunStatus::Finished);
-    assert_eq!(outcome.steps, 6);
+    assert_eq!(outcome.steps, 5);
 }
 
 #[tokio::test]
 async fn the_same_call_through_text_and_structured_counts_as_a_repeat() {
     let kit = Kit::new();
     let replies = vec![
-        echo("x"),
         text(r#"{"tool": "echo", "arguments": {"text": "x"}}"#),
         call("echo", json!("{\"text\": \"x\"}")),
         finish(json!(0)),
     ];
     let (_, trace, _) = drive(&kit, replies, RunOptions::default()).await;
+    assert_eq!(codes(&trace), [None, Some("repeated_call"), None]);
+    assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_call_made_before_is_known_even_after_another_call() {
+    let kit = Kit::new();
+    let replies = vec![echo("A"), echo("B"), echo("A"), finish(json!(0))];
+    let (outcome, trace, seen) = drive(&kit, replies, RunOptions::default()).await;
     assert_eq!(codes(&trace), [None, None, Some("repeated_call"), None]);
     assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 2);
+    assert!(forces_finish(&seen[3], &seen[0]), "{:?}", seen[3].tool_choice);
+    assert_eq!(outcome.status, RunStatus::Finished);
 }
 
 /// A call that keeps failing is still the same call made again and again: its result will not
@@ -1012,11 +1040,13 @@ async fn max_repeats_zero_turns_the_repeat_check_off() {
 #[tokio::test]
 async fn a_different_call_in_between_resets_the_count() {
     let kit = Kit::new();
-    // A A B A A A: the count restarts at B, so only the third A after B trips the guard.
-    let replies = vec![echo("A"), echo("A"), echo("B"), echo("A"), echo("A"), echo("A"), finish(json!(0))];
+    // F F E F F F: a failing call's count restarts at E, so only the third F after E trips the guard.
+    let fail = || call("fail", json!({}));
+    let replies = vec![fail(), fail(), echo("E"), fail(), fail(), fail(), finish(json!(0))];
     let (outcome, trace, seen) = drive(&kit, replies, opts(8, 3)).await;
-    assert_eq!(codes(&trace), [None, None, None, None, None, Some("repeated_call"), None]);
-    assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 5);
+    let failed = Some("tool_error");
+    assert_eq!(codes(&trace), [failed, failed, None, failed, failed, Some("repeated_call"), None]);
+    assert_eq!(kit.fail.calls.load(Ordering::SeqCst), 4);
     assert!(forces_finish(&seen[6], &seen[0]), "{:?}", seen[6].tool_choice);
     assert_eq!(outcome.status, RunStatus::Finished);
     assert_eq!(outcome.steps, 7);
@@ -1034,18 +1064,26 @@ async fn same_tool_with_different_arguments_is_a_different_call() {
 #[tokio::test]
 async fn a_rejected_step_in_between_resets_the_count() {
     let kit = Kit::new();
-    let replies = vec![echo("A"), echo("A"), text("thinking"), echo("A"), echo("A"), finish(json!(0))];
+    let fail = || call("fail", json!({}));
+    let replies = vec![fail(), fail(), text("thinking"), fail(), fail(), finish(json!(0))];
     let (_, trace, _) = drive(&kit, replies, opts(8, 3)).await;
-    assert_eq!(codes(&trace), [None, None, Some("no_json"), None, None, None]);
-    assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 4);
+    let failed = Some("tool_error");
+    assert_eq!(codes(&trace), [failed, failed, Some("no_json"), failed, failed, None]);
+    assert_eq!(kit.fail.calls.load(Ordering::SeqCst), 4);
 }
 
 #[tokio::test]
 async fn max_repeats_two_rejects_the_second_identical_call() {
     let kit = Kit::new();
-    let (_, trace, _) = drive(&kit, vec![echo("A"), echo("A"), finish(json!(0))], opts(8, 2)).await;
-    assert_eq!(codes(&trace), [None, Some("repeated_call"), None]);
-    assert_eq!(trace[1]["error"]["details"], json!({ "tool": "echo", "times": 2 }));
+    let fail = || call("fail", json!({}));
+    let (_, trace, _) = drive(&kit, vec![fail(), fail(), finish(json!(0))], opts(8, 2)).await;
+    assert_eq!(codes(&trace), [Some("tool_error"), Some("repeated_call"), None]);
+    assert_eq!(trace[1]["error"]["details"], json!({ "tool": "fail", "times": 2 }));
+    assert_eq!(kit.fail.calls.load(Ordering::SeqCst), 1);
+    // A call that answered is answered with its result: the guard's error is not fed back.
+    let (_, trace, seen) = drive(&kit, vec![echo("A"), echo("A"), finish(json!(0))], opts(8, 2)).await;
+    assert_eq!(trace[1]["error"]["details"], json!({ "tool": "echo", "known": true }));
+    assert!(matches!(fed_back(&seen, 2), Message::ToolResult { is_error: false, .. }));
     assert_eq!(kit.echo.calls.load(Ordering::SeqCst), 1);
 }
 
@@ -1190,8 +1228,8 @@ async fn repeated_call_and_provider_error_statuses() {
     let provider = Replay::scripted(vec![Ok(echo("x")), Ok(echo("x")), Ok(echo("x")), Err(ProviderError::new("gone"))]);
     let mut trace: Vec<Value> = Vec::new();
     let outcome = Loop::new(&provider, &kit.registry).run(REQUEST, &mut trace).await;
-    assert_eq!(statuses(&trace), ["ok", "ok", "rejected", "error"]);
-    assert_eq!(codes(&trace), [None, None, Some("repeated_call"), Some("provider_error")]);
+    assert_eq!(statuses(&trace), ["ok", "rejected", "rejected", "error"]);
+    assert_eq!(codes(&trace), [None, Some("repeated_call"), Some("tool_not_offered"), Some("provider_error")]);
     assert_eq!(outcome.status, RunStatus::Failed);
     assert_eq!(outcome.steps, 4);
 }
@@ -1554,4 +1592,70 @@ async fn a_bare_object_in_text_is_finishs_arguments_only_on_the_last_step() {
     let (outcome, trace, _) = drive(&kit, vec![text(r#"{"answer": 7}"#)], opts(1, 3)).await;
     assert_eq!((outcome.status, outcome.answer), (RunStatus::Finished, Some(json!(7))));
     assert_eq!(trace[0]["tool"], "finish");
+}
+
+// ---------------------------------------------------------------------------------------------
+// A first step cannot end the run with a guess; a copied answer is no success
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_small_model_is_offered_finish_only_once_a_tool_has_answered() {
+    let kit = Kit::new();
+    let provider = Replay::small(vec![finish(json!("guess")), echo("hi"), finish(json!("hi"))]);
+    let mut trace: Vec<Value> = Vec::new();
+    let outcome = Loop::new(&provider, &kit.registry).run(REQUEST, &mut trace).await;
+    let seen = provider.seen();
+    assert_eq!(seen[0].tool_choice, ToolChoice::AnyBut(FINISH.to_owned()));
+    assert_eq!(seen[0].tools, seen[2].tools, "the tools sent stay the same: the prompt prefix survives");
+    assert_eq!(trace[0]["offered"], "tools");
+    assert_eq!(codes(&trace), [Some("tool_not_offered"), None, None]);
+    assert!(trace[0]["error"]["message"].as_str().unwrap().contains("before a tool has answered"), "{}", trace[0]);
+    assert_eq!(seen[2].tool_choice, ToolChoice::Required, "a tool answered: finish is offered");
+    assert_eq!((outcome.status, outcome.answer), (RunStatus::Finished, Some(json!("hi"))));
+}
+
+#[tokio::test]
+async fn the_operator_decides_over_the_provider_whether_finish_may_come_first() {
+    let kit = Kit::new();
+    let allowed = RunOptions { early_finish: EarlyFinish::Allowed, ..RunOptions::default() };
+    let provider = Replay::small(vec![finish(json!(1))]);
+    let outcome = Loop::new(&provider, &kit.registry).options(allowed).run(REQUEST, &mut NoTrace).await;
+    assert_eq!(outcome.status, RunStatus::Finished);
+    assert_eq!(provider.seen()[0].tool_choice, ToolChoice::Required);
+
+    let refused = RunOptions { early_finish: EarlyFinish::Refused, ..RunOptions::default() };
+    let (_, trace, seen) = drive(&kit, vec![finish(json!(1)), echo("b"), finish(json!(2))], refused).await;
+    assert_eq!(codes(&trace), [Some("tool_not_offered"), None, None]);
+    assert_eq!(seen[0].tool_choice, ToolChoice::AnyBut(FINISH.to_owned()));
+    // With finish the one tool there is, it is offered at once.
+    let alone = ToolRegistry::new();
+    let provider = Replay::new(vec![finish(json!(3))]);
+    let outcome = Loop::new(&provider, &alone).options(refused).run(REQUEST, &mut NoTrace).await;
+    assert_eq!(outcome.status, RunStatus::Finished);
+}
+
+#[tokio::test]
+async fn an_answer_copied_from_a_harness_error_is_refused_and_the_run_goes_on() {
+    let kit = Kit::new();
+    let replies = vec![call("nope", json!({})), finish(json!({"code": "unknown_tool"})), echo("1"), finish(json!("1"))];
+    let (outcome, trace, _) = drive(&kit, replies, RunOptions::default()).await;
+    assert_eq!(codes(&trace), [Some("unknown_tool"), Some("copied_answer"), None, None]);
+    assert_eq!(trace[1]["status"], "rejected");
+    assert_eq!(trace[1]["error"]["details"]["source"], "error");
+    assert_eq!((outcome.status, outcome.answer), (RunStatus::Finished, Some(json!("1"))));
+}
+
+#[tokio::test]
+async fn an_answer_copied_from_the_request_is_refused_unless_a_result_holds_it() {
+    let kit = Kit::new();
+    let provider = Replay::new(vec![finish(json!("6*7")), finish(json!(6)), echo("6"), finish(json!(6))]);
+    let mut trace: Vec<Value> = Vec::new();
+    let outcome = Loop::new(&provider, &kit.registry).run("what is 6*7?", &mut trace).await;
+    assert_eq!(codes(&trace), [Some("copied_answer"), Some("copied_answer"), None, None]);
+    assert_eq!(trace[0]["error"]["details"], json!({"answer": "6*7", "source": "request"}));
+    assert_eq!((outcome.status, outcome.answer), (RunStatus::Finished, Some(json!(6))), "a result holds 6");
+    // Words from the request may be the answer.
+    let provider = Replay::new(vec![finish(json!("yes"))]);
+    let outcome = Loop::new(&provider, &kit.registry).run("say yes", &mut NoTrace).await;
+    assert_eq!(outcome.status, RunStatus::Finished);
 }

@@ -3,20 +3,25 @@
 //! grammar-constrained decoding. The model cannot write anything but such a call.
 //!
 //! The schema sent is bounded where a tool's own schema is not: every string has a
-//! `maxLength`, every array a `maxItems`, and a free-form value (`finish`'s `answer`) is a
-//! string, a number, a boolean, or an object or array a few levels deep. A grammar without
-//! bounds lets a small model write `{"formula": {"formula": {...` until the token limit. The
-//! tools keep their own schemas: arguments are still checked against those.
+//! `maxLength`, every array a `maxItems`, and a free-form value is a string, a number, a
+//! boolean, null, or an array of those: never an object, whose keys a grammar cannot keep from
+//! repeating (a small model wrote `{"formula": {"formula": {...` and one key again and again
+//! until the token limit). `finish`'s `answer` is a scalar: a short string, a number or a
+//! boolean, what a small model can copy from a result. The tools keep their own schemas:
+//! arguments are still checked against those.
 
-use harness_core::{ToolChoice, ToolDefinition};
+use harness_core::{FINISH, ToolChoice, ToolDefinition};
 use serde_json::{Map, Value, json};
 
 /// Items an array may hold in the grammar, when its schema sets no bound.
 const MAX_ITEMS: u64 = 32;
-/// Properties a free-form object may hold in the grammar.
+/// Properties an object with no declared properties may hold in the grammar.
 const MAX_PROPERTIES: u64 = 16;
-/// Levels of objects and arrays a free-form value may nest in the grammar.
-const FREE_DEPTH: u32 = 2;
+/// Levels of arrays a free-form value may nest in the grammar.
+const FREE_DEPTH: u32 = 1;
+/// The longest string `finish`'s answer may be in the grammar, in characters: an answer, not
+/// an essay (a longer one was a small model echoing the conversation).
+const MAX_ANSWER: u64 = 200;
 /// The longest string the grammar allows, in characters: at most what the reply can hold
 /// (a token is a few characters), and never so long that the grammar's rules balloon.
 const MAX_STRING_CAP: u64 = 2000;
@@ -32,6 +37,7 @@ pub(crate) fn response_format(tools: &[ToolDefinition], choice: &ToolChoice, max
     let allowed: Vec<&ToolDefinition> = match choice {
         ToolChoice::Required => tools.iter().collect(),
         ToolChoice::Tool(name) => tools.iter().filter(|t| &t.name == name).collect(),
+        ToolChoice::AnyBut(name) => tools.iter().filter(|t| &t.name != name).collect(),
         ToolChoice::Auto | ToolChoice::None => return None,
     };
     let bounds = Bounds { max_string: (u64::from(max_tokens) * 2).clamp(64, MAX_STRING_CAP) };
@@ -44,11 +50,23 @@ pub(crate) fn response_format(tools: &[ToolDefinition], choice: &ToolChoice, max
 
 /// One tool's call: `{"tool": NAME, "arguments": <its parameters, bounded>}`, nothing else.
 fn branch(tool: &ToolDefinition, bounds: &Bounds) -> String {
+    let arguments = if tool.name == FINISH { finish_arguments(bounds) } else { bounds.schema(&tool.parameters) };
     format!(
         r#"{{"type":"object","properties":{{"tool":{{"const":{}}},"arguments":{}}},"required":["tool","arguments"],"additionalProperties":false}}"#,
         Value::from(tool.name.as_str()),
-        bounds.schema(&tool.parameters)
+        arguments
     )
+}
+
+/// `finish`'s arguments in the grammar: `{"answer": <a short string, a number or a boolean>}`.
+/// The loop still takes any JSON answer from a server that does not constrain.
+fn finish_arguments(bounds: &Bounds) -> Value {
+    let answer = json!({"anyOf": [
+        {"type": "number"},
+        {"type": "boolean"},
+        {"type": "string", "maxLength": bounds.max_string.min(MAX_ANSWER)},
+    ]});
+    json!({"type": "object", "properties": {"answer": answer}, "required": ["answer"], "additionalProperties": false})
 }
 
 /// The bounds the grammar puts on what a schema leaves open.
@@ -99,7 +117,7 @@ impl Bounds {
     }
 
     /// A free-form value: a bounded string, a number, a boolean, null, or (`depth` above 0) an
-    /// object or array of free-form values one level shallower.
+    /// array of free-form values one level shallower. No object: see the module's comment.
     fn free(&self, depth: u32) -> Value {
         let mut any = vec![
             json!({"type": "string", "maxLength": self.max_string}),
@@ -110,7 +128,6 @@ impl Bounds {
         if depth > 0 {
             let inner = self.free(depth - 1);
             any.push(json!({"type": "array", "items": inner, "maxItems": MAX_ITEMS}));
-            any.push(json!({"type": "object", "additionalProperties": inner, "maxProperties": MAX_PROPERTIES}));
         }
         json!({ "anyOf": any })
     }
@@ -194,21 +211,40 @@ mod tests {
             "names": {"type": "array", "items": {"type": "string"}},
             "code": {"type": "string", "maxLength": 5},
             "kind": {"type": "string", "enum": ["a", "b"]},
+            "extra": {"description": "anything"},
         }});
         let tools = [finish.clone(), listing.clone()];
         let text = response_format(&tools, &ToolChoice::Required, 100).unwrap();
         let value: Value = serde_json::from_str(&text).unwrap();
         let branches = &value["json_schema"]["schema"]["oneOf"];
-        let answer = &branches[0]["properties"]["arguments"]["properties"]["answer"];
-        assert_eq!(answer["anyOf"][0], json!({"type": "string", "maxLength": 200}), "{answer}");
-        assert_eq!(depth(answer), FREE_DEPTH as usize, "{answer}");
         let names = &branches[1]["properties"]["arguments"]["properties"]["names"];
         assert_eq!((names["maxItems"].as_u64(), names["items"]["maxLength"].as_u64()), (Some(32), Some(200)));
         let props = &branches[1]["properties"]["arguments"]["properties"];
         assert_eq!(props["code"]["maxLength"], 5, "a bound of its own is kept");
         assert!(props["kind"].get("maxLength").is_none(), "an enum needs none");
+        // A free-form value holds no object, whose keys the grammar could not keep from repeating.
+        assert_eq!(props["extra"]["anyOf"][0], json!({"type": "string", "maxLength": 200}), "{}", props["extra"]);
+        assert_eq!(depth(&props["extra"]), FREE_DEPTH as usize, "{}", props["extra"]);
+        assert!(!props["extra"].to_string().contains("\"object\""), "{}", props["extra"]);
         // The tools' own schemas are not changed.
         assert_eq!(tools[0].parameters, finish.parameters);
         assert!(tools[0].parameters["properties"]["answer"].get("anyOf").is_none());
+    }
+
+    #[test]
+    fn finishs_answer_is_a_short_scalar_and_nothing_else() {
+        let text = response_format(&[tool("finish")], &ToolChoice::Tool("finish".into()), 1024).unwrap();
+        let value: Value = serde_json::from_str(&text).unwrap();
+        let arguments = &value["json_schema"]["schema"]["oneOf"][0]["properties"]["arguments"];
+        assert_eq!(arguments["additionalProperties"], false);
+        assert_eq!(arguments["required"], json!(["answer"]));
+        let kinds: Vec<&str> = arguments["properties"]["answer"]["anyOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["number", "boolean", "string"]);
+        assert_eq!(arguments["properties"]["answer"]["anyOf"][2]["maxLength"], MAX_ANSWER);
     }
 }

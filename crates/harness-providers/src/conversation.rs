@@ -80,20 +80,64 @@ pub(crate) fn native(conversation: &[Message]) -> Vec<Turn<'_>> {
     turns
 }
 
-/// The conversation as plain text, for prompt mode: calls written out as JSON, results as
-/// user text, consecutive user texts joined so that the roles alternate.
+/// The conversation as plain text, for the text modes: calls written out as JSON, each result
+/// as user text that names its call (see [`prompt::text_result`]), consecutive user texts
+/// joined so that the roles alternate.
 pub(crate) fn text_only(conversation: &[Message]) -> Vec<Turn<'_>> {
     let mut turns = Vec::new();
+    // The last reply's calls, in order, each answered by the next result; and every call made
+    // so far, to say when one is made again.
+    let mut calls: std::collections::VecDeque<(String, Option<Value>)> = Default::default();
+    let mut made: Vec<(String, Option<Value>)> = Vec::new();
+    let request = match conversation.first() {
+        Some(Message::User { content }) => content.as_str(),
+        _ => "",
+    };
     for message in conversation {
         match message {
             Message::User { content } => push_note(&mut turns, content.clone()),
-            Message::Assistant { reply } => turns.push(assistant_as_text(reply)),
+            Message::Assistant { reply } => {
+                calls = calls_of(reply).into();
+                turns.push(assistant_as_text(reply));
+            }
             Message::ToolResult { tool, content, is_error, .. } => {
-                push_note(&mut turns, prompt::result_note(tool.as_deref(), content, *is_error))
+                let call = calls.pop_front().filter(|(name, _)| Some(name) == tool.as_ref());
+                let call = match (call, tool) {
+                    (Some(call), _) => Some(call),
+                    (None, Some(tool)) => Some((tool.clone(), None)),
+                    (None, None) => None,
+                };
+                let again = call.as_ref().is_some_and(|c| c.1.is_some() && made.contains(c));
+                let shown = call.as_ref().map(|(name, arguments)| (name.as_str(), arguments.as_ref()));
+                push_note(&mut turns, prompt::text_result(shown, content, *is_error, again, request));
+                if let Some(call) = call.filter(|_| !*is_error) {
+                    made.push(call);
+                }
             }
         }
     }
     turns
+}
+
+/// A reply's calls as tool names and arguments: its structured calls, or the one call its
+/// text holds as `{"tool": NAME, "arguments": {...}}` (how the text modes answer).
+fn calls_of(reply: &ModelReply) -> Vec<(String, Option<Value>)> {
+    if !reply.calls.is_empty() {
+        let arguments = |c: &ProposedCall| match c.arguments.to_value().into_owned() {
+            // An API's arguments are JSON text: shown as the object they hold.
+            Value::String(text) => serde_json::from_str(&text).unwrap_or(Value::String(text)),
+            other => other,
+        };
+        return reply.calls.iter().map(|c| (c.name.clone(), Some(arguments(c)))).collect();
+    }
+    let parsed = reply.text.as_deref().and_then(|t| serde_json::from_str::<Value>(t.trim()).ok());
+    match parsed {
+        Some(Value::Object(mut call)) => match (call.remove("tool"), call.remove("arguments")) {
+            (Some(Value::String(name)), arguments) => vec![(name, arguments)],
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    }
 }
 
 /// A reply as text: its own text, then each structured call written out as JSON.
@@ -218,7 +262,9 @@ mod tests {
         );
         assert_eq!(
             turns[2],
-            Turn::User("Result of t: 1\n\nError from the call to t: {\"code\":\"tool_error\"}".into())
+            Turn::User(
+                "t({}) = 1. If this answers the request, call finish with answer 1.\n\nt failed: {\"code\":\"tool_error\"}. Correct the call, or call another tool.".into()
+            )
         );
     }
 }

@@ -163,6 +163,8 @@ pub(crate) fn forcing<'a>(
         ToolChoice::Tool(name) if !named_choice => {
             (tools.iter().filter(|t| &t.name == name).collect(), ToolChoice::Required)
         }
+        // No API names a tool it withholds: the others are offered, one of them required.
+        ToolChoice::AnyBut(name) => (tools.iter().filter(|t| &t.name != name).collect(), ToolChoice::Required),
         other => (tools.iter().collect(), other.clone()),
     }
 }
@@ -294,7 +296,7 @@ impl HttpProvider {
         // `finish` offered alone is the loop forcing it: the override never loosens that.
         let finish_forced = matches!(request.tools, [only] if only.name == harness_core::FINISH);
         let choice = match (request.tool_choice, &self.tool_choice) {
-            (ToolChoice::Required, Some(over)) if !finish_forced => over.clone(),
+            (ToolChoice::Required | ToolChoice::AnyBut(_), Some(over)) if !finish_forced => over.clone(),
             (asked, _) => asked.clone(),
         };
         if let ToolChoice::Tool(name) = &choice
@@ -546,7 +548,7 @@ impl ModelProvider for HttpProvider {
     /// the tokens of the answer set aside still count.
     async fn complete(&self, request: RouterRequest<'_>) -> Result<ModelReply, ProviderError> {
         let choice = self.choice(&request)?;
-        let forced = matches!(choice, ToolChoice::Required | ToolChoice::Tool(_));
+        let forced = matches!(choice, ToolChoice::Required | ToolChoice::Tool(_) | ToolChoice::AnyBut(_));
         let mut mode = self.sending_mode();
         let mut retries = 0;
         let mut set_aside = None;
@@ -594,6 +596,12 @@ impl ModelProvider for HttpProvider {
 
     fn penalizes_repeats(&self) -> bool {
         self.wire.repeat_penalty().is_some()
+    }
+
+    /// A model served with a small context (the compact listing) or in a text mode (its
+    /// template knows no tools) is a small one: `finish` waits until a tool has answered.
+    fn needs_a_tool_first(&self) -> bool {
+        self.compact() || matches!(self.router_mode(), RouterMode::Constrained | RouterMode::Prompt)
     }
 }
 

@@ -311,6 +311,10 @@ impl ModelProvider for Guarded<'_> {
         self.inner.penalizes_repeats()
     }
 
+    fn needs_a_tool_first(&self) -> bool {
+        self.inner.needs_a_tool_first()
+    }
+
     /// Asks through the breaker. A failure that looks like the server down opens it (or, for a
     /// probe, keeps it open) and the request waits to be asked again; every extra request
     /// counts in the reply's `retries`.

@@ -82,13 +82,17 @@ fn argument_list(parameters: &Value) -> String {
     let arguments: Vec<String> = properties
         .iter()
         .map(|(name, schema)| {
-            let kind = match schema.get("type") {
-                Some(Value::String(t)) => t.clone(),
-                Some(other) => other.to_string(),
-                None => "any".to_owned(),
-            };
             let optional = if required.contains(&name.as_str()) { "" } else { "?" };
-            format!("{name}{optional}: {kind}")
+            // An argument of any type is its name alone: a word standing for the type (`any`)
+            // is what a small model copies as the value.
+            match schema.get("type") {
+                Some(Value::String(t)) => format!("{name}{optional}: {t}"),
+                Some(Value::Array(types)) => {
+                    let names: Vec<&str> = types.iter().filter_map(Value::as_str).collect();
+                    format!("{name}{optional}: {}", names.join("|"))
+                }
+                _ => format!("{name}{optional}"),
+            }
         })
         .collect();
     arguments.join(", ")
@@ -97,6 +101,67 @@ fn argument_list(parameters: &Value) -> String {
 /// The note that ends the conversation when one tool is forced, in the text modes.
 pub(crate) fn forced_note(name: &str) -> String {
     format!("At this turn you must call {name}.")
+}
+
+/// A step's outcome in the text modes, in few tokens: the call, its result, and what to do
+/// next, e.g. `calculate({"expression":"6*7"}) = 42. If this answers the request, call finish
+/// with answer 42.` A small model copies what it is shown: shown the call and the value to
+/// finish with, it finishes with the value instead of calling again or copying a JSON error.
+/// `call` is the tool and its arguments, when known; `again` marks a call made before;
+/// `request` is the user's request, which names the member of an object result it asks for.
+pub(crate) fn text_result(
+    call: Option<(&str, Option<&Value>)>,
+    content: &Value,
+    is_error: bool,
+    again: bool,
+    request: &str,
+) -> String {
+    let Some((tool, arguments)) = call else {
+        return result_note(None, content, is_error);
+    };
+    let called = match arguments {
+        Some(arguments) => format!("{tool}({arguments})"),
+        None => tool.to_owned(),
+    };
+    if is_error {
+        let message = content.get("message").and_then(Value::as_str).map_or_else(|| content.to_string(), str::to_owned);
+        return format!("{called} failed: {message}. Correct the call, or call another tool.");
+    }
+    let known = if again { " (known already: not run again)" } else { "" };
+    match answer_in(tool, content, request) {
+        Some(answer) => {
+            format!("{called} = {content}{known}. If this answers the request, call finish with answer {answer}.")
+        }
+        None => format!("{called} = {content}{known}. If this answers the request, call finish with the answer."),
+    }
+}
+
+/// The value of a result to finish with: the result itself when it is a number, a string or
+/// a boolean; in an object, the member named like the tool (`molecular_weight` of
+/// `molecular_weight`'s result), else the one member whose name the request says (`valid` for
+/// "is CCO a valid SMILES?", `atom_count` for "how many atoms"); otherwise none.
+fn answer_in<'v>(tool: &str, content: &'v Value, request: &str) -> Option<&'v Value> {
+    let scalar = |v: &&Value| matches!(v, Value::Number(_) | Value::String(_) | Value::Bool(_));
+    match content {
+        Value::Number(_) | Value::String(_) | Value::Bool(_) => Some(content),
+        Value::Object(members) => members.get(tool).filter(scalar).or_else(|| {
+            let asked = request.to_lowercase();
+            let named: Vec<&Value> =
+                members.iter().filter(|(k, v)| scalar(v) && names(&asked, k)).map(|(_, v)| v).collect();
+            // Two members named: the request does not say which; none is suggested.
+            if let [only] = named.as_slice() { Some(*only) } else { None }
+        }),
+        _ => None,
+    }
+}
+
+/// Whether `asked` (lower case) holds a word of the member name `key` (`atom` of `atom_count`):
+/// a word of four letters or more, at the start of a word of the request.
+fn names(asked: &str, key: &str) -> bool {
+    key.split('_').filter(|part| part.len() >= 4).any(|part| {
+        let part = part.to_lowercase();
+        asked.match_indices(&part).any(|(at, _)| at == 0 || !asked.as_bytes()[at - 1].is_ascii_alphanumeric())
+    })
 }
 
 /// A step's outcome written for a user turn, when it answers no structured call.
@@ -133,5 +198,36 @@ mod tests {
         assert!(!compact.contains("17/100") && !compact.contains("Supports"), "{compact}");
         let full = prompt_mode(&[tool], false);
         assert!(full.contains("17/100*2340") && full.len() > compact.len(), "{full}");
+    }
+
+    #[test]
+    fn a_result_is_fed_back_with_its_call_and_the_value_to_finish_with() {
+        let calc = text_result(Some(("calculate", Some(&json!({"expression": "6*7"})))), &json!(42), false, false, "");
+        assert_eq!(
+            calc,
+            r#"calculate({"expression":"6*7"}) = 42. If this answers the request, call finish with answer 42."#
+        );
+        let valid = json!({"atom_count": 3, "error": null, "formula": "C2H6O", "valid": true});
+        let shown = Some(("validate_smiles", Some(&json!({"smiles": "CCO"}))));
+        let note = text_result(shown, &valid, false, true, "Is CCO a valid SMILES?");
+        assert!(
+            note.ends_with(
+                "(known already: not run again). If this answers the request, call finish with answer true."
+            ),
+            "{note}"
+        );
+        let atoms = text_result(shown, &valid, false, false, "how many heavy atoms in CCO");
+        assert!(atoms.ends_with("call finish with answer 3."), "{atoms}");
+        // Nothing named: no value is suggested.
+        let open = text_result(shown, &valid, false, false, "tell me about CCO");
+        assert!(open.ends_with("call finish with the answer."), "{open}");
+        let failed = text_result(
+            Some(("calculate", None)),
+            &json!({"code": "tool_error", "message": "division by zero"}),
+            true,
+            false,
+            "",
+        );
+        assert_eq!(failed, "calculate failed: division by zero. Correct the call, or call another tool.");
     }
 }

@@ -23,7 +23,13 @@ pub(super) async fn ask_router(
     // prompt prefix a server has cached survives) or "required" with `finish` alone (servers
     // that take the named form for "auto", as llama.cpp does). The loop itself still refuses
     // any other tool at that step (`tool_not_offered`).
-    let choice = if step.finish_only { ToolChoice::Tool(FINISH.to_owned()) } else { ToolChoice::Required };
+    let choice = if step.finish_only {
+        ToolChoice::Tool(FINISH.to_owned())
+    } else if step.finish_withheld {
+        ToolChoice::AnyBut(FINISH.to_owned())
+    } else {
+        ToolChoice::Required
+    };
     let request =
         RouterRequest { conversation: &run.conversation, tools: registry.definitions(), tool_choice: &choice };
     let asked = match run.gate.deadline {

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use super::read::StepCall;
 use super::{StepOutcome, json_size};
 use crate::error::{ErrorCode, HarnessError};
+use crate::provider::Message;
 use crate::registry::{FINISH, RegisteredTool, ToolHandler, ToolRegistry};
 use crate::trace::StepStatus;
 
@@ -27,13 +28,22 @@ pub(super) enum Cleared {
     },
 }
 
+/// What a step offers.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Offered {
+    /// `finish` alone.
+    pub(super) finish_only: bool,
+    /// Every tool but `finish`.
+    pub(super) finish_withheld: bool,
+}
+
 /// Checks one call to `tool` (looked up by the caller; `None` when there is no such tool). Oversized arguments are replaced by a note of their size, so that they
 /// are not kept in the trace either.
 pub(super) fn check_call(
     registry: &ToolRegistry,
     tool: Option<RegisteredTool<'_>>,
     call: &mut StepCall<'_>,
-    finish_only: bool,
+    offered: Offered,
     repeats: &mut RepeatGuard,
     max_arguments_bytes: usize,
 ) -> Result<Cleared, HarnessError> {
@@ -49,6 +59,7 @@ pub(super) fn check_call(
             json!({ "tool": call.tool, "bytes": bytes, "limit": max_arguments_bytes }),
         ));
     }
+    let finish_only = offered.finish_only;
     let Some(tool) = tool else {
         let offered: Vec<&str> =
             if finish_only { vec![FINISH] } else { registry.definitions().iter().map(|d| d.name.as_str()).collect() };
@@ -63,6 +74,18 @@ pub(super) fn check_call(
             ErrorCode::ToolNotOffered,
             format!("{:?} is not offered at this step; only finish is: call finish with your best answer", call.tool),
             json!({ "tool": call.tool, "offered": [FINISH] }),
+        ));
+    }
+    if offered.finish_withheld && call.tool == FINISH {
+        let others: Vec<&str> =
+            registry.definitions().iter().map(|d| d.name.as_str()).filter(|n| *n != FINISH).collect();
+        return Err(HarnessError::new(
+            ErrorCode::ToolNotOffered,
+            format!(
+                "finish is not offered before a tool has answered: call one of {} first, then finish with its result",
+                others.join(", ")
+            ),
+            json!({ "tool": FINISH, "offered": others }),
         ));
     }
     tool.validate(&call.arguments)?;
@@ -87,6 +110,120 @@ pub(super) fn check_call(
         ));
     };
     Ok(Cleared::Execute { handler, timeout: tool.timeout })
+}
+
+/// The note of a call answered with its known result: it did not run again.
+pub(super) fn known_again(tool: &str) -> HarnessError {
+    HarnessError::new(
+        ErrorCode::RepeatedCall,
+        format!(
+            "{tool:?} was called before with the same arguments: answered with its known result, not run again; call finish with the answer"
+        ),
+        json!({ "tool": tool, "known": true }),
+    )
+}
+
+/// Refuses a `finish` whose answer is copied from a harness error fed back in this run, from
+/// the request's own text where no tool result holds it, or is a name from the tool listing
+/// (`finish`, `answer`): none is a result, and a run that ends with one is not a success. The refusal (`copied_answer`) is fed back like any
+/// other, so the model can still call a tool and finish with its result.
+pub(super) fn copied_answer(conversation: &[Message], registry: &ToolRegistry, outcome: StepOutcome) -> StepOutcome {
+    let StepOutcome::Finished(answer) = &outcome else {
+        return outcome;
+    };
+    let text = match answer {
+        Value::String(s) => without_markers(s),
+        Value::Null => return outcome,
+        other => other.to_string(),
+    };
+    let Some(source) = copied_from(conversation, &text).or_else(|| listed_name(registry, &text)) else {
+        return outcome;
+    };
+    let error = HarnessError::new(
+        ErrorCode::CopiedAnswer,
+        format!(
+            "the answer {text:?} is copied from {source}, not a result: call a tool that computes the answer, then finish with its result"
+        ),
+        json!({ "answer": answer, "source": source_name(source) }),
+    );
+    StepOutcome::Failed(error, StepStatus::Rejected)
+}
+
+/// Text without chat-template markers (`<|im_end|>`), trimmed: a small model writes them into
+/// what it copies, and they are no content of their own.
+fn without_markers(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("<|") {
+        let Some(len) = rest[start..].find("|>") else { break };
+        out.push_str(&rest[..start]);
+        rest = &rest[start + len + 2..];
+    }
+    out.push_str(rest);
+    out.trim().to_owned()
+}
+
+/// How [`copied_answer`] names the request.
+const REQUEST: &str = "the request";
+/// How [`copied_answer`] names a harness error.
+const ERROR: &str = "a harness error";
+/// How [`copied_answer`] names the tool listing.
+const LISTING: &str = "the tool listing";
+
+/// The short name of a source, for the error's details.
+fn source_name(source: &str) -> &'static str {
+    match source {
+        REQUEST => "request",
+        LISTING => "listing",
+        _ => "error",
+    }
+}
+
+/// Whether an answer is a tool's name or an argument's, as the listing shows them: a
+/// placeholder a small model copied, never an answer.
+fn listed_name(registry: &ToolRegistry, text: &str) -> Option<&'static str> {
+    let named = registry.definitions().iter().any(|d| {
+        d.name.eq_ignore_ascii_case(text)
+            || d.parameters
+                .get("properties")
+                .and_then(Value::as_object)
+                .is_some_and(|p| p.keys().any(|k| k.eq_ignore_ascii_case(text)))
+    });
+    named.then_some(LISTING)
+}
+
+/// Where an answer's text was copied from, if it was.
+fn copied_from(conversation: &[Message], text: &str) -> Option<&'static str> {
+    if text.is_empty() {
+        return None;
+    }
+    let mut request = None;
+    let mut results = Vec::new();
+    for message in conversation {
+        match message {
+            Message::User { content } if request.is_none() => request = Some(content.as_str()),
+            Message::ToolResult { content, is_error: true, .. }
+                // A tool's own failure is its answer, which may well be the right one ("division by zero").
+                if content.get("code").and_then(Value::as_str) != Some("tool_error") =>
+            {
+                let code = content.get("code").and_then(Value::as_str).unwrap_or_default();
+                let said = content.get("message").and_then(Value::as_str).unwrap_or_default();
+                let copied = (!code.is_empty() && text.contains(code))
+                    || (!said.is_empty() && text.contains(said))
+                    || (text.len() >= 16 && said.contains(text));
+                if copied {
+                    return Some(ERROR);
+                }
+            }
+            Message::ToolResult { content, is_error: false, .. } => results.push(content.to_string()),
+            _ => {}
+        }
+    }
+    // Words alone ("yes", "hello") may well be the answer to a request that holds them; a
+    // number or an expression from the request is a guess unless a result holds it too.
+    let guess = text.chars().any(|c| c.is_ascii_digit()) || text.len() >= 32;
+    let in_request = request.is_some_and(|r| r.contains(text));
+    (guess && in_request && !results.iter().any(|r| r.contains(text))).then_some(REQUEST)
 }
 
 /// Holds a result to the tool's declared output schema: one that breaks it becomes an error
@@ -133,5 +270,33 @@ impl RepeatGuard {
     pub(super) fn reset(&mut self) {
         self.last = None;
         self.count = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chat_template_markers_are_no_part_of_a_copied_answer() {
+        assert_eq!(without_markers(" calculate 6*7<|im_end|> "), "calculate 6*7");
+        assert_eq!(without_markers("<|a|>x<|b|>y"), "xy");
+        assert_eq!(without_markers("a <| b"), "a <| b");
+        let request = [Message::User { content: "calculate 6*7".into() }];
+        let registry = ToolRegistry::new();
+        let copied = copied_answer(&request, &registry, StepOutcome::Finished(json!("calculate 6*7<|im_end|>")));
+        assert!(matches!(copied, StepOutcome::Failed(e, _) if e.code == ErrorCode::CopiedAnswer));
+    }
+
+    #[test]
+    fn a_name_from_the_tool_listing_is_no_answer() {
+        let registry = ToolRegistry::new();
+        let request = [Message::User { content: "what is 6*7".into() }];
+        for name in ["answer", "Finish"] {
+            let copied = copied_answer(&request, &registry, StepOutcome::Finished(json!(name)));
+            assert!(matches!(&copied, StepOutcome::Failed(e, _) if e.details["source"] == "listing"), "{name}");
+        }
+        let kept = copied_answer(&request, &registry, StepOutcome::Finished(json!("forty-two")));
+        assert!(matches!(kept, StepOutcome::Finished(_)));
     }
 }

@@ -148,6 +148,7 @@ fn resume_into(run: &mut Run<'_>, from: Resumption, registry: &ToolRegistry) -> 
     };
     let calls = read::read_reply_calls(reply, registry.definitions(), run.options.reply_format, &step);
     run.conversation_bytes = from.conversation.iter().map(message_size).sum();
+    run.gate.answered = from.conversation.iter().any(|m| matches!(m, Message::ToolResult { is_error: false, .. }));
     run.conversation = from.conversation;
     run.usage = from.usage;
     run.current = Some(CurrentReply { at, calls, next: from.call_index });

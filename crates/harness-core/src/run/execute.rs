@@ -148,7 +148,7 @@ pub async fn call_tool(registry: &ToolRegistry, tool: &str, arguments: Value) ->
     let mut call = StepCall { id: String::new(), tool: tool.to_owned(), arguments: Cow::Owned(arguments) };
     let outcome = execute(handler, &mut call, found.timeout, false).await;
     match super::check::check_result(Some(found), outcome) {
-        StepOutcome::Ran(result) | StepOutcome::Finished(result) => Ok(result),
+        StepOutcome::Ran(result) | StepOutcome::Finished(result) | StepOutcome::Known(result, _) => Ok(result),
         StepOutcome::Failed(error, _) => Err(error),
     }
 }

@@ -28,6 +28,8 @@ pub(super) fn step_entry<'a>(
     let (status, result, error) = match outcome {
         StepOutcome::Ran(v) => (StepStatus::Ok, Some(v), None),
         StepOutcome::Finished(v) => (StepStatus::Finished, Some(v), None),
+        // It never ran: rejected, with the result it was answered with.
+        StepOutcome::Known(v, e) => (StepStatus::Rejected, Some(v), Some(e)),
         StepOutcome::Failed(e, status) => (*status, None, Some(e)),
     };
     TraceEntry {
@@ -63,7 +65,11 @@ pub(super) fn blank_entry<'a>(
     error: Option<&'a HarnessError>,
     duration_us: u64,
 ) -> TraceEntry<'a> {
-    let offered = if step.finish_only { FINISH } else { "all" };
+    let offered = match (step.finish_only, step.finish_withheld) {
+        (true, _) => FINISH,
+        (false, true) => "tools",
+        (false, false) => "all",
+    };
     TraceEntry {
         error,
         model_us: step.model_us,

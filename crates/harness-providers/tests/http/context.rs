@@ -1,12 +1,18 @@
 //! The model's context: where its size comes from, what a server's properties change, and the
 //! repetition penalty asked for after a cut reply.
 
-use harness_core::{Loop, RunAbout, RunOptions, RunStatus};
+use harness_core::{EarlyFinish, Loop, RunAbout, RunOptions, RunStatus};
 use harness_providers::{Preset, RouterMode};
 use serde_json::{Value, json};
 
 use crate::server::{Canned, MockApi, openai_calls, openai_text};
 use crate::{Notices, config, provider, registry};
+
+/// Options for a run whose model finishes at once: a small context marks a small model, which
+/// is offered `finish` only once a tool has answered, unless the operator allows it.
+fn finish_at_once() -> RunOptions {
+    RunOptions { early_finish: EarlyFinish::Allowed, ..RunOptions::default() }
+}
 
 /// Runs `request` traced, every line kept.
 async fn traced(provider: &harness_providers::HttpProvider, options: &RunOptions) -> (RunStatus, Vec<Value>) {
@@ -23,8 +29,9 @@ async fn llama_cpp_props_give_the_context_and_a_template_without_tools_starts_co
         "default_generation_settings": {"n_ctx": 2048},
         "chat_template_caps": {"supports_tools": false}
     });
+    let add = openai_text(r#"{"tool": "add", "arguments": {"a": 4, "b": 5}}"#);
     let finish = openai_text(r#"{"tool": "finish", "arguments": {"answer": 9}}"#);
-    let api = MockApi::with_props(vec![finish], Some(props)).await;
+    let api = MockApi::with_props(vec![add, finish], Some(props)).await;
     let provider = provider(config(Preset::LlamaCpp, &format!("{}/v1", api.origin), &Notices::default()));
     let (status, lines) = traced(&provider, &RunOptions::default()).await;
     assert_eq!(status, RunStatus::Finished);
@@ -33,14 +40,22 @@ async fn llama_cpp_props_give_the_context_and_a_template_without_tools_starts_co
     assert_eq!((context["tokens"].as_u64(), context["source"].as_str()), (Some(2048), Some("server")), "{context}");
     assert!(context["tools_tokens"].as_u64() > Some(0), "{context}");
     assert_eq!(lines.last().unwrap()["context"]["window"], *context);
-    // One request, constrained from the start: no tools sent, the schema instead, and the
-    // tools listed one line each in a context that small.
+    // Constrained from the start: no tools sent, the schema instead, and the tools listed one
+    // line each in a context that small.
     let seen = api.seen();
-    assert_eq!(seen.len(), 1);
+    assert_eq!(seen.len(), 2);
     assert!(seen[0].body.get("tools").is_none() && seen[0].body.get("response_format").is_some());
     let system = seen[0].body["messages"][0]["content"].as_str().unwrap();
     assert!(system.contains("- add(a: integer, b: integer): Add two integers.") && !system.contains("JSON Schema"));
     assert_eq!(provider.router_mode(), RouterMode::Constrained);
+    // A small model: the first schema has no finish branch, the one after a result has; the
+    // system prompt is the same (the prefix cache keeps it).
+    let branches = |i: usize| seen[i].body["response_format"]["json_schema"]["schema"]["oneOf"].to_string();
+    assert!(!branches(0).contains(r#""const":"finish""#) && branches(1).contains(r#""const":"finish""#));
+    assert_eq!(seen[1].body["messages"][0], seen[0].body["messages"][0]);
+    // The result goes back as the call, its value, and what to do next.
+    let note = seen[1].body["messages"][3]["content"].as_str().unwrap();
+    assert_eq!(note, r#"add({"a":4,"b":5}) = 9. If this answers the request, call finish with answer 9."#);
 }
 
 #[tokio::test]
@@ -50,7 +65,7 @@ async fn without_props_the_context_is_the_configured_one_else_the_preset_default
         let mut config = config(Preset::LlamaCpp, &format!("{}/v1", api.origin), &Notices::default());
         config.context_tokens = configured;
         let provider = provider(config);
-        let (status, lines) = traced(&provider, &RunOptions::default()).await;
+        let (status, lines) = traced(&provider, &finish_at_once()).await;
         assert_eq!(status, RunStatus::Finished);
         let context = &lines[0]["context"];
         assert_eq!((context["tokens"].as_u64(), context["source"].as_str()), expected, "{context}");
@@ -62,7 +77,7 @@ async fn without_props_the_context_is_the_configured_one_else_the_preset_default
 async fn context_from(preset: Preset, api: &MockApi, model: &str) -> (Option<u64>, Option<String>) {
     let mut config = config(preset, &format!("{}/v1", api.origin), &Notices::default());
     config.model = Some(model.to_owned());
-    let (status, lines) = traced(&provider(config), &RunOptions::default()).await;
+    let (status, lines) = traced(&provider(config), &finish_at_once()).await;
     assert_eq!(status, RunStatus::Finished);
     let context = &lines[0]["context"];
     (context["tokens"].as_u64(), context["source"].as_str().map(str::to_owned))
@@ -139,7 +154,7 @@ fn cut_call() -> Canned {
 async fn after_a_cut_reply_the_next_request_asks_for_a_repeat_penalty_and_the_trace_says_so() {
     let api = MockApi::start(vec![cut_call(), openai_calls(&[("c2", "finish", r#"{"answer": 9}"#)])]).await;
     let provider = provider(config(Preset::LlamaCpp, &format!("{}/v1", api.origin), &Notices::default()));
-    let (status, lines) = traced(&provider, &RunOptions::default()).await;
+    let (status, lines) = traced(&provider, &finish_at_once()).await;
     assert_eq!(status, RunStatus::Finished);
     let seen = api.seen();
     assert_eq!(seen[0].body.get("repeat_penalty"), None);
@@ -152,7 +167,7 @@ async fn after_a_cut_reply_the_next_request_asks_for_a_repeat_penalty_and_the_tr
 async fn replies_cut_max_truncated_times_in_a_row_end_the_run_reply_truncated() {
     let api = MockApi::start(vec![cut_call(), cut_call(), cut_call()]).await;
     let provider = provider(config(Preset::OpenAi, &format!("{}/v1", api.origin), &Notices::default()));
-    let (status, lines) = traced(&provider, &RunOptions::default()).await;
+    let (status, lines) = traced(&provider, &finish_at_once()).await;
     assert_eq!(status, RunStatus::ReplyTruncated);
     assert_eq!(api.seen().len(), 2, "the default limit is 2 in a row");
     assert_eq!(api.seen()[1].body["frequency_penalty"], 0.5);
