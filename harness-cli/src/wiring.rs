@@ -73,7 +73,8 @@ pub(crate) struct LoopArgs {
     #[arg(long, value_name = "N")]
     pub(crate) max_repeats: Option<u32>,
     /// Whether finish may end a run before a tool has answered: allow, refuse, or provider (refused for a small
-    /// model: a small context, a template that knows no tools). [default: provider]
+    /// model: a small context, a template that knows no tools). Refused, a number or expression copied from the
+    /// request is no answer either (copied_answer). [default: provider]
     #[arg(long, value_name = "WHEN", value_parser = ["provider", "allow", "refuse"])]
     pub(crate) early_finish: Option<String>,
     /// This many model replies in a row cut at the token limit end the run reply_truncated (exit 5); 0 turns it

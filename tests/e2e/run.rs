@@ -272,11 +272,21 @@ fn an_answer_copied_from_a_harness_error_does_not_end_the_run_finished() {
     let out = r.json();
     assert_eq!(out["status"], "step_budget_exhausted", "{out}");
     assert!(out["answer"].is_null());
-    // Copied from the request: "6*7" is no result.
-    let script = s.script(&[call("finish", json!({"answer": "6*7"})), call("finish", json!({"answer": 42}))]);
-    let r = ran(s.harness().args(["run", "what is 6*7", "--json", "--trace", "t2.jsonl", "--script"]).arg(&script));
-    assert_eq!(s.trace("t2.jsonl")[0]["error"]["code"], "copied_answer");
+    // Copied from the request: "6*7" is no result, for a small model (--early-finish refuse
+    // keeps its guards; the scripted provider's model is no small one).
+    let script = s.script(&[
+        call("calculate", json!({"expression": "6*7"})),
+        call("finish", json!({"answer": "6*7"})),
+        call("finish", json!({"answer": 42})),
+    ]);
+    let small = ["run", "what is 6*7", "--json", "--early-finish", "refuse", "--trace", "t2.jsonl", "--script"];
+    let r = ran(s.harness().args(small).arg(&script));
+    assert_eq!(s.trace("t2.jsonl")[1]["error"]["code"], "copied_answer");
     assert_eq!(r.json()["answer"], 42);
+    // A capable model may answer from the request.
+    let script = s.script(&[call("finish", json!({"answer": "6*7"}))]);
+    let r = ran(s.harness().args(["run", "what is 6*7", "--json", "--script"]).arg(&script));
+    assert_eq!(r.json()["answer"], "6*7");
 }
 
 #[test]

@@ -211,7 +211,8 @@ async fn drive(
         let (call, outcome) = match read.call {
             Ok(mut call) => {
                 let outcome = check_and_execute(registry, tool, &mut run.gate, run.options, &step, &mut call).await;
-                let outcome = check::copied_answer(&run.conversation, registry, outcome);
+                let small = run.guards_a_small_model(provider);
+                let outcome = check::copied_answer(&run.conversation, registry, small, outcome);
                 (Some(call), outcome)
             }
             Err(unreadable) => (unreadable.call, StepOutcome::Failed(unreadable.error, StepStatus::Rejected)),
@@ -469,12 +470,17 @@ impl<'o> Run<'o> {
     /// Whether this step withholds `finish`: no tool has answered yet, there are other tools,
     /// and the operator (or else the provider, for a small model) wants one to answer first.
     fn finish_withheld(&self, provider: &dyn ModelProvider, registry: &ToolRegistry) -> bool {
-        let wanted = match self.options.early_finish {
+        self.guards_a_small_model(provider) && !self.gate.answered && registry.definitions().len() > 1
+    }
+
+    /// Whether the run keeps a small model's guards: `finish` only once a tool has answered,
+    /// and no answer taken from the request's text. The operator's word, else the provider's.
+    fn guards_a_small_model(&self, provider: &dyn ModelProvider) -> bool {
+        match self.options.early_finish {
             EarlyFinish::Allowed => false,
             EarlyFinish::Refused => true,
             EarlyFinish::Provider => provider.needs_a_tool_first(),
-        };
-        wanted && !self.gate.answered && registry.definitions().len() > 1
+        }
     }
 
     fn out_of_time(&self, now: Instant) -> bool {

@@ -1648,12 +1648,19 @@ async fn an_answer_copied_from_a_harness_error_is_refused_and_the_run_goes_on() 
 #[tokio::test]
 async fn an_answer_copied_from_the_request_is_refused_unless_a_result_holds_it() {
     let kit = Kit::new();
-    let provider = Replay::new(vec![finish(json!("6*7")), finish(json!(6)), echo("6"), finish(json!(6))]);
+    // A small model's guards (finish withheld until a tool answered, as for a small model).
+    let small = RunOptions { early_finish: EarlyFinish::Refused, ..RunOptions::default() };
+    let replies = vec![echo("1"), finish(json!("6*7")), finish(json!(6)), echo("6"), finish(json!(6))];
+    let provider = Replay::new(replies);
     let mut trace: Vec<Value> = Vec::new();
-    let outcome = Loop::new(&provider, &kit.registry).run("what is 6*7?", &mut trace).await;
-    assert_eq!(codes(&trace), [Some("copied_answer"), Some("copied_answer"), None, None]);
-    assert_eq!(trace[0]["error"]["details"], json!({"answer": "6*7", "source": "request"}));
+    let outcome = Loop::new(&provider, &kit.registry).options(small).run("what is 6*7?", &mut trace).await;
+    assert_eq!(codes(&trace), [None, Some("copied_answer"), Some("copied_answer"), None, None]);
+    assert_eq!(trace[1]["error"]["details"], json!({"answer": "6*7", "source": "request"}));
     assert_eq!((outcome.status, outcome.answer), (RunStatus::Finished, Some(json!(6))), "a result holds 6");
+    // A capable model may answer from the request: no small model's guard by default.
+    let provider = Replay::new(vec![finish(json!("23"))]);
+    let outcome = Loop::new(&provider, &kit.registry).run("which is larger, 17 or 23?", &mut NoTrace).await;
+    assert_eq!((outcome.status, outcome.answer), (RunStatus::Finished, Some(json!("23"))));
     // Words from the request may be the answer.
     let provider = Replay::new(vec![finish(json!("yes"))]);
     let outcome = Loop::new(&provider, &kit.registry).run("say yes", &mut NoTrace).await;

@@ -123,11 +123,19 @@ pub(super) fn known_again(tool: &str) -> HarnessError {
     )
 }
 
-/// Refuses a `finish` whose answer is copied from a harness error fed back in this run, from
-/// the request's own text where no tool result holds it, or is a name from the tool listing
-/// (`finish`, `answer`): none is a result, and a run that ends with one is not a success. The refusal (`copied_answer`) is fed back like any
-/// other, so the model can still call a tool and finish with its result.
-pub(super) fn copied_answer(conversation: &[Message], registry: &ToolRegistry, outcome: StepOutcome) -> StepOutcome {
+/// Refuses a `finish` whose answer is copied from a harness error fed back in this run, or is
+/// a name from the tool listing (`finish`, `answer`), and, for a small model (`small`: the
+/// run withholds `finish` until a tool answers), a number or expression from the request's own
+/// text that no tool result holds: none is a result, and a run that ends with one is not a
+/// success. A capable model may well answer from the request ("which is larger, 17 or 23?"),
+/// so that check is the small model's alone. The refusal (`copied_answer`) is fed back like
+/// any other, so the model can still call a tool and finish with its result.
+pub(super) fn copied_answer(
+    conversation: &[Message],
+    registry: &ToolRegistry,
+    small: bool,
+    outcome: StepOutcome,
+) -> StepOutcome {
     let StepOutcome::Finished(answer) = &outcome else {
         return outcome;
     };
@@ -136,7 +144,7 @@ pub(super) fn copied_answer(conversation: &[Message], registry: &ToolRegistry, o
         Value::Null => return outcome,
         other => other.to_string(),
     };
-    let Some(source) = copied_from(conversation, &text).or_else(|| listed_name(registry, &text)) else {
+    let Some(source) = copied_from(conversation, &text, small).or_else(|| listed_name(registry, &text)) else {
         return outcome;
     };
     let error = HarnessError::new(
@@ -192,8 +200,9 @@ fn listed_name(registry: &ToolRegistry, text: &str) -> Option<&'static str> {
     named.then_some(LISTING)
 }
 
-/// Where an answer's text was copied from, if it was.
-fn copied_from(conversation: &[Message], text: &str) -> Option<&'static str> {
+/// Where an answer's text was copied from, if it was: a harness error, or (`from_request`)
+/// the request.
+fn copied_from(conversation: &[Message], text: &str, from_request: bool) -> Option<&'static str> {
     if text.is_empty() {
         return None;
     }
@@ -223,7 +232,7 @@ fn copied_from(conversation: &[Message], text: &str) -> Option<&'static str> {
     // number or an expression from the request is a guess unless a result holds it too.
     let guess = text.chars().any(|c| c.is_ascii_digit()) || text.len() >= 32;
     let in_request = request.is_some_and(|r| r.contains(text));
-    (guess && in_request && !results.iter().any(|r| r.contains(text))).then_some(REQUEST)
+    (from_request && guess && in_request && !results.iter().any(|r| r.contains(text))).then_some(REQUEST)
 }
 
 /// Holds a result to the tool's declared output schema: one that breaks it becomes an error
@@ -284,7 +293,7 @@ mod tests {
         assert_eq!(without_markers("a <| b"), "a <| b");
         let request = [Message::User { content: "calculate 6*7".into() }];
         let registry = ToolRegistry::new();
-        let copied = copied_answer(&request, &registry, StepOutcome::Finished(json!("calculate 6*7<|im_end|>")));
+        let copied = copied_answer(&request, &registry, true, StepOutcome::Finished(json!("calculate 6*7<|im_end|>")));
         assert!(matches!(copied, StepOutcome::Failed(e, _) if e.code == ErrorCode::CopiedAnswer));
     }
 
@@ -293,10 +302,10 @@ mod tests {
         let registry = ToolRegistry::new();
         let request = [Message::User { content: "what is 6*7".into() }];
         for name in ["answer", "Finish"] {
-            let copied = copied_answer(&request, &registry, StepOutcome::Finished(json!(name)));
+            let copied = copied_answer(&request, &registry, true, StepOutcome::Finished(json!(name)));
             assert!(matches!(&copied, StepOutcome::Failed(e, _) if e.details["source"] == "listing"), "{name}");
         }
-        let kept = copied_answer(&request, &registry, StepOutcome::Finished(json!("forty-two")));
+        let kept = copied_answer(&request, &registry, true, StepOutcome::Finished(json!("forty-two")));
         assert!(matches!(kept, StepOutcome::Finished(_)));
     }
 }
