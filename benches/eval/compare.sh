@@ -32,7 +32,7 @@ until curl -sf "http://127.0.0.1:$port/health" >/dev/null; do
     sleep 1
 done
 
-# pydantic-ai first: it is the quickest, and the comparison needs it.
+# pydantic-ai first: every comparison needs it (the modes can follow, or resume later).
 if [ ! -s "$out/report-pydantic.json" ]; then
     "$python" benches/eval/pydantic_ai.py "$tasks" --out "$out/answers-pydantic.jsonl" --base-url "$url" \
         --harness "$harness" --enable calc --enable chem 2>"$out/pydantic.log"
