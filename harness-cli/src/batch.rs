@@ -231,16 +231,7 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
     let settings = Settings::resolve(&provider_args, &args.limits, &config)?;
     let policy = crate::approve::policy(&args.policy, &config, None)?;
     let name = settings.provider;
-    let (router, scripts) = if name == ProviderKind::Scripted {
-        note_ignored_settings(&provider_args, &config, name, args.quiet);
-        match script_path(&provider_args, &config) {
-            Some(path) => (Router::Scripted(Some(DefaultScript::read(&path)?)), Scripts::Optional),
-            None => (Router::Scripted(None), Scripts::Required),
-        }
-    } else {
-        let provider = build_budgeted_provider(&provider_args, &config, &settings, args.quiet, Some(budget.clone()))?;
-        (Router::Shared(provider), Scripts::Ignored)
-    };
+    let (router, scripts) = router(&provider_args, &config, &settings, args.quiet, &budget)?;
 
     let spec = args.shard.unwrap_or(ShardSpec::Fixed(Shard::ALL));
     let shards = args.shards.map(|n| n as usize);
@@ -342,6 +333,27 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
         budget_spent: budget.spent().then(|| budget.retries()),
     };
     Ok(ending.report(out_path, args.allow_failures))
+}
+
+/// Who answers a batch's runs (one provider, or each run's script), and what the requests'
+/// scripts are then for.
+pub(crate) fn router(
+    provider: &ProviderArgs,
+    config: &LoadedConfig,
+    settings: &Settings,
+    quiet: bool,
+    budget: &Arc<RetryBudget>,
+) -> Result<(Router, Scripts)> {
+    let name = settings.provider;
+    if name != ProviderKind::Scripted {
+        let shared = build_budgeted_provider(provider, config, settings, quiet, Some(budget.clone()))?;
+        return Ok((Router::Shared(shared), Scripts::Ignored));
+    }
+    note_ignored_settings(provider, config, name, quiet);
+    Ok(match script_path(provider, config) {
+        Some(path) => (Router::Scripted(Some(DefaultScript::read(&path)?)), Scripts::Optional),
+        None => (Router::Scripted(None), Scripts::Required),
+    })
 }
 
 /// How a batch ended, as far as its exit code goes.

@@ -9,6 +9,7 @@ mod batch;
 mod config;
 mod config_cmd;
 mod error;
+mod eval;
 mod exit;
 mod lock_cmd;
 mod mcp;
@@ -51,6 +52,8 @@ enum Command {
     },
     /// Run many requests from a JSON Lines file, several at once, resumably (see docs/batch.md).
     Batch(Box<batch::BatchCli>),
+    /// Score the answers to a tasks file: run it with any provider, or read answers made elsewhere (see docs/eval.md).
+    Eval(Box<eval::EvalArgs>),
     /// Trust a configuration file, or show the effective configuration and where each value came from.
     Config {
         #[command(subcommand)]
@@ -115,6 +118,7 @@ fn main() -> ExitCode {
         Command::Plugins { command } => plugins::plugins(command),
         Command::Mcp { command } => mcp::mcp(command),
         Command::Batch(args) => batch::batch(*args),
+        Command::Eval(args) => eval::eval(*args),
         Command::Trace { command } => trace_cmd::trace(command),
         Command::Replay(args) => replay::replay(*args),
         Command::Reply { command } => reply::reply(command),

@@ -18,6 +18,7 @@ mod check;
 mod confinement;
 mod context;
 mod discovery;
+mod eval;
 mod isolation;
 mod llama;
 mod lock;

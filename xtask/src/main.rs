@@ -103,6 +103,7 @@ impl Context {
 /// out, and says which. The tidy check holds this list to the tests that read a prerequisite.
 pub(crate) const NEEDS_PREREQUISITE: &[(&str, &str)] = &[
     ("llama::", "llama-server and SmolLM2 (llama)"),
+    ("eval::smollm2_on_a_real_llama_server", "llama-server and SmolLM2 (llama)"),
     ("otel::phoenix", "Arize Phoenix (phoenix)"),
     ("slurm::", "Slurm and munge (slurm)"),
     ("trace::the_html_report_renders_in_headless_chromium", "Chromium (chromium)"),

@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""Writes evals/everyday.jsonl: each task's expected value is computed by the real tools.
+
+Each task below names the calls a right run makes (its reference solution). This script runs
+those calls through the harness binary (`harness run --script`, one call per run, the result
+read back from the trace), computes the expected answer from the results, and writes one task
+line with the reference solution as its `script` (calls, then `finish` with the answer), so
+that `harness eval evals/everyday.jsonl --provider scripted` replays it and must score every
+task right.
+
+    python3 evals/make_everyday.py --harness target/debug/harness --plugins-dir target/debug > evals/everyday.jsonl
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def calc(expression):
+    return ("calculate", {"expression": expression})
+
+
+def mw(smiles):
+    return ("molecular_weight", {"smiles": smiles})
+
+
+def valid(smiles):
+    return ("validate_smiles", {"smiles": smiles})
+
+
+def first(results):
+    return results[0]
+
+
+def weight(i):
+    return lambda r: r[i]["molecular_weight"]
+
+
+def yes_if(test):
+    return lambda r: "yes" if test(r) else "no"
+
+
+# (id, request, reference calls (a list; an entry may be a function of the earlier results),
+#  how the answer comes from the results, the expect kind, extra expect fields)
+TASKS = [
+    # Arithmetic as people write it: one calculate.
+    ("calc-readme", "calculate 6*7", [calc("6*7")], first, "number", {}),
+    ("percent-of", "what's 15% of 80?", [calc("15/100*80")], first, "number", {}),
+    ("add", "What is 1234 + 5678?", [calc("1234+5678")], first, "number", {}),
+    ("times", "how much is 12 times 17", [calc("12*17")], first, "number", {}),
+    ("divide", "what's 144 divided by 12", [calc("144/12")], first, "number", {}),
+    ("sqrt", "square root of 2025?", [calc("sqrt(2025)")], first, "number", {}),
+    ("power", "What is 2 to the power of 10?", [calc("2^10")], first, "number", {}),
+    ("seventeen-percent", "what is 17 percent of 2340", [calc("17/100*2340")], first, "number", {}),
+    ("hours-in-year", "How many hours are in a year of 365 days?", [calc("365*24")], first, "number", {}),
+    ("seconds-in-day", "How many seconds are in a day?", [calc("24*60*60")], first, "number", {}),
+    ("squared", "What is 3.5 squared?", [calc("3.5^2")], first, "number", {}),
+    ("round", "round 2/3 to 2 decimal places", [calc("round(2/3, 2)")], first, "number", {}),
+    ("circle-area", "area of a circle with radius 3", [calc("pi*3^2")], first, "number", {"tolerance": 0.01}),
+    ("average", "What's the average of 12, 15 and 21?", [calc("(12+15+21)/3")], first, "number", {}),
+    ("percent-change", "What is the percentage change from 80 to 100?", [calc("(100-80)/80*100")], first, "number", {}),
+    # Word problems: still one calculate.
+    ("split-bill", "If I split an $85 bill among 4 people, how much does each pay?", [calc("85/4")], first, "number", {}),
+    ("discount", "A shirt costs $40 and is 25% off. What's the sale price?", [calc("40*(1-25/100)")], first, "number", {}),
+    ("sales-tax", "What is 7% sales tax on $250?", [calc("7/100*250")], first, "number", {}),
+    ("fahrenheit", "convert 100 fahrenheit to celsius", [calc("(100-32)*5/9")], first, "number", {"tolerance": 0.01}),
+    ("mpg", "I drove 150 miles on 5 gallons. How many miles per gallon is that?", [calc("150/5")], first, "number", {}),
+    ("train", "A train travels at 60 km/h for 2.5 hours. How far does it go, in km?", [calc("60*2.5")], first, "number", {}),
+    ("compound", "I put $1000 in a savings account at 5% interest compounded yearly. How much is there after 3 years?", [calc("1000*1.05^3")], first, "number", {"tolerance": 0.01}),
+    ("eggs", "How much do 3 dozen eggs cost at $0.25 each?", [calc("3*12*0.25")], first, "number", {}),
+    ("apples", "I had 120 apples and gave away 3/8 of them. How many are left?", [calc("120-120*3/8")], first, "number", {}),
+    ("tip-plus", "what's 20% of 45, plus 3?", [calc("20/100*45+3")], first, "number", {}),
+    # Yes or no from a calculation.
+    ("divisible", "Is 391 divisible by 17?", [calc("391 % 17")], yes_if(lambda r: r[0] == 0), "yes_no", {}),
+    ("million", "Is 2^20 more than a million?", [calc("2^20")], yes_if(lambda r: r[0] > 1_000_000), "yes_no", {}),
+    # Is a SMILES string valid: one validate_smiles.
+    ("valid-ethanol", "is CCO a valid SMILES?", [valid("CCO")], yes_if(lambda r: r[0]["valid"]), "yes_no", {}),
+    ("valid-open-ring", "Is C1CC a valid SMILES string?", [valid("C1CC")], yes_if(lambda r: r[0]["valid"]), "yes_no", {}),
+    ("valid-benzene", "check whether c1ccccc1 is a valid SMILES", [valid("c1ccccc1")], yes_if(lambda r: r[0]["valid"]), "yes_no", {}),
+    ("valid-pentavalent", "Is this SMILES valid: C(C)(C)(C)(C)C", [valid("C(C)(C)(C)(C)C")], yes_if(lambda r: r[0]["valid"]), "yes_no", {}),
+    ("valid-acetic", "Is CC(=O)O valid SMILES?", [valid("CC(=O)O")], yes_if(lambda r: r[0]["valid"]), "yes_no", {}),
+    ("valid-kekule", "Is C1=CC=CC=C1 a valid SMILES?", [valid("C1=CC=CC=C1")], yes_if(lambda r: r[0]["valid"]), "yes_no", {}),
+    ("valid-five-ring", "is c1cccc1 valid as a SMILES?", [valid("c1cccc1")], yes_if(lambda r: r[0]["valid"]), "yes_no", {}),
+    ("valid-garbage", "Is Xx a valid SMILES?", [valid("Xx")], yes_if(lambda r: r[0]["valid"]), "yes_no", {}),
+    ("atoms-ethanol", "How many heavy atoms does the SMILES CCO have?", [valid("CCO")], lambda r: r[0]["atom_count"], "number", {}),
+    ("formula-caffeine", "What's the molecular formula of caffeine, Cn1cnc2c1c(=O)n(C)c(=O)n2C?", [valid("Cn1cnc2c1c(=O)n(C)c(=O)n2C")], lambda r: r[0]["formula"], "text", {}),
+    # Molecular weights: one molecular_weight.
+    ("mw-aspirin", "molecular weight of aspirin CC(=O)Oc1ccccc1C(=O)O", [mw("CC(=O)Oc1ccccc1C(=O)O")], weight(0), "number", {"tolerance": 0.01}),
+    ("mw-ethanol", "What's the molar mass of ethanol (CCO)?", [mw("CCO")], weight(0), "number", {"tolerance": 0.01}),
+    ("mw-water", "How much does water, O, weigh in g/mol?", [mw("O")], weight(0), "number", {"tolerance": 0.01}),
+    ("mw-benzene", "molecular weight of benzene c1ccccc1", [mw("c1ccccc1")], weight(0), "number", {"tolerance": 0.01}),
+    ("mw-glucose", "What's the molecular weight of glucose, OCC1OC(O)C(O)C(O)C1O?", [mw("OCC1OC(O)C(O)C(O)C1O")], weight(0), "number", {"tolerance": 0.01}),
+    ("formula-acetic", "What is the molecular formula of CC(=O)O?", [mw("CC(=O)O")], lambda r: r[0]["formula"], "text", {}),
+    # Chains: a result feeds the next call.
+    ("grams-water", "What do 3 moles of water (SMILES O) weigh, in grams?", [mw("O"), lambda r: calc(f"3*{r[0]['molecular_weight']}")], lambda r: r[1], "number", {"tolerance": 0.05}),
+    ("half-mol-aspirin", "How many grams is 0.5 mol of aspirin, CC(=O)Oc1ccccc1C(=O)O?", [mw("CC(=O)Oc1ccccc1C(=O)O"), lambda r: calc(f"0.5*{r[0]['molecular_weight']}")], lambda r: r[1], "number", {"tolerance": 0.05}),
+    ("valid-then-weight", "If CCO is a valid SMILES, what is its molecular weight?", [valid("CCO"), mw("CCO")], weight(1), "number", {"tolerance": 0.01}),
+    ("sum-weights", "What is the combined molecular weight of ethanol (CCO) and water (O)?", [mw("CCO"), mw("O"), lambda r: calc(f"{r[0]['molecular_weight']}+{r[1]['molecular_weight']}")], lambda r: r[2], "number", {"tolerance": 0.05}),
+    ("heavier", "How much heavier is aspirin (CC(=O)Oc1ccccc1C(=O)O) than benzene (c1ccccc1), in g/mol?", [mw("CC(=O)Oc1ccccc1C(=O)O"), mw("c1ccccc1"), lambda r: calc(f"{r[0]['molecular_weight']}-{r[1]['molecular_weight']}")], lambda r: r[2], "number", {"tolerance": 0.05}),
+]
+
+
+def call_tool(harness, plugins_dir, tool, arguments):
+    """Runs one call through the harness with the scripted provider; returns its result."""
+    with tempfile.TemporaryDirectory() as tmp:
+        script = os.path.join(tmp, "script.jsonl")
+        trace = os.path.join(tmp, "trace.jsonl")
+        with open(script, "w") as f:
+            f.write(json.dumps({"tool": tool, "arguments": arguments}) + "\n")
+            f.write(json.dumps({"tool": "finish", "arguments": {"answer": None}}) + "\n")
+        cmd = [harness, "run", "reference", "--script", script, "--trace", trace, "--json", "-q",
+               "--no-default-plugins", "--plugins-dir", plugins_dir]
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        with open(trace) as f:
+            steps = [json.loads(line) for line in f]
+        step = next(s for s in steps if "kind" not in s and s.get("tool") == tool)
+        if step.get("status") != "ok":
+            sys.exit(f"{tool} {arguments}: {step.get('error')}")
+        return step["result"]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--harness", default="target/debug/harness")
+    parser.add_argument("--plugins-dir", default="target/debug")
+    args = parser.parse_args()
+    for task_id, request, calls, answer_of, kind, extra in TASKS:
+        results, script, tools = [], [], []
+        for call in calls:
+            tool, arguments = call(results) if callable(call) else call
+            results.append(call_tool(args.harness, args.plugins_dir, tool, arguments))
+            script.append({"tool": tool, "arguments": arguments})
+            if tool not in tools:
+                tools.append(tool)
+        answer = answer_of(results)
+        script.append({"tool": "finish", "arguments": {"answer": answer}})
+        expect = {kind: answer, **extra}
+        line = {"id": task_id, "request": request, "expect": expect, "tools": tools, "steps": len(calls), "script": script}
+        print(json.dumps(line))
+
+
+if __name__ == "__main__":
+    main()
