@@ -170,7 +170,10 @@ async fn drive(
     run.context.used.window = provider.context_window(registry.definitions()).await;
     for number in first..=options.max_steps {
         let mut step = Step::begin(number, run.finish_only(number));
-        step.finish_withheld = !step.finish_only && run.finish_withheld(provider, registry);
+        // Withheld on a forced step too: there the request still names `finish`, but a small
+        // model's `finish` before any tool answered is a guess, refused, so that a run never
+        // ends `finished` on one (it ends at its budget instead).
+        step.finish_withheld = run.finish_withheld(provider, registry);
         if number == first {
             step.fresh = fresh_first.unwrap_or(false);
         }

@@ -1615,6 +1615,28 @@ async fn a_small_model_is_offered_finish_only_once_a_tool_has_answered() {
 }
 
 #[tokio::test]
+async fn a_small_models_forced_finish_before_any_tool_answered_is_no_success() {
+    let kit = Kit::new();
+    // The last step forces finish; no tool has answered, so its answer can only be a guess.
+    let small = RunOptions { max_steps: 2, ..RunOptions::default() };
+    let provider = Replay::small(vec![call("nope", json!({})), finish(json!("f"))]);
+    let mut trace: Vec<Value> = Vec::new();
+    let outcome = Loop::new(&provider, &kit.registry).options(small).run(REQUEST, &mut trace).await;
+    assert_eq!(codes(&trace), [Some("unknown_tool"), Some("tool_not_offered")]);
+    assert_eq!(trace[1]["offered"], "finish");
+    assert_eq!((outcome.status, outcome.answer), (RunStatus::StepBudgetExhausted, None));
+    // Once a tool has answered, the forced finish ends the run as ever.
+    let provider = Replay::small(vec![echo("hello"), finish(json!("hello"))]);
+    let mut trace: Vec<Value> = Vec::new();
+    let outcome = Loop::new(&provider, &kit.registry).options(small).run(REQUEST, &mut trace).await;
+    assert_eq!((outcome.status, outcome.answer), (RunStatus::Finished, Some(json!("hello"))), "{trace:?}");
+    // A capable model's forced finish is its answer, tool or not.
+    let provider = Replay::new(vec![call("nope", json!({})), finish(json!("f"))]);
+    let outcome = Loop::new(&provider, &kit.registry).options(small).run(REQUEST, &mut NoTrace).await;
+    assert_eq!(outcome.status, RunStatus::Finished);
+}
+
+#[tokio::test]
 async fn the_operator_decides_over_the_provider_whether_finish_may_come_first() {
     let kit = Kit::new();
     let allowed = RunOptions { early_finish: EarlyFinish::Allowed, ..RunOptions::default() };
