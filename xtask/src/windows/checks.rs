@@ -368,7 +368,10 @@ fn trust_store(leg: &Leg, dir: &Path) -> Result<(), String> {
 }
 
 fn scaffold(leg: &Leg, dir: &Path) -> Result<(), String> {
-    harness(leg, dir, &["plugins", "new", "demo"], 0)?;
+    // The SDK is not published yet: the scaffold depends on this checkout's, named as Wine
+    // shows it (drive Z: is the root of the Linux file system).
+    let sdk = format!("Z:{}", leg.root.join("crates/harness-sdk").display()).replace('/', "\\");
+    harness(leg, dir, &["plugins", "new", "demo", "--sdk-path", &sdk], 0)?;
     let crate_dir = dir.join("demo");
     linux_paths(&crate_dir.join("Cargo.toml"))?;
     // Its own target directory, kept between runs: the SDK's dependencies build once.
