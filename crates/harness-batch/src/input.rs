@@ -209,7 +209,8 @@ fn request(
     Ok(Request { id: id.clone(), key, request, max_steps, script, line })
 }
 
-fn kind(v: &Value) -> &'static str {
+/// A JSON value's kind, for messages: "a string", "an array", ...
+pub fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -214,17 +214,8 @@ fn json_eq(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// A JSON value's kind, for messages.
-pub(crate) fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
+/// A JSON value's kind, for messages: the batch reader's, so both say it alike.
+pub(crate) use harness_batch::input::kind;
 
 #[cfg(test)]
 mod tests {
