@@ -1,7 +1,7 @@
 //! `harness run --provider openai` against a model API stand-in on 127.0.0.1: a whole run
 //! through the binary, failures and their exit codes, and the API key kept out of every output.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::net::TcpListener;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::{Scratch, error_details, ran, snapshot};
+use crate::support::{Scratch, error_details, ran, read_http_message, snapshot};
 
 pub(crate) const KEY: &str = "sk-e2e-k3y-that-must-never-print";
 
@@ -31,20 +31,8 @@ impl Api {
                 let Ok((stream, _)) = listener.accept() else { return };
                 stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
                 let mut reader = BufReader::new(stream);
-                let mut head = String::new();
-                let mut length = 0;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                        length = v.trim().parse().unwrap_or(0);
-                    }
-                    head.push_str(&line);
-                }
-                let mut request_body = vec![0; length];
-                reader.read_exact(&mut request_body).unwrap();
+                let (head, request_body, read) = read_http_message(&mut reader);
+                read.unwrap();
                 log.lock().unwrap().push(format!("{head}\r\n{}", String::from_utf8_lossy(&request_body)));
                 let body = body.to_string();
                 let response = format!(

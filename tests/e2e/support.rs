@@ -149,6 +149,27 @@ pub(crate) fn ran(cmd: &mut Command) -> Ran {
     }
 }
 
+/// One HTTP/1.1 message read from `reader`: its start line and headers (each line as sent),
+/// and the `Content-Length` bytes of body after them; the body's read may fail (a peer that
+/// closed early), which the caller judges.
+pub(crate) fn read_http_message(reader: &mut impl std::io::BufRead) -> (String, Vec<u8>, std::io::Result<()>) {
+    let mut head = String::new();
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+        if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = value.trim().parse().unwrap_or(0);
+        }
+        head.push_str(&line);
+    }
+    let mut body = vec![0u8; length];
+    let read = reader.read_exact(&mut body);
+    (head, body, read)
+}
+
 /// A test prerequisite that is not there: the variable that names it, and the command that
 /// provides it. A test returns it (`-> Result<(), Missing>`), so that a bare `cargo test` fails
 /// with that one line, not a panic and its backtrace note.

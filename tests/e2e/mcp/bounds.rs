@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::fixture;
 use super::http_serve::{INITIALIZE, post_request, serve_cmd, serve_with};
-use crate::support::{Scratch, ran};
+use crate::support::{Scratch, ran, read_http_message};
 
 /// Waits (at most `limit`) for the server to close `stream`; how long it took, or `None`.
 fn closed_within(mut stream: TcpStream, limit: Duration) -> Option<Duration> {
@@ -33,21 +33,8 @@ fn closed_within(mut stream: TcpStream, limit: Duration) -> Option<Duration> {
 /// The status line and headers, and the body, of one answer read from `stream`.
 fn answer(stream: &mut TcpStream) -> (String, String) {
     stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut reader = BufReader::new(stream);
-    let mut head = String::new();
-    let mut length = 0;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-            break;
-        }
-        if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-            length = value.trim().parse().unwrap_or(0);
-        }
-        head.push_str(&line);
-    }
-    let mut body = vec![0u8; length];
-    let _ = reader.read_exact(&mut body);
+    // A body cut short is shown as far as it came; the caller's assertions judge it.
+    let (head, body, _) = read_http_message(&mut BufReader::new(stream));
     (head, String::from_utf8_lossy(&body).into_owned())
 }
 
