@@ -136,7 +136,19 @@ fn is_product(krate: &str) -> bool {
 
 /// A test-only plugin (`TEST_ONLY: bool = true`) must not be a default member: a plain `cargo
 /// build --release` would put it beside the harness, where every user's `plugins list` shows it.
+/// Nor a proc-macro crate, whose library there is read as a plugin candidate and skipped aloud
+/// at every run.
 fn test_only_problems(root: &Path, default_members: &BTreeSet<String>) -> Vec<String> {
+    let proc_macro = |krate: &str| {
+        let manifest = std::fs::read_to_string(root.join(krate).join("Cargo.toml")).unwrap_or_default();
+        manifest.lines().any(|l| l.replace(' ', "") == "proc-macro=true")
+    };
+    let macros = default_members.iter().filter(|krate| proc_macro(krate)).map(|krate| {
+        format!(
+            "{krate} is a proc-macro crate but a default member, so `cargo build --release` puts its library beside \
+             the harness, which skips it aloud at every run; leave it out of default-members in Cargo.toml"
+        )
+    });
     let test_only = |krate: &str| {
         let source = crate_root(root, krate).and_then(|f| std::fs::read_to_string(f).ok()).unwrap_or_default();
         source.contains("const TEST_ONLY: bool = true")
@@ -150,6 +162,7 @@ fn test_only_problems(root: &Path, default_members: &BTreeSet<String>) -> Vec<St
                  release directory; leave it out of default-members in Cargo.toml (its tests build it with -p)"
             )
         })
+        .chain(macros)
         .collect()
 }
 
@@ -571,6 +584,11 @@ mod tests {
         assert!(problems[0].starts_with("plugins/fault is a test-only plugin"), "{problems:?}");
         let graph = Graph::of_workspace(root()).unwrap();
         assert!(graph.default_members.contains("crates/harness-sdk"), "{:?}", graph.default_members);
+        assert!(test_only_problems(root(), &graph.default_members).is_empty());
+        // Nor a proc-macro crate.
+        let members: BTreeSet<String> = ["crates/harness-sdk-macros".to_owned()].into();
+        let problems = test_only_problems(root(), &members);
+        assert!(problems.len() == 1 && problems[0].contains("proc-macro crate"), "{problems:?}");
     }
 
     /// The same check on the real graph and codes, against a diagram with one arrow wrong,
