@@ -201,6 +201,9 @@ pub enum ToolChoice {
     /// Some tool other than the named one; never free text. How the loop withholds `finish`
     /// until a tool has answered ([`ModelProvider::needs_a_tool_first`]).
     AnyBut(String),
+    /// One of the named tools, never `finish` among them; never free text. How the loop
+    /// offers a small model the tools its request names (its shortlist) until one answered.
+    OneOf(Vec<String>),
     /// The model may answer without a tool (for providers' sake; the loop never asks this).
     Auto,
     /// No tool.

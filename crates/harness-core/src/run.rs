@@ -2,7 +2,8 @@
 //! record the step; feed the outcome back and go again, until `finish` or a budget is spent.
 //!
 //! The way in is a [`Loop`] ([`entry`]). Each stage is a module of its own: [`ask`], [`read`],
-//! [`check`], [`execute`], [`record`].
+//! [`check`], [`execute`], [`record`]; a small model's first steps offer the tools its request
+//! names ([`shortlist`]).
 //! What the loop carries from one step to the next is [`Run`]; what one step knows is [`Step`].
 
 mod ask;
@@ -12,6 +13,7 @@ mod entry;
 mod execute;
 mod read;
 mod record;
+mod shortlist;
 
 use std::time::{Duration, Instant};
 
@@ -168,12 +170,16 @@ async fn drive(
 ) -> RunOutcome {
     let options = run.options;
     run.context.used.window = provider.context_window(registry.definitions()).await;
+    if run.guards_a_small_model(provider) {
+        run.gate.shortlist = run.request().and_then(|r| shortlist::shortlist(r, registry.definitions()));
+    }
     for number in first..=options.max_steps {
         let mut step = Step::begin(number, run.finish_only(number));
         // Withheld on a forced step too: there the request still names `finish`, but a small
         // model's `finish` before any tool answered is a guess, refused, so that a run never
         // ends `finished` on one (it ends at its budget instead).
         step.finish_withheld = run.finish_withheld(provider, registry);
+        step.shortlisted = step.finish_withheld && !step.finish_only && run.gate.shortlist.is_some();
         if number == first {
             step.fresh = fresh_first.unwrap_or(false);
         }
@@ -251,7 +257,11 @@ async fn check_and_execute(
     step: &Step,
     call: &mut StepCall<'_>,
 ) -> StepOutcome {
-    let offered = check::Offered { finish_only: step.finish_only, finish_withheld: step.finish_withheld };
+    let offered = check::Offered {
+        finish_only: step.finish_only,
+        finish_withheld: step.finish_withheld,
+        shortlist: gate.shortlist.as_deref().filter(|_| step.shortlisted),
+    };
     let cleared = check::check_call(registry, tool, call, offered, &mut gate.repeats, options.max_arguments_bytes);
     match cleared {
         Ok(check::Cleared::Finish(answer)) => StepOutcome::Finished(answer),
@@ -341,6 +351,9 @@ struct Step {
     finish_only: bool,
     /// Every tool but `finish` is offered at this step (no tool has answered yet).
     finish_withheld: bool,
+    /// Only the run's shortlist is offered at this step ([`shortlist`]): `finish` is withheld
+    /// and the request names some tools' words.
+    shortlisted: bool,
     /// Wall time of this step's model call; 0 when the step ran a call of an earlier reply.
     model_us: u64,
     /// Tokens of this step's model call.
@@ -358,6 +371,7 @@ impl Step {
             started: Instant::now(),
             finish_only,
             finish_withheld: false,
+            shortlisted: false,
             model_us: 0,
             usage: None,
             fresh: false,
@@ -407,6 +421,9 @@ struct Gate<'o> {
     /// run would otherwise compare each call with every earlier one.
     known: std::collections::HashMap<String, Value>,
     deadline: Option<Instant>,
+    /// The tools a small model's request names ([`shortlist`]), offered alone while `finish`
+    /// is withheld; `None` when none is singled out, or the run keeps no small model's guards.
+    shortlist: Option<Vec<String>>,
 }
 
 impl Gate<'_> {
@@ -459,6 +476,7 @@ impl<'o> Run<'o> {
                 answered: false,
                 known: Default::default(),
                 deadline: options.max_duration.map(|d| Instant::now() + d),
+                shortlist: None,
             },
             current: None,
             context: context::ContextState::default(),
@@ -483,6 +501,14 @@ impl<'o> Run<'o> {
             EarlyFinish::Allowed => false,
             EarlyFinish::Refused => true,
             EarlyFinish::Provider => provider.needs_a_tool_first(),
+        }
+    }
+
+    /// The user's request: the conversation's first message.
+    fn request(&self) -> Option<&str> {
+        match self.conversation.first() {
+            Some(Message::User { content }) => Some(content),
+            _ => None,
         }
     }
 

@@ -1615,6 +1615,32 @@ async fn a_small_model_is_offered_finish_only_once_a_tool_has_answered() {
 }
 
 #[tokio::test]
+async fn a_small_model_is_offered_the_tools_its_request_names_until_one_has_answered() {
+    let kit = Kit::new();
+    let provider = Replay::small(vec![call("sleep", json!({})), echo("hi"), finish(json!("hi"))]);
+    let mut trace: Vec<Value> = Vec::new();
+    let outcome = Loop::new(&provider, &kit.registry).run("echo this text back", &mut trace).await;
+    let seen = provider.seen();
+    assert_eq!(seen[0].tool_choice, ToolChoice::OneOf(vec!["echo".to_owned()]));
+    assert_eq!(seen[1].tool_choice, seen[0].tool_choice, "no tool has answered yet");
+    assert_eq!(seen[0].tools, seen[2].tools, "the tools sent stay the same: the prompt prefix survives");
+    assert_eq!((trace[0]["offered"].as_str(), trace[1]["offered"].as_str()), (Some("shortlist"), Some("shortlist")));
+    assert_eq!(codes(&trace), [Some("tool_not_offered"), None, None]);
+    let message = trace[0]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("\"sleep\"") && message.contains("echo"), "{message}");
+    assert_eq!(seen[2].tool_choice, ToolChoice::Required, "a tool answered: every tool, and finish");
+    assert_eq!((outcome.status, outcome.answer), (RunStatus::Finished, Some(json!("hi"))));
+
+    // A request in no tool's words has no shortlist; nor has a capable model's run.
+    let provider = Replay::small(vec![echo("hi"), finish(json!("hi"))]);
+    Loop::new(&provider, &kit.registry).run(REQUEST, &mut NoTrace).await;
+    assert_eq!(provider.seen()[0].tool_choice, ToolChoice::AnyBut(FINISH.to_owned()));
+    let provider = Replay::new(vec![call("sleep", json!({})), finish(json!("z"))]);
+    let outcome = Loop::new(&provider, &kit.registry).run("echo this text back", &mut NoTrace).await;
+    assert_eq!((provider.seen()[0].tool_choice.clone(), outcome.status), (ToolChoice::Required, RunStatus::Finished));
+}
+
+#[tokio::test]
 async fn a_small_models_forced_finish_before_any_tool_answered_is_no_success() {
     let kit = Kit::new();
     // The last step forces finish; no tool has answered, so its answer can only be a guess.

@@ -54,7 +54,7 @@ impl Wire for Messages {
             }
             body["tools"] = Value::Array(tools);
             body["tool_choice"] = match choice {
-                ToolChoice::Required | ToolChoice::AnyBut(_) => json!({ "type": "any" }),
+                ToolChoice::Required | ToolChoice::AnyBut(_) | ToolChoice::OneOf(_) => json!({ "type": "any" }),
                 ToolChoice::Auto => json!({ "type": "auto" }),
                 ToolChoice::None => json!({ "type": "none" }),
                 ToolChoice::Tool(name) => json!({ "type": "tool", "name": name }),

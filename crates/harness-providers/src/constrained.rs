@@ -38,6 +38,7 @@ pub(crate) fn response_format(tools: &[ToolDefinition], choice: &ToolChoice, max
         ToolChoice::Required => tools.iter().collect(),
         ToolChoice::Tool(name) => tools.iter().filter(|t| &t.name == name).collect(),
         ToolChoice::AnyBut(name) => tools.iter().filter(|t| &t.name != name).collect(),
+        ToolChoice::OneOf(names) => tools.iter().filter(|t| names.contains(&t.name)).collect(),
         ToolChoice::Auto | ToolChoice::None => return None,
     };
     let bounds = Bounds { max_string: (u64::from(max_tokens) * 2).clamp(64, MAX_STRING_CAP) };
@@ -183,6 +184,10 @@ mod tests {
         let value: Value = serde_json::from_str(&forced).unwrap();
         assert_eq!(value["json_schema"]["schema"]["oneOf"].as_array().unwrap().len(), 1);
         assert_eq!(value["json_schema"]["schema"]["oneOf"][0]["properties"]["tool"]["const"], "finish");
+        let shortlisted = response_format(&tools, &ToolChoice::OneOf(vec!["add \"quoted\"".into()]), 1024).unwrap();
+        let value: Value = serde_json::from_str(&shortlisted).unwrap();
+        assert_eq!(value["json_schema"]["schema"]["oneOf"].as_array().unwrap().len(), 1);
+        assert_eq!(value["json_schema"]["schema"]["oneOf"][0]["properties"]["tool"]["const"], "add \"quoted\"");
         assert_eq!(response_format(&tools, &ToolChoice::Auto, 1024), None);
         assert_eq!(response_format(&tools, &ToolChoice::None, 1024), None);
     }

@@ -126,6 +126,8 @@ impl Outgoing<'_> {
         };
         if let (RouterMode::Prompt, Some(name)) = (self.mode, forced) {
             conversation::push_note(&mut turns, prompt::forced_note(name));
+        } else if let (RouterMode::Prompt, ToolChoice::OneOf(names)) = (self.mode, self.choice) {
+            conversation::push_note(&mut turns, prompt::shortlist_note(names));
         }
         turns
     }
@@ -165,6 +167,7 @@ pub(crate) fn forcing<'a>(
         }
         // No API names a tool it withholds: the others are offered, one of them required.
         ToolChoice::AnyBut(name) => (tools.iter().filter(|t| &t.name != name).collect(), ToolChoice::Required),
+        ToolChoice::OneOf(names) => (tools.iter().filter(|t| names.contains(&t.name)).collect(), ToolChoice::Required),
         other => (tools.iter().collect(), other.clone()),
     }
 }
@@ -296,7 +299,9 @@ impl HttpProvider {
         // `finish` offered alone is the loop forcing it: the override never loosens that.
         let finish_forced = matches!(request.tools, [only] if only.name == harness_core::FINISH);
         let choice = match (request.tool_choice, &self.tool_choice) {
-            (ToolChoice::Required | ToolChoice::AnyBut(_), Some(over)) if !finish_forced => over.clone(),
+            (ToolChoice::Required | ToolChoice::AnyBut(_) | ToolChoice::OneOf(_), Some(over)) if !finish_forced => {
+                over.clone()
+            }
             (asked, _) => asked.clone(),
         };
         if let ToolChoice::Tool(name) = &choice
@@ -548,7 +553,8 @@ impl ModelProvider for HttpProvider {
     /// the tokens of the answer set aside still count.
     async fn complete(&self, request: RouterRequest<'_>) -> Result<ModelReply, ProviderError> {
         let choice = self.choice(&request)?;
-        let forced = matches!(choice, ToolChoice::Required | ToolChoice::Tool(_) | ToolChoice::AnyBut(_));
+        let forced =
+            matches!(choice, ToolChoice::Required | ToolChoice::Tool(_) | ToolChoice::AnyBut(_) | ToolChoice::OneOf(_));
         let mut mode = self.sending_mode();
         let mut retries = 0;
         let mut set_aside = None;

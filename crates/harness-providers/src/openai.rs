@@ -52,7 +52,7 @@ impl Wire for ChatCompletions {
                 let (tools, choice) = forcing(out.tools, out.choice, self.named_choice);
                 body["tools"] = Value::Array(tools.into_iter().map(tool).collect());
                 body["tool_choice"] = match choice {
-                    ToolChoice::Required | ToolChoice::AnyBut(_) => json!("required"),
+                    ToolChoice::Required | ToolChoice::AnyBut(_) | ToolChoice::OneOf(_) => json!("required"),
                     ToolChoice::Auto => json!("auto"),
                     ToolChoice::None => json!("none"),
                     ToolChoice::Tool(name) => json!({ "type": "function", "function": { "name": name } }),

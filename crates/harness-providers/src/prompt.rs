@@ -103,6 +103,11 @@ pub(crate) fn forced_note(name: &str) -> String {
     format!("At this turn you must call {name}.")
 }
 
+/// The note that ends the conversation when the step offers a shortlist, in prompt mode.
+pub(crate) fn shortlist_note(names: &[String]) -> String {
+    format!("At this turn call one of: {}.", names.join(", "))
+}
+
 /// A step's outcome in the text modes, in few tokens: the call, its result, and what to do
 /// next, e.g. `calculate({"expression":"6*7"}) = 42. If this answers the request, call finish
 /// with answer 42.` A small model copies what it is shown: shown the call and the value to

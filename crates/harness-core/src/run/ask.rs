@@ -25,6 +25,8 @@ pub(super) async fn ask_router(
     // any other tool at that step (`tool_not_offered`).
     let choice = if step.finish_only {
         ToolChoice::Tool(FINISH.to_owned())
+    } else if let Some(names) = run.gate.shortlist.as_ref().filter(|_| step.shortlisted) {
+        ToolChoice::OneOf(names.clone())
     } else if step.finish_withheld {
         ToolChoice::AnyBut(FINISH.to_owned())
     } else {

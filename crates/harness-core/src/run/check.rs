@@ -30,11 +30,13 @@ pub(super) enum Cleared {
 
 /// What a step offers.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Offered {
+pub(super) struct Offered<'s> {
     /// `finish` alone.
     pub(super) finish_only: bool,
     /// Every tool but `finish`.
     pub(super) finish_withheld: bool,
+    /// These tools alone (a small model's shortlist), when `Some`.
+    pub(super) shortlist: Option<&'s [String]>,
 }
 
 /// Checks one call to `tool` (looked up by the caller; `None` when there is no such tool). Oversized arguments are replaced by a note of their size, so that they
@@ -43,7 +45,7 @@ pub(super) fn check_call(
     registry: &ToolRegistry,
     tool: Option<RegisteredTool<'_>>,
     call: &mut StepCall<'_>,
-    offered: Offered,
+    offered: Offered<'_>,
     repeats: &mut RepeatGuard,
     max_arguments_bytes: usize,
 ) -> Result<Cleared, HarnessError> {
@@ -86,6 +88,19 @@ pub(super) fn check_call(
                 others.join(", ")
             ),
             json!({ "tool": FINISH, "offered": others }),
+        ));
+    }
+    if let Some(names) = offered.shortlist
+        && !names.contains(&call.tool)
+    {
+        return Err(HarnessError::new(
+            ErrorCode::ToolNotOffered,
+            format!(
+                "{:?} is not offered at this step: the request is about {}; call one of those first",
+                call.tool,
+                names.join(", ")
+            ),
+            json!({ "tool": call.tool, "offered": names }),
         ));
     }
     tool.validate(&call.arguments)?;

@@ -65,10 +65,11 @@ pub(super) fn blank_entry<'a>(
     error: Option<&'a HarnessError>,
     duration_us: u64,
 ) -> TraceEntry<'a> {
-    let offered = match (step.finish_only, step.finish_withheld) {
-        (true, _) => FINISH,
-        (false, true) => "tools",
-        (false, false) => "all",
+    let offered = match (step.finish_only, step.finish_withheld, step.shortlisted) {
+        (true, _, _) => FINISH,
+        (false, _, true) => "shortlist",
+        (false, true, false) => "tools",
+        (false, false, false) => "all",
     };
     TraceEntry {
         error,

@@ -1,0 +1,175 @@
+//! A small model's shortlist: the tools a request names in words, offered alone until a tool
+//! has answered. Under constrained decoding a tiny model still picks the tool, and it picks
+//! badly: SmolLM2-135M called `calculate` on "check whether c1ccccc1 is a valid SMILES" and
+//! on nine other chemistry requests of the project's eval. The words of a request and of the
+//! tools' own names and descriptions say which tools it is about, and that much needs no model.
+//!
+//! Deterministic and cheap: the request's words against each tool's name, description and
+//! argument names, each matching word weighted by how few tools share it (a word every tool
+//! has says nothing). The tools within half of the best score are the shortlist; a request
+//! that names no tool's words (most arithmetic: "what is 1234 + 5678?") has none, and every
+//! tool is offered as before. The loop offers it only under a small model's guards (the
+//! ones that withhold `finish`), and only until a tool has answered.
+
+use std::collections::HashSet;
+
+use crate::registry::{FINISH, ToolDefinition};
+
+/// Words too common to say which tool a request is about, whatever the tools' texts hold.
+const STOP_WORDS: &[&str] = &[
+    "about", "and", "are", "can", "does", "for", "from", "give", "has", "have", "how", "into", "its", "many", "much",
+    "not", "one", "please", "that", "the", "their", "then", "there", "this", "what", "when", "where", "whether",
+    "which", "who", "why", "will", "with", "you", "your",
+];
+
+/// The shortest common start of two different words that makes them one word (`valid` and
+/// `validate`, `weigh` and `weight`): shorter starts join unrelated words (`atom`, `atomic`).
+const SHARED_START: usize = 5;
+
+/// The names of the tools `request` is about, in the registry's order, `finish` never among
+/// them; `None` when no tool is singled out (none matches, or all do).
+pub(super) fn shortlist(request: &str, tools: &[ToolDefinition]) -> Option<Vec<String>> {
+    let tools: Vec<&ToolDefinition> = tools.iter().filter(|t| t.name != FINISH).collect();
+    if tools.len() < 2 {
+        return None;
+    }
+    let vocabularies: Vec<HashSet<String>> = tools.iter().map(|t| vocabulary(t)).collect();
+    let mut scores = vec![0.0_f64; tools.len()];
+    let asked: HashSet<String> = words(request).into_iter().collect();
+    for word in &asked {
+        let holders: Vec<usize> = (0..tools.len()).filter(|&i| knows(&vocabularies[i], word)).collect();
+        if holders.is_empty() || holders.len() == tools.len() {
+            continue;
+        }
+        // Inverse document frequency: a word of one tool in three weighs ln 3, of two ln 1.5.
+        let weight = (tools.len() as f64 / holders.len() as f64).ln();
+        for i in holders {
+            scores[i] += weight;
+        }
+    }
+    let best = scores.iter().copied().fold(0.0, f64::max);
+    if best <= 0.0 {
+        return None;
+    }
+    let chosen: Vec<String> =
+        tools.iter().zip(&scores).filter(|(_, s)| **s * 2.0 >= best).map(|(t, _)| t.name.clone()).collect();
+    (chosen.len() < tools.len()).then_some(chosen)
+}
+
+/// A tool's words: its name's parts, its description's words and its arguments' names and
+/// descriptions.
+fn vocabulary(tool: &ToolDefinition) -> HashSet<String> {
+    let mut text = format!("{} {}", tool.name.replace(['_', '-', '.'], " "), tool.description);
+    if let Some(properties) = tool.parameters.get("properties").and_then(|p| p.as_object()) {
+        for (name, schema) in properties {
+            text.push(' ');
+            text.push_str(&name.replace('_', " "));
+            if let Some(d) = schema.get("description").and_then(|d| d.as_str()) {
+                text.push(' ');
+                text.push_str(d);
+            }
+        }
+    }
+    words(&text).into_iter().collect()
+}
+
+/// Whether `vocabulary` has `word`, or a word that starts as it does for [`SHARED_START`]
+/// letters and one of the two is the start of the other.
+fn knows(vocabulary: &HashSet<String>, word: &str) -> bool {
+    vocabulary.contains(word)
+        || (word.len() >= SHARED_START
+            && vocabulary
+                .iter()
+                .any(|w| w.len() >= SHARED_START && (w.starts_with(word) || word.starts_with(w.as_str()))))
+}
+
+/// The words of `text` that can say what it is about: lower-cased runs of letters and digits
+/// of three characters or more that hold a letter, stop words left out.
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 3 && w.chars().any(char::is_alphabetic))
+        .map(str::to_lowercase)
+        .filter(|w| !STOP_WORDS.contains(&w.as_str()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::registry::ToolSource;
+
+    fn tool(name: &str, description: &str, argument: &str) -> ToolDefinition {
+        ToolDefinition {
+            name: name.into(),
+            description: description.into(),
+            parameters: json!({"type": "object", "properties": {argument: {"type": "string"}}}),
+            examples: vec![],
+            source: ToolSource::Builtin,
+        }
+    }
+
+    fn tools() -> Vec<ToolDefinition> {
+        vec![
+            tool("finish", "End the run with the answer.", "answer"),
+            tool(
+                "calculate",
+                "Evaluate arithmetic: + - * /, sqrt, round(x, digits); a string of digits.",
+                "expression",
+            ),
+            tool(
+                "validate_smiles",
+                "Check a SMILES string. Returns {valid, atom_count, formula}; counts atoms of the molecular graph.",
+                "smiles",
+            ),
+            tool(
+                "molecular_weight",
+                "Average molecular weight (g/mol, rounded to 3 decimals) and formula of a SMILES string.",
+                "smiles",
+            ),
+        ]
+    }
+
+    fn of(request: &str) -> Option<Vec<String>> {
+        shortlist(request, &tools())
+    }
+
+    #[test]
+    fn a_request_that_names_one_tools_words_gets_that_tool_alone() {
+        assert_eq!(of("check whether c1ccccc1 is a valid SMILES"), Some(vec!["validate_smiles".to_owned()]));
+        assert_eq!(of("What is the molecular weight of aspirin, CC(=O)O?"), Some(vec!["molecular_weight".to_owned()]));
+        assert_eq!(of("How many grams does a mole of water weigh?"), Some(vec!["molecular_weight".to_owned()]));
+    }
+
+    #[test]
+    fn words_that_two_tools_share_shortlist_both() {
+        assert_eq!(
+            of("What's the molecular formula of caffeine, Cn1cnc2c1c(=O)n(C)c(=O)n2C?"),
+            Some(vec!["validate_smiles".to_owned(), "molecular_weight".to_owned()])
+        );
+    }
+
+    #[test]
+    fn a_request_in_no_tools_words_or_in_every_tools_has_no_shortlist() {
+        assert_eq!(of("What is 1234 + 5678?"), None);
+        assert_eq!(of("how much is 12 times 17"), None);
+        // `string` is in every tool's text: it says nothing.
+        assert_eq!(of("a string please"), None);
+    }
+
+    #[test]
+    fn finish_is_never_shortlisted_and_one_tool_needs_no_shortlist() {
+        assert_eq!(of("finish the run with the answer"), None);
+        let one = vec![tools()[0].clone(), tools()[1].clone()];
+        assert_eq!(shortlist("round this", &one), None);
+    }
+
+    #[test]
+    fn short_common_starts_do_not_join_words() {
+        let v: HashSet<String> = ["atomic".to_owned()].into();
+        assert!(!knows(&v, "atom"));
+        assert!(knows(&["validate".to_owned()].into(), "valid"));
+        assert!(!knows(&["invalid".to_owned()].into(), "valid"));
+    }
+}
