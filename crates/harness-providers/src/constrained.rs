@@ -7,10 +7,11 @@
 //! boolean, null, or an array of those: never an object, whose keys a grammar cannot keep from
 //! repeating (a small model wrote `{"formula": {"formula": {...` and one key again and again
 //! until the token limit). `finish`'s `answer` is a scalar: a short string, a number or a
-//! boolean, what a small model can copy from a result. The tools keep their own schemas:
-//! arguments are still checked against those.
+//! boolean, what a small model can copy from a result; for a small model, once a tool has
+//! answered, one of the values its tools answered, or yes/no ([`grounded_answers`]). The tools
+//! keep their own schemas: arguments are still checked against those.
 
-use harness_core::{FINISH, ToolChoice, ToolDefinition};
+use harness_core::{FINISH, Message, ToolChoice, ToolDefinition};
 use serde_json::{Map, Value, json};
 
 /// Items an array may hold in the grammar, when its schema sets no bound.
@@ -33,7 +34,15 @@ const MAX_STRING_CAP: u64 = 2000;
 /// properties in the order of the schema, and `tool` must come before `arguments` so that the
 /// model names the tool before it writes the arguments (a JSON value would sort `arguments`
 /// first).
-pub(crate) fn response_format(tools: &[ToolDefinition], choice: &ToolChoice, max_tokens: u32) -> Option<String> {
+///
+/// `grounded`, for a small model, holds the values its tools answered: once there are some,
+/// `finish` may answer only one of them (see [`grounded_answers`]).
+pub(crate) fn response_format(
+    tools: &[ToolDefinition],
+    choice: &ToolChoice,
+    max_tokens: u32,
+    grounded: Option<&[Value]>,
+) -> Option<String> {
     let allowed: Vec<&ToolDefinition> = match choice {
         ToolChoice::Required => tools.iter().collect(),
         ToolChoice::Tool(name) => tools.iter().filter(|t| &t.name == name).collect(),
@@ -42,7 +51,8 @@ pub(crate) fn response_format(tools: &[ToolDefinition], choice: &ToolChoice, max
         ToolChoice::Auto | ToolChoice::None => return None,
     };
     let bounds = Bounds { max_string: (u64::from(max_tokens) * 2).clamp(64, MAX_STRING_CAP) };
-    let branches: Vec<String> = allowed.iter().map(|tool| branch(tool, &bounds)).collect();
+    let grounded = grounded.filter(|g| !g.is_empty());
+    let branches: Vec<String> = allowed.iter().map(|tool| branch(tool, &bounds, grounded)).collect();
     Some(format!(
         r#"{{"type":"json_schema","json_schema":{{"name":"tool_call","schema":{{"oneOf":[{}]}}}}}}"#,
         branches.join(",")
@@ -50,8 +60,12 @@ pub(crate) fn response_format(tools: &[ToolDefinition], choice: &ToolChoice, max
 }
 
 /// One tool's call: `{"tool": NAME, "arguments": <its parameters, bounded>}`, nothing else.
-fn branch(tool: &ToolDefinition, bounds: &Bounds) -> String {
-    let arguments = if tool.name == FINISH { finish_arguments(bounds) } else { bounds.schema(&tool.parameters) };
+fn branch(tool: &ToolDefinition, bounds: &Bounds, grounded: Option<&[Value]>) -> String {
+    let arguments = match (tool.name == FINISH, grounded) {
+        (true, Some(values)) => grounded_finish(values),
+        (true, None) => finish_arguments(bounds),
+        (false, _) => bounds.schema(&tool.parameters),
+    };
     format!(
         r#"{{"type":"object","properties":{{"tool":{{"const":{}}},"arguments":{}}},"required":["tool","arguments"],"additionalProperties":false}}"#,
         Value::from(tool.name.as_str()),
@@ -68,6 +82,51 @@ fn finish_arguments(bounds: &Bounds) -> Value {
         {"type": "string", "maxLength": bounds.max_string.min(MAX_ANSWER)},
     ]});
     json!({"type": "object", "properties": {"answer": answer}, "required": ["answer"], "additionalProperties": false})
+}
+
+/// `finish`'s arguments for a small model whose tools have answered: `{"answer": <one of
+/// them>}`. SmolLM2-135M finished with text the harness had written ("not run again", "your
+/// answer was cut at the token limit", "finiShi") instead of the result it was shown.
+fn grounded_finish(values: &[Value]) -> Value {
+    json!({
+        "type": "object",
+        "properties": {"answer": {"enum": values}},
+        "required": ["answer"],
+        "additionalProperties": false
+    })
+}
+
+/// The answers a small model may finish with: each scalar its tools answered (a result, or a
+/// member of an object result, a string of at most [`MAX_ANSWER`] characters), once each, in
+/// the order they came, then `true` and `false` for a yes-or-no request whose tool answered
+/// with a number ("is 391 divisible by 17?": `391 % 17` is 0). Empty until a tool answered.
+pub(crate) fn grounded_answers(conversation: &[Message]) -> Vec<Value> {
+    let mut values: Vec<Value> = Vec::new();
+    let mut keep = |v: &Value| {
+        let fits = match v {
+            Value::String(s) => s.chars().count() as u64 <= MAX_ANSWER,
+            Value::Number(_) | Value::Bool(_) => true,
+            _ => false,
+        };
+        if fits && !values.contains(v) {
+            values.push(v.clone());
+        }
+    };
+    for message in conversation {
+        let Message::ToolResult { content, is_error: false, .. } = message else { continue };
+        match content {
+            Value::Object(members) => members.values().for_each(&mut keep),
+            scalar => keep(scalar),
+        }
+    }
+    if !values.is_empty() {
+        for yes_no in [Value::Bool(true), Value::Bool(false)] {
+            if !values.contains(&yes_no) {
+                values.push(yes_no);
+            }
+        }
+    }
+    values
 }
 
 /// The bounds the grammar puts on what a schema leaves open.
@@ -168,7 +227,7 @@ mod tests {
     #[test]
     fn the_schema_is_one_branch_per_allowed_tool_with_the_tool_named_first() {
         let tools = [tool("finish"), tool("add \"quoted\"")];
-        let text = response_format(&tools, &ToolChoice::Required, 1024).unwrap();
+        let text = response_format(&tools, &ToolChoice::Required, 1024, None).unwrap();
         let value: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(value["type"], "json_schema");
         let branches = value["json_schema"]["schema"]["oneOf"].as_array().unwrap();
@@ -180,16 +239,17 @@ mod tests {
         let first = text.find(r#""tool":{"const""#).unwrap();
         assert!(first < text.find(r#""arguments":{"#).unwrap(), "{text}");
 
-        let forced = response_format(&tools, &ToolChoice::Tool("finish".into()), 1024).unwrap();
+        let forced = response_format(&tools, &ToolChoice::Tool("finish".into()), 1024, None).unwrap();
         let value: Value = serde_json::from_str(&forced).unwrap();
         assert_eq!(value["json_schema"]["schema"]["oneOf"].as_array().unwrap().len(), 1);
         assert_eq!(value["json_schema"]["schema"]["oneOf"][0]["properties"]["tool"]["const"], "finish");
-        let shortlisted = response_format(&tools, &ToolChoice::OneOf(vec!["add \"quoted\"".into()]), 1024).unwrap();
+        let shortlisted =
+            response_format(&tools, &ToolChoice::OneOf(vec!["add \"quoted\"".into()]), 1024, None).unwrap();
         let value: Value = serde_json::from_str(&shortlisted).unwrap();
         assert_eq!(value["json_schema"]["schema"]["oneOf"].as_array().unwrap().len(), 1);
         assert_eq!(value["json_schema"]["schema"]["oneOf"][0]["properties"]["tool"]["const"], "add \"quoted\"");
-        assert_eq!(response_format(&tools, &ToolChoice::Auto, 1024), None);
-        assert_eq!(response_format(&tools, &ToolChoice::None, 1024), None);
+        assert_eq!(response_format(&tools, &ToolChoice::Auto, 1024, None), None);
+        assert_eq!(response_format(&tools, &ToolChoice::None, 1024, None), None);
     }
 
     /// The deepest nesting of objects and arrays a schema's free-form values allow.
@@ -219,7 +279,7 @@ mod tests {
             "extra": {"description": "anything"},
         }});
         let tools = [finish.clone(), listing.clone()];
-        let text = response_format(&tools, &ToolChoice::Required, 100).unwrap();
+        let text = response_format(&tools, &ToolChoice::Required, 100, None).unwrap();
         let value: Value = serde_json::from_str(&text).unwrap();
         let branches = &value["json_schema"]["schema"]["oneOf"];
         let names = &branches[1]["properties"]["arguments"]["properties"]["names"];
@@ -238,7 +298,7 @@ mod tests {
 
     #[test]
     fn finishs_answer_is_a_short_scalar_and_nothing_else() {
-        let text = response_format(&[tool("finish")], &ToolChoice::Tool("finish".into()), 1024).unwrap();
+        let text = response_format(&[tool("finish")], &ToolChoice::Tool("finish".into()), 1024, None).unwrap();
         let value: Value = serde_json::from_str(&text).unwrap();
         let arguments = &value["json_schema"]["schema"]["oneOf"][0]["properties"]["arguments"];
         assert_eq!(arguments["additionalProperties"], false);
@@ -251,5 +311,38 @@ mod tests {
             .collect();
         assert_eq!(kinds, ["number", "boolean", "string"]);
         assert_eq!(arguments["properties"]["answer"]["anyOf"][2]["maxLength"], MAX_ANSWER);
+    }
+
+    fn result(content: Value, is_error: bool) -> Message {
+        Message::ToolResult { call_id: None, tool: None, content, is_error }
+    }
+
+    #[test]
+    fn a_small_models_finish_answers_one_of_the_values_its_tools_answered() {
+        let long = "x".repeat(MAX_ANSWER as usize + 1);
+        let conversation = [
+            Message::User { content: "is CCO valid, and what is 6*7?".into() },
+            result(json!({"valid": true, "formula": "C2H6O", "atom_count": 3, "error": null}), false),
+            result(json!({"code": "tool_error", "message": "not this"}), true),
+            result(json!(42), false),
+            result(json!(42), false),
+            result(json!(long), false),
+        ];
+        let values = grounded_answers(&conversation);
+        for v in [json!(true), json!("C2H6O"), json!(3), json!(42), json!(false)] {
+            assert!(values.contains(&v), "{v} in {values:?}");
+        }
+        assert_eq!(values.len(), 5, "once each; no null, no error's text, no long string: {values:?}");
+        assert!(grounded_answers(&conversation[..1]).is_empty(), "no tool answered: nothing to ground");
+
+        let tools = [tool("finish"), tool("add")];
+        let text = response_format(&tools, &ToolChoice::Required, 1024, Some(&values)).unwrap();
+        let value: Value = serde_json::from_str(&text).unwrap();
+        let branches = value["json_schema"]["schema"]["oneOf"].as_array().unwrap();
+        assert_eq!(branches[0]["properties"]["arguments"]["properties"]["answer"], json!({"enum": values}));
+        assert_eq!(branches[1]["properties"]["arguments"], tools[1].parameters, "other tools keep their schemas");
+        // Before any tool answered, the free scalar answer stays.
+        let text = response_format(&tools, &ToolChoice::Required, 1024, Some(&[])).unwrap();
+        assert!(text.contains(r#""anyOf""#), "{text}");
     }
 }

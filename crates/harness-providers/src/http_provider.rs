@@ -13,6 +13,7 @@ use harness_core::{
 use reqwest::Url;
 use serde_json::Value;
 
+use crate::constrained;
 use crate::conversation::{self, Turn};
 use crate::http::{Answer, Failure, HttpError, Notice, Transport};
 use crate::preset::Preset;
@@ -107,6 +108,9 @@ pub(crate) struct Outgoing<'a> {
     pub(crate) max_tokens: u32,
     /// The reply before this request was cut at the token limit: ask for a repetition penalty.
     pub(crate) after_cut: bool,
+    /// What a small model's `finish` may answer in constrained mode: the values its tools
+    /// answered ([`constrained::grounded_answers`]); `None` for a capable model.
+    pub(crate) grounded: Option<Vec<Value>>,
 }
 
 impl Outgoing<'_> {
@@ -332,6 +336,7 @@ impl HttpProvider {
             mode,
             max_tokens: self.max_tokens,
             after_cut: last_reply_cut(request.conversation),
+            grounded: self.needs_a_tool_first().then(|| constrained::grounded_answers(request.conversation)),
         });
         self.transport.post(&body.bytes(), |value| self.wire.reply(value)).await
     }

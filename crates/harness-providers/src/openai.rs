@@ -59,7 +59,9 @@ impl Wire for ChatCompletions {
                 };
             }
             RouterMode::Constrained => {
-                if let Some(format) = constrained::response_format(out.tools, out.choice, out.max_tokens) {
+                if let Some(format) =
+                    constrained::response_format(out.tools, out.choice, out.max_tokens, out.grounded.as_deref())
+                {
                     verbatim.push(("response_format", format));
                 }
             }

@@ -74,6 +74,7 @@ pub(crate) fn sent(wire: &dyn Wire, conversation: &[Message], choice: &ToolChoic
         mode,
         max_tokens: 300,
         after_cut: false,
+        grounded: None,
     });
     match serde_json::from_slice(&body.bytes()) {
         Ok(value) => value,
