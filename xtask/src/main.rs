@@ -12,7 +12,7 @@
 //! cargo xtask env [NAME...]         prerequisites, then print their variables as `export` lines
 //! cargo xtask list                  the prerequisites and what each is for
 //! cargo xtask fuzz [TARGET[=SECS]...] the fuzz/ targets for a fixed time each, on stable
-//! cargo xtask tidy                  docs/architecture.md against the workspace (also a unit test)
+//! cargo xtask tidy                  the docs against the workspace (also a unit test)
 //! cargo xtask step-cost             a step at 8,000 steps costs at most twice one at 1,000
 //! cargo xtask windows               cross-build for Windows, then end-to-end checks under Wine
 //! ```

@@ -7,7 +7,8 @@
 //!
 //! It also reads the sources: every crate forbids `unsafe` code unless [`UNSAFE_ALLOWED`] names
 //! it with the reason, every Rust file opens with a `//!` comment saying what it holds, and the
-//! minimum Rust version the documents name is the workspace's `rust-version`.
+//! minimum Rust version the documents name is the workspace's `rust-version`. The documents
+//! are held to the code in [`docs`] too: every test they cite by name exists.
 //!
 //! Run by `cargo xtask tidy`, and as a unit test of this crate by `cargo xtask test`.
 
@@ -16,6 +17,8 @@ use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
+
+mod docs;
 
 /// The heading whose first fenced block is the diagram, one line per crate: `A ──► B, C`.
 const DIAGRAM_HEADING: &str = "## The crates and which way the arrows point";
@@ -47,8 +50,8 @@ const UNSAFE_ALLOWED: &[(&str, &str)] = &[
 const CRATE_HOMES: &[&str] = &["crates", "plugins", "tests/fixtures"];
 /// Crates outside [`CRATE_HOMES`].
 const LONE_CRATES: &[&str] = &["harness-cli", "xtask", "benches"];
-/// The documents that may name the minimum Rust version.
-const VERSIONED_DOCS: &[&str] = &["README.md", "CONTRIBUTING.md", "docs"];
+/// The documents held to the code: the minimum Rust version they name, the tests they cite.
+const DOCUMENTS: &[&str] = &["README.md", "CONTRIBUTING.md", "docs"];
 
 /// A dependency a layer must not have: `crate_name` must not depend on any of `forbidden`,
 /// directly, or through anything (`transitive`).
@@ -96,6 +99,7 @@ pub(crate) fn check(root: &Path) -> Result<(), String> {
     problems.extend(exit_code_problems(root)?);
     problems.extend(prerequisite_problems(root, crate::NEEDS_PREREQUISITE)?);
     problems.extend(test_only_problems(root, &graph.default_members));
+    problems.extend(docs::cited_test_problems(root)?);
     if problems.is_empty() {
         return Ok(());
     }
@@ -238,19 +242,8 @@ fn rust_version_problems(root: &Path) -> Result<Vec<String>, String> {
     else {
         return Ok(vec!["the workspace's Cargo.toml has no `rust-version = \"...\"`".to_owned()]);
     };
-    let mut docs = Vec::new();
-    for place in VERSIONED_DOCS {
-        let path = root.join(place);
-        if path.is_dir() {
-            let entries = std::fs::read_dir(&path).map_err(|e| format!("cannot list {}: {e}", path.display()))?;
-            docs.extend(entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "md")));
-        } else {
-            docs.push(path);
-        }
-    }
-    docs.sort();
     let mut problems = Vec::new();
-    for doc in docs {
+    for doc in documents(root)? {
         for named in minimum_versions(&read(&doc)?) {
             if named != version {
                 let shown = doc.strip_prefix(root).unwrap_or(&doc).display().to_string();
@@ -261,6 +254,22 @@ fn rust_version_problems(root: &Path) -> Result<Vec<String>, String> {
         }
     }
     Ok(problems)
+}
+
+/// The files of [`DOCUMENTS`]: each file named, and the `.md` files of each directory, sorted.
+fn documents(root: &Path) -> Result<Vec<std::path::PathBuf>, String> {
+    let mut docs = Vec::new();
+    for place in DOCUMENTS {
+        let path = root.join(place);
+        if path.is_dir() {
+            let entries = std::fs::read_dir(&path).map_err(|e| format!("cannot list {}: {e}", path.display()))?;
+            docs.extend(entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "md")));
+        } else {
+            docs.push(path);
+        }
+    }
+    docs.sort();
+    Ok(docs)
 }
 
 /// The versions a text names as a minimum: `Rust X.Y or newer` and `rust-version = "X.Y"`.

@@ -1,0 +1,146 @@
+//! The documents held to the code: every test they cite by name as proof (`` `module::name` ``
+//! or `` `name` `` in backticks) is a function of the workspace, in the module cited, so that a
+//! renamed or moved test cannot leave a citation that proves nothing.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use super::{documents, read, rust_files};
+
+/// Where the cited tests live: every function below these directories counts.
+const TEST_HOMES: &[&str] = &["crates", "harness-cli", "plugins", "tests", "xtask", "benches"];
+
+/// The fewest all-letter words a backticked snake_case name needs to be read as a test's name.
+/// Tests here are named as sentences (`a_denied_call_is_fed_back_as_call_denied_with_the_reason`);
+/// fields, codes and tools have fewer words (`cached_input_tokens`, `json_schema_2020_12_tool`).
+const TEST_NAME_WORDS: usize = 5;
+
+/// Each test the documents cite that no function of [`TEST_HOMES`] answers to, with the fix.
+pub(super) fn cited_test_problems(root: &Path) -> Result<Vec<String>, String> {
+    let functions = functions(root)?;
+    let mut problems = Vec::new();
+    for doc in documents(root)? {
+        let shown = doc.strip_prefix(root).unwrap_or(&doc).display().to_string();
+        for cited in cited_tests(&read(&doc)?) {
+            problems.extend(citation_problem(&shown, &cited, &functions));
+        }
+    }
+    Ok(problems)
+}
+
+/// The test names a document cites: inline code spans outside fenced blocks (a fenced block's
+/// `fn` is an example, not a citation) that are `name` or `module::name`, each once.
+fn cited_tests(doc: &str) -> BTreeSet<String> {
+    let mut prose = String::new();
+    let mut fenced = false;
+    for line in doc.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced {
+            prose.push_str(line);
+            prose.push('\n');
+        }
+    }
+    let spans = prose.split('`').skip(1).step_by(2);
+    spans.filter(|span| is_test_path(span)).map(str::to_owned).collect()
+}
+
+/// Whether a code span reads as a test: lower-case identifiers joined by `::`, the last a
+/// sentence of at least [`TEST_NAME_WORDS`] words.
+fn is_test_path(span: &str) -> bool {
+    let identifier =
+        |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    let name = span.rsplit("::").next().unwrap_or(span);
+    let words = name.split('_').filter(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_lowercase())).count();
+    span.split("::").all(identifier) && words >= TEST_NAME_WORDS
+}
+
+/// Every `fn NAME` of the Rust files of [`TEST_HOMES`]: the path of each file defining it,
+/// relative to the root, as its components without `.rs` (`tests/e2e/mcp/bounds`).
+fn functions(root: &Path) -> Result<BTreeMap<String, Vec<Vec<String>>>, String> {
+    let mut files = Vec::new();
+    for home in TEST_HOMES {
+        rust_files(&root.join(home), &mut files)?;
+    }
+    let mut functions: BTreeMap<String, Vec<Vec<String>>> = BTreeMap::new();
+    for file in files {
+        let relative = file.strip_prefix(root).unwrap_or(&file).with_extension("");
+        let place: Vec<String> = relative.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+        let text = read(&file)?;
+        for (at, _) in text.match_indices("fn ") {
+            let before = text[..at].chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                continue;
+            }
+            let name: String = text[at + 3..].chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            functions.entry(name).or_default().push(place.clone());
+        }
+    }
+    Ok(functions)
+}
+
+/// What is wrong with one citation, if anything: no such function, or none in the module
+/// cited (its path's segments, but an inline `tests`, in order among a file's path).
+fn citation_problem(doc: &str, cited: &str, functions: &BTreeMap<String, Vec<Vec<String>>>) -> Option<String> {
+    let mut segments: Vec<&str> = cited.split("::").collect();
+    let name = segments.pop().unwrap_or(cited);
+    segments.retain(|s| *s != "tests");
+    let Some(places) = functions.get(name) else {
+        return Some(format!(
+            "{doc} cites the test `{cited}`, which is no `fn` under {}/: cite the test's name today, or drop the citation",
+            TEST_HOMES.join("/, ")
+        ));
+    };
+    let in_module = |place: &Vec<String>| {
+        let mut rest = place.iter();
+        segments.iter().all(|segment| rest.any(|p| p == segment))
+    };
+    if places.iter().any(in_module) {
+        return None;
+    }
+    let found: Vec<String> = places.iter().map(|p| format!("{}.rs", p.join("/"))).collect();
+    Some(format!(
+        "{doc} cites the test `{cited}`, but `fn {name}` is in {}: cite it by the module it is in",
+        found.join(", ")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root() -> &'static Path {
+        Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask sits in the workspace")
+    }
+
+    #[test]
+    fn the_tests_the_docs_cite_exist() {
+        assert_eq!(cited_test_problems(root()).unwrap(), Vec::<String>::new());
+    }
+
+    /// A citation of a renamed test, and one of a test under the wrong module, are named; a
+    /// field, a tool and a fenced example are not read as citations.
+    #[test]
+    fn a_cited_test_renamed_or_moved_fails_the_check() {
+        let functions = functions(root()).unwrap();
+        let doc = "The test `approval::a_denied_call_is_fed_back_as_call_denied_with_the_reason` holds it,\n\
+                   as do `trust::a_denied_call_is_fed_back_as_call_denied_with_the_reason` and\n\
+                   `approval::a_denied_call_is_fed_back_as_call_refused_with_the_reason`. Fields such as\n\
+                   `cached_input_tokens` and the tool `json_schema_2020_12_tool` are no tests.\n\
+                   ```rust\n#[test]\nfn an_example_of_a_test_in_a_fenced_block() {}\n```\n";
+        let cited = cited_tests(doc);
+        assert_eq!(cited.len(), 3, "{cited:?}");
+        let found: Vec<String> = cited.iter().filter_map(|c| citation_problem("d.md", c, &functions)).collect();
+        assert_eq!(
+            found,
+            [
+                "d.md cites the test `approval::a_denied_call_is_fed_back_as_call_refused_with_the_reason`, which is no \
+                 `fn` under crates/, harness-cli/, plugins/, tests/, xtask/, benches/: cite the test's name today, or \
+                 drop the citation",
+                "d.md cites the test `trust::a_denied_call_is_fed_back_as_call_denied_with_the_reason`, but `fn \
+                 a_denied_call_is_fed_back_as_call_denied_with_the_reason` is in tests/e2e/approval.rs: cite it by the \
+                 module it is in",
+            ]
+        );
+    }
+}
