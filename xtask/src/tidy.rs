@@ -8,7 +8,8 @@
 //! It also reads the sources: every crate forbids `unsafe` code unless [`UNSAFE_ALLOWED`] names
 //! it with the reason, every Rust file opens with a `//!` comment saying what it holds, and the
 //! minimum Rust version the documents name is the workspace's `rust-version`. The documents
-//! are held to the code in [`docs`] too: every test they cite by name exists.
+//! are held to the code in [`docs`] too: every test they cite by name exists, and
+//! docs/benchmarks.md stays under 400 lines.
 //!
 //! Run by `cargo xtask tidy`, and as a unit test of this crate by `cargo xtask test`.
 
@@ -100,6 +101,7 @@ pub(crate) fn check(root: &Path) -> Result<(), String> {
     problems.extend(prerequisite_problems(root, crate::NEEDS_PREREQUISITE)?);
     problems.extend(test_only_problems(root, &graph.default_members));
     problems.extend(docs::cited_test_problems(root)?);
+    problems.extend(docs::benchmarks_problems(&read(&root.join(docs::BENCHMARKS))?));
     if problems.is_empty() {
         return Ok(());
     }

@@ -1,6 +1,8 @@
 //! The documents held to the code: every test they cite by name as proof (`` `module::name` ``
 //! or `` `name` `` in backticks) is a function of the workspace, in the module cited, so that a
-//! renamed or moved test cannot leave a citation that proves nothing.
+//! renamed or moved test cannot leave a citation that proves nothing; and docs/benchmarks.md
+//! stays a reference (each benchmark's command, today's figure, what dominates), its history
+//! in git.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -14,6 +16,25 @@ const TEST_HOMES: &[&str] = &["crates", "harness-cli", "plugins", "tests", "xtas
 /// Tests here are named as sentences (`a_denied_call_is_fed_back_as_call_denied_with_the_reason`);
 /// fields, codes and tools have fewer words (`cached_input_tokens`, `json_schema_2020_12_tool`).
 const TEST_NAME_WORDS: usize = 5;
+
+/// The benchmarks reference.
+pub(super) const BENCHMARKS: &str = "docs/benchmarks.md";
+/// The line count [`BENCHMARKS`] stays under.
+const BENCHMARKS_MAX_LINES: usize = 400;
+
+/// [`BENCHMARKS`] has fewer than [`BENCHMARKS_MAX_LINES`] lines: figures before a change and
+/// the story of how one was reached belong in its git history, not in the reference.
+pub(super) fn benchmarks_problems(doc: &str) -> Vec<String> {
+    let lines = doc.lines().count();
+    if lines < BENCHMARKS_MAX_LINES {
+        return Vec::new();
+    }
+    vec![format!(
+        "{BENCHMARKS} has {lines} lines; it stays under {BENCHMARKS_MAX_LINES}: keep for each benchmark its \
+         command, today's figure and what dominates, and leave earlier figures and experiments to `git log -p \
+         {BENCHMARKS}`"
+    )]
+}
 
 /// Each test the documents cite that no function of [`TEST_HOMES`] answers to, with the fix.
 pub(super) fn cited_test_problems(root: &Path) -> Result<Vec<String>, String> {
@@ -111,6 +132,16 @@ mod tests {
 
     fn root() -> &'static Path {
         Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask sits in the workspace")
+    }
+
+    #[test]
+    fn a_benchmarks_reference_of_400_lines_or_more_fails_the_check() {
+        let real = read(&root().join(BENCHMARKS)).unwrap();
+        assert_eq!(benchmarks_problems(&real), Vec::<String>::new());
+        assert_eq!(benchmarks_problems(&"a line\n".repeat(399)), Vec::<String>::new());
+        let found = benchmarks_problems(&"a line\n".repeat(400));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].starts_with("docs/benchmarks.md has 400 lines"), "{found:?}");
     }
 
     #[test]
