@@ -62,8 +62,31 @@ fn cited_tests(doc: &str) -> BTreeSet<String> {
             prose.push('\n');
         }
     }
-    let spans = prose.split('`').skip(1).step_by(2);
-    spans.filter(|span| is_test_path(span)).map(str::to_owned).collect()
+    code_spans(&prose).into_iter().filter(|span| is_test_path(span)).map(str::to_owned).collect()
+}
+
+/// The inline code spans of a text, trimmed: each opened by a run of backticks and closed by
+/// the next run of the same length, as Markdown reads them (`` `a` `` holds `` `a` ``).
+fn code_spans(text: &str) -> Vec<&str> {
+    let mut spans = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('`') {
+        let fence = rest[open..].len() - rest[open..].trim_start_matches('`').len();
+        let body = &rest[open + fence..];
+        let Some(close) = runs(body).find(|(_, len)| *len == fence).map(|(at, _)| at) else { break };
+        spans.push(body[..close].trim());
+        rest = &body[close + fence..];
+    }
+    spans
+}
+
+/// Each run of backticks in a text: where it starts and how long it is.
+fn runs(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let bytes = text.as_bytes();
+    (0..bytes.len()).filter(move |&i| bytes[i] == b'`' && (i == 0 || bytes[i - 1] != b'`')).map(move |i| {
+        let len = bytes[i..].iter().take_while(|b| **b == b'`').count();
+        (i, len)
+    })
 }
 
 /// Whether a code span reads as a test: lower-case identifiers joined by `::`, the last a
@@ -159,6 +182,7 @@ mod tests {
                    `approval::a_denied_call_is_fed_back_as_call_refused_with_the_reason`. Fields such as\n\
                    `cached_input_tokens` and the tool `json_schema_2020_12_tool` are no tests.\n\
                    ```rust\n#[test]\nfn an_example_of_a_test_in_a_fenced_block() {}\n```\n";
+        assert_eq!(code_spans("a `b` c `` `d` `` e ```f``` g `h"), ["b", "`d`", "f"]);
         let cited = cited_tests(doc);
         assert_eq!(cited.len(), 3, "{cited:?}");
         let found: Vec<String> = cited.iter().filter_map(|c| citation_problem("d.md", c, &functions)).collect();
