@@ -192,7 +192,7 @@ pub(crate) fn discovery_options(args: &PluginArgs, config: &LoadedConfig) -> Res
 
 /// The harness's own files, which no child may write: what decides what the next run trusts
 /// (the configuration in use, `harness.lock`, the trust store), loads (the plugin
-/// directories, the cache) and is (the harness executable's directory).
+/// directories, the user's plugin directory, the cache) and is (the harness executable's directory).
 pub(crate) fn guarded(config: &LoadedConfig, dirs: &[PathBuf]) -> Vec<Guarded> {
     let mut guarded = Vec::new();
     if let Some(file) = &config.file {
@@ -202,6 +202,10 @@ pub(crate) fn guarded(config: &LoadedConfig, dirs: &[PathBuf]) -> Vec<Guarded> {
     guarded.extend(dirs.iter().map(|d| Guarded::new(d, "the plugin directory")));
     if let Some(store) = harness_config::TrustStore::locate().ok().and_then(|s| s.path().parent().map(PathBuf::from)) {
         guarded.push(Guarded::new(store, "the trust store"));
+    }
+    // Guarded before it exists too: a child that could create it could plant a library there.
+    if let Some(dir) = user_plugin_dir() {
+        guarded.push(Guarded::new(dir, "the user's plugin directory"));
     }
     if let Some(cache) = plugin_cache_dir() {
         guarded.push(Guarded::new(cache, "the plugin cache"));

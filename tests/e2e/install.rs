@@ -121,6 +121,16 @@ fn a_directory_brings_its_readme_and_licence_and_remove_takes_them() {
     // Two libraries: which one is meant is not guessed.
     downloaded(&s, "clash", "pkg");
     ran(s.harness().args(["plugins", "install", "pkg"])).usage_error(&["pkg", "libclash.so", "libconformance.so"]);
+
+    // A source that is gone cannot be upgraded from; the error says what to do instead.
+    std::fs::remove_file(s.path("pkg/libclash.so")).unwrap();
+    assert_eq!(ran(s.harness().args(["plugins", "install", "pkg"])).code, 0);
+    std::fs::rename(s.path("pkg"), s.path("moved")).unwrap();
+    ran(s.harness().args(["plugins", "upgrade", "conformance"])).usage_error(&[
+        "which is gone",
+        "--force",
+        "harness plugins remove conformance",
+    ]);
 }
 
 #[test]
@@ -210,4 +220,26 @@ fn bump_version(manifest: &Path, from: &str, to: &str) {
     let from = format!("version = \"{from}\"");
     assert!(text.contains(&from), "{text}");
     std::fs::write(manifest, text.replacen(&from, &format!("version = \"{to}\""), 1)).unwrap();
+}
+
+/// A child allowed to write where the user's plugin directory would be could plant a library
+/// that the next run loads: such a plugin is refused, even before the directory exists.
+#[test]
+fn a_write_area_over_the_user_plugin_directory_is_refused_before_it_exists() {
+    let s = Scratch::new();
+    let liar = downloaded(&s, "effects-liar", "fx");
+    let area = s.dir.path().canonicalize().unwrap().join("xdg-data");
+    s.write("conf/h.toml", &format!("[plugins.effects-liar]\nallow_paths = [{:?}]\n", area.display().to_string()));
+    let r = ran(s
+        .harness()
+        .args(["plugins", "list", "--json", "--no-default-plugins", "--enable", "effects-liar", "--config"])
+        .arg("conf/h.toml")
+        .arg("--plugins-dir")
+        .arg(liar.parent().unwrap()));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!area.exists());
+    let listed = r.json();
+    assert_eq!(listed["plugins"], json!([]), "{listed}");
+    let reason = listed["skipped"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("the user's plugin directory"), "{reason}");
 }
