@@ -158,8 +158,7 @@ struct Staged {
     sha256: String,
 }
 
-/// What one install does besides the library: where it came from, its docs, whether it may
-/// replace what is there.
+/// What one install takes: the library file, the docs that go with it, where they came from.
 struct Plan {
     library: PathBuf,
     docs: Vec<PathBuf>,
@@ -177,8 +176,10 @@ pub(crate) fn install(source: Option<&Path>, crate_dir: Option<&Path>, force: bo
     prepare_dir(&dir)?;
     let staged = stage(&dir, &plan.library)?;
     let mut record = Record::load(&dir)?;
-    if !force {
-        refuse_clash(&dir, &record, &staged, &plan)?;
+    match clash(&dir, &record, &staged, &plan)? {
+        Some(why) if !force => return Err(CliError::Usage(why)),
+        Some(why) => eprintln!("harness: warning: installing anyway (--force): {why}"),
+        None => {}
     }
     let old = record.plugins.get(&staged.name).map(|i| i.version.clone());
     let installed = place(&dir, &mut record, staged, &plan)?;
@@ -267,8 +268,26 @@ fn plan_source(source: &Path) -> Result<Plan> {
     if !path.is_dir() {
         return Ok(Plan { library: path.clone(), docs: Vec::new(), source: Source::File { path } });
     }
-    let entries =
-        std::fs::read_dir(&path).map_err(|e| CliError::Usage(format!("cannot read {}: {e}", path.display())))?;
+    let (libraries, docs) = listing(&path)?;
+    match libraries.as_slice() {
+        [one] => Ok(Plan { library: one.clone(), docs, source: Source::Directory { path } }),
+        [] => Err(CliError::Usage(format!(
+            "{} holds no .{} library file; give the directory of a built plugin, or the file itself",
+            path.display(),
+            harness_loader::library_extension()
+        ))),
+        many => Err(CliError::Usage(format!(
+            "{} holds {} library files ({}); give the one to install by its path",
+            path.display(),
+            many.len(),
+            many.iter().filter_map(|f| f.file_name()).map(|f| f.to_string_lossy()).collect::<Vec<_>>().join(", ")
+        ))),
+    }
+}
+
+/// The library files of a directory, and its README and licence files, each sorted by name.
+fn listing(dir: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
+    let entries = std::fs::read_dir(dir).map_err(|e| CliError::Usage(format!("cannot read {}: {e}", dir.display())))?;
     let mut libraries = Vec::new();
     let mut docs = Vec::new();
     for entry in entries.filter_map(std::result::Result::ok) {
@@ -285,20 +304,7 @@ fn plan_source(source: &Path) -> Result<Plan> {
     }
     libraries.sort();
     docs.sort();
-    match libraries.as_slice() {
-        [one] => Ok(Plan { library: one.clone(), docs, source: Source::Directory { path } }),
-        [] => Err(CliError::Usage(format!(
-            "{} holds no .{} library file; give the directory of a built plugin, or the file itself",
-            path.display(),
-            harness_loader::library_extension()
-        ))),
-        many => Err(CliError::Usage(format!(
-            "{} holds {} library files ({}); give the one to install by its path",
-            path.display(),
-            many.len(),
-            many.iter().filter_map(|f| f.file_name()).map(|f| f.to_string_lossy()).collect::<Vec<_>>().join(", ")
-        ))),
-    }
+    Ok((libraries, docs))
 }
 
 /// `--path DIR`: the crate built with `cargo build --release`, its one cdylib to install.
@@ -415,24 +421,9 @@ fn stage(dir: &Path, library: &Path) -> Result<Staged> {
         |e: std::io::Error| CliError::Failure(format!("cannot copy {} into {}: {e}", library.display(), dir.display()));
     let mut from =
         std::fs::File::open(library).map_err(|e| CliError::Usage(format!("cannot read {}: {e}", library.display())))?;
+    // Named without the library extension, so that no harness starting meanwhile lists it.
     let mut temp = tempfile::Builder::new().prefix(".install-").suffix(".tmp").tempfile_in(dir).map_err(fail)?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let n = from.read(&mut buf).map_err(fail)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-        temp.write_all(&buf[..n]).map_err(fail)?;
-    }
-    temp.as_file().sync_all().map_err(fail)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        temp.as_file().set_permissions(std::fs::Permissions::from_mode(0o755)).map_err(fail)?;
-    }
-    let sha256 = format!("{:x}", hasher.finalize());
+    let sha256 = copy_hashed(&mut from, temp.as_file_mut()).map_err(fail)?;
     let canonical = dunce::canonicalize(temp.path()).map_err(fail)?;
     harness_loader::check_plugin_file(&canonical).map_err(|why| {
         let why = why.trim_end_matches(", or pass --allow-insecure-plugins");
@@ -454,11 +445,34 @@ fn stage(dir: &Path, library: &Path) -> Result<Staged> {
     Ok(Staged { temp, name: manifest.name, version: manifest.version, abi_version: read.abi_version, sha256 })
 }
 
-/// Refuses a plugin whose name is installed already, or found in another plugin directory.
-fn refuse_clash(dir: &Path, record: &Record, staged: &Staged, plan: &Plan) -> Result<()> {
+/// Copies `from` into `to`, synced, mode 0755 (not writable by group or others, as discovery
+/// requires); the SHA-256 of what was copied, hex.
+fn copy_hashed(from: &mut std::fs::File, to: &mut std::fs::File) -> std::io::Result<String> {
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = from.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        to.write_all(&buf[..n])?;
+    }
+    to.sync_all()?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        to.set_permissions(std::fs::Permissions::from_mode(0o755))?;
+    }
+    Ok(format!("{:x}", hasher.finalize()))
+}
+
+/// Why a plugin may not be installed without --force: its name is installed already, or
+/// found in another plugin directory; `None` when it may.
+fn clash(dir: &Path, record: &Record, staged: &Staged, plan: &Plan) -> Result<Option<String>> {
     let name = &staged.name;
     if let Some(there) = record.plugins.get(name) {
-        return Err(CliError::Usage(format!(
+        return Ok(Some(format!(
             "plugin {name} is installed already ({} from {}); run `harness plugins upgrade {name}` to install it again from there, or pass --force to replace it with {}",
             there.version,
             there.source.describe(),
@@ -467,18 +481,18 @@ fn refuse_clash(dir: &Path, record: &Record, staged: &Staged, plan: &Plan) -> Re
     }
     let file = dir.join(library_file(name));
     if file.exists() {
-        return Err(CliError::Usage(format!(
+        return Ok(Some(format!(
             "{} exists already, but installed.json does not record it; pass --force to replace it",
             file.display()
         )));
     }
     if let Some(other) = found_elsewhere(dir, name)? {
-        return Err(CliError::Usage(format!(
+        return Ok(Some(format!(
             "a plugin named {name} is found already in {}, which discovery reads first, so the installed one would never load; remove or rename that one, or pass --force to install this one anyway",
             other.display()
         )));
     }
-    Ok(())
+    Ok(None)
 }
 
 /// Where discovery finds a plugin named `name` outside `dir`, with no flag given.

@@ -163,6 +163,14 @@ fn files_that_are_not_plugins_other_abis_and_taken_names_are_refused() {
     ran(s.harness().args(["plugins", "remove", "calc"])).usage_error(&["\"calc\"", "installed: conformance"]);
     ran(s.harness().args(["plugins", "upgrade", "calc"])).usage_error(&["\"calc\"", "installed: conformance"]);
     ran(s.harness().args(["plugins", "install"])).usage_error(&["<SOURCE>"]);
+
+    // Forced, the shadowed copy is installed with a warning, and discovery says which wins.
+    let r = ran(s.harness().args(["plugins", "install", "--force"]).arg(&calc));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("warning: installing anyway (--force): a plugin named calc"), "{}", r.stderr);
+    let r = ran(s.harness().args(["plugins", "list", "--json"]));
+    let skipped = r.json()["skipped"].to_string();
+    assert!(skipped.contains("libcalc.so") && skipped.contains("the first in directory order wins"), "{skipped}");
 }
 
 #[test]
