@@ -277,7 +277,7 @@ pub(crate) fn scaffold_greet(s: &Scratch) -> PathBuf {
 
 /// One target directory for every run, beside the workspace's own, so that abi_stable and the
 /// SDK are built once and not again on each run.
-pub(crate) fn scaffold_target() -> PathBuf {
+fn scaffold_target() -> PathBuf {
     bin_dir().parent().unwrap().join("scaffold-e2e")
 }
 

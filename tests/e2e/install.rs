@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::check::{scaffold_greet, scaffold_target};
-use crate::support::{Scratch, fixture, plugin, ran};
+use crate::check::scaffold_greet;
+use crate::support::{Scratch, bin_dir, fixture, plugin, ran};
 
 /// The user's plugin directory of the scratch directory.
 fn data_dir(s: &Scratch) -> PathBuf {
@@ -192,21 +192,24 @@ fn a_user_plugin_directory_others_can_write_is_refused_by_install_and_discovery(
     assert!(skipped.contains("libconformance.so") && skipped.contains("insecure"), "{skipped}");
 }
 
-/// The one test that builds: `--path` runs `cargo build --release` on a scaffolded crate
-/// (in the target directory the scaffold tests share, so that its dependencies build once),
-/// and `upgrade` builds it again after its version changed.
+/// The one test that builds: `--path` runs `cargo build --release` on a scaffolded crate in
+/// the user's cache directory (one beside the workspace's target directory, kept from run to
+/// run so that its dependencies build once), and `upgrade` builds it again after its version
+/// changed.
 #[test]
 fn a_crate_is_built_installed_run_and_upgraded_to_its_new_version() {
     let s = Scratch::new();
     let manifest = scaffold_greet(&s);
+    let cache = bin_dir().parent().unwrap().join("install-e2e-cache");
     let install = |args: &[&str]| {
         let mut cmd = s.harness();
-        cmd.args(["plugins"]).args(args).env("CARGO_TARGET_DIR", scaffold_target());
+        cmd.args(["plugins"]).args(args).env("XDG_CACHE_HOME", &cache);
         ran(&mut cmd)
     };
     let r = install(&["install", "--path", "greet"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.starts_with("installed greet 0.1.0 from crate "), "{}", r.stdout);
+    assert!(cache.join("harness/build/release/libgreet.so").is_file(), "built in the cache directory");
     let entry = &record(&s)["plugins"]["greet"];
     assert_eq!(entry["source"], json!({"kind": "crate", "path": s.path("greet").canonicalize().unwrap()}));
     let step = call(&s, "greet", json!({"name": "Ada"}));
