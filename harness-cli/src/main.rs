@@ -11,6 +11,7 @@ mod config_cmd;
 mod error;
 mod eval;
 mod exit;
+mod install;
 mod lock_cmd;
 mod mcp;
 mod plugins;

@@ -1,4 +1,5 @@
-//! `harness plugins list`, `inspect`, `check` and `new`.
+//! `harness plugins list`, `inspect`, `check` and `new` (and `install`, `remove`, `upgrade`:
+//! see the `install` module).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -66,6 +67,34 @@ pub(crate) enum PluginsCommand {
         #[arg(long, value_name = "VER")]
         sdk_version: Option<String>,
     },
+    /// Install a plugin into the user's plugin directory, checked as discovery checks it.
+    ///
+    /// SOURCE is a library file, or a directory holding one (its README and licence files are
+    /// copied with it); `--path DIR` builds the crate in DIR with `cargo build --release`.
+    /// A plugin whose name is installed already, or found in another plugin directory, is
+    /// refused unless --force.
+    Install {
+        /// A plugin library file, or a directory holding exactly one.
+        #[arg(required_unless_present = "path", conflicts_with = "path")]
+        source: Option<PathBuf>,
+        /// A plugin crate's directory: built with cargo (target directory: CARGO_TARGET_DIR,
+        /// else $XDG_CACHE_HOME/harness/build) and its cdylib installed.
+        #[arg(long, value_name = "DIR")]
+        path: Option<PathBuf>,
+        /// Replace a plugin of the same name, installed or found elsewhere.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Remove an installed plugin: its library, its docs and its record.
+    Remove {
+        /// The installed plugin's name.
+        name: String,
+    },
+    /// Install plugins again from where they were installed from (a crate is rebuilt).
+    Upgrade {
+        /// The installed plugin's name; every installed plugin when left out.
+        name: Option<String>,
+    },
 }
 
 /// `harness plugins check FILE ...`
@@ -111,7 +140,7 @@ macro_rules! say {
 }
 
 /// Writes the gathered output; a closed pipe (`| head`) ends quietly instead of failing.
-fn emit(out: &str) -> Result<u8> {
+pub(crate) fn emit(out: &str) -> Result<u8> {
     use std::io::Write as _;
     match std::io::stdout().lock().write_all(out.as_bytes()) {
         Ok(()) => Ok(0),
@@ -228,17 +257,46 @@ fn gap_lines(out: &mut String, p: &LoadedPlugin, indent: &str) {
     }
 }
 
+/// The record of the user's plugin directory (`plugins install`), with the directory,
+/// canonical: empty when nothing was installed, and a warning when it cannot be read.
+fn installed_record(warnings: &mut Vec<String>) -> Option<(PathBuf, crate::install::Record)> {
+    let dir = dunce::canonicalize(crate::setup::user_plugin_dir()?).ok()?;
+    match crate::install::Record::load(&dir) {
+        Ok(record) => Some((dir, record)),
+        Err(e) => {
+            warnings.push(e.to_string());
+            None
+        }
+    }
+}
+
+/// What `plugins install` recorded for `p`, when it is the file it installed.
+fn installed_as<'a>(
+    p: &LoadedPlugin,
+    record: Option<&'a (PathBuf, crate::install::Record)>,
+) -> Option<&'a crate::install::Installed> {
+    let (dir, record) = record?;
+    let installed = record.plugins.get(&p.manifest.name)?;
+    (p.path == dir.join(&installed.file)).then_some(installed)
+}
+
 fn list(out: &mut String, found: &Discovery, as_json: bool) {
+    let mut warnings = found.warnings.clone();
+    let record = installed_record(&mut warnings);
     if as_json {
         let plugins = found.plugins.iter().map(|p| {
             let mut v = plugin_json(p, false);
             v["env"] = env_json(p, found);
+            if let Some(i) = installed_as(p, record.as_ref()) {
+                v["installed"] = json!({ "version": i.version, "source": i.source, "sha256": i.sha256,
+                    "installed_at": i.installed_at, "docs": i.docs });
+            }
             v
         });
         let obj = json!({
             "plugins": plugins.collect::<Vec<_>>(),
             "skipped": found.skipped,
-            "warnings": found.warnings,
+            "warnings": warnings,
         });
         say!(out, "{obj}");
         return;
@@ -250,6 +308,9 @@ fn list(out: &mut String, found: &Discovery, as_json: bool) {
         let m = &p.manifest;
         let test_only = if m.test_only { " (test only)" } else { "" };
         say!(out, "{} {} (ABI {}){test_only}  {}", m.name, m.version, p.abi_version, p.path.display());
+        if let Some(i) = installed_as(p, record.as_ref()) {
+            say!(out, "    installed: {} from {}, {}", i.version, i.source.describe(), i.installed_at);
+        }
         say!(out, "    isolation: {}, {}", placement_text(p), enforcement_text(p));
         say!(out, "    {}", env_text(p, found));
         gap_lines(out, p, "    ");
@@ -260,7 +321,7 @@ fn list(out: &mut String, found: &Discovery, as_json: bool) {
     for s in &found.skipped {
         say!(out, "skipped {}: {}", s.path.display(), s.reason);
     }
-    for w in &found.warnings {
+    for w in &warnings {
         say!(out, "warning: {w}");
     }
 }
@@ -332,6 +393,11 @@ pub(crate) fn plugins(command: PluginsCommand) -> Result<u8> {
         PluginsCommand::Check(args) => check(*args),
         PluginsCommand::New { name, path, sdk_path, sdk_version } => new_plugin(&name, path, sdk_path, sdk_version),
         PluginsCommand::Inspect { target, json, plugins } => inspect(&target, json, &plugins),
+        PluginsCommand::Install { source, path, force } => {
+            crate::install::install(source.as_deref(), path.as_deref(), force)
+        }
+        PluginsCommand::Remove { name } => crate::install::remove(&name),
+        PluginsCommand::Upgrade { name } => crate::install::upgrade(name.as_deref()),
     }
 }
 
@@ -399,7 +465,7 @@ fn plugin_file(path: &Path, allow_insecure: bool) -> Result<PathBuf> {
 }
 
 /// The command that starts a plugin-host child: this very executable in its hidden mode.
-fn host_command() -> Result<HostCommand> {
+pub(crate) fn host_command() -> Result<HostCommand> {
     let program = std::env::current_exe()
         .map_err(|e| CliError::Failure(format!("cannot find the harness executable to start a plugin host: {e}")))?;
     Ok(HostCommand { program, args: vec![crate::PLUGIN_HOST_MODE.into()] })

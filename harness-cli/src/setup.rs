@@ -33,7 +33,8 @@ pub(crate) struct PluginArgs {
     /// Never offer tools of these effect classes: pure, reads, writes, network; repeatable.
     #[arg(long = "deny-effects", value_name = "CLASS", value_delimiter = ',')]
     pub(crate) deny_effects: Vec<String>,
-    /// Do not search the directory that holds the harness executable.
+    /// Do not search the directory that holds the harness executable, nor the user's plugin
+    /// directory (where `harness plugins install` puts plugins).
     #[arg(long)]
     pub(crate) no_default_plugins: bool,
     /// Where every plugin's tools run, for this run: in-process (fastest, unconfined) or process
@@ -79,12 +80,43 @@ pub(crate) fn plugin_dirs(args: &PluginArgs, config: &LoadedConfig) -> Result<Ve
         dirs.extend(std::env::split_paths(&path).filter(|p| !p.as_os_str().is_empty()));
     }
     dirs.extend(config.config.plugins.dirs.iter().cloned());
-    if !args.no_default_plugins
-        && let Some(dir) = std::env::current_exe().ok().and_then(|exe| exe.parent().map(PathBuf::from))
-    {
-        dirs.push(dir);
+    if !args.no_default_plugins {
+        dirs.extend(std::env::current_exe().ok().and_then(|exe| exe.parent().map(PathBuf::from)));
+        // Only once it exists (`plugins install` makes it): a user who installed nothing gets
+        // no warning about a directory they never made.
+        dirs.extend(user_plugin_dir().filter(|d| d.is_dir()));
     }
     Ok(dirs)
+}
+
+/// The user's plugin directory, where `harness plugins install` puts plugins: on Windows
+/// `%LOCALAPPDATA%\harness\plugins`, else `$XDG_DATA_HOME/harness/plugins`, else
+/// `~/.local/share/harness/plugins`.
+pub(crate) fn user_plugin_dir() -> Option<PathBuf> {
+    let base = if cfg!(windows) {
+        std::env::var_os("LOCALAPPDATA").filter(|v| !v.is_empty()).map(PathBuf::from).filter(|p| p.is_absolute())
+    } else {
+        harness_config::user_dir("XDG_DATA_HOME", ".local/share")
+    };
+    Some(base?.join("harness").join("plugins"))
+}
+
+impl PluginArgs {
+    /// No flag given: the directories and selection a plain `harness` command would use.
+    pub(crate) fn none() -> Self {
+        Self {
+            plugins_dirs: Vec::new(),
+            config: None,
+            enable: Vec::new(),
+            disable: Vec::new(),
+            deny_effects: Vec::new(),
+            no_default_plugins: false,
+            isolation: None,
+            tool_timeout: None,
+            allow_insecure_plugins: false,
+            require_enforcement: false,
+        }
+    }
 }
 
 /// Builds the discovery options: flags first, then the config.
@@ -160,7 +192,7 @@ pub(crate) fn discovery_options(args: &PluginArgs, config: &LoadedConfig) -> Res
 
 /// The harness's own files, which no child may write: what decides what the next run trusts
 /// (the configuration in use, `harness.lock`, the trust store), loads (the plugin
-/// directories, the cache) and is (the harness executable's directory).
+/// directories, the user's plugin directory, the cache) and is (the harness executable's directory).
 pub(crate) fn guarded(config: &LoadedConfig, dirs: &[PathBuf]) -> Vec<Guarded> {
     let mut guarded = Vec::new();
     if let Some(file) = &config.file {
@@ -170,6 +202,10 @@ pub(crate) fn guarded(config: &LoadedConfig, dirs: &[PathBuf]) -> Vec<Guarded> {
     guarded.extend(dirs.iter().map(|d| Guarded::new(d, "the plugin directory")));
     if let Some(store) = harness_config::TrustStore::locate().ok().and_then(|s| s.path().parent().map(PathBuf::from)) {
         guarded.push(Guarded::new(store, "the trust store"));
+    }
+    // Guarded before it exists too: a child that could create it could plant a library there.
+    if let Some(dir) = user_plugin_dir() {
+        guarded.push(Guarded::new(dir, "the user's plugin directory"));
     }
     if let Some(cache) = plugin_cache_dir() {
         guarded.push(Guarded::new(cache, "the plugin cache"));

@@ -240,7 +240,7 @@ fn new_refuses_bad_names_and_busy_directories() {
 
 /// The workspace's root and its lock file, which the scaffold borrows so that its build takes
 /// the same dependency versions and needs nothing new from the registry.
-fn workspace_root() -> PathBuf {
+pub(crate) fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
@@ -262,7 +262,7 @@ fn cargo(command: &str, manifest: &Path, target: &Path) {
 }
 
 /// Scaffolds `greet` into the scratch directory, with the workspace's lock file.
-fn scaffold_greet(s: &Scratch) -> PathBuf {
+pub(crate) fn scaffold_greet(s: &Scratch) -> PathBuf {
     let sdk = workspace_root().join("crates/harness-sdk");
     let r = ran(s.harness().args(["plugins", "new", "greet", "--path", "greet", "--sdk-path"]).arg(&sdk));
     assert_eq!(r.code, 0, "{}", r.stderr);

@@ -19,6 +19,7 @@ mod confinement;
 mod context;
 mod discovery;
 mod eval;
+mod install;
 mod isolation;
 mod llama;
 mod lock;

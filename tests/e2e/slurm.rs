@@ -120,7 +120,9 @@ impl Cluster {
         let mut cmd = Command::new(program(name));
         cmd.env("SLURM_CONF", self.dir.join("slurm.conf"));
         // A job inherits this environment: the plugins beside the binary, a trust store of its own.
-        cmd.env_remove("HARNESS_PLUGIN_PATH").env("XDG_CONFIG_HOME", self.dir.join("xdg-config"));
+        cmd.env_remove("HARNESS_PLUGIN_PATH")
+            .env("XDG_CONFIG_HOME", self.dir.join("xdg-config"))
+            .env("XDG_DATA_HOME", self.dir.join("xdg-data"));
         cmd
     }
 

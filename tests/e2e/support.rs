@@ -110,6 +110,11 @@ impl Scratch {
         cmd.current_dir(self.dir.path())
             .env_remove("HARNESS_PLUGIN_PATH")
             .env("XDG_CONFIG_HOME", self.path("xdg-config"))
+            // The user's plugin directory (`plugins install`) too; and a crate it builds goes to
+            // the scratch directory's cache unless a test names a target directory.
+            .env("XDG_DATA_HOME", self.path("xdg-data"))
+            .env("XDG_CACHE_HOME", self.path("xdg-cache"))
+            .env_remove("CARGO_TARGET_DIR")
             .env("HARNESS_PLUGIN_CACHE", self.path("plugin-cache"));
         cmd
     }

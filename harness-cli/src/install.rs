@@ -1,0 +1,567 @@
+//! `harness plugins install`, `remove` and `upgrade`: the user's plugin directory and the
+//! record of what was installed there (`installed.json`).
+//!
+//! A library is copied to a temporary file in that directory, checked there as discovery
+//! would check it (ownership and mode, then its ABI version and manifest read by a confined
+//! plugin host), and only then renamed to its place: the file checked is the file installed,
+//! and a running harness that has the old file mapped keeps it.
+
+use std::collections::BTreeMap;
+use std::io::{Read as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest as _, Sha256};
+
+use crate::Result;
+use crate::config::LoadedConfig;
+use crate::error::CliError;
+use crate::setup::{PluginArgs, discovery_options, user_plugin_dir};
+
+/// The record of installed plugins, in the user's plugin directory.
+const RECORD: &str = "installed.json";
+
+/// Where an installed plugin came from: what `upgrade` installs it from again.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub(crate) enum Source {
+    /// A library file.
+    File {
+        /// The file, canonical.
+        path: PathBuf,
+    },
+    /// A directory holding one library file, and its README and licence.
+    Directory {
+        /// The directory, canonical.
+        path: PathBuf,
+    },
+    /// A cargo crate, built with `cargo build --release`.
+    Crate {
+        /// The crate's directory, canonical.
+        path: PathBuf,
+    },
+}
+
+impl Source {
+    /// The path it names.
+    pub(crate) fn path(&self) -> &Path {
+        match self {
+            Self::File { path } | Self::Directory { path } | Self::Crate { path } => path,
+        }
+    }
+
+    /// `crate /src/greet`, `file /tmp/libx.so`: as `list` shows it.
+    pub(crate) fn describe(&self) -> String {
+        let kind = match self {
+            Self::File { .. } => "file",
+            Self::Directory { .. } => "directory",
+            Self::Crate { .. } => "crate",
+        };
+        format!("{kind} {}", self.path().display())
+    }
+}
+
+/// One installed plugin, as `installed.json` records it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Installed {
+    /// Its manifest's name.
+    pub(crate) name: String,
+    /// Its manifest's version.
+    pub(crate) version: String,
+    /// The ABI version it was built against.
+    pub(crate) abi_version: String,
+    /// Where it came from.
+    pub(crate) source: Source,
+    /// The library's file name in the plugin directory.
+    pub(crate) file: String,
+    /// The documentation files copied with it, in `<dir>/<name>/`.
+    #[serde(default)]
+    pub(crate) docs: Vec<String>,
+    /// The library's SHA-256, hex.
+    pub(crate) sha256: String,
+    /// When, RFC 3339.
+    pub(crate) installed_at: String,
+}
+
+/// `installed.json`: every installed plugin by name.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub(crate) struct Record {
+    /// By plugin name.
+    pub(crate) plugins: BTreeMap<String, Installed>,
+}
+
+impl Record {
+    /// The record in `dir`; empty when there is none yet.
+    pub(crate) fn load(dir: &Path) -> Result<Self> {
+        let path = dir.join(RECORD);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(e) => return Err(CliError::Failure(format!("cannot read {}: {e}", path.display()))),
+        };
+        serde_json::from_str(&text).map_err(|e| {
+            CliError::Failure(format!(
+                "{} is not a record of installed plugins ({e}); fix it or move it away (the libraries beside it still load)",
+                path.display()
+            ))
+        })
+    }
+
+    /// Writes the record to `dir` through a temporary file renamed over the old one.
+    fn save(&self, dir: &Path) -> Result<()> {
+        let path = dir.join(RECORD);
+        let fail = |e: std::io::Error| CliError::Failure(format!("cannot write {}: {e}", path.display()));
+        let mut text = serde_json::to_string_pretty(self).map_err(|e| CliError::Failure(e.to_string()))?;
+        text.push('\n');
+        let mut temp = tempfile::Builder::new().prefix(".installed-").suffix(".tmp").tempfile_in(dir).map_err(fail)?;
+        temp.write_all(text.as_bytes()).map_err(fail)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            temp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644)).map_err(fail)?;
+        }
+        temp.persist(&path).map_err(|e| fail(e.error))?;
+        Ok(())
+    }
+
+    /// The installed plugin `name`, or an error naming those installed.
+    fn get(&self, name: &str, dir: &Path) -> Result<&Installed> {
+        self.plugins.get(name).ok_or_else(|| {
+            let names: Vec<&str> = self.plugins.keys().map(String::as_str).collect();
+            let names = if names.is_empty() { "none".to_owned() } else { names.join(", ") };
+            CliError::Usage(format!(
+                "no plugin named {name:?} is installed in {}; installed: {names} (`harness plugins list` shows every plugin found)",
+                dir.display()
+            ))
+        })
+    }
+}
+
+/// The user's plugin directory, or why there is none.
+pub(crate) fn data_dir() -> Result<PathBuf> {
+    user_plugin_dir().ok_or_else(|| {
+        CliError::Usage(
+            "no user plugin directory: set XDG_DATA_HOME or HOME (LOCALAPPDATA on Windows) to an absolute path"
+                .to_owned(),
+        )
+    })
+}
+
+/// A library checked in the plugin directory under a temporary name, ready to be renamed.
+struct Staged {
+    temp: tempfile::NamedTempFile,
+    name: String,
+    version: String,
+    abi_version: String,
+    sha256: String,
+}
+
+/// What one install takes: the library file, the docs that go with it, where they came from.
+struct Plan {
+    library: PathBuf,
+    docs: Vec<PathBuf>,
+    source: Source,
+}
+
+/// `harness plugins install SOURCE | --path DIR [--force]`.
+pub(crate) fn install(source: Option<&Path>, crate_dir: Option<&Path>, force: bool) -> Result<u8> {
+    let dir = data_dir()?;
+    let plan = match (source, crate_dir) {
+        (_, Some(krate)) => plan_crate(krate)?,
+        (Some(source), None) => plan_source(source)?,
+        (None, None) => return Err(CliError::Usage("give a library file, a directory or --path DIR".to_owned())),
+    };
+    prepare_dir(&dir)?;
+    let staged = stage(&dir, &plan.library)?;
+    let mut record = Record::load(&dir)?;
+    match clash(&dir, &record, &staged, &plan)? {
+        Some(why) if !force => return Err(CliError::Usage(why)),
+        Some(why) => eprintln!("harness: warning: installing anyway (--force): {why}"),
+        None => {}
+    }
+    let old = record.plugins.get(&staged.name).map(|i| i.version.clone());
+    let installed = place(&dir, &mut record, staged, &plan)?;
+    let replaced = old.map(|v| format!(" (replacing {v})")).unwrap_or_default();
+    crate::plugins::emit(&format!(
+        "installed {} {}{replaced} from {} as {}\n",
+        installed.name,
+        installed.version,
+        installed.source.describe(),
+        dir.join(&installed.file).display()
+    ))
+}
+
+/// `harness plugins remove NAME`.
+pub(crate) fn remove(name: &str) -> Result<u8> {
+    let dir = data_dir()?;
+    let mut record = Record::load(&dir)?;
+    let installed = record.get(name, &dir)?.clone();
+    let library = dir.join(&installed.file);
+    match std::fs::remove_file(&library) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(CliError::Failure(format!("cannot remove {}: {e}", library.display()))),
+    }
+    remove_docs(&dir, name)?;
+    record.plugins.remove(name);
+    record.save(&dir)?;
+    crate::plugins::emit(&format!("removed {name} {} ({})\n", installed.version, library.display()))
+}
+
+/// `harness plugins upgrade [NAME]`: each from its recorded source, a crate rebuilt.
+pub(crate) fn upgrade(name: Option<&str>) -> Result<u8> {
+    let dir = data_dir()?;
+    let record = Record::load(&dir)?;
+    let names: Vec<String> = match name {
+        Some(name) => vec![record.get(name, &dir)?.name.clone()],
+        None => record.plugins.keys().cloned().collect(),
+    };
+    if names.is_empty() {
+        return crate::plugins::emit(&format!("no plugins installed in {}\n", dir.display()));
+    }
+    let mut out = String::new();
+    for name in names {
+        out.push_str(&upgrade_one(&dir, &name)?);
+    }
+    crate::plugins::emit(&out)
+}
+
+/// Installs `name` again from its recorded source; one line saying the old and new version.
+fn upgrade_one(dir: &Path, name: &str) -> Result<String> {
+    let old = Record::load(dir)?.get(name, dir)?.clone();
+    let from = old.source.path();
+    if !from.exists() {
+        return Err(CliError::Usage(format!(
+            "plugin {name} was installed from {}, which is gone; install it again from where it is now with `harness plugins install SOURCE --force`, or `harness plugins remove {name}`",
+            old.source.describe()
+        )));
+    }
+    let plan = match &old.source {
+        Source::Crate { path } => plan_crate(path)?,
+        Source::File { path } | Source::Directory { path } => plan_source(path)?,
+    };
+    prepare_dir(dir)?;
+    let staged = stage(dir, &plan.library)?;
+    if staged.name != name {
+        return Err(CliError::Usage(format!(
+            "{} now holds plugin {:?}, not {name:?}; install it with `harness plugins install`, and remove {name} with `harness plugins remove {name}`",
+            old.source.describe(),
+            staged.name
+        )));
+    }
+    let mut record = Record::load(dir)?;
+    let new = place(dir, &mut record, staged, &plan)?;
+    let same = if new.sha256 == old.sha256 { " (the same file)" } else { "" };
+    Ok(format!("upgraded {name} {} -> {}{same} from {}\n", old.version, new.version, new.source.describe()))
+}
+
+/// SOURCE as given: a library file, or a directory holding exactly one (and its docs).
+fn plan_source(source: &Path) -> Result<Plan> {
+    let path = dunce::canonicalize(source).map_err(|e| {
+        CliError::Usage(format!(
+            "cannot read {}: {e}; give a plugin library file or a directory holding one",
+            source.display()
+        ))
+    })?;
+    if !path.is_dir() {
+        return Ok(Plan { library: path.clone(), docs: Vec::new(), source: Source::File { path } });
+    }
+    let (libraries, docs) = listing(&path)?;
+    match libraries.as_slice() {
+        [one] => Ok(Plan { library: one.clone(), docs, source: Source::Directory { path } }),
+        [] => Err(CliError::Usage(format!(
+            "{} holds no .{} library file; give the directory of a built plugin, or the file itself",
+            path.display(),
+            harness_loader::library_extension()
+        ))),
+        many => Err(CliError::Usage(format!(
+            "{} holds {} library files ({}); give the one to install by its path",
+            path.display(),
+            many.len(),
+            many.iter().filter_map(|f| f.file_name()).map(|f| f.to_string_lossy()).collect::<Vec<_>>().join(", ")
+        ))),
+    }
+}
+
+/// The library files of a directory, and its README and licence files, each sorted by name.
+fn listing(dir: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
+    let entries = std::fs::read_dir(dir).map_err(|e| CliError::Usage(format!("cannot read {}: {e}", dir.display())))?;
+    let mut libraries = Vec::new();
+    let mut docs = Vec::new();
+    for entry in entries.filter_map(std::result::Result::ok) {
+        let file = entry.path();
+        if !file.is_file() {
+            continue;
+        }
+        let name = entry.file_name().to_string_lossy().to_ascii_uppercase();
+        if file.extension().is_some_and(|x| x == harness_loader::library_extension()) {
+            libraries.push(file);
+        } else if ["README", "LICENSE", "LICENCE", "COPYING"].iter().any(|p| name.starts_with(p)) {
+            docs.push(file);
+        }
+    }
+    libraries.sort();
+    docs.sort();
+    Ok((libraries, docs))
+}
+
+/// `--path DIR`: the crate built with `cargo build --release`, its one cdylib to install.
+fn plan_crate(dir: &Path) -> Result<Plan> {
+    let path = dunce::canonicalize(dir)
+        .map_err(|e| CliError::Usage(format!("--path {}: {e}; give the directory of a plugin crate", dir.display())))?;
+    let manifest = path.join("Cargo.toml");
+    if !manifest.is_file() {
+        return Err(CliError::Usage(format!(
+            "--path {}: no Cargo.toml there; give the directory of a plugin crate (`harness plugins new` makes one)",
+            path.display()
+        )));
+    }
+    let library = build_crate(&manifest)?;
+    Ok(Plan { library, docs: Vec::new(), source: Source::Crate { path } })
+}
+
+/// Where a crate is built: `CARGO_TARGET_DIR` when set (as `cargo install` does), else
+/// `$XDG_CACHE_HOME/harness/build` (`~/.cache/harness/build`), so that rebuilds are quick.
+fn build_dir() -> Result<PathBuf> {
+    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR").filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(dir));
+    }
+    let cache = if cfg!(windows) {
+        std::env::var_os("LOCALAPPDATA").filter(|v| !v.is_empty()).map(PathBuf::from)
+    } else {
+        harness_config::user_dir("XDG_CACHE_HOME", ".cache")
+    };
+    cache
+        .map(|c| c.join("harness").join("build"))
+        .ok_or_else(|| CliError::Usage("no cache directory to build in: set CARGO_TARGET_DIR or HOME".to_owned()))
+}
+
+/// Runs `cargo build --release` on `manifest` (its progress on stderr) and returns the one
+/// cdylib that crate built, as cargo reports it.
+fn build_crate(manifest: &Path) -> Result<PathBuf> {
+    let target = build_dir()?;
+    // `CARGO` is the cargo that runs us, when one does (as cargo sets it for its subcommands).
+    let cargo = std::env::var_os("CARGO").filter(|v| !v.is_empty()).unwrap_or_else(|| "cargo".into());
+    eprintln!("harness: building {} with cargo build --release (in {})", manifest.display(), target.display());
+    let output = Command::new(&cargo)
+        .args(["build", "--release", "--message-format=json-render-diagnostics", "--manifest-path"])
+        .arg(manifest)
+        .env("CARGO_TARGET_DIR", &target)
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| {
+            CliError::Failure(format!(
+                "cannot run {} to build {}: {e}; install Rust (https://rustup.rs) or set CARGO",
+                Path::new(&cargo).display(),
+                manifest.display()
+            ))
+        })?;
+    if !output.status.success() {
+        return Err(CliError::Failure(format!(
+            "cargo build --release of {} failed (its errors are above); fix the crate and install again",
+            manifest.display()
+        )));
+    }
+    let built = cdylibs(&String::from_utf8_lossy(&output.stdout), manifest);
+    match built.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(CliError::Usage(format!(
+            "{} builds no cdylib library; a plugin crate has crate-type = [\"cdylib\"] under [lib]",
+            manifest.display()
+        ))),
+        many => Err(CliError::Usage(format!(
+            "{} builds {} cdylib libraries; install the one you mean by its file",
+            manifest.display(),
+            many.len()
+        ))),
+    }
+}
+
+/// The library files of the cdylib targets of the package at `manifest`, from cargo's JSON
+/// messages.
+fn cdylibs(messages: &str, manifest: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for message in messages.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()) {
+        let ours =
+            message["manifest_path"].as_str().is_some_and(|p| dunce::canonicalize(p).is_ok_and(|p| p == manifest));
+        let cdylib = message["target"]["crate_types"].as_array().is_some_and(|t| t.iter().any(|k| k == "cdylib"));
+        if message["reason"] != "compiler-artifact" || !ours || !cdylib {
+            continue;
+        }
+        let files = message["filenames"].as_array().into_iter().flatten().filter_map(Value::as_str);
+        out.extend(
+            files
+                .map(PathBuf::from)
+                .filter(|f| f.extension().is_some_and(|x| x == harness_loader::library_extension())),
+        );
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Makes the plugin directory (mode 0755 where it is new).
+fn prepare_dir(dir: &Path) -> Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o755);
+    builder
+        .create(dir)
+        .map_err(|e| CliError::Failure(format!("cannot create the plugin directory {}: {e}", dir.display())))
+}
+
+/// Copies `library` into `dir` under a temporary name and checks the copy as discovery would
+/// check it there: its and its directories' owner and mode, its ABI version, its manifest.
+fn stage(dir: &Path, library: &Path) -> Result<Staged> {
+    let fail =
+        |e: std::io::Error| CliError::Failure(format!("cannot copy {} into {}: {e}", library.display(), dir.display()));
+    let mut from =
+        std::fs::File::open(library).map_err(|e| CliError::Usage(format!("cannot read {}: {e}", library.display())))?;
+    // Named without the library extension, so that no harness starting meanwhile lists it.
+    let mut temp = tempfile::Builder::new().prefix(".install-").suffix(".tmp").tempfile_in(dir).map_err(fail)?;
+    let sha256 = copy_hashed(&mut from, temp.as_file_mut()).map_err(fail)?;
+    let canonical = dunce::canonicalize(temp.path()).map_err(fail)?;
+    harness_loader::check_plugin_file(&canonical).map_err(|why| {
+        let why = why.trim_end_matches(", or pass --allow-insecure-plugins");
+        CliError::Usage(format!(
+            "the plugin directory {} would be refused by discovery: {why}; nothing was installed",
+            dir.display()
+        ))
+    })?;
+    // The reader names the copy it read; the operator knows the file they gave.
+    let shown = library.display().to_string();
+    let refused = |why: String| {
+        let why = why.replace(&canonical.display().to_string(), &shown);
+        CliError::Usage(format!("{shown} is refused: {why}; nothing was installed"))
+    };
+    let read =
+        harness_loader::isolation::read_manifest(&crate::plugins::host_command()?, &canonical).map_err(refused)?;
+    harness_loader::check_abi(&read.abi_version).map_err(|e| refused(e.to_string()))?;
+    let manifest = harness_loader::parse_manifest(&read.manifest_json).map_err(|e| refused(e.to_string()))?;
+    Ok(Staged { temp, name: manifest.name, version: manifest.version, abi_version: read.abi_version, sha256 })
+}
+
+/// Copies `from` into `to`, synced, mode 0755 (not writable by group or others, as discovery
+/// requires); the SHA-256 of what was copied, hex.
+fn copy_hashed(from: &mut std::fs::File, to: &mut std::fs::File) -> std::io::Result<String> {
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = from.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        to.write_all(&buf[..n])?;
+    }
+    to.sync_all()?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        to.set_permissions(std::fs::Permissions::from_mode(0o755))?;
+    }
+    Ok(format!("{:x}", hasher.finalize()))
+}
+
+/// Why a plugin may not be installed without --force: its name is installed already, or
+/// found in another plugin directory; `None` when it may.
+fn clash(dir: &Path, record: &Record, staged: &Staged, plan: &Plan) -> Result<Option<String>> {
+    let name = &staged.name;
+    if let Some(there) = record.plugins.get(name) {
+        return Ok(Some(format!(
+            "plugin {name} is installed already ({} from {}); run `harness plugins upgrade {name}` to install it again from there, or pass --force to replace it with {}",
+            there.version,
+            there.source.describe(),
+            plan.library.display()
+        )));
+    }
+    let file = dir.join(library_file(name));
+    if file.exists() {
+        return Ok(Some(format!(
+            "{} exists already, but installed.json does not record it; pass --force to replace it",
+            file.display()
+        )));
+    }
+    if let Some(other) = found_elsewhere(dir, name)? {
+        return Ok(Some(format!(
+            "a plugin named {name} is found already in {}, which discovery reads first, so the installed one would never load; remove or rename that one, or pass --force to install this one anyway",
+            other.display()
+        )));
+    }
+    Ok(None)
+}
+
+/// Where discovery finds a plugin named `name` outside `dir`, with no flag given.
+fn found_elsewhere(dir: &Path, name: &str) -> Result<Option<PathBuf>> {
+    let args = PluginArgs::none();
+    let config = LoadedConfig::load(None)?;
+    let mut options = discovery_options(&args, &config)?;
+    let ours = dunce::canonicalize(dir).unwrap_or_else(|_| dir.to_owned());
+    options.dirs.retain(|d| dunce::canonicalize(d).map_or(true, |d| d != ours));
+    // Only the names matter: nothing offered, so nothing is started or initialised.
+    options.disable = vec![];
+    options.enable = vec!["\u{0}".to_owned()];
+    let found = harness_loader::discover(&options);
+    Ok(found.plugins.iter().find(|p| p.manifest.name == *name).map(|p| p.path.clone()))
+}
+
+/// The library's file name in the plugin directory: `lib<name>.so`, `<name>.dll`.
+pub(crate) fn library_file(name: &str) -> String {
+    format!("{}{name}{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX)
+}
+
+/// Renames the staged library to its place, copies the docs, and records it.
+fn place(dir: &Path, record: &mut Record, staged: Staged, plan: &Plan) -> Result<Installed> {
+    let file = library_file(&staged.name);
+    let target = dir.join(&file);
+    staged
+        .temp
+        .persist(&target)
+        .map_err(|e| CliError::Failure(format!("cannot write {}: {}", target.display(), e.error)))?;
+    let docs = copy_docs(dir, &staged.name, &plan.docs)?;
+    let installed = Installed {
+        name: staged.name,
+        version: staged.version,
+        abi_version: staged.abi_version,
+        source: plan.source.clone(),
+        file,
+        docs,
+        sha256: staged.sha256,
+        installed_at: harness_core::rfc3339(std::time::SystemTime::now()),
+    };
+    record.plugins.insert(installed.name.clone(), installed.clone());
+    record.save(dir)?;
+    Ok(installed)
+}
+
+/// Copies the README and licence files into `<dir>/<name>/`, replacing what was there.
+fn copy_docs(dir: &Path, name: &str, docs: &[PathBuf]) -> Result<Vec<String>> {
+    remove_docs(dir, name)?;
+    if docs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let into = dir.join(name);
+    prepare_dir(&into)?;
+    let mut copied = Vec::new();
+    for doc in docs {
+        let Some(file) = doc.file_name() else { continue };
+        std::fs::copy(doc, into.join(file))
+            .map_err(|e| CliError::Failure(format!("cannot copy {} into {}: {e}", doc.display(), into.display())))?;
+        copied.push(file.to_string_lossy().into_owned());
+    }
+    Ok(copied)
+}
+
+/// Removes `<dir>/<name>/`, the plugin's docs, when it is there.
+fn remove_docs(dir: &Path, name: &str) -> Result<()> {
+    let docs = dir.join(name);
+    match std::fs::remove_dir_all(&docs) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(CliError::Failure(format!("cannot remove {}: {e}", docs.display()))),
+    }
+}

@@ -1,0 +1,256 @@
+//! `harness plugins install`, `remove` and `upgrade` through the binary: into the scratch
+//! directory's user plugin directory (`XDG_DATA_HOME`, see `Scratch::harness`), from a file, a
+//! directory and a scaffolded crate; what discovery then loads; the refusals.
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::check::scaffold_greet;
+use crate::support::{Scratch, bin_dir, fixture, plugin, ran};
+
+/// The user's plugin directory of the scratch directory.
+fn data_dir(s: &Scratch) -> PathBuf {
+    s.path("xdg-data/harness/plugins")
+}
+
+/// `installed.json`, read back.
+fn record(s: &Scratch) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(data_dir(s).join("installed.json")).unwrap()).unwrap()
+}
+
+/// A fixture library copied into the scratch directory, as a downloaded plugin would be.
+fn downloaded(s: &Scratch, name: &str, into: &str) -> PathBuf {
+    let from = fixture(name);
+    let to = s.path(into).join(from.file_name().unwrap());
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    std::fs::copy(&from, &to).unwrap();
+    to
+}
+
+/// The plugin named `name` in `plugins list --json`, when it is found.
+fn listed(s: &Scratch, name: &str, extra: &[&str]) -> Option<Value> {
+    let r = ran(s.harness().args(["plugins", "list", "--json"]).args(extra));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    r.json()["plugins"].as_array().unwrap().iter().find(|p| p["name"] == name).cloned()
+}
+
+/// Runs one call of `tool` and `finish` with the scripted provider; the trace's first step.
+fn call(s: &Scratch, tool: &str, arguments: Value) -> Value {
+    let script = s.script(&[
+        json!({"tool": tool, "arguments": arguments}),
+        json!({"tool": "finish", "arguments": {"answer": 1}}),
+    ]);
+    let r = ran(s
+        .harness()
+        .args(["run", "go", "--provider", "scripted", "--json", "--trace", "t.jsonl", "--script"])
+        .arg(&script));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    s.trace("t.jsonl").remove(0)
+}
+
+#[test]
+fn a_file_installed_is_found_listed_run_upgraded_and_removed() {
+    let s = Scratch::new();
+    let file = downloaded(&s, "conformance", "downloads");
+    assert!(listed(&s, "conformance", &[]).is_none(), "a fixture never loads by default");
+    let r = ran(s.harness().args(["plugins", "install"]).arg(&file));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.starts_with("installed conformance 0.1.0 from file "), "{}", r.stdout);
+
+    let installed = data_dir(&s).join("libconformance.so");
+    let mode = std::fs::metadata(&installed).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o755, "{mode:o}");
+    let entry = &record(&s)["plugins"]["conformance"];
+    assert_eq!(entry["version"], "0.1.0");
+    assert_eq!(entry["abi_version"], "1.0.0");
+    assert_eq!(entry["source"], json!({"kind": "file", "path": file.canonicalize().unwrap()}));
+    assert_eq!(entry["sha256"].as_str().unwrap().len(), 64);
+    // No temporary file is left beside it.
+    let names: Vec<String> =
+        std::fs::read_dir(data_dir(&s)).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into()).collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+
+    let found = listed(&s, "conformance", &[]).expect("discovery finds the installed plugin");
+    assert_eq!(found["path"], json!(installed.canonicalize().unwrap()));
+    assert_eq!(found["installed"]["version"], "0.1.0");
+    assert_eq!(found["installed"]["source"]["kind"], "file");
+    let r = ran(s.harness().args(["plugins", "list"]));
+    assert!(r.stdout.contains(&format!("    installed: 0.1.0 from file {}", file.canonicalize().unwrap().display())));
+    // `--no-default-plugins` leaves the user's directory out, as the binary's.
+    assert!(listed(&s, "conformance", &["--no-default-plugins"]).is_none());
+
+    let step = call(&s, "test_simple_text", json!({}));
+    assert_eq!(step["plugin"], "conformance", "{step}");
+    assert_eq!(step["result"], "This is a simple text response for testing.", "{step}");
+
+    let r = ran(s.harness().args(["plugins", "upgrade"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.starts_with("upgraded conformance 0.1.0 -> 0.1.0 (the same file)"), "{}", r.stdout);
+
+    let r = ran(s.harness().args(["plugins", "remove", "conformance"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!installed.exists());
+    assert_eq!(record(&s)["plugins"], json!({}));
+    assert!(listed(&s, "conformance", &[]).is_none());
+    ran(s.harness().args(["plugins", "remove", "conformance"])).usage_error(&["\"conformance\"", "installed: none"]);
+}
+
+#[test]
+fn a_directory_brings_its_readme_and_licence_and_remove_takes_them() {
+    let s = Scratch::new();
+    downloaded(&s, "conformance", "pkg");
+    s.write("pkg/README.md", "# conformance\n");
+    s.write("pkg/LICENSE", "MIT\n");
+    s.write("pkg/notes.txt", "not copied\n");
+    let r = ran(s.harness().args(["plugins", "install", "pkg"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let docs = data_dir(&s).join("conformance");
+    assert_eq!(std::fs::read_to_string(docs.join("README.md")).unwrap(), "# conformance\n");
+    assert!(docs.join("LICENSE").is_file() && !docs.join("notes.txt").exists());
+    let entry = &record(&s)["plugins"]["conformance"];
+    assert_eq!(entry["source"]["kind"], "directory");
+    assert_eq!(entry["docs"], json!(["LICENSE", "README.md"]));
+    assert!(listed(&s, "conformance", &[]).is_some());
+
+    let r = ran(s.harness().args(["plugins", "remove", "conformance"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!docs.exists() && !data_dir(&s).join("libconformance.so").exists());
+
+    // Two libraries: which one is meant is not guessed.
+    downloaded(&s, "clash", "pkg");
+    ran(s.harness().args(["plugins", "install", "pkg"])).usage_error(&["pkg", "libclash.so", "libconformance.so"]);
+
+    // A source that is gone cannot be upgraded from; the error says what to do instead.
+    std::fs::remove_file(s.path("pkg/libclash.so")).unwrap();
+    assert_eq!(ran(s.harness().args(["plugins", "install", "pkg"])).code, 0);
+    std::fs::rename(s.path("pkg"), s.path("moved")).unwrap();
+    ran(s.harness().args(["plugins", "upgrade", "conformance"])).usage_error(&[
+        "which is gone",
+        "--force",
+        "harness plugins remove conformance",
+    ]);
+}
+
+#[test]
+fn files_that_are_not_plugins_other_abis_and_taken_names_are_refused() {
+    let s = Scratch::new();
+    let text = s.write("libnotes.so", "not a library\n");
+    ran(s.harness().args(["plugins", "install"]).arg(&text))
+        .usage_error(&["libnotes.so", "not a loadable shared library"]);
+    let future = downloaded(&s, "abi-future", "downloads");
+    ran(s.harness().args(["plugins", "install"]).arg(&future)).usage_error(&["libabi_future.so", "ABI 2.0.0"]);
+    // Nothing half-installed: the directory holds no library and no record.
+    let left: Vec<_> = std::fs::read_dir(data_dir(&s)).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+
+    // A plugin found beside the binary already: the installed one would never load.
+    let calc = s.path("libcalc.so");
+    std::fs::copy(plugin("calc"), &calc).unwrap();
+    ran(s.harness().args(["plugins", "install"]).arg(&calc)).usage_error(&["plugin named calc", "--force"]);
+
+    let file = downloaded(&s, "conformance", "downloads");
+    assert_eq!(ran(s.harness().args(["plugins", "install"]).arg(&file)).code, 0);
+    ran(s.harness().args(["plugins", "install"]).arg(&file)).usage_error(&[
+        "installed already",
+        "harness plugins upgrade conformance",
+        "--force",
+    ]);
+    let r = ran(s.harness().args(["plugins", "install", "--force"]).arg(&file));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("(replacing 0.1.0)"), "{}", r.stdout);
+    ran(s.harness().args(["plugins", "remove", "calc"])).usage_error(&["\"calc\"", "installed: conformance"]);
+    ran(s.harness().args(["plugins", "upgrade", "calc"])).usage_error(&["\"calc\"", "installed: conformance"]);
+    ran(s.harness().args(["plugins", "install"])).usage_error(&["<SOURCE>"]);
+
+    // Forced, the shadowed copy is installed with a warning, and discovery says which wins.
+    let r = ran(s.harness().args(["plugins", "install", "--force"]).arg(&calc));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("warning: installing anyway (--force): a plugin named calc"), "{}", r.stderr);
+    let r = ran(s.harness().args(["plugins", "list", "--json"]));
+    let skipped = r.json()["skipped"].to_string();
+    assert!(skipped.contains("libcalc.so") && skipped.contains("the first in directory order wins"), "{skipped}");
+}
+
+#[test]
+fn a_user_plugin_directory_others_can_write_is_refused_by_install_and_discovery() {
+    let s = Scratch::new();
+    let dir = data_dir(&s);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o775)).unwrap();
+    let file = downloaded(&s, "conformance", "downloads");
+    let r = ran(s.harness().args(["plugins", "install"]).arg(&file));
+    r.usage_error(&["writable by its group", "chmod go-w", "nothing was installed"]);
+    assert!(!dir.join("libconformance.so").exists());
+
+    // A library put there by hand is skipped by discovery, as in any plugin directory.
+    std::fs::copy(&file, dir.join("libconformance.so")).unwrap();
+    let r = ran(s.harness().args(["plugins", "list", "--json"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let skipped = r.json()["skipped"].to_string();
+    assert!(skipped.contains("libconformance.so") && skipped.contains("insecure"), "{skipped}");
+}
+
+/// The one test that builds: `--path` runs `cargo build --release` on a scaffolded crate in
+/// the user's cache directory (one beside the workspace's target directory, kept from run to
+/// run so that its dependencies build once), and `upgrade` builds it again after its version
+/// changed.
+#[test]
+fn a_crate_is_built_installed_run_and_upgraded_to_its_new_version() {
+    let s = Scratch::new();
+    let manifest = scaffold_greet(&s);
+    let cache = bin_dir().parent().unwrap().join("install-e2e-cache");
+    let install = |args: &[&str]| {
+        let mut cmd = s.harness();
+        cmd.args(["plugins"]).args(args).env("XDG_CACHE_HOME", &cache);
+        ran(&mut cmd)
+    };
+    let r = install(&["install", "--path", "greet"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.starts_with("installed greet 0.1.0 from crate "), "{}", r.stdout);
+    assert!(cache.join("harness/build/release/libgreet.so").is_file(), "built in the cache directory");
+    let entry = &record(&s)["plugins"]["greet"];
+    assert_eq!(entry["source"], json!({"kind": "crate", "path": s.path("greet").canonicalize().unwrap()}));
+    let step = call(&s, "greet", json!({"name": "Ada"}));
+    assert_eq!(step["result"], json!({"greeting": "Hello, Ada!"}), "{step}");
+
+    bump_version(&manifest, "0.1.0", "0.2.0");
+    let r = install(&["upgrade", "greet"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.starts_with("upgraded greet 0.1.0 -> 0.2.0 from crate "), "{}", r.stdout);
+    assert_eq!(listed(&s, "greet", &[]).unwrap()["installed"]["version"], "0.2.0");
+
+    // A path with no crate is a usage error naming it.
+    install(&["install", "--path", "downloads"]).usage_error(&["--path", "downloads"]);
+}
+
+/// Sets the package version in a crate's Cargo.toml.
+fn bump_version(manifest: &Path, from: &str, to: &str) {
+    let text = std::fs::read_to_string(manifest).unwrap();
+    let from = format!("version = \"{from}\"");
+    assert!(text.contains(&from), "{text}");
+    std::fs::write(manifest, text.replacen(&from, &format!("version = \"{to}\""), 1)).unwrap();
+}
+
+/// A child allowed to write where the user's plugin directory would be could plant a library
+/// that the next run loads: such a plugin is refused, even before the directory exists.
+#[test]
+fn a_write_area_over_the_user_plugin_directory_is_refused_before_it_exists() {
+    let s = Scratch::new();
+    let liar = downloaded(&s, "effects-liar", "fx");
+    let area = s.dir.path().canonicalize().unwrap().join("xdg-data");
+    s.write("conf/h.toml", &format!("[plugins.effects-liar]\nallow_paths = [{:?}]\n", area.display().to_string()));
+    let r = ran(s
+        .harness()
+        .args(["plugins", "list", "--json", "--no-default-plugins", "--enable", "effects-liar", "--config"])
+        .arg("conf/h.toml")
+        .arg("--plugins-dir")
+        .arg(liar.parent().unwrap()));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!area.exists());
+    let listed = r.json();
+    assert_eq!(listed["plugins"], json!([]), "{listed}");
+    let reason = listed["skipped"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("the user's plugin directory"), "{reason}");
+}
