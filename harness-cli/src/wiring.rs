@@ -433,7 +433,7 @@ mod tests {
 
     fn settings(argv: &[&str]) -> Result<Settings> {
         let flags = Flags::try_parse_from(argv).expect("valid flags");
-        let config = LoadedConfig { config: crate::config::Config::default(), path: None, origin: None, file: None };
+        let config = LoadedConfig::default();
         Settings::resolve(&flags.provider, &flags.limits, &config)
     }
 
