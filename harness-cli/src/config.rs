@@ -12,7 +12,7 @@ use crate::settings::{self, Layers, Source};
 
 /// The file's contents. Relative paths in it are relative to the directory of the file itself
 /// (links resolved: see [`parse`]), never to the working directory.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Config {
     /// Default provider.
@@ -77,7 +77,7 @@ pub(crate) struct Config {
 }
 
 /// The `[mcp]` table.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct McpConfig {
     /// `[[mcp.servers]]`: name, then command, args, env (a child process) or url, headers (a
@@ -87,7 +87,7 @@ pub(crate) struct McpConfig {
 }
 
 /// `isolation`: the default mode alone, or the `[isolation]` table.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
 pub(crate) enum IsolationConfig {
     /// `isolation = "process"` or `"in-process"`.
@@ -97,7 +97,7 @@ pub(crate) enum IsolationConfig {
 }
 
 /// The `[isolation]` table.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct IsolationTable {
     /// Where plugin tools run by default: `in-process` or `process`.
@@ -126,7 +126,7 @@ impl IsolationConfig {
 }
 
 /// The `[limits]` table: sizes in bytes.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct LimitsConfig {
     /// Largest router reply.
@@ -140,7 +140,7 @@ pub(crate) struct LimitsConfig {
 }
 
 /// The `[openrouter]` table: OpenRouter's optional app attribution headers.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct OpenRouterConfig {
     /// Sent as `HTTP-Referer`: the app's URL.
@@ -150,7 +150,7 @@ pub(crate) struct OpenRouterConfig {
 }
 
 /// The `[plugins]` table.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 pub(crate) struct PluginsConfig {
     #[serde(default)]
     pub(crate) dirs: Vec<PathBuf>,
@@ -175,7 +175,7 @@ pub(crate) enum Origin {
 }
 
 /// The `[policy]` table: one key per effect class, and `[policy.tools]`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct PolicyConfig {
     pub(crate) pure: Option<String>,

@@ -44,7 +44,7 @@ impl std::fmt::Display for Source {
 }
 
 /// The layers merged: one table of every key set, and where each leaf came from.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Layers {
     /// Every key any layer set, later layers' values in place of earlier ones'.
     pub(crate) table: toml::Table,
