@@ -145,13 +145,8 @@ pub(crate) fn file_table(file: &ConfigFile) -> Result<toml::Table> {
             path.display()
         )));
     }
-    for (key, what, valid) in words() {
-        if let Some(value) = config_word(&config, key) {
-            check_word(what, value, &valid)
-                .map_err(|why| CliError::Usage(format!("{key} = {value:?} in {}: {why}", path.display())))?;
-        }
-    }
     let mut table: toml::Table = toml::from_str(&file.text).map_err(|e| CliError::Usage(file_error(file, &e)))?;
+    check_words(&table, &path.display().to_string()).map_err(CliError::Usage)?;
     let base = file.canonical.parent().map(Path::to_path_buf).unwrap_or_default();
     resolve_paths(&mut table, &base);
     Ok(table)
@@ -260,22 +255,41 @@ const OTHER_VARIABLES: &[&str] = &[
 const OTHER_PREFIXES: &[&str] = &["HARNESS_TEST_", "HARNESS_MCP_", "HARNESS_LLAMA_", "HARNESS_BENCH_"];
 
 /// The keys whose values are one word of a list: the key, what a word is, and the words.
-fn words() -> [(&'static str, &'static str, Vec<&'static str>); 3] {
+fn words() -> Vec<(&'static str, &'static str, Vec<&'static str>)> {
     let providers = ["offline", "scripted"].into_iter().chain(harness_providers::Preset::ALL.map(|p| p.name()));
-    [
+    let decisions = || vec!["allow", "ask", "deny"];
+    let modes = || vec!["in-process", "process"];
+    vec![
         ("provider", "provider", providers.collect()),
         ("router_mode", "router mode", vec!["auto", "native", "constrained", "prompt"]),
         ("reply_format", "reply format", harness_core::ReplyFormat::ALL.iter().map(|f| f.as_str()).collect()),
+        ("isolation", "isolation mode", modes()),
+        ("isolation.mode", "isolation mode", modes()),
+        ("isolation.require", "enforcement level", vec!["full", "best-effort"]),
+        ("policy.pure", "decision", decisions()),
+        ("policy.reads", "decision", decisions()),
+        ("policy.writes", "decision", decisions()),
+        ("policy.network", "decision", decisions()),
     ]
 }
 
-fn config_word<'a>(config: &'a Config, key: &str) -> Option<&'a str> {
-    match key {
-        "provider" => config.provider.as_deref(),
-        "router_mode" => config.router_mode.as_deref(),
-        "reply_format" => config.reply_format.as_deref(),
-        _ => None,
+/// Every key of [`words`] that `table` (of the file `path`) sets to a string is one of its
+/// words; `policy.tools`' values are decisions.
+fn check_words(table: &toml::Table, path: &str) -> std::result::Result<(), String> {
+    let at = |dotted: &str| {
+        let mut parts = dotted.split('.');
+        let first = table.get(parts.next()?);
+        parts.try_fold(first?, |v, part| v.get(part))
+    };
+    let tools = at("policy.tools").and_then(toml::Value::as_table).into_iter().flatten();
+    let tools = tools.map(|(tool, v)| (format!("policy.tools.{tool:?}"), v, "decision", vec!["allow", "ask", "deny"]));
+    let keyed = words().into_iter().filter_map(|(key, what, valid)| Some((key.to_owned(), at(key)?, what, valid)));
+    for (key, value, what, valid) in keyed.chain(tools) {
+        if let Some(word) = value.as_str() {
+            check_word(what, word, &valid).map_err(|why| format!("{key} = {word:?} in {path}: {why}"))?;
+        }
     }
+    Ok(())
 }
 
 /// `value` when it is one of `valid`, else why not: the nearest word, and all of them.
@@ -452,6 +466,29 @@ mod tests {
         assert_eq!(layers.sources["limits.result_bytes"], Source::Project("/p".into()));
         let config = layers.config().unwrap();
         assert_eq!((config.limits.reply_bytes, config.limits.result_bytes), (Some(1), Some(2)));
+    }
+
+    #[test]
+    fn a_bad_word_in_a_file_names_its_key_and_the_nearest_word() {
+        let table = toml::from_str("[isolation]\nmode = \"proces\"\n").unwrap();
+        let e = check_words(&table, "h.toml").unwrap_err();
+        assert!(
+            e.starts_with("isolation.mode = \"proces\" in h.toml: no such isolation mode; did you mean process?"),
+            "{e}"
+        );
+        let table = toml::from_str("[policy.tools]\n\"files.write_file\" = \"alow\"\n").unwrap();
+        let e = check_words(&table, "h.toml").unwrap_err();
+        assert!(
+            e.contains("policy.tools.\"files.write_file\" = \"alow\" in h.toml") && e.contains("did you mean allow?"),
+            "{e}"
+        );
+        assert!(
+            check_words(
+                &toml::from_str("isolation = \"in-process\"\n[policy]\nwrites = \"deny\"\n").unwrap(),
+                "h.toml"
+            )
+            .is_ok()
+        );
     }
 
     #[test]

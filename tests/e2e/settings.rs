@@ -144,6 +144,16 @@ fn a_mistyped_key_names_the_nearest_one_in_either_file() {
 }
 
 #[test]
+fn a_bad_word_in_a_file_names_its_key_its_file_and_the_nearest_word() {
+    let s = Scratch::new();
+    let user = user_file(&s, "[policy]\nwrites = \"alow\"\n");
+    let r = ran(s.harness().args(["run", "x"]));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    let expected = format!("policy.writes = \"alow\" in {}: no such decision; did you mean allow?", user.display());
+    assert!(r.stderr.contains(&expected), "{}", r.stderr);
+}
+
+#[test]
 fn a_user_file_others_can_write_is_refused_with_the_fix() {
     use std::os::unix::fs::PermissionsExt;
     let s = Scratch::new();
