@@ -161,7 +161,8 @@ fn file_error(file: &ConfigFile, e: &toml::de::Error) -> String {
     if let Some(rest) = message.strip_prefix("unknown field `")
         && let Some((field, expected)) = rest.split_once('`')
     {
-        let valid: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+        // `api_key` is a field only to be refused: never suggested.
+        let valid: Vec<&str> = expected.split('`').skip(1).step_by(2).filter(|k| *k != "api_key").collect();
         return match nearest(field, &valid) {
             Some(near) => format!("unknown field {field} in {path}{at}: did you mean {near}?"),
             None => format!("unknown field {field} in {path}{at}; the keys there are: {}", valid.join(", ")),
