@@ -231,7 +231,7 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
     let settings = Settings::resolve(&provider_args, &args.limits, &config)?;
     let policy = crate::approve::policy(&args.policy, &config, None)?;
     let name = settings.provider;
-    let (router, scripts) = router(&provider_args, &config, &settings, args.quiet, &budget)?;
+    let (router, scripts) = router(&settings, args.quiet, &budget)?;
 
     let spec = args.shard.unwrap_or(ShardSpec::Fixed(Shard::ALL));
     let shards = args.shards.map(|n| n as usize);
@@ -278,7 +278,7 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
         &config,
         Wants { report: !args.quiet, mcp: true, otlp: Some(args.otlp.as_deref()), ..Wants::default() },
     )?;
-    check_tool_choice(&provider_args, &config, &tools.registry, name)?;
+    check_tool_choice(&settings, &tools.registry)?;
 
     let shard_text = if shard.count > 1 { format!(" (shard {}/{})", shard.index, shard.count) } else { String::new() };
     if !args.quiet {
@@ -300,7 +300,7 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
         .with_about(RunAbout {
             mcp_servers: tools.mcp().map(crate::mcp::peers).unwrap_or_default(),
             unenforced: tools.found.unenforced(),
-            ..run_about(&provider_args, &config, &settings)
+            ..run_about(&config, &settings)
         });
     if let Some(otlp) = tools.otlp() {
         let tracer = otlp.sink_factory();
@@ -337,20 +337,14 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
 
 /// Who answers a batch's runs (one provider, or each run's script), and what the requests'
 /// scripts are then for.
-pub(crate) fn router(
-    provider: &ProviderArgs,
-    config: &LoadedConfig,
-    settings: &Settings,
-    quiet: bool,
-    budget: &Arc<RetryBudget>,
-) -> Result<(Router, Scripts)> {
+pub(crate) fn router(settings: &Settings, quiet: bool, budget: &Arc<RetryBudget>) -> Result<(Router, Scripts)> {
     let name = settings.provider;
     if name != ProviderKind::Scripted {
-        let shared = build_budgeted_provider(provider, config, settings, quiet, Some(budget.clone()))?;
+        let shared = build_budgeted_provider(settings, quiet, Some(budget.clone()))?;
         return Ok((Router::Shared(shared), Scripts::Ignored));
     }
-    note_ignored_settings(provider, config, name, quiet);
-    Ok(match script_path(provider, config) {
+    note_ignored_settings(settings, quiet);
+    Ok(match script_path(settings) {
         Some(path) => (Router::Scripted(Some(DefaultScript::read(&path)?)), Scripts::Optional),
         None => (Router::Scripted(None), Scripts::Required),
     })

@@ -8,10 +8,11 @@ use harness_config::{ConfigFile, TrustStatus, TrustStore, check_permissions};
 use serde::Deserialize;
 
 use crate::error::CliError;
+use crate::settings::{self, Layers, Source};
 
 /// The file's contents. Relative paths in it are relative to the directory of the file itself
 /// (links resolved: see [`parse`]), never to the working directory.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Config {
     /// Default provider.
@@ -76,7 +77,7 @@ pub(crate) struct Config {
 }
 
 /// The `[mcp]` table.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct McpConfig {
     /// `[[mcp.servers]]`: name, then command, args, env (a child process) or url, headers (a
@@ -86,7 +87,7 @@ pub(crate) struct McpConfig {
 }
 
 /// `isolation`: the default mode alone, or the `[isolation]` table.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
 pub(crate) enum IsolationConfig {
     /// `isolation = "process"` or `"in-process"`.
@@ -96,7 +97,7 @@ pub(crate) enum IsolationConfig {
 }
 
 /// The `[isolation]` table.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct IsolationTable {
     /// Where plugin tools run by default: `in-process` or `process`.
@@ -125,7 +126,7 @@ impl IsolationConfig {
 }
 
 /// The `[limits]` table: sizes in bytes.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct LimitsConfig {
     /// Largest router reply.
@@ -139,7 +140,7 @@ pub(crate) struct LimitsConfig {
 }
 
 /// The `[openrouter]` table: OpenRouter's optional app attribution headers.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct OpenRouterConfig {
     /// Sent as `HTTP-Referer`: the app's URL.
@@ -149,7 +150,7 @@ pub(crate) struct OpenRouterConfig {
 }
 
 /// The `[plugins]` table.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 pub(crate) struct PluginsConfig {
     #[serde(default)]
     pub(crate) dirs: Vec<PathBuf>,
@@ -174,7 +175,7 @@ pub(crate) enum Origin {
 }
 
 /// The `[policy]` table: one key per effect class, and `[policy.tools]`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct PolicyConfig {
     pub(crate) pure: Option<String>,
@@ -187,38 +188,59 @@ pub(crate) struct PolicyConfig {
 }
 
 /// The configuration in use and where it came from, for messages.
+#[derive(Default)]
 pub(crate) struct LoadedConfig {
+    /// Every layer but the flags, merged (see [`crate::settings`]).
     pub(crate) config: Config,
-    /// The file as named, when one is used.
+    /// The project file as named, when one is used.
     pub(crate) path: Option<PathBuf>,
-    /// How it was chosen, when one is used.
+    /// How the project file was chosen, when one is used.
     pub(crate) origin: Option<Origin>,
-    /// The file as read (canonical path, text, hash), when one is used.
+    /// The project file as read (canonical path, text, hash), when one is used.
     pub(crate) file: Option<ConfigFile>,
+    /// The user's file as read, when there is one.
+    pub(crate) user: Option<ConfigFile>,
+    /// The layers merged, with each value's source.
+    pub(crate) layers: Layers,
 }
 
 /// The file read when no `--config` is given, if trusted.
 pub(crate) const IMPLICIT: &str = "harness.toml";
 
 impl LoadedConfig {
-    /// Loads `explicit`, or `./harness.toml` when it exists and is trusted, or nothing.
+    /// Loads the layers under the flags: the user's file, then `explicit` or `./harness.toml`
+    /// when it exists and is trusted, then the `HARNESS_*` variables.
     ///
     /// A present but untrusted `./harness.toml` is ignored with one line on stderr naming the
     /// command that trusts it. A file someone else could change is refused either way.
     pub(crate) fn load(explicit: Option<&Path>) -> Result<Self, CliError> {
-        let (file, origin) = match explicit {
-            Some(p) => (read(p)?, Origin::Explicit),
-            None => match implicit()? {
-                Some(file) => (file, Origin::Trusted),
-                None => return Ok(Self { config: Config::default(), path: None, origin: None, file: None }),
-            },
-        };
-        check_permissions(&file.canonical).map_err(|e| CliError::Usage(e.to_string()))?;
-        let config = parse(&file)?;
-        if origin == Origin::Explicit {
-            trusted_where_a_child_writes(&file, &config)?;
+        let mut loaded = Self::default();
+        if let Some((file, table)) = settings::user_file()? {
+            loaded.layers.lay(table, &Source::User(file.canonical.clone()));
+            loaded.user = Some(file);
         }
-        Ok(Self { config, path: Some(file.named.clone()), origin: Some(origin), file: Some(file) })
+        let project = match explicit {
+            Some(p) => Some((read(p)?, Origin::Explicit)),
+            None => implicit()?.map(|file| (file, Origin::Trusted)),
+        };
+        if let Some((file, origin)) = project {
+            check_permissions(&file.canonical).map_err(|e| CliError::Usage(e.to_string()))?;
+            let table = settings::file_table(&file)?;
+            if origin == Origin::Explicit {
+                let config = Layers::of(table.clone()).config()?;
+                trusted_where_a_child_writes(&file, &config)?;
+            }
+            loaded.layers.lay(table, &Source::Project(file.canonical.clone()));
+            (loaded.path, loaded.origin, loaded.file) = (Some(file.named.clone()), Some(origin), Some(file));
+        }
+        for (table, source) in settings::env_layer(|var| std::env::var(var).ok())? {
+            loaded.layers.lay(table, &source);
+        }
+        for warning in settings::unknown_env_warnings(std::env::vars_os().filter_map(|(k, _)| k.into_string().ok())) {
+            eprintln!("harness: warning: {warning}");
+        }
+        loaded.config = loaded.layers.config()?;
+        Ok(loaded)
     }
 
     /// The directory of the file in use, links resolved: what its relative paths are relative
@@ -290,42 +312,10 @@ fn trusted_where_a_child_writes(file: &ConfigFile, config: &Config) -> Result<()
     )))
 }
 
-/// Parses a configuration file; relative paths in it become relative to its directory.
-///
-/// That is the directory of the file itself, links resolved: a `./harness.toml` that is a link
-/// to a trusted file is that file, with that file's plugins, script and MCP servers, never ones
-/// from the directory the link sits in (a cloned repository cannot borrow another file's trust
-/// for its own `plugins/`). The same rule holds for `--config FILE`.
+/// Parses a configuration file alone; relative paths in it become relative to its directory
+/// (see [`settings::file_table`]).
 pub(crate) fn parse(file: &ConfigFile) -> Result<Config, CliError> {
-    let path = &file.named;
-    let mut config: Config = toml::from_str(&file.text).map_err(|e| {
-        CliError::Usage(format!("invalid config file {}: {}", path.display(), e.to_string().trim_end()))
-    })?;
-    if config.api_key.is_some() {
-        return Err(CliError::Usage(format!(
-            "config file {} sets api_key: API keys are read from the environment only. Remove it, export the key, and name its variable with api_key_env (for example api_key_env = \"OPENROUTER_API_KEY\")",
-            path.display()
-        )));
-    }
-    let base = file.canonical.parent().map(Path::to_path_buf).unwrap_or_default();
-    let resolve = |p: &mut PathBuf| {
-        if p.is_relative() {
-            *p = base.join(&*p);
-        }
-    };
-    config.plugins.dirs.iter_mut().for_each(resolve);
-    if let Some(script) = config.script.as_mut() {
-        resolve(script);
-    }
-    // A plugin's `root` (the files plugin's) is a path of this file like any other.
-    for section in config.plugins.sections.values_mut() {
-        if let Some(toml::Value::String(root)) = section.get_mut("root")
-            && Path::new(root.as_str()).is_relative()
-        {
-            *root = base.join(&*root).to_string_lossy().into_owned();
-        }
-    }
-    Ok(config)
+    Layers::of(settings::file_table(file)?).config()
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 
 mod powers;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
@@ -13,6 +14,8 @@ use harness_core::printable;
 use crate::Result;
 use crate::config::{IMPLICIT, LoadedConfig, Origin, parse};
 use crate::error::CliError;
+use crate::settings::{self, Source};
+use crate::wiring::{LoopArgs, ProviderArgs, Settings};
 
 /// `harness config` subcommands.
 #[derive(Debug, Subcommand)]
@@ -30,7 +33,7 @@ pub(crate) enum ConfigCommand {
         #[arg(default_value = IMPLICIT)]
         file: PathBuf,
     },
-    /// Print the effective configuration and where each value came from.
+    /// Print the effective settings and where each came from: default, user file, project file, HARNESS_* or flag.
     Show {
         /// Configuration file (TOML); `./harness.toml` is read only when trusted.
         #[arg(long, value_name = "FILE")]
@@ -38,6 +41,10 @@ pub(crate) enum ConfigCommand {
         /// One JSON object instead of text.
         #[arg(long)]
         json: bool,
+        #[command(flatten, next_help_heading = "Settings of run, to show what they resolve to")]
+        provider: Box<ProviderArgs>,
+        #[command(flatten, next_help_heading = "Settings of run, to show what they resolve to")]
+        limits: Box<LoopArgs>,
     },
 }
 
@@ -46,7 +53,7 @@ pub(crate) fn config(command: ConfigCommand) -> Result<u8> {
     match command {
         ConfigCommand::Trust { file } => trust(&file),
         ConfigCommand::Untrust { file } => untrust(&file),
-        ConfigCommand::Show { config, json } => show(config.as_deref(), json),
+        ConfigCommand::Show { config, json, provider, limits } => show(config.as_deref(), &provider, &limits, json),
     }
 }
 
@@ -92,53 +99,48 @@ struct Setting {
     source: String,
 }
 
-/// Defaults of the top-level settings a file may leave out.
-const DEFAULTS: &[(&str, &str)] = &[
-    ("provider", "\"offline\""),
-    ("max_steps", "8"),
-    ("max_repeats", "3"),
-    ("max_truncated", "2"),
-    ("isolation", "\"by effects: process unless pure\""),
-    ("policy.pure", "\"allow\""),
-    ("policy.reads", "\"allow\""),
-    ("policy.writes", "\"ask\""),
-    ("policy.network", "\"ask\""),
-];
-
-fn show(explicit: Option<&Path>, as_json: bool) -> Result<u8> {
-    let loaded = LoadedConfig::load(explicit)?;
-    let mut settings = Vec::new();
-    if let Some(file) = &loaded.file {
-        let mut table: toml::Table = toml::from_str(&file.text)
-            .map_err(|e| CliError::Usage(format!("invalid config file {}: {e}", file.named.display())))?;
-        hide_server_secrets(&mut table);
-        flatten("", &toml::Value::Table(table), &file.canonical.display().to_string(), &mut settings);
+fn show(explicit: Option<&Path>, provider: &ProviderArgs, limits: &LoopArgs, as_json: bool) -> Result<u8> {
+    let mut loaded = LoadedConfig::load(explicit)?;
+    for (table, source) in settings::flag_layer(provider, limits) {
+        loaded.layers.lay(table, &source);
     }
-    for (key, value) in DEFAULTS {
-        if !settings.iter().any(|s| s.key == *key) {
-            let value = serde_json::from_str(value).unwrap_or(Value::Null);
-            settings.push(Setting { key: (*key).to_owned(), value, source: "default".to_owned() });
+    // The flags are checked as a run checks them: what is shown is what would run.
+    Settings::resolve(provider, limits, &loaded)?;
+    let mut table = loaded.layers.table.clone();
+    hide_server_secrets(&mut table);
+    let mut settings = Vec::new();
+    flatten("", &toml::Value::Table(table), &loaded.layers.sources, &mut settings);
+    for (key, value) in settings::defaults() {
+        if !settings.iter().any(|s| s.key == key || s.key.starts_with(&format!("{key}."))) {
+            let value = serde_json::to_value(value).unwrap_or(Value::Null);
+            settings.push(Setting { key: key.to_owned(), value, source: Source::Default.to_string() });
         }
     }
     if let Some(path) = std::env::var_os("HARNESS_PLUGIN_PATH") {
         let value = json!(path.to_string_lossy());
-        settings.push(Setting { key: "plugins.dirs".into(), value, source: "environment HARNESS_PLUGIN_PATH".into() });
+        settings.push(Setting { key: "plugins.dirs".into(), value, source: "env HARNESS_PLUGIN_PATH".into() });
     }
     let file = match (&loaded.file, loaded.origin) {
         (Some(f), Some(Origin::Explicit)) => json!({"path": f.canonical, "sha256": f.sha256, "chosen": "--config"}),
         (Some(f), _) => json!({"path": f.canonical, "sha256": f.sha256, "chosen": "trusted"}),
         (None, _) => Value::Null,
     };
+    let user = loaded.user.as_ref().map(|f| json!({"path": f.canonical}));
     let store = TrustStore::locate().ok().map(|s| s.path().to_path_buf());
     if as_json {
         let list: Vec<Value> =
             settings.iter().map(|s| json!({"key": s.key, "value": s.value, "source": s.source})).collect();
-        println!("{}", json!({"file": file, "trust_store": store, "settings": list}));
+        println!("{}", json!({"file": file, "user_file": user, "trust_store": store, "settings": list}));
         return Ok(0);
     }
     match &loaded.file {
-        Some(f) => println!("# file: {} ({})", f.canonical.display(), file["chosen"].as_str().unwrap_or("")),
-        None => println!("# file: none (defaults only)"),
+        Some(f) => println!("# project file: {} ({})", f.canonical.display(), file["chosen"].as_str().unwrap_or("")),
+        None => println!("# project file: none"),
+    }
+    match (&loaded.user, settings::user_file_path()) {
+        (Some(f), _) => println!("# user file: {}", f.canonical.display()),
+        (None, Some(path)) => println!("# user file: none ({} is absent)", path.display()),
+        (None, None) => println!("# user file: none"),
     }
     if let Some(store) = store {
         println!("# trust store: {}", store.display());
@@ -176,18 +178,19 @@ fn hide_server_secrets(table: &mut toml::Table) {
     }
 }
 
-/// Every leaf of `value` as a dotted key (arrays are leaves).
-fn flatten(prefix: &str, value: &toml::Value, source: &str, out: &mut Vec<Setting>) {
+/// Every leaf of `value` as a dotted key (arrays are leaves), with its source.
+fn flatten(prefix: &str, value: &toml::Value, sources: &BTreeMap<String, Source>, out: &mut Vec<Setting>) {
     match value {
         toml::Value::Table(table) => {
             for (k, v) in table {
                 let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
-                flatten(&key, v, source, out);
+                flatten(&key, v, sources, out);
             }
         }
         leaf => {
             let value = serde_json::to_value(leaf).unwrap_or(Value::Null);
-            out.push(Setting { key: prefix.to_owned(), value, source: source.to_owned() });
+            let source = sources.get(prefix).unwrap_or(&Source::Default).to_string();
+            out.push(Setting { key: prefix.to_owned(), value, source });
         }
     }
 }

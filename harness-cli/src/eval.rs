@@ -118,7 +118,7 @@ fn run_tasks(args: &EvalArgs, tasks: &[Task]) -> Result<HashMap<String, Outcome>
     let settings = Settings::resolve(&args.provider, &args.limits, &config)?;
     let policy = crate::approve::policy(&args.policy, &config, None)?;
     let budget = Arc::new(RetryBudget::new(1.0));
-    let (router, scripts) = crate::batch::router(&args.provider, &config, &settings, args.quiet, &budget)?;
+    let (router, scripts) = crate::batch::router(&settings, args.quiet, &budget)?;
     // The batch engine reads the same file for what it runs: ids, requests, budgets, scripts.
     let input = input::read(&args.tasks, Shard::ALL, scripts)?;
     if !input.bad.is_empty() {
@@ -141,7 +141,7 @@ fn run_tasks(args: &EvalArgs, tasks: &[Task]) -> Result<HashMap<String, Outcome>
         harness_batch::create_traces_dir(dir)?;
     }
     let mut tools = Tools::wire(&args.plugins, &config, Wants { report: !args.quiet, mcp: true, ..Wants::default() })?;
-    check_tool_choice(&args.provider, &config, &tools.registry, settings.provider)?;
+    check_tool_choice(&settings, &tools.registry)?;
     if !args.quiet {
         eprintln!(
             "harness: eval: {} tasks, {} already in {}, {} to run, {} at a time",
@@ -156,7 +156,7 @@ fn run_tasks(args: &EvalArgs, tasks: &[Task]) -> Result<HashMap<String, Outcome>
     let mut batch = Batch::new(router, tools.take_registry(), settings.options)
         .with_policy(policy)
         .with_source(input.fingerprint, Shard::ALL)
-        .with_about(run_about(&args.provider, &config, &settings));
+        .with_about(run_about(&config, &settings));
     if let Some(dir) = &args.traces {
         batch = batch.with_traces(dir.clone());
     }

@@ -18,6 +18,7 @@ mod plugins;
 mod replay;
 mod reply;
 mod run;
+mod settings;
 mod setup;
 mod tools;
 mod trace_cmd;

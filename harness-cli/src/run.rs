@@ -144,7 +144,7 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
         None => args.provider.clone(),
     };
     let settings = Settings::resolve(&provider_args, &args.limits, &config)?;
-    let provider = build_provider(&provider_args, &config, &settings, args.quiet)?;
+    let provider = build_provider(&settings, args.quiet)?;
     // A single run fails as soon as its request's retries are spent, as people expect of a
     // command; an outage is waited out only when asked for (--max-outage), within the run's
     // time budget.
@@ -153,7 +153,7 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
         max_outage.unwrap_or_default(),
         std::sync::Arc::new(|said: &str| eprintln!("harness: {said}")),
     );
-    let waits = max_outage.is_some() && provider_args.retries.or(config.config.retries) != Some(0);
+    let waits = max_outage.is_some() && settings.values.retries != Some(0);
     let guarded = waits.then(|| harness_providers::Guarded::new(provider.as_ref(), &breaker));
     let provider = guarded.as_ref().map_or(provider.as_ref(), |g| g as &dyn harness_core::ModelProvider);
     let mut options = settings.options;
@@ -183,7 +183,7 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     let wants =
         Wants { report: !args.quiet, open_lazily: true, mcp: true, otlp: Some(args.otlp.as_deref()), mcp_only: None };
     let tools = Tools::wire(&args.plugins, &config, wants)?;
-    check_tool_choice(&provider_args, &config, &tools.registry, settings.provider)?;
+    check_tool_choice(&settings, &tools.registry)?;
     let locked = args.locked || config.config.locked.unwrap_or(false);
     crate::lock_cmd::check(&tools, &config, locked)?;
 
@@ -199,7 +199,7 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     let about = RunAbout {
         mcp_servers: tools.mcp().map(crate::mcp::peers).unwrap_or_default(),
         unenforced: tools.found.unenforced(),
-        ..run_about(&provider_args, &config, &settings)
+        ..run_about(&config, &settings)
     };
     let mut agent = Loop::new(provider, &tools.registry).options(options).approvals(approvals);
     let outcome = match resumed {

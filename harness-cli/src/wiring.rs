@@ -1,6 +1,8 @@
 //! What `harness run` and `harness batch` share: the provider flags and the loop's limits, and
-//! how each becomes a provider or `RunOptions` (flags first, then the config, then defaults).
+//! how each becomes a provider or `RunOptions`: the flags laid over the other layers of the
+//! settings once ([`Settings::resolve`]), then the libraries' defaults.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,8 +15,9 @@ use harness_providers::{
 };
 
 use crate::Result;
-use crate::config::LoadedConfig;
+use crate::config::{Config, LoadedConfig};
 use crate::error::CliError;
+use crate::settings::{self, Source};
 
 /// Which model provider answers, and how it is reached.
 #[derive(Debug, Clone, Args)]
@@ -104,15 +107,9 @@ pub(crate) enum ProviderKind {
 }
 
 impl ProviderKind {
-    /// The provider the flags, `--script`, or the config name; `offline` when none says.
-    pub(crate) fn of(args: &ProviderArgs, config: &LoadedConfig) -> Result<Self> {
-        let name = args
-            .provider
-            .as_deref()
-            .or_else(|| args.script.as_ref().map(|_| "scripted"))
-            .or(config.config.provider.as_deref())
-            .unwrap_or("offline");
-        Ok(match name {
+    /// The provider the merged settings name; `offline` when none does.
+    pub(crate) fn of(values: &Config) -> Result<Self> {
+        Ok(match values.provider.as_deref().unwrap_or("offline") {
             "offline" => Self::Offline,
             "scripted" => Self::Scripted,
             other => Self::Api(other.parse::<Preset>().map_err(|e| CliError::Usage(e.to_string()))?),
@@ -136,55 +133,85 @@ impl std::fmt::Display for ProviderKind {
 }
 
 /// What the commands that run the loop read of their flags and the configuration, resolved
-/// once into typed values (flags first, then the config, then the library's defaults).
+/// once: the flags laid over the other layers (see [`crate::settings`]), then typed.
 #[derive(Debug, Clone)]
 pub(crate) struct Settings {
     /// Which provider answers.
     pub(crate) provider: ProviderKind,
-    /// How the tool choice is forced, when the flags or the config say.
+    /// How the tool choice is forced, when some layer says.
     pub(crate) router_mode: Option<RouterMode>,
     /// The loop's limits.
     pub(crate) options: RunOptions,
+    /// Every layer merged, the flags included: what the provider is built from.
+    pub(crate) values: Config,
+    /// Where each of `values` came from, by dotted key.
+    sources: BTreeMap<String, Source>,
 }
 
 impl Settings {
-    /// Resolves the provider flags, the limits and the configuration.
+    /// Lays the provider flags and the limits over the configuration's layers, and types them.
     pub(crate) fn resolve(provider: &ProviderArgs, limits: &LoopArgs, config: &LoadedConfig) -> Result<Self> {
-        let router_mode = match provider.router_mode.as_ref().or(config.config.router_mode.as_ref()) {
+        let mut layers = config.layers.clone();
+        for (table, source) in settings::flag_layer(provider, limits) {
+            layers.lay(table, &source);
+        }
+        let mut values = layers.config()?;
+        // The flag's path as given: it need not be UTF-8, as its layer's copy must.
+        if let Some(script) = &provider.script {
+            values.script = Some(script.clone());
+        }
+        let router_mode = match values.router_mode.as_ref() {
             Some(mode) => Some(mode.parse::<RouterMode>().map_err(|e| CliError::Usage(e.to_string()))?),
             None => None,
         };
-        Ok(Self { provider: ProviderKind::of(provider, config)?, router_mode, options: run_options(limits, config)? })
+        let options = run_options(limits, &values)?;
+        Ok(Self { provider: ProviderKind::of(&values)?, router_mode, options, values, sources: layers.sources })
+    }
+
+    /// Whether `key` was given by a flag.
+    fn by_flag(&self, key: &str) -> bool {
+        matches!(self.sources.get(key), Some(Source::Flag(_)))
+    }
+
+    /// How an error names the setting `key`: its flag when a flag gave it, else the key and
+    /// where it came from.
+    fn named(&self, key: &str) -> String {
+        match self.sources.get(key) {
+            Some(Source::Flag(flag)) => (*flag).to_owned(),
+            Some(source) => format!("{key} ({source})"),
+            None => key.to_owned(),
+        }
     }
 }
 
-/// The script file of the scripted provider, from the flag or the config.
-pub(crate) fn script_path(args: &ProviderArgs, config: &LoadedConfig) -> Option<PathBuf> {
-    args.script.clone().or_else(|| config.config.script.clone())
+/// The script file of the scripted provider, from any layer.
+pub(crate) fn script_path(settings: &Settings) -> Option<PathBuf> {
+    settings.values.script.clone()
 }
 
 /// Says on stderr which given settings the `offline` and `scripted` providers ignore.
-pub(crate) fn note_ignored_settings(args: &ProviderArgs, config: &LoadedConfig, name: ProviderKind, quiet: bool) {
+pub(crate) fn note_ignored_settings(settings: &Settings, quiet: bool) {
+    let name = settings.provider;
     if quiet || name.runs_a_model() {
         return;
     }
-    if let Some(model) = args.model.as_ref().or(config.config.model.as_ref()) {
+    if let Some(model) = settings.values.model.as_ref() {
         eprintln!("harness: note: model {model:?} is ignored: the {name} provider runs no model");
     }
     let http_flags = [
-        ("--base-url", args.base_url.is_some()),
-        ("--api-key-env", args.api_key_env.is_some()),
-        ("--tool-choice", args.tool_choice.is_some()),
-        ("--router-mode", args.router_mode.is_some()),
+        ("--base-url", settings.by_flag("base_url")),
+        ("--api-key-env", settings.by_flag("api_key_env")),
+        ("--tool-choice", settings.by_flag("tool_choice")),
+        ("--router-mode", settings.by_flag("router_mode")),
         // A script with a declared context reserves the reply's tokens in it.
         (
             "--max-reply-tokens",
-            args.max_reply_tokens.is_some()
-                && !(matches!(name, ProviderKind::Scripted) && args.context_tokens.is_some()),
+            settings.by_flag("max_reply_tokens")
+                && !(matches!(name, ProviderKind::Scripted) && settings.by_flag("context_tokens")),
         ),
-        ("--timeout", args.timeout.is_some()),
-        ("--connect-timeout", args.connect_timeout.is_some()),
-        ("--retries", args.retries.is_some()),
+        ("--timeout", settings.by_flag("timeout")),
+        ("--connect-timeout", settings.by_flag("connect_timeout")),
+        ("--retries", settings.by_flag("retries")),
     ];
     let given: Vec<&str> = http_flags.iter().filter(|(_, set)| *set).map(|(flag, _)| *flag).collect();
     if !given.is_empty() {
@@ -192,25 +219,18 @@ pub(crate) fn note_ignored_settings(args: &ProviderArgs, config: &LoadedConfig, 
     }
 }
 
-/// Builds the provider named by the flags or the config, saying on stderr (unless quiet) which it is.
-pub(crate) fn build_provider(
-    args: &ProviderArgs,
-    config: &LoadedConfig,
-    settings: &Settings,
-    quiet: bool,
-) -> Result<Box<dyn ModelProvider>> {
-    build_budgeted_provider(args, config, settings, quiet, None)
+/// Builds the provider the settings name, saying on stderr (unless quiet) which it is.
+pub(crate) fn build_provider(settings: &Settings, quiet: bool) -> Result<Box<dyn ModelProvider>> {
+    build_budgeted_provider(settings, quiet, None)
 }
 
 /// [`build_provider`], an HTTP provider's retries taken from `budget` (a batch's).
 pub(crate) fn build_budgeted_provider(
-    args: &ProviderArgs,
-    config: &LoadedConfig,
     settings: &Settings,
     quiet: bool,
     budget: Option<Arc<RetryBudget>>,
 ) -> Result<Box<dyn ModelProvider>> {
-    note_ignored_settings(args, config, settings.provider, quiet);
+    note_ignored_settings(settings, quiet);
     match settings.provider {
         ProviderKind::Offline => {
             if !quiet {
@@ -221,18 +241,17 @@ pub(crate) fn build_budgeted_provider(
             Ok(Box::new(OfflineRouter))
         }
         ProviderKind::Scripted => {
-            let path = script_path(args, config)
+            let path = script_path(settings)
                 .ok_or_else(|| CliError::Usage("--provider scripted needs --script FILE".to_owned()))?;
             let mut script = ScriptedProvider::from_file(&path).map_err(|e| CliError::Usage(e.to_string()))?;
-            if let Some(tokens) = context_tokens(args, config)? {
-                let reply =
-                    args.max_reply_tokens.or(config.config.max_reply_tokens).unwrap_or(DEFAULT_MAX_REPLY_TOKENS);
+            if let Some(tokens) = context_tokens(settings)? {
+                let reply = settings.values.max_reply_tokens.unwrap_or(DEFAULT_MAX_REPLY_TOKENS);
                 script = script.with_context(tokens, u64::from(reply));
             }
             Ok(Box::new(script))
         }
         ProviderKind::Api(preset) => {
-            let provider = http_provider(preset, args, config, settings.router_mode, budget)?;
+            let provider = http_provider(preset, settings, budget)?;
             if !quiet {
                 eprintln!(
                     "harness: provider {}, model {:?}, router mode {}: {}",
@@ -247,12 +266,13 @@ pub(crate) fn build_budgeted_provider(
     }
 }
 
-/// The model's context from the flag or the config, when one is given: at least 1 token.
-fn context_tokens(args: &ProviderArgs, config: &LoadedConfig) -> Result<Option<u64>> {
-    match args.context_tokens.or(config.config.context_tokens) {
-        Some(0) => Err(CliError::Usage(
-            "--context-tokens 0 leaves no room for any request; give the model's context size in tokens".to_owned(),
-        )),
+/// The model's context from any layer, when one is given: at least 1 token.
+fn context_tokens(settings: &Settings) -> Result<Option<u64>> {
+    match settings.values.context_tokens {
+        Some(0) => Err(CliError::Usage(format!(
+            "{} 0 leaves no room for any request; give the model's context size in tokens",
+            settings.named("context_tokens")
+        ))),
         tokens => Ok(tokens),
     }
 }
@@ -265,58 +285,43 @@ pub(crate) fn seconds(flag: &str, value: f64) -> Result<Duration> {
         .ok_or_else(|| CliError::Usage(format!("{flag} {value}: give a positive number of seconds")))
 }
 
-/// The tool choice override from the flag or the config, if any.
-fn tool_choice(args: &ProviderArgs, config: &LoadedConfig) -> Option<String> {
-    args.tool_choice.clone().or_else(|| config.config.tool_choice.clone())
-}
-
-/// An HTTP provider from the flags, then the config, then the preset's defaults.
-fn http_provider(
-    preset: Preset,
-    args: &ProviderArgs,
-    config: &LoadedConfig,
-    router_mode: Option<RouterMode>,
-    budget: Option<Arc<RetryBudget>>,
-) -> Result<HttpProvider> {
-    let file = &config.config;
+/// An HTTP provider from the settings, then the preset's defaults.
+fn http_provider(preset: Preset, settings: &Settings, budget: Option<Arc<RetryBudget>>) -> Result<HttpProvider> {
+    let values = &settings.values;
     let defaults = HttpSettings::default();
-    let retries = args.retries.or(file.retries).unwrap_or(defaults.retries);
+    let retries = values.retries.unwrap_or(defaults.retries);
     let mut http = HttpSettings { retries, budget, ..defaults };
-    if let Some(t) = args.timeout.or(file.timeout) {
-        http.timeout = seconds("--timeout", t)?;
+    if let Some(t) = values.timeout {
+        http.timeout = seconds(&settings.named("timeout"), t)?;
     }
-    if let Some(t) = args.connect_timeout.or(file.connect_timeout) {
-        http.connect_timeout = seconds("--connect-timeout", t)?;
+    if let Some(t) = values.connect_timeout {
+        http.connect_timeout = seconds(&settings.named("connect_timeout"), t)?;
     }
     let provider_config = HttpProviderConfig {
         preset,
-        base_url: args.base_url.clone().or_else(|| file.base_url.clone()),
-        model: args.model.clone().or_else(|| file.model.clone()),
-        api_key_env: args.api_key_env.clone().or_else(|| file.api_key_env.clone()),
-        tool_choice: tool_choice(args, config).as_deref().map(parse_tool_choice),
-        router_mode: router_mode.unwrap_or_default(),
-        max_reply_tokens: args.max_reply_tokens.or(file.max_reply_tokens),
-        context_tokens: context_tokens(args, config)?,
-        app_url: file.openrouter.http_referer.clone(),
-        app_title: file.openrouter.x_title.clone(),
+        base_url: values.base_url.clone(),
+        model: values.model.clone(),
+        api_key_env: values.api_key_env.clone(),
+        tool_choice: values.tool_choice.as_deref().map(parse_tool_choice),
+        router_mode: settings.router_mode.unwrap_or_default(),
+        max_reply_tokens: values.max_reply_tokens,
+        context_tokens: context_tokens(settings)?,
+        app_url: values.openrouter.http_referer.clone(),
+        app_title: values.openrouter.x_title.clone(),
         http,
     };
     HttpProvider::new(provider_config).map_err(|e| CliError::Usage(e.to_string()))
 }
 
 /// A tool choice naming a tool must name a loaded one, for providers that send it to a model.
-pub(crate) fn check_tool_choice(
-    args: &ProviderArgs,
-    config: &LoadedConfig,
-    registry: &ToolRegistry,
-    provider: ProviderKind,
-) -> Result<()> {
-    if let Some(name) = tool_choice(args, config) {
+pub(crate) fn check_tool_choice(settings: &Settings, registry: &ToolRegistry) -> Result<()> {
+    if let Some(name) = settings.values.tool_choice.as_ref() {
         let named = !matches!(name.as_str(), "required" | "auto" | "none");
-        if named && registry.get(&name).is_none() && provider.runs_a_model() {
+        if named && registry.get(name).is_none() && settings.provider.runs_a_model() {
             let tools: Vec<&str> = registry.definitions().iter().map(|t| t.name.as_str()).collect();
             return Err(CliError::Usage(format!(
-                "--tool-choice {name:?} is no loaded tool; use required, auto, none or one of: {}",
+                "{} {name:?} is no loaded tool; use required, auto, none or one of: {}",
+                settings.named("tool_choice"),
                 tools.join(", ")
             )));
         }
@@ -324,18 +329,18 @@ pub(crate) fn check_tool_choice(
     Ok(())
 }
 
-/// The loop's limits from the flags, then the config, then the defaults.
-fn run_options(args: &LoopArgs, config: &LoadedConfig) -> Result<RunOptions> {
+/// The loop's limits from the merged settings, then the defaults.
+fn run_options(args: &LoopArgs, values: &Config) -> Result<RunOptions> {
     let defaults = RunOptions::default();
-    let limits = &config.config.limits;
+    let limits = &values.limits;
     let options = RunOptions {
-        max_steps: args.max_steps.or(config.config.max_steps).unwrap_or(defaults.max_steps),
-        max_repeats: args.max_repeats.or(config.config.max_repeats).unwrap_or(defaults.max_repeats),
-        max_truncated: args.max_truncated.or(config.config.max_truncated).unwrap_or(defaults.max_truncated),
+        max_steps: values.max_steps.unwrap_or(defaults.max_steps),
+        max_repeats: values.max_repeats.unwrap_or(defaults.max_repeats),
+        max_truncated: values.max_truncated.unwrap_or(defaults.max_truncated),
         max_reply_bytes: limits.reply_bytes.unwrap_or(defaults.max_reply_bytes),
         max_arguments_bytes: limits.arguments_bytes.unwrap_or(defaults.max_arguments_bytes),
         max_conversation_bytes: limits.conversation_bytes.unwrap_or(defaults.max_conversation_bytes),
-        max_duration: match args.max_seconds.or(config.config.max_seconds) {
+        max_duration: match values.max_seconds {
             None => None,
             Some(s) if s.is_finite() && s > 0.0 && s <= 1e9 => Some(Duration::from_secs_f64(s)),
             Some(s) => return Err(CliError::Usage(format!("--max-seconds {s}: give a positive number of seconds"))),
@@ -344,8 +349,10 @@ fn run_options(args: &LoopArgs, config: &LoadedConfig) -> Result<RunOptions> {
         // and exits_after too (a batch runs on after each run).
         inline_calls: false,
         exits_after: false,
-        reply_format: reply_format(args.reply_format.as_ref(), config, "--reply-format")?
-            .unwrap_or(defaults.reply_format),
+        reply_format: match values.reply_format.as_deref() {
+            Some(name) => name.parse::<ReplyFormat>().map_err(|e| CliError::Usage(format!("--reply-format: {e}")))?,
+            None => defaults.reply_format,
+        },
         early_finish: match args.early_finish.as_deref() {
             Some("allow") => EarlyFinish::Allowed,
             Some("refuse") => EarlyFinish::Refused,
@@ -383,7 +390,7 @@ pub(crate) fn runtime(threads: usize) -> Result<tokio::runtime::Runtime> {
 }
 
 /// What the trace's first line says about this harness, its model and its configuration.
-pub(crate) fn run_about(args: &ProviderArgs, config: &LoadedConfig, settings: &Settings) -> RunAbout {
+pub(crate) fn run_about(config: &LoadedConfig, settings: &Settings) -> RunAbout {
     let runs_a_model = settings.provider.runs_a_model();
     let (config_source, config_hash) = match &config.path {
         // The bytes are read again for the hash: the file was just read and parsed, so a
@@ -395,7 +402,7 @@ pub(crate) fn run_about(args: &ProviderArgs, config: &LoadedConfig, settings: &S
     };
     RunAbout {
         harness_version: env!("CARGO_PKG_VERSION").to_owned(),
-        model: args.model.clone().or_else(|| config.config.model.clone()).filter(|_| runs_a_model),
+        model: settings.values.model.clone().filter(|_| runs_a_model),
         router_mode: settings
             .router_mode
             .or_else(|| runs_a_model.then(RouterMode::default))
@@ -433,7 +440,7 @@ mod tests {
 
     fn settings(argv: &[&str]) -> Result<Settings> {
         let flags = Flags::try_parse_from(argv).expect("valid flags");
-        let config = LoadedConfig { config: crate::config::Config::default(), path: None, origin: None, file: None };
+        let config = LoadedConfig::default();
         Settings::resolve(&flags.provider, &flags.limits, &config)
     }
 
@@ -452,5 +459,17 @@ mod tests {
         assert_eq!(s.options, RunOptions { max_steps: 5, ..RunOptions::default() });
         assert_eq!(settings(&["harness", "--script", "s.jsonl"]).unwrap().provider, ProviderKind::Scripted);
         assert!(matches!(settings(&["harness", "--provider", "nosuch"]), Err(CliError::Usage(_))));
+    }
+
+    #[test]
+    fn a_flag_beats_the_layers_and_an_error_names_the_layer_that_gave_the_value() {
+        let mut config = LoadedConfig::default();
+        let table = toml::from_str("provider = \"openai\"\nmodel = \"m\"\nmax_steps = 4\ntimeout = 0\n").unwrap();
+        config.layers.lay(table, &Source::Project("/p/harness.toml".into()));
+        let flags = Flags::try_parse_from(["harness", "--max-steps", "6"]).expect("valid flags");
+        let s = Settings::resolve(&flags.provider, &flags.limits, &config).unwrap();
+        assert_eq!((s.provider, s.options.max_steps), (ProviderKind::Api(Preset::OpenAi), 6));
+        let e = build_provider(&s, true).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("timeout (project file /p/harness.toml) 0: give a positive number"), "{e}");
     }
 }

@@ -32,6 +32,7 @@ mod providers;
 mod replay;
 mod reply;
 mod run;
+mod settings;
 mod slurm;
 mod support;
 mod terminal;

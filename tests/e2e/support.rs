@@ -24,6 +24,27 @@ const FIXTURES: &[&str] = &[
     "net-client",
 ];
 
+/// The settings the environment may give (docs/operators.md), removed from every test's command.
+const SETTING_VARIABLES: &[&str] = &[
+    "HARNESS_PROVIDER",
+    "HARNESS_MODEL",
+    "HARNESS_BASE_URL",
+    "HARNESS_API_KEY_ENV",
+    "HARNESS_TOOL_CHOICE",
+    "HARNESS_ROUTER_MODE",
+    "HARNESS_REPLY_FORMAT",
+    "HARNESS_TIMEOUT",
+    "HARNESS_CONNECT_TIMEOUT",
+    "HARNESS_RETRIES",
+    "HARNESS_MAX_REPLY_TOKENS",
+    "HARNESS_CONTEXT_TOKENS",
+    "HARNESS_MAX_STEPS",
+    "HARNESS_MAX_REPEATS",
+    "HARNESS_MAX_TRUNCATED",
+    "HARNESS_MAX_SECONDS",
+    "HARNESS_TOOL_TIMEOUT",
+];
+
 /// The directory that holds the `harness` binary and, once built, the workspace's plugins.
 pub(crate) fn bin_dir() -> PathBuf {
     Path::new(env!("CARGO_BIN_EXE_harness")).parent().expect("binary has a directory").to_path_buf()
@@ -116,6 +137,12 @@ impl Scratch {
             .env("XDG_CACHE_HOME", self.path("xdg-cache"))
             .env_remove("CARGO_TARGET_DIR")
             .env("HARNESS_PLUGIN_CACHE", self.path("plugin-cache"));
+        // Nor does the tester's own environment layer (HARNESS_MODEL, ...) reach a test.
+        for (name, _) in std::env::vars_os() {
+            if name.to_str().is_some_and(|n| SETTING_VARIABLES.contains(&n)) {
+                cmd.env_remove(name);
+            }
+        }
         cmd
     }
 

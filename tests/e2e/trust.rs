@@ -85,7 +85,7 @@ fn a_changed_file_needs_trusting_again_and_show_says_where_values_come_from() {
     let shown = ran(s.harness().args(["config", "show", "--json"])).json();
     let file = s.path("harness.toml").canonicalize().unwrap();
     assert_eq!((&shown["file"]["chosen"], &shown["file"]["path"]), (&json!("trusted"), &json!(file)));
-    assert_eq!(setting(&shown, "max_steps"), (json!(5), json!(file)));
+    assert_eq!(setting(&shown, "max_steps"), (json!(5), json!(format!("project file {}", file.display()))));
     assert_eq!(setting(&shown, "max_repeats"), (json!(3), json!("default")));
 
     s.write("harness.toml", "max_steps = 50\n");
@@ -97,7 +97,7 @@ fn a_changed_file_needs_trusting_again_and_show_says_where_values_come_from() {
     // Named with --config, it is the operator's choice: read without trusting.
     let shown = ran(s.harness().args(["config", "show", "--config", "harness.toml", "--json"])).json();
     assert_eq!(shown["file"]["chosen"], "--config");
-    assert_eq!(setting(&shown, "max_steps"), (json!(50), json!(file)));
+    assert_eq!(setting(&shown, "max_steps"), (json!(50), json!(format!("project file {}", file.display()))));
 }
 
 #[cfg(unix)]
