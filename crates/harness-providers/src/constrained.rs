@@ -99,32 +99,37 @@ fn grounded_finish(values: &[Value]) -> Value {
 /// The answers a small model may finish with: each scalar its tools answered (a result, or a
 /// member of an object result, a string of at most [`MAX_ANSWER`] characters), once each, in
 /// the order they came, then `true` and `false` for a yes-or-no request whose tool answered
-/// with a number ("is 391 divisible by 17?": `391 % 17` is 0). Empty until a tool answered.
+/// with a number ("is 391 divisible by 17?": `391 % 17` is 0). A number or a boolean is also
+/// offered as a string (`"42"`, `"true"`): a model that opens a string commits the grammar to
+/// the string answers, and SmolLM2 then finished "check whether c1ccccc1 is a valid SMILES"
+/// with the formula `"C6H6"` where it had written `"true"` before. Empty until a tool answered.
 pub(crate) fn grounded_answers(conversation: &[Message]) -> Vec<Value> {
     let mut values: Vec<Value> = Vec::new();
-    let mut keep = |v: &Value| {
-        let fits = match v {
-            Value::String(s) => s.chars().count() as u64 <= MAX_ANSWER,
-            Value::Number(_) | Value::Bool(_) => true,
-            _ => false,
-        };
-        if fits && !values.contains(v) {
-            values.push(v.clone());
+    let mut push = |v: Value| {
+        if !values.contains(&v) {
+            values.push(v);
         }
     };
+    let mut keep = |v: &Value| match v {
+        Value::String(s) if s.chars().count() as u64 <= MAX_ANSWER => push(v.clone()),
+        Value::Number(_) | Value::Bool(_) => {
+            push(v.clone());
+            push(Value::String(v.to_string()));
+        }
+        _ => {}
+    };
+    let mut any = false;
     for message in conversation {
         let Message::ToolResult { content, is_error: false, .. } = message else { continue };
+        any = true;
         match content {
             Value::Object(members) => members.values().for_each(&mut keep),
             scalar => keep(scalar),
         }
     }
-    if !values.is_empty() {
-        for yes_no in [Value::Bool(true), Value::Bool(false)] {
-            if !values.contains(&yes_no) {
-                values.push(yes_no);
-            }
-        }
+    if any {
+        keep(&Value::Bool(true));
+        keep(&Value::Bool(false));
     }
     values
 }
@@ -329,10 +334,11 @@ mod tests {
             result(json!(long), false),
         ];
         let values = grounded_answers(&conversation);
-        for v in [json!(true), json!("C2H6O"), json!(3), json!(42), json!(false)] {
-            assert!(values.contains(&v), "{v} in {values:?}");
+        let want = [json!(true), json!("true"), json!("C2H6O"), json!(3), json!("3"), json!(42), json!("42")];
+        for v in want.iter().chain(&[json!(false), json!("false")]) {
+            assert!(values.contains(v), "{v} in {values:?}");
         }
-        assert_eq!(values.len(), 5, "once each; no null, no error's text, no long string: {values:?}");
+        assert_eq!(values.len(), 9, "once each; no null, no error's text, no long string: {values:?}");
         assert!(grounded_answers(&conversation[..1]).is_empty(), "no tool answered: nothing to ground");
 
         let tools = [tool("finish"), tool("add")];
