@@ -6,6 +6,7 @@
 
 mod approve;
 mod batch;
+mod completions;
 mod config;
 mod config_cmd;
 mod error;
@@ -26,7 +27,7 @@ mod wiring;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::error::CliError;
 
@@ -75,6 +76,10 @@ enum Command {
         #[command(subcommand)]
         command: trace_cmd::TraceCommand,
     },
+    /// Print a shell completion script for bash, zsh, fish, powershell or elvish.
+    Completions(completions::CompletionsArgs),
+    /// Print the man page (roff), or write one page per command with --out DIR.
+    Man(completions::ManArgs),
 }
 
 /// `harness run`'s arguments alone: parsing them builds one subcommand, not all nine.
@@ -126,6 +131,8 @@ fn main() -> ExitCode {
         Command::Reply { command } => reply::reply(command),
         Command::Config { command } => config_cmd::config(command),
         Command::Lock(args) => lock_cmd::lock(*args),
+        Command::Completions(args) => completions::completions(&args, Cli::command()),
+        Command::Man(args) => completions::man(&args, Cli::command()),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

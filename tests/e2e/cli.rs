@@ -1,0 +1,71 @@
+//! The command line itself: shell completions and man pages generated from the parser, the
+//! request read from stdin, `harness tools call`.
+
+use std::process::{Command, Stdio};
+
+use crate::support::{Scratch, ran};
+
+/// Whether `program` can be run here (a test that needs it checks less without it).
+fn present(program: &str) -> bool {
+    Command::new(program).arg("--version").output().is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn completions_name_the_subcommands_and_runs_flags_in_every_shell() {
+    let s = Scratch::new();
+    let r = ran(s.harness().args(["completions", "bash"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("complete -F _harness"), "not a bash completion script: {}", r.stdout);
+    for word in ["run", "plugins", "batch", "completions", "man", "--max-steps", "--trace", "--provider"] {
+        assert!(r.stdout.contains(word), "{word} is not completed");
+    }
+    if present("bash") {
+        let syntax = ran(Command::new("bash").arg("-n").arg(s.write("harness.bash", &r.stdout)));
+        assert_eq!(syntax.code, 0, "bash -n: {}", syntax.stderr);
+    }
+    for shell in ["zsh", "fish", "powershell", "elvish"] {
+        let r = ran(s.harness().args(["completions", shell]));
+        assert_eq!(r.code, 0, "{shell}: {}", r.stderr);
+        // fish names a long flag without its dashes (`-l max-steps`).
+        assert!(r.stdout.contains("max-steps"), "{shell}: {}", r.stdout);
+    }
+    ran(s.harness().args(["completions", "tcsh"])).usage_error(&["tcsh", "bash"]);
+}
+
+/// Checks `page` as roff: with groff at hand, that it formats without a warning; else its header.
+fn valid_roff(s: &Scratch, name: &str, page: &str) {
+    assert!(page.contains(".TH ") && page.contains(".SH NAME") && page.contains(".SH SYNOPSIS"), "{page}");
+    if present("groff") {
+        // -k reads the page as UTF-8, as man does; -ww warns of everything; -z formats to nothing.
+        let r = ran(Command::new("groff").args(["-k", "-man", "-ww", "-z"]).arg(s.write(name, page)));
+        assert_eq!((r.code, r.stderr.as_str()), (0, ""), "{name} is not clean roff");
+    }
+}
+
+#[test]
+fn the_man_page_is_roff_with_name_and_synopsis_and_out_writes_one_per_command() {
+    let s = Scratch::new();
+    let r = ran(s.harness().arg("man"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.starts_with(".ie") || r.stdout.starts_with(".TH"), "{}", r.stdout);
+    assert!(r.stdout.contains(".TH harness 1"), "{}", r.stdout);
+    valid_roff(&s, "harness.1", &r.stdout);
+    let r = ran(s.harness().args(["man", "--out", "man/man1"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let run = std::fs::read_to_string(s.path("man/man1/harness-run.1")).unwrap();
+    assert!(run.contains("\\-\\-max\\-steps") && run.contains(".SH SYNOPSIS"), "{run}");
+    valid_roff(&s, "run.1", &run);
+    for page in ["harness.1", "harness-plugins-list.1", "harness-config-show.1"] {
+        assert!(s.path("man/man1").join(page).is_file(), "{page} not written");
+    }
+}
+
+#[test]
+fn a_reader_that_stops_early_is_no_error() {
+    let s = Scratch::new();
+    let mut child = s.harness().arg("man").stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+}
