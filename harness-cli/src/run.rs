@@ -22,7 +22,8 @@ use harness_trace::{Tee, cut, printable};
 #[derive(Debug, Args)]
 #[command(after_help = crate::exit::RunExit::help())]
 pub(crate) struct RunArgs {
-    /// The request for the agent (not with --resume: the trace holds it).
+    /// The request for the agent; `-` reads it from standard input (UTF-8, one trailing newline
+    /// dropped). Not with --resume: the trace holds it.
     #[arg(required_unless_present = "resume")]
     request: Option<String>,
     /// Continue a run that stopped for approval, from its trace (rewritten in place unless --trace
@@ -130,7 +131,10 @@ fn outage_wait(seconds: f64) -> Result<Option<std::time::Duration>> {
 }
 
 /// Runs `harness run` and returns the exit code.
-pub(crate) fn run(args: RunArgs) -> Result<u8> {
+pub(crate) fn run(mut args: RunArgs) -> Result<u8> {
+    if args.request.as_deref() == Some("-") {
+        args.request = Some(from_stdin("the request")?);
+    }
     // The first schema compile builds jsonschema's metaschema validator (most of a start-up's
     // work): started now, it overlaps reading the configuration, the script and the plugins.
     harness_core::prepare_schema_compiler();
@@ -255,6 +259,29 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     };
     printed.map_err(|e| CliError::Failure(format!("cannot write to stdout: {e}")))?;
     Ok(crate::exit::RunExit::of(outcome.status).code())
+}
+
+/// What `-` stands for, read whole from standard input: UTF-8, one trailing newline (`\n` or
+/// `\r\n`, as `echo` and editors leave it) dropped; empty is a usage error naming `what`.
+pub(crate) fn from_stdin(what: &str) -> Result<String> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    io::stdin()
+        .lock()
+        .read_to_end(&mut bytes)
+        .map_err(|e| CliError::Usage(format!("cannot read {what} from stdin (`-`): {e}")))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|e| CliError::Usage(format!("{what} read from stdin (`-`) is not UTF-8: {e}")))?;
+    let text = match text.strip_suffix('\n') {
+        Some(rest) => rest.strip_suffix('\r').unwrap_or(rest).to_owned(),
+        None => text,
+    };
+    if text.trim().is_empty() {
+        return Err(CliError::Usage(format!(
+            "{what} read from stdin (`-`) is empty: pipe it in (`echo TEXT | harness ...`), or give it as an argument"
+        )));
+    }
+    Ok(text)
 }
 
 /// How to resume a run that stopped for approval, or why it cannot be: the call as the

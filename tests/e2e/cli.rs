@@ -1,6 +1,7 @@
 //! The command line itself: shell completions and man pages generated from the parser, the
 //! request read from stdin, `harness tools call`.
 
+use std::io::Write;
 use std::process::{Command, Stdio};
 
 use crate::support::{Scratch, ran};
@@ -68,4 +69,35 @@ fn a_reader_that_stops_early_is_no_error() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Runs `harness` with `args` and `input` on its stdin.
+fn with_stdin(s: &Scratch, args: &[&str], input: &[u8]) -> crate::support::Ran {
+    let mut child =
+        s.harness().args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    crate::support::Ran {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn run_dash_reads_the_request_from_stdin() {
+    let s = Scratch::new();
+    let r = with_stdin(&s, &["run", "-", "--trace", "t.jsonl", "-q"], b"calculate 6*7\n");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout.trim(), "42");
+    // One trailing newline is dropped, nothing else: the request is what was piped in.
+    assert_eq!(s.trace_lines("t.jsonl")[0]["request"], "calculate 6*7");
+    let r = with_stdin(&s, &["run", "-", "--trace", "t2.jsonl", "-q"], b"calculate 6*7\n\n");
+    assert_eq!((r.code, &s.trace_lines("t2.jsonl")[0]["request"]), (0, &serde_json::json!("calculate 6*7\n")));
+    for empty in [&b""[..], b"\n", b"  \r\n"] {
+        with_stdin(&s, &["run", "-"], empty).usage_error(&["stdin", "empty"]);
+    }
+    with_stdin(&s, &["run", "-"], b"\xff\xfe").usage_error(&["stdin", "UTF-8"]);
 }
