@@ -22,6 +22,7 @@ mod run;
 mod settings;
 mod setup;
 mod tools;
+mod tools_cmd;
 mod trace_cmd;
 mod wiring;
 
@@ -75,6 +76,11 @@ enum Command {
     Trace {
         #[command(subcommand)]
         command: trace_cmd::TraceCommand,
+    },
+    /// Run one tool with JSON arguments, without a model, as a run would (validated, confined, held to the policy).
+    Tools {
+        #[command(subcommand)]
+        command: tools_cmd::ToolsCommand,
     },
     /// Print a shell completion script for bash, zsh, fish, powershell or elvish.
     Completions(completions::CompletionsArgs),
@@ -131,6 +137,7 @@ fn main() -> ExitCode {
         Command::Reply { command } => reply::reply(command),
         Command::Config { command } => config_cmd::config(command),
         Command::Lock(args) => lock_cmd::lock(*args),
+        Command::Tools { command } => tools_cmd::tools(command),
         Command::Completions(args) => completions::completions(&args, Cli::command()),
         Command::Man(args) => completions::man(&args, Cli::command()),
     };

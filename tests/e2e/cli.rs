@@ -4,6 +4,8 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
+use serde_json::json;
+
 use crate::support::{Scratch, ran};
 
 /// Whether `program` can be run here (a test that needs it checks less without it).
@@ -100,4 +102,75 @@ fn run_dash_reads_the_request_from_stdin() {
         with_stdin(&s, &["run", "-"], empty).usage_error(&["stdin", "empty"]);
     }
     with_stdin(&s, &["run", "-"], b"\xff\xfe").usage_error(&["stdin", "UTF-8"]);
+}
+
+#[test]
+fn tools_call_runs_one_tool_and_prints_its_result_as_json() {
+    let s = Scratch::new();
+    let r = ran(s.harness().args(["tools", "call", "calculate", r#"{"expression": "6*7"}"#]));
+    assert_eq!((r.code, r.stdout.as_str()), (0, "42\n"), "{}", r.stderr);
+    let file = s.write("args.json", r#"{"expression": "2**10"}"#);
+    let r = ran(s.harness().args(["tools", "call", "calculate", "--args"]).arg(&file));
+    assert_eq!((r.code, r.stdout.trim()), (0, "1024"), "{}", r.stderr);
+    let r = with_stdin(&s, &["tools", "call", "calculate", "-", "--trace", "t.jsonl"], b"{\"expression\": \"1+2\"}\n");
+    assert_eq!((r.code, r.stdout.trim()), (0, "3"), "{}", r.stderr);
+    let steps = s.trace("t.jsonl");
+    assert_eq!(steps.len(), 1, "{steps:?}");
+    assert_eq!(
+        (&steps[0]["tool"], &steps[0]["status"], &steps[0]["result"]),
+        (&json!("calculate"), &json!("ok"), &json!(3))
+    );
+    assert_eq!((&steps[0]["plugin"], &steps[0]["arguments"]), (&json!("calc"), &json!({"expression": "1+2"})));
+    // The tool's own failure: exit 1, the error on stderr, nothing on stdout.
+    let r = ran(s.harness().args(["tools", "call", "calculate", r#"{"expression": "1/0"}"#]));
+    assert_eq!((r.code, r.stdout.as_str()), (1, ""), "{}", r.stderr);
+    assert!(r.stderr.contains("tool_error") && r.stderr.contains("division by zero"), "{}", r.stderr);
+}
+
+#[test]
+fn tools_call_names_the_bad_field_and_the_offered_tools() {
+    let s = Scratch::new();
+    for bad in [r#"{"expression": 6}"#, "{}"] {
+        let r = ran(s.harness().args(["tools", "call", "calculate", bad]));
+        r.usage_error(&["invalid_arguments", "expression"]);
+        assert!(r.stdout.is_empty(), "{}", r.stdout);
+    }
+    ran(s.harness().args(["tools", "call", "calculate", "6*7"])).usage_error(&["not JSON", "the JSON argument"]);
+    ran(s.harness().args(["tools", "call", "calculate", "--args", "missing.json"]))
+        .usage_error(&["--args", "missing.json"]);
+    let r = ran(s.harness().args(["tools", "call", "calculat", "{}"]));
+    r.usage_error(&["calculat", "offered", "calculate", "validate_smiles", "plugins list"]);
+    // `finish` ends a run; it is no tool to call.
+    ran(s.harness().args(["tools", "call", "finish", "{}"])).usage_error(&["finish", "calculate"]);
+}
+
+#[test]
+fn tools_call_is_held_to_the_operators_policy_and_asks_no_one() {
+    let s = Scratch::new();
+    let call = ["tools", "call", "calculate", r#"{"expression": "6*7"}"#];
+    let r = ran(s.harness().args(call).args(["--deny", "pure", "--trace", "t.jsonl"]));
+    assert_eq!((r.code, r.stdout.as_str()), (4, ""), "{}", r.stderr);
+    assert!(r.stderr.contains("call_denied") && r.stderr.contains("denies calc.calculate (pure)"), "{}", r.stderr);
+    let steps = s.trace("t.jsonl");
+    assert_eq!((&steps[0]["status"], &steps[0]["error"]["code"]), (&json!("rejected"), &json!("call_denied")));
+    s.write("deny.toml", "[policy]\npure = \"deny\"\n");
+    let r = ran(s.harness().args(call).args(["--config", "deny.toml"]));
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    // A call the policy asks about is refused, with the flag that runs it; that flag runs it.
+    let r = ran(s.harness().args(call).args(["--ask", "pure"]));
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    assert!(r.stderr.contains("--allow calc.calculate"), "{}", r.stderr);
+    let r = ran(s.harness().args(call).args(["--ask", "pure", "--allow", "calc.calculate"]));
+    assert_eq!((r.code, r.stdout.as_str()), (0, "42\n"), "{}", r.stderr);
+}
+
+#[test]
+fn tools_call_holds_the_tool_to_its_timeout() {
+    let s = Scratch::new();
+    let args = ["tools", "call", "fault_sleep", r#"{"ms": 20000}"#, "--enable", "fault", "--isolation", "process"];
+    let started = std::time::Instant::now();
+    let r = ran(s.harness().args(args).args(["--tool-timeout", "0.5"]));
+    assert_eq!((r.code, r.stdout.as_str()), (1, ""), "{}", r.stderr);
+    assert!(r.stderr.contains("tool_timeout"), "{}", r.stderr);
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "waited {:?}", started.elapsed());
 }
