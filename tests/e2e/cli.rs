@@ -174,3 +174,59 @@ fn tools_call_holds_the_tool_to_its_timeout() {
     assert!(r.stderr.contains("tool_timeout"), "{}", r.stderr);
     assert!(started.elapsed() < std::time::Duration::from_secs(10), "waited {:?}", started.elapsed());
 }
+
+/// The stderr of `cmd` written to a pseudo-terminal, where `--color auto` colours; with
+/// `TERM=xterm`, so that the tester's own terminal type plays no part.
+fn stderr_on_a_terminal(mut cmd: Command) -> String {
+    use std::io::Read as _;
+    use std::os::fd::{FromRawFd as _, OwnedFd};
+    let (mut master, mut slave) = (-1, -1);
+    let null = std::ptr::null_mut();
+    // SAFETY: two out-pointers to locals; no name, termios or window size asked for.
+    let rc = unsafe { libc::openpty(&mut master, &mut slave, null, null.cast(), null.cast()) };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just opened and are owned here alone; close-on-exec keeps
+    // them from other tests' children, which would hold the terminal open.
+    let (master, slave) = unsafe {
+        assert_eq!(libc::fcntl(master, libc::F_SETFD, libc::FD_CLOEXEC), 0);
+        assert_eq!(libc::fcntl(slave, libc::F_SETFD, libc::FD_CLOEXEC), 0);
+        (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave))
+    };
+    let mut child = cmd.env("TERM", "xterm").stdout(Stdio::null()).stderr(Stdio::from(slave)).spawn().unwrap();
+    // The command holds the terminal's other end until dropped: reading ends when both are gone.
+    drop(cmd);
+    child.wait().unwrap();
+    let mut out = Vec::new();
+    // Linux answers EIO once the other end is closed, after everything written was read.
+    let _ = std::fs::File::from(master).read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[test]
+fn color_follows_the_flag_then_no_color_then_the_terminal() {
+    let s = Scratch::new();
+    const ESC: char = '\u{1b}';
+    // A mistake clap reports, and one the harness reports (`harness: error:`).
+    for args in [&["run", "--bogus"][..], &["run", "x", "--config", "missing.toml"]] {
+        let on_terminal = |extra: &[&str], no_color: bool| {
+            let mut cmd = s.harness();
+            cmd.args(args).args(extra).env_remove("NO_COLOR").env_remove("CLICOLOR_FORCE").env_remove("CLICOLOR");
+            if no_color {
+                cmd.env("NO_COLOR", "1");
+            }
+            stderr_on_a_terminal(cmd)
+        };
+        let auto = on_terminal(&[], false);
+        assert!(auto.contains(ESC) && auto.contains("error"), "{args:?}: not coloured on a terminal: {auto:?}");
+        let plain = on_terminal(&[], true);
+        assert!(!plain.contains(ESC) && plain.contains("error"), "{args:?}: NO_COLOR is not honoured: {plain:?}");
+        let never = on_terminal(&["--color", "never"], false);
+        assert!(!never.contains(ESC) && never.contains("error"), "{args:?}: --color never: {never:?}");
+        let always = on_terminal(&["--color=always"], true);
+        assert!(always.contains(ESC), "{args:?}: --color=always beats NO_COLOR: {always:?}");
+        // Not a terminal: plain unless asked.
+        assert!(!ran(s.harness().args(args)).stderr.contains(ESC), "{args:?}");
+        assert!(ran(s.harness().arg("--color").arg("always").args(args)).stderr.contains(ESC), "{args:?}");
+    }
+    ran(s.harness().args(["--color", "purple", "run", "x"])).usage_error(&["purple", "--color"]);
+}
