@@ -230,3 +230,30 @@ fn color_follows_the_flag_then_no_color_then_the_terminal() {
     }
     ran(s.harness().args(["--color", "purple", "run", "x"])).usage_error(&["purple", "--color"]);
 }
+
+/// The files plugin, configured as a run configures it: confined to its root, and its writes
+/// asked about by the default policy, so refused until `--allow` names them.
+#[test]
+fn tools_call_configures_and_confines_the_plugin_as_a_run_does() {
+    let s = Scratch::new();
+    s.write("data/a.txt", "hello\n");
+    s.write("outside.txt", "secret\n");
+    s.write("h.toml", "[plugins.files]\nroot = \"data\"\n");
+    let call = |tool: &str, arguments: &str, extra: &[&str]| {
+        ran(s.harness().args(["tools", "call", tool, arguments, "--config", "h.toml"]).args(extra))
+    };
+    let r = call("read_file", r#"{"path": "a.txt"}"#, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.json()["content"], "hello\n");
+    let r = call("read_file", r#"{"path": "../outside.txt"}"#, &[]);
+    assert_eq!((r.code, r.stdout.as_str()), (1, ""), "{}", r.stderr);
+    assert!(r.stderr.contains("tool_error") && !r.stderr.contains("secret"), "{}", r.stderr);
+    let write = r#"{"path": "b.txt", "content": "x"}"#;
+    let r = call("write_file", write, &[]);
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    assert!(r.stderr.contains("--allow files.write_file") && r.stderr.contains("--allow writes"), "{}", r.stderr);
+    assert!(!s.path("data/b.txt").exists(), "a refused call wrote");
+    let r = call("write_file", write, &["--allow", "writes"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(std::fs::read_to_string(s.path("data/b.txt")).unwrap(), "x");
+}
