@@ -28,9 +28,6 @@ Exit codes:
   2  usage: a bad flag or configuration, arguments that are not JSON or do not match the tool's schema (the field is named), an unknown tool (the offered ones are named)
   4  the operator's policy refused the call: it denies the tool or its effect class, or asks, and `tools call` asks no one (--allow TOOL|CLASS runs it)";
 
-/// The code for a call the policy refused: a run's code for a call that waits for approval.
-const REFUSED: u8 = 4;
-
 /// `harness tools ...`
 #[derive(Debug, Subcommand)]
 pub(crate) enum ToolsCommand {
@@ -177,7 +174,7 @@ fn unknown(tool: &str, registry: &ToolRegistry) -> String {
         registry.definitions().iter().filter(|d| d.name != FINISH).map(|d| printable(&d.name)).collect();
     let offered = if offered.is_empty() { "none".to_owned() } else { offered.join(", ") };
     format!(
-        "there is no tool named {:?}; offered: {offered}. `harness plugins list` says why a tool is not offered",
+        "there is no tool named \"{}\"; offered: {offered}. `harness plugins list` says why a tool is not offered",
         printable(tool)
     )
 }
@@ -231,10 +228,7 @@ fn finish(tool: &str, outcome: std::result::Result<Value, HarnessError>) -> Resu
             // The message carries the tool's own words: shown, never obeyed by the terminal.
             let said = printable(&format!("{tool}: {}: {}", e.code.as_str(), e.message));
             match e.code {
-                ErrorCode::CallDenied => {
-                    eprintln!("harness: error: {said}");
-                    Ok(REFUSED)
-                }
+                ErrorCode::CallDenied => Err(CliError::Refused(said)),
                 code if is_rejection(code) => Err(CliError::Usage(said)),
                 _ => Err(CliError::Failure(said)),
             }
