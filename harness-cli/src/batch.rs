@@ -98,67 +98,67 @@ pub(crate) struct BatchArgs {
     // An Option only so that `harness batch merge` can do without it; clap requires it otherwise.
     #[arg(required = true)]
     requests: Option<PathBuf>,
-    /// Results file (JSON Lines), one line per request as each run ends. Requests whose id already has a line
-    /// in it are skipped: rerun with the same --out to resume.
-    #[arg(long, value_name = "FILE", required = true)]
-    out: Option<PathBuf>,
     /// Runs in flight at once.
-    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..), help_heading = "Runs")]
     concurrency: u16,
     /// Run only every N-th line, starting at line I+1 (I from 0): N workers given 0/N .. N-1/N cover the file.
     /// `auto` reads a Slurm array task's SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT, or a Kubernetes indexed
     /// Job's JOB_COMPLETION_INDEX (with --shards N).
-    #[arg(long, value_name = "I/N|auto")]
+    #[arg(long, value_name = "I/N|auto", help_heading = "Runs")]
     shard: Option<ShardSpec>,
     /// With --shard auto: the number of shards, and the scheduler's index (JOB_COMPLETION_INDEX, SLURM_ARRAY_TASK_ID)
     /// is the shard. Needed under a Kubernetes indexed Job; under Slurm it lets one task resubmitted alone keep its place.
-    #[arg(long, value_name = "N", requires = "shard", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", requires = "shard", value_parser = clap::value_parser!(u32).range(1..), help_heading = "Runs")]
     shards: Option<u32>,
-    /// Write each run's trace to DIR/ID.jsonl (the id percent-encoded for a file name).
-    #[arg(long, value_name = "DIR")]
-    traces: Option<PathBuf>,
-    /// Export each run's spans (OpenTelemetry GenAI conventions) over OTLP/HTTP to the collector at URL;
-    /// OTEL_EXPORTER_OTLP_ENDPOINT does the same (see docs/traces.md).
-    #[arg(long, value_name = "URL")]
-    otlp: Option<String>,
     /// At most N model requests a minute over the whole batch, spaced evenly (a hosted API's rate limit).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), help_heading = "Runs")]
     rpm: Option<u32>,
+    /// Also run again the requests whose latest line failed for the provider's reasons (status failed, error
+    /// provider_error), appending their new lines.
+    #[arg(long, help_heading = "Runs")]
+    retry_failed: bool,
+    /// Exit 0 even when runs failed for the provider's reasons (otherwise 5).
+    #[arg(long, help_heading = "Runs")]
+    allow_failures: bool,
+    /// Seconds to wait out a model server that is down (no connection, no answer, 5xx) before the batch stops
+    /// (exit 6, what did not run stays unrun). While it is down no run starts and the runs in flight wait.
+    #[arg(long, value_name = "SECS", default_value_t = 300.0, help_heading = "Runs")]
+    max_outage: f64,
+    /// Retries over the whole batch, as a share of its model requests (0.5: one retry for every two requests;
+    /// at least 10); past it, failed requests are not retried, and a notice says so.
+    #[arg(long, value_name = "SHARE", default_value_t = 1.0, help_heading = "Runs")]
+    retry_budget: f64,
+    #[command(flatten, next_help_heading = "Provider")]
+    provider: ProviderArgs,
+    #[command(flatten, next_help_heading = "Limits")]
+    limits: LoopArgs,
+    #[command(flatten, next_help_heading = "Plugins and tools")]
+    plugins: PluginArgs,
+    #[command(flatten, next_help_heading = "Policy")]
+    policy: crate::approve::PolicyArgs,
     /// JSON Lines answers to the calls that runs stopped before (status awaiting_approval):
     /// {"id": REQUEST_ID, "call": CALL_ID, "digest": DIGEST, "approve": true} (DIGEST: the result
     /// line's pending.digest, at least its first 16 hex digits) or {..., "approve": false, "reason": TEXT}.
     /// Those runs resume from their traces; awaiting runs without an answer keep waiting.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Policy")]
     approvals: Option<PathBuf>,
-    #[command(flatten)]
-    policy: crate::approve::PolicyArgs,
-    /// Also run again the requests whose latest line failed for the provider's reasons (status failed, error
-    /// provider_error), appending their new lines.
-    #[arg(long)]
-    retry_failed: bool,
-    /// Exit 0 even when runs failed for the provider's reasons (otherwise 5).
-    #[arg(long)]
-    allow_failures: bool,
-    /// Seconds to wait out a model server that is down (no connection, no answer, 5xx) before the batch stops
-    /// (exit 6, what did not run stays unrun). While it is down no run starts and the runs in flight wait.
-    #[arg(long, value_name = "SECS", default_value_t = 300.0)]
-    max_outage: f64,
-    /// Retries over the whole batch, as a share of its model requests (0.5: one retry for every two requests;
-    /// at least 10); past it, failed requests are not retried, and a notice says so.
-    #[arg(long, value_name = "SHARE", default_value_t = 1.0)]
-    retry_budget: f64,
+    /// Results file (JSON Lines), one line per request as each run ends. Requests whose id already has a line
+    /// in it are skipped: rerun with the same --out to resume.
+    #[arg(long, value_name = "FILE", required = true, help_heading = "Output")]
+    out: Option<PathBuf>,
     /// Seconds between progress lines when stderr is not a terminal.
-    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    #[arg(long, value_name = "SECS", default_value_t = 10.0, help_heading = "Output")]
     progress_every: f64,
     /// No progress or notes on stderr; bad lines, warnings and the summary still print.
-    #[arg(long, short)]
+    #[arg(long, short, help_heading = "Output")]
     quiet: bool,
-    #[command(flatten)]
-    provider: ProviderArgs,
-    #[command(flatten)]
-    limits: LoopArgs,
-    #[command(flatten)]
-    plugins: PluginArgs,
+    /// Write each run's trace to DIR/ID.jsonl (the id percent-encoded for a file name).
+    #[arg(long, value_name = "DIR", help_heading = "Traces")]
+    traces: Option<PathBuf>,
+    /// Export each run's spans (OpenTelemetry GenAI conventions) over OTLP/HTTP to the collector at URL;
+    /// OTEL_EXPORTER_OTLP_ENDPOINT does the same (see docs/traces.md).
+    #[arg(long, value_name = "URL", help_heading = "Traces")]
+    otlp: Option<String>,
 }
 
 /// The provider flags of a batch: as given, except that a requests file with scripts, run with

@@ -9,6 +9,10 @@ pub(crate) enum CliError {
     /// Anything else: exit 1.
     #[error("{0}")]
     Failure(String),
+    /// The operator's policy refused what was asked (`tools call`): exit 4, a run's code for a
+    /// call that waits for approval.
+    #[error("{0}")]
+    Refused(String),
 }
 
 impl CliError {
@@ -17,6 +21,7 @@ impl CliError {
         match self {
             Self::Usage(_) => 2,
             Self::Failure(_) => 1,
+            Self::Refused(_) => 4,
         }
     }
 }

@@ -6,6 +6,8 @@
 
 mod approve;
 mod batch;
+mod color;
+mod completions;
 mod config;
 mod config_cmd;
 mod error;
@@ -21,12 +23,13 @@ mod run;
 mod settings;
 mod setup;
 mod tools;
+mod tools_cmd;
 mod trace_cmd;
 mod wiring;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{ColorChoice, CommandFactory, Parser, Subcommand};
 
 use crate::error::CliError;
 
@@ -34,6 +37,8 @@ use crate::error::CliError;
 #[derive(Debug, Parser)]
 #[command(name = "harness", version, about, long_about = None)]
 struct Cli {
+    #[command(flatten)]
+    color: color::ColorArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -75,12 +80,23 @@ enum Command {
         #[command(subcommand)]
         command: trace_cmd::TraceCommand,
     },
+    /// Run one tool with JSON arguments, without a model, as a run would (validated, confined, held to the policy).
+    Tools {
+        #[command(subcommand)]
+        command: tools_cmd::ToolsCommand,
+    },
+    /// Print a shell completion script for bash, zsh, fish, powershell or elvish.
+    Completions(completions::CompletionsArgs),
+    /// Print the man page (roff), or write one page per command with --out DIR.
+    Man(completions::ManArgs),
 }
 
 /// `harness run`'s arguments alone: parsing them builds one subcommand, not all nine.
 #[derive(Debug, Parser)]
 #[command(name = "harness")]
 struct RunOnly {
+    #[command(flatten)]
+    color: color::ColorArgs,
     #[command(subcommand)]
     command: RunCommand,
 }
@@ -98,12 +114,20 @@ enum RunCommand {
 /// not accept (help, a mistake) is parsed again by the whole one, so that help and errors are
 /// the whole command line's.
 fn parse() -> Cli {
+    let color = color::from_args(std::env::args_os());
     if std::env::args_os().nth(1).is_some_and(|a| a == "run")
-        && let Ok(RunOnly { command: RunCommand::Run(args) }) = RunOnly::try_parse()
+        && let Ok(RunOnly { color, command: RunCommand::Run(args) }) = parse_with::<RunOnly>(color)
     {
-        return Cli { command: Command::Run(args) };
+        return Cli { color, command: Command::Run(args) };
     }
-    Cli::parse()
+    parse_with::<Cli>(color).unwrap_or_else(|e| e.exit())
+}
+
+/// Parses this process's arguments with `P`, its help and errors coloured as `color` says.
+fn parse_with<P: Parser>(color: ColorChoice) -> std::result::Result<P, clap::Error> {
+    let mut cmd = P::command().color(color);
+    let mut matches = cmd.try_get_matches_from_mut(std::env::args_os())?;
+    P::from_arg_matches_mut(&mut matches).map_err(|e| e.format(&mut cmd))
 }
 
 /// The hidden first argument that turns this process into a plugin host (`process` isolation).
@@ -126,11 +150,15 @@ fn main() -> ExitCode {
         Command::Reply { command } => reply::reply(command),
         Command::Config { command } => config_cmd::config(command),
         Command::Lock(args) => lock_cmd::lock(*args),
+        Command::Tools { command } => tools_cmd::tools(command),
+        Command::Completions(args) => completions::completions(&args, Cli::command()),
+        Command::Man(args) => completions::man(&args, Cli::command()),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("harness: error: {e}");
+            let word = color::error_word(color::stderr_colored(cli.color.color));
+            eprintln!("harness: {word}: {e}");
             ExitCode::from(e.exit_code())
         }
     }

@@ -22,51 +22,52 @@ use harness_trace::{Tee, cut, printable};
 #[derive(Debug, Args)]
 #[command(after_help = crate::exit::RunExit::help())]
 pub(crate) struct RunArgs {
-    /// The request for the agent (not with --resume: the trace holds it).
+    /// The request for the agent; `-` reads it from standard input (UTF-8, one trailing newline
+    /// dropped). Not with --resume: the trace holds it.
     #[arg(required_unless_present = "resume")]
     request: Option<String>,
+    #[command(flatten, next_help_heading = "Provider")]
+    provider: ProviderArgs,
+    /// Seconds to wait out a model server that is still down after a request's retries (no connection, no
+    /// answer, 5xx), probing it with backoff, within --max-seconds. 0, the default, fails at once (exit 1);
+    /// `batch` waits out 300 s by default.
+    #[arg(long, value_name = "SECS", default_value_t = 0.0, help_heading = "Provider")]
+    max_outage: f64,
+    #[command(flatten, next_help_heading = "Limits")]
+    limits: LoopArgs,
+    #[command(flatten, next_help_heading = "Plugins and tools")]
+    plugins: PluginArgs,
+    /// Refuse to start when the offered tools differ from harness.lock (see `harness lock`).
+    #[arg(long, help_heading = "Plugins and tools")]
+    locked: bool,
+    #[command(flatten, next_help_heading = "Policy")]
+    policy: crate::approve::PolicyArgs,
+    /// Print one JSON object with status, answer, steps and error instead of the answer alone.
+    #[arg(long, help_heading = "Output")]
+    json: bool,
+    /// No progress lines on stderr.
+    #[arg(long, short, help_heading = "Output")]
+    quiet: bool,
+    /// Write the trace to FILE: a first line saying what was asked and with what, one line per step, a last
+    /// line saying how the run ended (see docs/traces.md).
+    #[arg(long, value_name = "FILE", help_heading = "Trace and resume")]
+    trace: Option<PathBuf>,
+    /// Export the run's spans (OpenTelemetry GenAI conventions) over OTLP/HTTP to the collector at URL, such as
+    /// http://localhost:4318; OTEL_EXPORTER_OTLP_ENDPOINT does the same (see docs/traces.md).
+    #[arg(long, value_name = "URL", help_heading = "Trace and resume")]
+    otlp: Option<String>,
     /// Continue a run that stopped for approval, from its trace (rewritten in place unless --trace
     /// names another file); give --approve ID or --deny ID for its pending call.
-    #[arg(long, value_name = "TRACE", conflicts_with = "request")]
+    #[arg(long, value_name = "TRACE", conflicts_with = "request", help_heading = "Trace and resume")]
     resume: Option<PathBuf>,
     /// With --resume: run the pending call with this id. `ID@DIGEST`, as the stopped run's hint
     /// prints it, also holds the trace's call to the digest (a prefix of 16 or more hex digits)
     /// of the call that was shown, should the trace have been edited since.
-    #[arg(long, value_name = "ID", requires = "resume")]
+    #[arg(long, value_name = "ID", requires = "resume", help_heading = "Trace and resume")]
     approve: Option<String>,
     /// With --resume and --deny ID: the reason the model is told.
-    #[arg(long, value_name = "TEXT", requires = "resume")]
+    #[arg(long, value_name = "TEXT", requires = "resume", help_heading = "Trace and resume")]
     reason: Option<String>,
-    #[command(flatten)]
-    policy: crate::approve::PolicyArgs,
-    /// Refuse to start when the offered tools differ from harness.lock (see `harness lock`).
-    #[arg(long)]
-    locked: bool,
-    #[command(flatten)]
-    provider: ProviderArgs,
-    #[command(flatten)]
-    limits: LoopArgs,
-    /// Write the trace to FILE: a first line saying what was asked and with what, one line per step, a last
-    /// line saying how the run ended (see docs/traces.md).
-    #[arg(long, value_name = "FILE")]
-    trace: Option<PathBuf>,
-    /// Export the run's spans (OpenTelemetry GenAI conventions) over OTLP/HTTP to the collector at URL, such as
-    /// http://localhost:4318; OTEL_EXPORTER_OTLP_ENDPOINT does the same (see docs/traces.md).
-    #[arg(long, value_name = "URL")]
-    otlp: Option<String>,
-    /// Seconds to wait out a model server that is still down after a request's retries (no connection, no
-    /// answer, 5xx), probing it with backoff, within --max-seconds. 0, the default, fails at once (exit 1);
-    /// `batch` waits out 300 s by default.
-    #[arg(long, value_name = "SECS", default_value_t = 0.0)]
-    max_outage: f64,
-    /// Print one JSON object with status, answer, steps and error instead of the answer alone.
-    #[arg(long)]
-    json: bool,
-    /// No progress lines on stderr.
-    #[arg(long, short)]
-    quiet: bool,
-    #[command(flatten)]
-    plugins: PluginArgs,
 }
 
 /// Tees each step to the trace file and, unless quiet, a progress line on stderr.
@@ -130,7 +131,10 @@ fn outage_wait(seconds: f64) -> Result<Option<std::time::Duration>> {
 }
 
 /// Runs `harness run` and returns the exit code.
-pub(crate) fn run(args: RunArgs) -> Result<u8> {
+pub(crate) fn run(mut args: RunArgs) -> Result<u8> {
+    if args.request.as_deref() == Some("-") {
+        args.request = Some(from_stdin("the request")?);
+    }
     // The first schema compile builds jsonschema's metaschema validator (most of a start-up's
     // work): started now, it overlaps reading the configuration, the script and the plugins.
     harness_core::prepare_schema_compiler();
@@ -255,6 +259,29 @@ pub(crate) fn run(args: RunArgs) -> Result<u8> {
     };
     printed.map_err(|e| CliError::Failure(format!("cannot write to stdout: {e}")))?;
     Ok(crate::exit::RunExit::of(outcome.status).code())
+}
+
+/// What `-` stands for, read whole from standard input: UTF-8, one trailing newline (`\n` or
+/// `\r\n`, as `echo` and editors leave it) dropped; empty is a usage error naming `what`.
+pub(crate) fn from_stdin(what: &str) -> Result<String> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    io::stdin()
+        .lock()
+        .read_to_end(&mut bytes)
+        .map_err(|e| CliError::Usage(format!("cannot read {what} from stdin (`-`): {e}")))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|e| CliError::Usage(format!("{what} read from stdin (`-`) is not UTF-8: {e}")))?;
+    let text = match text.strip_suffix('\n') {
+        Some(rest) => rest.strip_suffix('\r').unwrap_or(rest).to_owned(),
+        None => text,
+    };
+    if text.trim().is_empty() {
+        return Err(CliError::Usage(format!(
+            "{what} read from stdin (`-`) is empty: pipe it in (`echo TEXT | harness ...`), or give it as an argument"
+        )));
+    }
+    Ok(text)
 }
 
 /// How to resume a run that stopped for approval, or why it cannot be: the call as the

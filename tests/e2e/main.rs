@@ -15,6 +15,7 @@ mod attacks;
 mod batch;
 mod cache;
 mod check;
+mod cli;
 mod confinement;
 mod context;
 mod discovery;

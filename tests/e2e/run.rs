@@ -352,8 +352,16 @@ fn usage_and_configuration_errors_exit_2_naming_the_problem() {
 #[test]
 fn help_of_the_main_commands_documents_their_flags_and_exit_codes() {
     let s = Scratch::new();
-    for command in [&[][..], &["run"], &["batch"], &["plugins"], &["plugins", "list"], &["config"], &["config", "show"]]
-    {
+    for command in [
+        &[][..],
+        &["run"],
+        &["batch"],
+        &["plugins"],
+        &["plugins", "list"],
+        &["config"],
+        &["config", "show"],
+        &["tools", "call"],
+    ] {
         let r = ran(s.harness().args(command).arg("--help"));
         assert_eq!(r.code, 0, "{command:?}: {}", r.stderr);
         let name = ["help"].iter().chain(command).copied().collect::<Vec<_>>().join("-");
