@@ -35,7 +35,29 @@ pub struct McpServerConfig {
     /// Seconds this server has to start, and to answer each call, over the defaults.
     #[serde(default)]
     pub timeout: Option<f64>,
+    /// A pre-registered OAuth client of a remote server, which gets its token with the
+    /// client credentials grant when the server asks for authorization.
+    #[serde(default)]
+    pub oauth: Option<OAuthClientConfig>,
 }
+
+/// A pre-registered OAuth client (`[mcp.servers.oauth]`): its id, and the environment
+/// variable that holds its secret (never the secret itself: the file is shown and shared).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct OAuthClientConfig {
+    /// The client id the authorization server registered.
+    pub client_id: String,
+    /// The harness's environment variable that holds the client secret.
+    pub client_secret_env: String,
+    /// `client_secret_basic` or `client_secret_post`; unset: the first of those the
+    /// authorization server's metadata lists.
+    #[serde(default)]
+    pub token_endpoint_auth_method: Option<String>,
+}
+
+/// The token endpoint authentication methods a client with a secret can use.
+const AUTH_METHODS: &[&str] = &["client_secret_basic", "client_secret_post"];
 
 /// Written without the values of `env` and `headers`: those are where secrets go, and a
 /// configuration is printed in errors and logs.
@@ -49,6 +71,7 @@ impl std::fmt::Debug for McpServerConfig {
             .field("url", &self.url)
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .field("timeout", &self.timeout)
+            .field("oauth", &self.oauth)
             .finish()
     }
 }
@@ -114,8 +137,8 @@ pub fn validate_servers(servers: &[McpServerConfig]) -> Result<(), McpError> {
 /// nothing of a process.
 fn check_kind(server: &McpServerConfig) -> Result<(), String> {
     let Some(url) = &server.url else {
-        if !server.headers.is_empty() {
-            return Err("headers are for a remote server (url); a local server gets env".to_owned());
+        if !server.headers.is_empty() || server.oauth.is_some() {
+            return Err("headers and oauth are for a remote server (url); a local server gets env".to_owned());
         }
         if server.command.trim().is_empty() {
             return Err(
@@ -131,7 +154,27 @@ fn check_kind(server: &McpServerConfig) -> Result<(), String> {
     for (name, value) in &server.headers {
         remote::check_header(name, value)?;
     }
-    Ok(())
+    server.oauth.as_ref().map_or(Ok(()), check_oauth)
+}
+
+/// A client id, a valid variable name for the secret, and a method the client can use.
+fn check_oauth(oauth: &OAuthClientConfig) -> Result<(), String> {
+    if oauth.client_id.trim().is_empty() {
+        return Err("oauth.client_id is empty; give the client id the authorization server registered".to_owned());
+    }
+    let name = &oauth.client_secret_env;
+    if remote::references(&format!("${{{name}}}")).is_err() || name.is_empty() {
+        return Err(format!(
+            "oauth.client_secret_env is {name:?}, not an environment variable name (letters, digits, _); name the variable that holds the secret, never the secret"
+        ));
+    }
+    match oauth.token_endpoint_auth_method.as_deref() {
+        Some(m) if !AUTH_METHODS.contains(&m) => Err(format!(
+            "oauth.token_endpoint_auth_method is {m:?}; the harness's client authenticates with {}",
+            AUTH_METHODS.join(" or ")
+        )),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]
@@ -162,6 +205,30 @@ mod tests {
         assert!(e.contains("entry 1") && e.contains("\"my.server\""), "{e}");
         assert!(validate_servers(&[server("ok", " ")]).is_err());
         assert!(validate_servers(&[server(&"s".repeat(33), "x")]).is_err());
+    }
+
+    #[test]
+    fn oauth_clients_name_a_variable_and_a_method_the_client_has() {
+        let remote = |oauth: OAuthClientConfig| McpServerConfig {
+            name: "r".into(),
+            url: Some("https://m.example/mcp".into()),
+            oauth: Some(oauth),
+            ..Default::default()
+        };
+        let good =
+            OAuthClientConfig { client_id: "id".into(), client_secret_env: "MCP_SECRET".into(), ..Default::default() };
+        assert!(validate_servers(&[remote(good.clone())]).is_ok());
+        let e = validate_servers(&[remote(OAuthClientConfig { client_secret_env: "hunter 2".into(), ..good.clone() })]);
+        assert!(e.unwrap_err().to_string().contains("not an environment variable name"));
+        let jwt = OAuthClientConfig { token_endpoint_auth_method: Some("tls_client_auth".into()), ..good.clone() };
+        assert!(
+            validate_servers(&[remote(jwt)])
+                .unwrap_err()
+                .to_string()
+                .contains("client_secret_basic or client_secret_post")
+        );
+        let local = McpServerConfig { oauth: Some(good), ..server("l", "x") };
+        assert!(validate_servers(&[local]).unwrap_err().to_string().contains("oauth are for a remote server"));
     }
 
     #[test]

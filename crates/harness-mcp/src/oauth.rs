@@ -1,0 +1,305 @@
+//! OAuth for remote servers, where no browser is at hand: a pre-registered client gets its
+//! token with the client credentials grant, from the authorization server that discovery
+//! finds ([`discovery`]). The token goes in the `Authorization` header of every request, is
+//! fetched again when the server answers 401 (or it expires), and is asked for once with the
+//! larger scope a 403 `insufficient_scope` names. It is kept, between runs, in a file only
+//! the user can read ([`store`]).
+//!
+//! The interactive flows (authorization code in a browser) are not done: a run has nobody to
+//! send to a browser. No message here holds a token or a secret.
+
+mod discovery;
+mod store;
+
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use reqwest::Url;
+use serde_json::Value;
+
+use crate::config::OAuthClientConfig;
+use crate::remote;
+use discovery::{Challenge, Found};
+use store::Token;
+
+/// A token this close to its expiry is fetched again before it is sent.
+const EXPIRY_MARGIN: u64 = 30;
+/// How long the authorization server has for each request.
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How the client proves itself at the token endpoint.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Method {
+    /// The id and secret in a `Basic` header (the default of RFC 8414).
+    Basic,
+    /// The id and secret in the form.
+    Post,
+}
+
+/// What a server's OAuth client knows and has: its registration, what discovery found, its
+/// token and its scope.
+pub(crate) struct OAuth {
+    server: String,
+    url: Url,
+    client_id: String,
+    secret: String,
+    method: Option<String>,
+    http: reqwest::Client,
+    store: Option<std::path::PathBuf>,
+    state: tokio::sync::Mutex<State>,
+    failure: Mutex<Option<String>>,
+}
+
+/// What changes as the session goes on.
+#[derive(Default)]
+struct State {
+    token: Option<Token>,
+    found: Option<Found>,
+    /// The scope asked for last (grown by a step-up).
+    scope: Option<String>,
+    step_ups: u32,
+}
+
+/// Seconds since the epoch.
+fn now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+impl OAuth {
+    /// The client of server `server` at `url`, as configured; its secret read now from the
+    /// environment by `lookup`, its token from the file of an earlier run, if any.
+    pub(crate) fn new(
+        server: &str,
+        url: &str,
+        config: &OAuthClientConfig,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, String> {
+        let parsed = Url::parse(url).map_err(|e| format!("url {url:?} is not a URL ({e})"))?;
+        let secret = lookup(&config.client_secret_env).filter(|s| !s.is_empty()).ok_or_else(|| {
+            format!(
+                "oauth.client_secret_env names ${}, which is not set in the harness's environment; export it (the client secret of client {:?})",
+                config.client_secret_env, config.client_id
+            )
+        })?;
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(TIMEOUT)
+            .build()
+            .map_err(|e| format!("cannot make an HTTP client ({e})"))?;
+        let store = store::path(url, &config.client_id);
+        let token = store.as_deref().and_then(|p| store::load(p, url, &config.client_id));
+        Ok(Self {
+            server: server.to_owned(),
+            url: parsed,
+            client_id: config.client_id.clone(),
+            secret,
+            method: config.token_endpoint_auth_method.clone(),
+            http,
+            store,
+            state: tokio::sync::Mutex::new(State { token, ..State::default() }),
+            failure: Mutex::new(None),
+        })
+    }
+
+    /// Why the last authorization failed, if it did.
+    pub(crate) fn failure(&self) -> Option<String> {
+        self.failure.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Records why authorization failed, and returns it.
+    fn fail(&self, why: String) -> String {
+        *self.failure.lock().unwrap_or_else(PoisonError::into_inner) = Some(why.clone());
+        why
+    }
+
+    /// The token to send now, unless there is none or it has expired.
+    pub(crate) async fn bearer(&self) -> Option<String> {
+        let state = self.state.lock().await;
+        state.token.as_ref().filter(|t| t.fresh(now(), EXPIRY_MARGIN)).map(|t| t.access_token.clone())
+    }
+
+    /// A new token, after the server refused `refused` (or no token) with `challenge`; the
+    /// one another request got meanwhile, if it did.
+    pub(crate) async fn authorize(&self, challenge: Option<&str>, refused: Option<&str>) -> Result<String, String> {
+        let mut state = self.state.lock().await;
+        if let Some(token) = state.token.as_ref().filter(|t| t.fresh(now(), EXPIRY_MARGIN))
+            && Some(token.access_token.as_str()) != refused
+        {
+            return Ok(token.access_token.clone());
+        }
+        let challenge = Challenge::parse(challenge.unwrap_or_default());
+        let found = self.discover(&mut state, &challenge).await?;
+        let scope = challenge.scope.clone().or_else(|| state.scope.clone()).or(found.scope.clone());
+        self.fetch(&mut state, &found, scope).await
+    }
+
+    /// A token with the larger scope a 403 `insufficient_scope` asked for: once a session,
+    /// so that a server that always wants more does not loop.
+    pub(crate) async fn step_up(&self, challenge: &str) -> Result<String, String> {
+        let mut state = self.state.lock().await;
+        let asked = Challenge::parse(challenge).scope;
+        if state.step_ups >= 1 {
+            return Err(self.fail(format!(
+                "MCP server {:?} refused the token for insufficient scope again (it asks for {:?}) after one larger scope was granted; not asked again",
+                self.server,
+                asked.unwrap_or_default()
+            )));
+        }
+        state.step_ups += 1;
+        let found = self.discover(&mut state, &Challenge::parse(challenge)).await?;
+        let scope = union(state.scope.as_deref(), asked.as_deref());
+        self.fetch(&mut state, &found, scope).await
+    }
+
+    /// What discovery found, found once a session.
+    async fn discover(&self, state: &mut State, challenge: &Challenge) -> Result<Found, String> {
+        if let Some(found) = &state.found {
+            return Ok(found.clone());
+        }
+        let found = discovery::discover(&self.http, &self.url, challenge)
+            .await
+            .map_err(|why| self.fail(format!("OAuth discovery for {} failed: {why}", self.url)))?;
+        state.found = Some(found.clone());
+        Ok(found)
+    }
+
+    /// Asks for a token with `scope`, keeps it (in memory and in its file) and returns it.
+    async fn fetch(&self, state: &mut State, found: &Found, scope: Option<String>) -> Result<String, String> {
+        let token = self.request(found, scope.as_deref()).await.map_err(|why| {
+            self.fail(format!("the authorization server refused a token for client {:?}: {why}", self.client_id))
+        })?;
+        if let Some(path) = &self.store
+            && let Err(why) = store::save(path, self.url.as_str(), &self.client_id, &token)
+        {
+            eprintln!(
+                "harness: warning: MCP server {:?}: the OAuth token is not kept for later runs: {why}",
+                self.server
+            );
+        }
+        let access = token.access_token.clone();
+        state.scope = scope;
+        state.token = Some(token);
+        Ok(access)
+    }
+
+    /// The method to use at the token endpoint: the configured one, else the first of
+    /// `client_secret_basic` and `client_secret_post` the server accepts.
+    fn method(&self, found: &Found) -> Result<Method, String> {
+        let accepts = |m: &str| found.auth_methods.as_ref().is_none_or(|all| all.iter().any(|a| a == m));
+        let pick = match self.method.as_deref() {
+            Some("client_secret_basic") => Some(Method::Basic),
+            Some("client_secret_post") => Some(Method::Post),
+            Some(_) => None,
+            None if accepts("client_secret_basic") => Some(Method::Basic),
+            None if accepts("client_secret_post") => Some(Method::Post),
+            None => None,
+        };
+        let offered = found.auth_methods.clone().unwrap_or_default().join(", ");
+        match pick {
+            Some(m) if accepts(name(m)) => Ok(m),
+            _ => Err(format!(
+                "its token endpoint takes {offered}, and this client authenticates with client_secret_basic or client_secret_post (oauth.token_endpoint_auth_method)"
+            )),
+        }
+    }
+
+    /// One client credentials request (RFC 6749 §4.4), with the resource (RFC 8707).
+    async fn request(&self, found: &Found, scope: Option<&str>) -> Result<Token, String> {
+        remote::check_url(&found.token_endpoint).map_err(|why| format!("token endpoint refused: {why}"))?;
+        let method = self.method(found)?;
+        let mut form = vec![("grant_type", "client_credentials"), ("resource", found.resource.as_str())];
+        form.extend(scope.map(|s| ("scope", s)));
+        if method == Method::Post {
+            form.extend([("client_id", self.client_id.as_str()), ("client_secret", self.secret.as_str())]);
+        }
+        let mut request = self
+            .http
+            .post(&found.token_endpoint)
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .header("Accept", "application/json")
+            .body(encode(&form));
+        if method == Method::Basic {
+            // RFC 6749 §2.3.1: both form-encoded before they are joined.
+            request = request.basic_auth(encode_one(&self.client_id), Some(encode_one(&self.secret)));
+        }
+        let response = request.send().await.map_err(|e| format!("cannot reach {} ({e})", found.token_endpoint))?;
+        let status = response.status();
+        let body = response.bytes().await.map_err(|e| format!("cannot read its answer ({e})"))?;
+        let value: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        if !status.is_success() {
+            let error = value["error"].as_str().unwrap_or("no error code");
+            let said = value["error_description"].as_str().map(|d| format!(": {d}")).unwrap_or_default();
+            return Err(format!("{} answered {status}, {error}{said}", found.token_endpoint));
+        }
+        token(&value, now()).ok_or_else(|| format!("{} answered without a bearer access_token", found.token_endpoint))
+    }
+}
+
+/// A method's name in metadata.
+fn name(method: Method) -> &'static str {
+    match method {
+        Method::Basic => "client_secret_basic",
+        Method::Post => "client_secret_post",
+    }
+}
+
+/// The token of a successful token response, if it is a bearer token.
+fn token(value: &Value, now: u64) -> Option<Token> {
+    let access_token = value["access_token"].as_str().filter(|t| !t.is_empty())?.to_owned();
+    let kind = value["token_type"].as_str().unwrap_or("Bearer");
+    if !kind.eq_ignore_ascii_case("bearer") {
+        return None;
+    }
+    let expires_at = value["expires_in"].as_u64().map(|s| now.saturating_add(s));
+    Some(Token { access_token, expires_at })
+}
+
+/// The scopes of both, each once, in order.
+fn union(a: Option<&str>, b: Option<&str>) -> Option<String> {
+    let mut all: Vec<&str> = Vec::new();
+    for scope in a.into_iter().chain(b).flat_map(str::split_whitespace) {
+        if !all.contains(&scope) {
+            all.push(scope);
+        }
+    }
+    (!all.is_empty()).then(|| all.join(" "))
+}
+
+/// `application/x-www-form-urlencoded` of the pairs.
+fn encode(pairs: &[(&str, &str)]) -> String {
+    pairs.iter().map(|(k, v)| format!("{}={}", encode_one(k), encode_one(v))).collect::<Vec<_>>().join("&")
+}
+
+/// One form-encoded value: unreserved bytes as they are, spaces as `+`, the rest `%XX`.
+fn encode_one(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for b in value.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'*' => out.push(char::from(b)),
+            b' ' => out.push('+'),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scopes_grow_without_repeats_and_forms_are_encoded() {
+        assert_eq!(union(Some("a b"), Some("b c")).as_deref(), Some("a b c"));
+        assert_eq!(union(None, None), None);
+        assert_eq!(encode(&[("scope", "a b"), ("x", "é&=")]), "scope=a+b&x=%C3%A9%26%3D");
+    }
+
+    #[test]
+    fn only_bearer_tokens_are_taken() {
+        let t =
+            token(&serde_json::json!({"access_token": "t", "token_type": "bearer", "expires_in": 60}), 100).unwrap();
+        assert_eq!(t.expires_at, Some(160));
+        assert!(token(&serde_json::json!({"access_token": "t", "token_type": "mac"}), 0).is_none());
+        assert!(token(&serde_json::json!({"access_token": ""}), 0).is_none());
+    }
+}
