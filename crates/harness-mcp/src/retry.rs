@@ -93,6 +93,10 @@ impl Retrying {
                 tried[1] = true;
                 oauth.step_up(&e.www_authenticate_header).await
             }
+            StreamableHttpError::InsufficientScope(e) => Err(format!(
+                "the server refused the token for insufficient scope again (it asks for {:?}) after one larger scope was granted; not asked again",
+                e.required_scope.as_deref().unwrap_or_default()
+            )),
             _ => return Ok(None),
         };
         outcome.map(Some).map_err(|why| StreamableHttpError::UnexpectedServerResponse(why.into()))
