@@ -5,8 +5,8 @@ and runs `$HARNESS_BIN run` with a script that calls the scenario's tool (none f
 `initialize`), then `finish`. The exit code is the run's.
 
 For the `auth/*` scenarios the server entry has an OAuth client (`[mcp.servers.oauth]`): the
-pre-registered client id and secret the suite passes in $MCP_CONFORMANCE_CONTEXT (JSON), the
-secret through an environment variable as a user would; where it passes none, a client the
+pre-registered client id and secret (or private key) the suite passes in
+$MCP_CONFORMANCE_CONTEXT (JSON), the secret through an environment variable as a user would; where it passes none, a client the
 authorization server does not know, so that discovery still runs (and refuses what it must).
 
 Usage: conformance_client.py URL"""
@@ -31,9 +31,14 @@ env = dict(os.environ)
 oauth = ""
 if scenario.startswith("auth/"):
     CALLS[scenario] = [{"tool": "test-tool", "arguments": {}}]
-    env["CONFORMANCE_CLIENT_SECRET"] = context.get("client_secret", "unregistered-secret")
     client_id = context.get("client_id", "unregistered-client")
-    oauth = f'[mcp.servers.oauth]\nclient_id = {json.dumps(client_id)}\nclient_secret_env = "CONFORMANCE_CLIENT_SECRET"\n'
+    oauth = f'[mcp.servers.oauth]\nclient_id = {json.dumps(client_id)}\n'
+    if "private_key_pem" in context:
+        env["CONFORMANCE_PRIVATE_KEY"] = context["private_key_pem"]
+        oauth += 'private_key_env = "CONFORMANCE_PRIVATE_KEY"\n'
+    else:
+        env["CONFORMANCE_CLIENT_SECRET"] = context.get("client_secret", "unregistered-secret")
+        oauth += 'client_secret_env = "CONFORMANCE_CLIENT_SECRET"\n'
 
 with tempfile.TemporaryDirectory() as work:
     config = os.path.join(work, "harness.toml")

@@ -42,16 +42,22 @@ pub struct McpServerConfig {
 }
 
 /// A pre-registered OAuth client (`[mcp.servers.oauth]`): its id, and the environment
-/// variable that holds its secret (never the secret itself: the file is shown and shared).
+/// variable that holds its secret or its private key (never the value itself: the file is
+/// shown and shared).
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct OAuthClientConfig {
     /// The client id the authorization server registered.
     pub client_id: String,
     /// The harness's environment variable that holds the client secret.
-    pub client_secret_env: String,
-    /// `client_secret_basic` or `client_secret_post`; unset: the first of those the
-    /// authorization server's metadata lists.
+    #[serde(default)]
+    pub client_secret_env: Option<String>,
+    /// Instead of a secret: the variable that holds the client's private key (a PKCS#8 PEM of a
+    /// P-256 key), for `private_key_jwt` with ES256.
+    #[serde(default)]
+    pub private_key_env: Option<String>,
+    /// `client_secret_basic` or `client_secret_post` (with a secret), `private_key_jwt` (with a
+    /// key); unset: with a secret, the first of the two the authorization server lists.
     #[serde(default)]
     pub token_endpoint_auth_method: Option<String>,
 }
@@ -157,21 +163,27 @@ fn check_kind(server: &McpServerConfig) -> Result<(), String> {
     server.oauth.as_ref().map_or(Ok(()), check_oauth)
 }
 
-/// A client id, a valid variable name for the secret, and a method the client can use.
+/// A client id, one valid variable name for the secret or the key, and a method it can use.
 fn check_oauth(oauth: &OAuthClientConfig) -> Result<(), String> {
     if oauth.client_id.trim().is_empty() {
         return Err("oauth.client_id is empty; give the client id the authorization server registered".to_owned());
     }
-    let name = &oauth.client_secret_env;
-    if remote::references(&format!("${{{name}}}")).is_err() || name.is_empty() {
+    let (field, name, methods) = match (&oauth.client_secret_env, &oauth.private_key_env) {
+        (Some(name), None) => ("client_secret_env", name, AUTH_METHODS),
+        (None, Some(name)) => ("private_key_env", name, &["private_key_jwt"][..]),
+        _ => {
+            return Err("oauth needs one of client_secret_env (the variable holding the client secret) and private_key_env (the variable holding its private key)".to_owned());
+        }
+    };
+    if name.is_empty() || remote::references(&format!("${{{name}}}")).is_err() {
         return Err(format!(
-            "oauth.client_secret_env is {name:?}, not an environment variable name (letters, digits, _); name the variable that holds the secret, never the secret"
+            "oauth.{field} is {name:?}, not an environment variable name (letters, digits, _); name the variable that holds the value, never the value"
         ));
     }
     match oauth.token_endpoint_auth_method.as_deref() {
-        Some(m) if !AUTH_METHODS.contains(&m) => Err(format!(
-            "oauth.token_endpoint_auth_method is {m:?}; the harness's client authenticates with {}",
-            AUTH_METHODS.join(" or ")
+        Some(m) if !methods.contains(&m) => Err(format!(
+            "oauth.token_endpoint_auth_method is {m:?}; with {field} the harness's client authenticates with {}",
+            methods.join(" or ")
         )),
         _ => Ok(()),
     }
@@ -215,10 +227,16 @@ mod tests {
             oauth: Some(oauth),
             ..Default::default()
         };
-        let good =
-            OAuthClientConfig { client_id: "id".into(), client_secret_env: "MCP_SECRET".into(), ..Default::default() };
+        let good = OAuthClientConfig {
+            client_id: "id".into(),
+            client_secret_env: Some("MCP_SECRET".into()),
+            ..Default::default()
+        };
         assert!(validate_servers(&[remote(good.clone())]).is_ok());
-        let e = validate_servers(&[remote(OAuthClientConfig { client_secret_env: "hunter 2".into(), ..good.clone() })]);
+        let e = validate_servers(&[remote(OAuthClientConfig {
+            client_secret_env: Some("hunter 2".into()),
+            ..good.clone()
+        })]);
         assert!(e.unwrap_err().to_string().contains("not an environment variable name"));
         let jwt = OAuthClientConfig { token_endpoint_auth_method: Some("tls_client_auth".into()), ..good.clone() };
         assert!(
@@ -227,6 +245,12 @@ mod tests {
                 .to_string()
                 .contains("client_secret_basic or client_secret_post")
         );
+        let both = OAuthClientConfig { private_key_env: Some("KEY".into()), ..good.clone() };
+        assert!(validate_servers(&[remote(both)]).unwrap_err().to_string().contains("one of client_secret_env"));
+        let key = OAuthClientConfig { client_secret_env: None, private_key_env: Some("KEY".into()), ..good.clone() };
+        assert!(validate_servers(&[remote(key.clone())]).is_ok());
+        let post = OAuthClientConfig { token_endpoint_auth_method: Some("client_secret_post".into()), ..key };
+        assert!(validate_servers(&[remote(post)]).unwrap_err().to_string().contains("private_key_jwt"));
         let local = McpServerConfig { oauth: Some(good), ..server("l", "x") };
         assert!(validate_servers(&[local]).unwrap_err().to_string().contains("oauth are for a remote server"));
     }

@@ -8,6 +8,7 @@
 //! The interactive flows (authorization code in a browser) are not done: a run has nobody to
 //! send to a browser. No message here holds a token or a secret.
 
+mod assertion;
 mod discovery;
 mod store;
 
@@ -19,6 +20,7 @@ use serde_json::Value;
 
 use crate::config::OAuthClientConfig;
 use crate::remote;
+use assertion::SigningKey;
 use discovery::{Challenge, Found};
 use store::Token;
 
@@ -34,6 +36,17 @@ enum Method {
     Basic,
     /// The id and secret in the form.
     Post,
+    /// A client assertion signed with the client's key (RFC 7523).
+    Jwt,
+}
+
+/// The form fields, and the `Basic` header's id and secret, of a token request.
+type Proof = (Vec<(&'static str, String)>, Option<(String, String)>);
+
+/// What the client proves itself with: a secret, or a private key.
+enum Credential {
+    Secret(String),
+    Key(SigningKey),
 }
 
 /// What a server's OAuth client knows and has: its registration, what discovery found, its
@@ -42,7 +55,7 @@ pub(crate) struct OAuth {
     server: String,
     url: Url,
     client_id: String,
-    secret: String,
+    credential: Credential,
     method: Option<String>,
     http: reqwest::Client,
     store: Option<std::path::PathBuf>,
@@ -75,12 +88,7 @@ impl OAuth {
         lookup: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, String> {
         let parsed = Url::parse(url).map_err(|e| format!("url {url:?} is not a URL ({e})"))?;
-        let secret = lookup(&config.client_secret_env).filter(|s| !s.is_empty()).ok_or_else(|| {
-            format!(
-                "oauth.client_secret_env names ${}, which is not set in the harness's environment; export it (the client secret of client {:?})",
-                config.client_secret_env, config.client_id
-            )
-        })?;
+        let credential = credential(config, lookup)?;
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(TIMEOUT)
@@ -92,7 +100,7 @@ impl OAuth {
             server: server.to_owned(),
             url: parsed,
             client_id: config.client_id.clone(),
-            secret,
+            credential,
             method: config.token_endpoint_auth_method.clone(),
             http,
             store,
@@ -182,24 +190,53 @@ impl OAuth {
         Ok(access)
     }
 
-    /// The method to use at the token endpoint: the configured one, else the first of
-    /// `client_secret_basic` and `client_secret_post` the server accepts.
+    /// The method to use at the token endpoint: with a key, `private_key_jwt`; with a
+    /// secret, the configured one, else the first of `client_secret_basic` and
+    /// `client_secret_post` the server accepts.
     fn method(&self, found: &Found) -> Result<Method, String> {
         let accepts = |m: &str| found.auth_methods.as_ref().is_none_or(|all| all.iter().any(|a| a == m));
-        let pick = match self.method.as_deref() {
-            Some("client_secret_basic") => Some(Method::Basic),
-            Some("client_secret_post") => Some(Method::Post),
-            Some(_) => None,
-            None if accepts("client_secret_basic") => Some(Method::Basic),
-            None if accepts("client_secret_post") => Some(Method::Post),
-            None => None,
+        let pick = match (&self.credential, self.method.as_deref()) {
+            (Credential::Key(_), _) => Some(Method::Jwt),
+            (_, Some("client_secret_basic")) => Some(Method::Basic),
+            (_, Some("client_secret_post")) => Some(Method::Post),
+            (_, Some(_)) => None,
+            (_, None) if accepts("client_secret_basic") => Some(Method::Basic),
+            (_, None) if accepts("client_secret_post") => Some(Method::Post),
+            (_, None) => None,
         };
         let offered = found.auth_methods.clone().unwrap_or_default().join(", ");
+        let signs = found.signing_algs.as_ref().is_none_or(|algs| algs.iter().any(|a| a == assertion::ALGORITHM));
         match pick {
+            Some(Method::Jwt) if !signs => Err(format!(
+                "its token endpoint takes client assertions signed with {}, and this client signs with {} alone",
+                found.signing_algs.clone().unwrap_or_default().join(", "),
+                assertion::ALGORITHM
+            )),
             Some(m) if accepts(name(m)) => Ok(m),
             _ => Err(format!(
-                "its token endpoint takes {offered}, and this client authenticates with client_secret_basic or client_secret_post (oauth.token_endpoint_auth_method)"
+                "its token endpoint takes {offered}, and this client authenticates with {} (oauth.token_endpoint_auth_method, oauth.private_key_env)",
+                match self.credential {
+                    Credential::Key(_) => "private_key_jwt",
+                    Credential::Secret(_) => "client_secret_basic or client_secret_post",
+                }
             )),
+        }
+    }
+
+    /// The form fields and the `Basic` header (id, secret) that prove who the client is.
+    fn proof(&self, method: Method, found: &Found) -> Result<Proof, String> {
+        let id = self.client_id.clone();
+        match (&self.credential, method) {
+            (Credential::Secret(secret), Method::Basic) => {
+                // RFC 6749 §2.3.1: both form-encoded before they are joined.
+                Ok((Vec::new(), Some((encode_one(&id), encode_one(secret)))))
+            }
+            (Credential::Secret(secret), _) => Ok((vec![("client_id", id), ("client_secret", secret.clone())], None)),
+            (Credential::Key(key), _) => {
+                let jwt = key.assertion(&id, &found.issuer, now())?;
+                let kind = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".to_owned();
+                Ok((vec![("client_id", id), ("client_assertion_type", kind), ("client_assertion", jwt)], None))
+            }
         }
     }
 
@@ -207,20 +244,18 @@ impl OAuth {
     async fn request(&self, found: &Found, scope: Option<&str>) -> Result<Token, String> {
         remote::check_url(&found.token_endpoint).map_err(|why| format!("token endpoint refused: {why}"))?;
         let method = self.method(found)?;
+        let (proof, basic) = self.proof(method, found)?;
         let mut form = vec![("grant_type", "client_credentials"), ("resource", found.resource.as_str())];
         form.extend(scope.map(|s| ("scope", s)));
-        if method == Method::Post {
-            form.extend([("client_id", self.client_id.as_str()), ("client_secret", self.secret.as_str())]);
-        }
+        form.extend(proof.iter().map(|(k, v)| (*k, v.as_str())));
         let mut request = self
             .http
             .post(&found.token_endpoint)
             .header("Content-Type", "application/x-www-form-urlencoded")
             .header("Accept", "application/json")
             .body(encode(&form));
-        if method == Method::Basic {
-            // RFC 6749 §2.3.1: both form-encoded before they are joined.
-            request = request.basic_auth(encode_one(&self.client_id), Some(encode_one(&self.secret)));
+        if let Some((id, secret)) = basic {
+            request = request.basic_auth(id, Some(secret));
         }
         let response = request.send().await.map_err(|e| format!("cannot reach {} ({e})", found.token_endpoint))?;
         let status = response.status();
@@ -240,7 +275,30 @@ fn name(method: Method) -> &'static str {
     match method {
         Method::Basic => "client_secret_basic",
         Method::Post => "client_secret_post",
+        Method::Jwt => "private_key_jwt",
     }
+}
+
+/// The client's secret or key, read now from the variable the configuration names.
+fn credential(config: &OAuthClientConfig, lookup: impl Fn(&str) -> Option<String>) -> Result<Credential, String> {
+    let (field, name) = match (&config.client_secret_env, &config.private_key_env) {
+        (Some(name), _) => ("client_secret_env", name),
+        (None, Some(name)) => ("private_key_env", name),
+        (None, None) => return Err("oauth needs client_secret_env or private_key_env".to_owned()),
+    };
+    let value = lookup(name).filter(|s| !s.is_empty()).ok_or_else(|| {
+        format!(
+            "oauth.{field} names ${name}, which is not set in the harness's environment; export it (the {} of client {:?})",
+            if field == "private_key_env" { "private key" } else { "client secret" },
+            config.client_id
+        )
+    })?;
+    if config.client_secret_env.is_some() {
+        return Ok(Credential::Secret(value));
+    }
+    SigningKey::from_pem(&value)
+        .map(Credential::Key)
+        .map_err(|why| format!("oauth.private_key_env: ${name} is not a usable key: {why}"))
 }
 
 /// The token of a successful token response, if it is a bearer token.

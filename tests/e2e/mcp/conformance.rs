@@ -29,8 +29,14 @@ const SERVER: &[&str] = &[
     "server-sse-multiple-streams",
     "dns-rebinding-protection",
 ];
-const CLIENT: &[&str] =
-    &["initialize", "tools_call", "sse-retry", "auth/client-credentials-basic", "auth/resource-mismatch"];
+const CLIENT: &[&str] = &[
+    "initialize",
+    "tools_call",
+    "sse-retry",
+    "auth/client-credentials-basic",
+    "auth/client-credentials-jwt",
+    "auth/resource-mismatch",
+];
 
 /// Node 22 and the suite's entry script.
 fn suite() -> (PathBuf, PathBuf) {

@@ -79,6 +79,10 @@ pub(crate) struct Found {
     pub(crate) token_endpoint: String,
     /// `token_endpoint_auth_methods_supported`; `None` when the metadata does not say.
     pub(crate) auth_methods: Option<Vec<String>>,
+    /// `token_endpoint_auth_signing_alg_values_supported`; `None` when it does not say.
+    pub(crate) signing_algs: Option<Vec<String>>,
+    /// The authorization server's issuer: the audience of a client assertion.
+    pub(crate) issuer: String,
     /// The resource the token is for (RFC 8707): the metadata's, checked against the server.
     pub(crate) resource: String,
     /// The scopes to ask for, as the spec picks them: the challenge's, else the resource's
@@ -211,10 +215,15 @@ fn found(at: &str, metadata: &Value, issuer: &Url, resource: String, scope: Opti
             words(grants).join(", ")
         ));
     }
-    let auth_methods = metadata["token_endpoint_auth_methods_supported"]
-        .as_array()
-        .map(|m| words(m).into_iter().map(str::to_owned).collect());
-    Ok(Found { token_endpoint: token_endpoint.to_owned(), auth_methods, resource, scope })
+    let list = |key: &str| metadata[key].as_array().map(|m| words(m).into_iter().map(str::to_owned).collect());
+    Ok(Found {
+        token_endpoint: token_endpoint.to_owned(),
+        auth_methods: list("token_endpoint_auth_methods_supported"),
+        signing_algs: list("token_endpoint_auth_signing_alg_values_supported"),
+        issuer: said.to_owned(),
+        resource,
+        scope,
+    })
 }
 
 /// A server of the 2025-03-26 spec: its origin is the authorization server, whose metadata
@@ -226,7 +235,14 @@ async fn legacy(http: &reqwest::Client, server: &Url, challenge: &Challenge) -> 
     let scope = challenge.scope.clone();
     match first_json(http, &[well_known(&issuer, "oauth-authorization-server", "")]).await? {
         Some((at, metadata)) => found(&at, &metadata, &issuer, resource, scope),
-        None => Ok(Found { token_endpoint: format!("{origin}/token"), auth_methods: None, resource, scope }),
+        None => Ok(Found {
+            token_endpoint: format!("{origin}/token"),
+            auth_methods: None,
+            signing_algs: None,
+            issuer: origin,
+            resource,
+            scope,
+        }),
     }
 }
 
