@@ -160,6 +160,12 @@ fn check_kind(server: &McpServerConfig) -> Result<(), String> {
     for (name, value) in &server.headers {
         remote::check_header(name, value)?;
     }
+    if server.oauth.is_some() && server.headers.keys().any(|h| h.eq_ignore_ascii_case("authorization")) {
+        return Err(
+            "oauth and an Authorization header exclude each other: the OAuth client sends its own token; keep one"
+                .to_owned(),
+        );
+    }
     server.oauth.as_ref().map_or(Ok(()), check_oauth)
 }
 
@@ -251,6 +257,9 @@ mod tests {
         assert!(validate_servers(&[remote(key.clone())]).is_ok());
         let post = OAuthClientConfig { token_endpoint_auth_method: Some("client_secret_post".into()), ..key };
         assert!(validate_servers(&[remote(post)]).unwrap_err().to_string().contains("private_key_jwt"));
+        let mut both = remote(good.clone());
+        both.headers.insert("authorization".into(), "Bearer ${T}".into());
+        assert!(validate_servers(&[both]).unwrap_err().to_string().contains("exclude each other"));
         let local = McpServerConfig { oauth: Some(good), ..server("l", "x") };
         assert!(validate_servers(&[local]).unwrap_err().to_string().contains("oauth are for a remote server"));
     }

@@ -108,6 +108,14 @@ fn a_granted_token_is_sent_kept_in_a_0600_file_reused_and_never_traced() {
         assert!(!said.contains(tokens[0]) && !said.contains("e2e-client-secret"), "{said}");
     }
 
+    // `config trust` says who the harness authorizes as, and with what, never the secret.
+    let trust = ran(s.harness().args(["config", "trust", "harness.toml"]));
+    let said = trust.stdout + &trust.stderr;
+    assert!(
+        said.contains("getting OAuth tokens as client harness-e2e with its secret from $E2E_CLIENT_SECRET"),
+        "{said}"
+    );
+
     // A token file others can read is not trusted: a new token is granted and the file replaced.
     std::fs::set_permissions(&files[0], std::fs::Permissions::from_mode(0o644)).unwrap();
     let server = Protected::start("plain");
