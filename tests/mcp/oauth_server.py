@@ -14,6 +14,7 @@ Usage: oauth_server.py MODE, where MODE is one of
   always-more  `hello` answers 403 insufficient_scope to every token, asking for one more
                scope each time
   mismatch     the protected resource metadata names another server's resource
+  short        tokens expire in 20 s (within the client's 30 s margin: each is stale at once)
 """
 
 import base64
@@ -86,7 +87,8 @@ class Handler(BaseHTTPRequestHandler):
         scope = form.get("scope", "")
         GRANTED[token] = scope.split()
         log(f"GRANTED {token} SCOPE {scope or '-'} AUTH {how} RESOURCE {form.get('resource', '-')}")
-        self.answer(200, {"access_token": token, "token_type": "Bearer", "expires_in": 3600, "scope": scope})
+        self.answer(200, {"access_token": token, "token_type": "Bearer", "expires_in": 20 if MODE == "short" else 3600,
+                          "scope": scope})
 
     def challenge(self, status, error=None, scope=None):
         params = [f'resource_metadata="{self.base()}/.well-known/oauth-protected-resource/mcp"']

@@ -120,10 +120,18 @@ impl OAuth {
         why
     }
 
-    /// The token to send now, unless there is none or it has expired.
+    /// The token to send now: the one held, or a new one when it has expired and discovery
+    /// is done (else none: the server's 401 starts discovery).
     pub(crate) async fn bearer(&self) -> Option<String> {
-        let state = self.state.lock().await;
-        state.token.as_ref().filter(|t| t.fresh(now(), EXPIRY_MARGIN)).map(|t| t.access_token.clone())
+        let mut state = self.state.lock().await;
+        match &state.token {
+            Some(token) if token.fresh(now(), EXPIRY_MARGIN) => return Some(token.access_token.clone()),
+            Some(_) => {}
+            None => return None,
+        }
+        let found = state.found.clone()?;
+        let scope = state.scope.clone().or(found.scope.clone());
+        self.fetch(&mut state, &found, scope).await.ok()
     }
 
     /// A new token, after the server refused `refused` (or no token) with `challenge`; the

@@ -172,3 +172,18 @@ fn a_resource_that_is_another_server_gets_no_token_and_a_missing_secret_is_named
     ]));
     assert!(r.stderr.contains("oauth.client_secret_env names $E2E_CLIENT_SECRET, which is not set"), "{}", r.stderr);
 }
+
+#[test]
+fn an_expired_token_is_fetched_again_before_it_is_sent() {
+    let server = Protected::start("short");
+    let s = Scratch::new();
+    let r = run(&s, &server.url, None);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(s.trace("t.jsonl")[0]["result"], json!("hi"), "{}", r.stderr);
+    let log = server.log();
+    // Only the very first request goes without a token (its 401 starts discovery); after it,
+    // every request carries a new token rather than an expired one or none.
+    let bare = log.lines().filter(|l| l.starts_with("METHOD ") && l.ends_with(" TOKEN -")).count();
+    assert_eq!(bare, 1, "{log}");
+    assert!(granted(&log).len() > 2, "{log}");
+}
