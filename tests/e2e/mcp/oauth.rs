@@ -90,20 +90,33 @@ fn a_granted_token_is_sent_kept_in_a_0600_file_reused_and_never_traced() {
     let second = run(&s, &server.url, None);
     assert_eq!(second.code, 0, "{}", second.stderr);
     assert_eq!(s.trace("t.jsonl")[0]["result"], json!("hi"), "{}", second.stderr);
-    let log = server.log();
-    let tokens = granted(&log);
-    assert_eq!(tokens.len(), 1, "one grant for both runs: {log}");
-    assert!(log.contains("AUTH basic"), "client_secret_basic is the default: {log}");
-    assert!(log.contains(&format!("METHOD tools/call TOKEN {}", tokens[0])), "{log}");
-
     let files = token_files(&s);
     assert_eq!(files.len(), 1, "{files:?}");
     let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&files[0]), 0o600);
     assert_eq!(mode(files[0].parent().unwrap()), 0o700);
-    assert!(std::fs::read_to_string(&files[0]).unwrap().contains(tokens[0]));
-    // Neither the token nor the secret is anywhere the run writes.
+    let kept = std::fs::read_to_string(&files[0]).unwrap();
     let trace = std::fs::read_to_string(s.path("t.jsonl")).unwrap();
+
+    // A token file others can read is not trusted: a new token is granted and the file replaced.
+    std::fs::set_permissions(&files[0], std::fs::Permissions::from_mode(0o644)).unwrap();
+    let third = run(&s, &server.url, Some("client_secret_post"));
+    assert_eq!(third.code, 0, "{}", third.stderr);
+    assert_eq!(token_files(&s), files);
+    assert_eq!(mode(&files[0]), 0o600);
+
+    let log = server.log();
+    let tokens = granted(&log);
+    assert_eq!(tokens.len(), 2, "one grant for the first two runs, one for the third: {log}");
+    let auth: Vec<&str> =
+        log.lines().filter(|l| l.starts_with("GRANTED ")).filter_map(|l| l.split(" AUTH ").nth(1)).collect();
+    assert!(
+        auth[0].starts_with("basic") && auth[1].starts_with("post"),
+        "the default, then the configured method: {log}"
+    );
+    assert!(log.contains(&format!("METHOD tools/call TOKEN {}", tokens[0])), "{log}");
+    assert!(kept.contains(tokens[0]), "{kept}");
+    // Neither the token nor the secret is anywhere the run writes.
     for said in [&trace, &first.stdout, &first.stderr, &second.stdout, &second.stderr] {
         assert!(!said.contains(tokens[0]) && !said.contains("e2e-client-secret"), "{said}");
     }
@@ -115,16 +128,6 @@ fn a_granted_token_is_sent_kept_in_a_0600_file_reused_and_never_traced() {
         said.contains("getting OAuth tokens as client harness-e2e with its secret from $E2E_CLIENT_SECRET"),
         "{said}"
     );
-
-    // A token file others can read is not trusted: a new token is granted and the file replaced.
-    std::fs::set_permissions(&files[0], std::fs::Permissions::from_mode(0o644)).unwrap();
-    let server = Protected::start("plain");
-    let third = run(&s, &server.url, Some("client_secret_post"));
-    assert_eq!(third.code, 0, "{}", third.stderr);
-    let log = server.log();
-    assert_eq!(granted(&log).len(), 1, "{log}");
-    assert!(log.contains("AUTH post"), "the configured method is used: {log}");
-    assert_eq!(mode(&token_files(&s)[0]), 0o600);
 }
 
 #[test]
