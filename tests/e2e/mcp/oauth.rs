@@ -90,6 +90,15 @@ fn a_granted_token_is_sent_kept_in_a_0600_file_reused_and_never_traced() {
     let second = run(&s, &server.url, None);
     assert_eq!(second.code, 0, "{}", second.stderr);
     assert_eq!(s.trace("t.jsonl")[0]["result"], json!("hi"), "{}", second.stderr);
+    let listed = ran(s.harness().env("E2E_CLIENT_SECRET", "e2e-client-secret").args([
+        "plugins",
+        "list",
+        "--config",
+        "harness.toml",
+        "--json",
+    ]));
+    let listing = &listed.json()["mcp_servers"][0];
+    assert_eq!((&listing["oauth_client"], &listing["failure"]), (&json!("harness-e2e"), &json!(null)), "{listing}");
     let files = token_files(&s);
     assert_eq!(files.len(), 1, "{files:?}");
     let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
@@ -117,7 +126,7 @@ fn a_granted_token_is_sent_kept_in_a_0600_file_reused_and_never_traced() {
     assert!(log.contains(&format!("METHOD tools/call TOKEN {}", tokens[0])), "{log}");
     assert!(kept.contains(tokens[0]), "{kept}");
     // Neither the token nor the secret is anywhere the run writes.
-    for said in [&trace, &first.stdout, &first.stderr, &second.stdout, &second.stderr] {
+    for said in [&trace, &first.stdout, &first.stderr, &second.stdout, &second.stderr, &listed.stdout] {
         assert!(!said.contains(tokens[0]) && !said.contains("e2e-client-secret"), "{said}");
     }
 
