@@ -14,6 +14,7 @@ Usage: oauth_server.py MODE, where MODE is one of
   always-more  `hello` answers 403 insufficient_scope to every token, asking for one more
                scope each time
   mismatch     the protected resource metadata names another server's resource
+  code-only    the authorization server offers the authorization code grant alone
   short        tokens expire in 20 s (within the client's 30 s margin: each is stale at once)
 """
 
@@ -63,7 +64,8 @@ class Handler(BaseHTTPRequestHandler):
             self.answer(200, {"resource": resource, "authorization_servers": [base], "scopes_supported": scopes})
         elif self.path == "/.well-known/oauth-authorization-server":
             self.answer(200, {"issuer": base, "token_endpoint": f"{base}/token",
-                              "grant_types_supported": ["client_credentials"],
+                              "grant_types_supported": ["authorization_code"] if MODE == "code-only"
+                              else ["client_credentials"],
                               "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"]})
         else:
             self.answer(404 if self.path != "/mcp" else 405)

@@ -272,7 +272,7 @@ async fn connect_remote(
     let watch = Arc::new(ToolWatch::new(&config.name));
     let mut client = Retrying::new(&config.name, report)?;
     let oauth = match &config.oauth {
-        Some(oauth) => Some(Arc::new(OAuth::new(&config.name, url, oauth, |name| std::env::var(name).ok())?)),
+        Some(oauth) => Some(Arc::new(OAuth::new(&config.name, url, oauth, |name| std::env::var(name).ok(), report)?)),
         None => None,
     };
     if let Some(oauth) = &oauth {

@@ -59,6 +59,8 @@ pub(crate) struct OAuth {
     method: Option<String>,
     http: reqwest::Client,
     store: Option<std::path::PathBuf>,
+    /// Say on stderr what goes wrong beside the request (not with `--quiet`).
+    report: bool,
     state: tokio::sync::Mutex<State>,
     failure: Mutex<Option<String>>,
 }
@@ -80,12 +82,14 @@ fn now() -> u64 {
 
 impl OAuth {
     /// The client of server `server` at `url`, as configured; its secret read now from the
-    /// environment by `lookup`, its token from the file of an earlier run, if any.
+    /// environment by `lookup`, its token from the file of an earlier run, if any; `report`:
+    /// warn on stderr when the token cannot be kept.
     pub(crate) fn new(
         server: &str,
         url: &str,
         config: &OAuthClientConfig,
         lookup: impl Fn(&str) -> Option<String>,
+        report: bool,
     ) -> Result<Self, String> {
         let parsed = Url::parse(url).map_err(|e| format!("url {url:?} is not a URL ({e})"))?;
         let credential = credential(config, lookup)?;
@@ -104,6 +108,7 @@ impl OAuth {
             method: config.token_endpoint_auth_method.clone(),
             http,
             store,
+            report,
             state: tokio::sync::Mutex::new(State { token, ..State::default() }),
             failure: Mutex::new(None),
         })
@@ -182,10 +187,13 @@ impl OAuth {
     /// Asks for a token with `scope`, keeps it (in memory and in its file) and returns it.
     async fn fetch(&self, state: &mut State, found: &Found, scope: Option<String>) -> Result<String, String> {
         let token = self.request(found, scope.as_deref()).await.map_err(|why| {
-            self.fail(format!("the authorization server refused a token for client {:?}: {why}", self.client_id))
+            self.fail(format!("no OAuth token for client {:?} from the authorization server: {why}", self.client_id))
         })?;
+        // A failure before this one is no longer why anything fails.
+        *self.failure.lock().unwrap_or_else(PoisonError::into_inner) = None;
         if let Some(path) = &self.store
             && let Err(why) = store::save(path, self.url.as_str(), &self.client_id, &token)
+            && self.report
         {
             eprintln!(
                 "harness: warning: MCP server {:?}: the OAuth token is not kept for later runs: {why}",

@@ -164,6 +164,29 @@ fn insufficient_scope_gets_one_larger_token_and_no_more() {
 }
 
 #[test]
+fn an_authorization_server_without_client_credentials_is_refused_with_the_alternative() {
+    let server = Protected::start("code-only");
+    let s = Scratch::new();
+    let r = run(&s, &server.url, None);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let warning = r
+        .stderr
+        .lines()
+        .find(|l| l.contains("MCP server \"protected\" did not start"))
+        .unwrap_or_else(|| panic!("{}", r.stderr));
+    assert!(
+        warning.contains("does not offer the client credentials grant (its grant_types_supported: authorization_code)"),
+        "{warning}"
+    );
+    assert!(
+        warning.contains("interactive flows (a browser) are not supported")
+            && warning.contains("Authorization = \"Bearer ${TOKEN}\""),
+        "{warning}"
+    );
+    assert!(granted(&server.log()).is_empty());
+}
+
+#[test]
 fn a_resource_that_is_another_server_gets_no_token_and_a_missing_secret_is_named() {
     let server = Protected::start("mismatch");
     let s = Scratch::new();
