@@ -300,4 +300,77 @@ mod tests {
         assert!(!resource_matches(&u("https://m.example/mcp2"), &u("https://m.example/mcp")));
         assert!(!resource_matches(&u("http://m.example/mcp"), &u("https://m.example/mcp")));
     }
+
+    /// A path, and the JSON it answers given the server's base URL.
+    type Route = (&'static str, fn(&str) -> Value);
+
+    /// A server on loopback that answers GET `path` with the JSON `make(base)` returns, 404
+    /// elsewhere, logging every path asked for.
+    async fn serving(routes: Vec<Route>) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+        use axum::response::IntoResponse;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (log, at) = (asked.clone(), base.clone());
+        let app = axum::Router::new().fallback(move |uri: axum::http::Uri| {
+            log.lock().unwrap().push(uri.path().to_owned());
+            let found = routes.iter().find(|(p, _)| *p == uri.path()).map(|(_, make)| make(&at));
+            async move {
+                match found {
+                    Some(v) => {
+                        ([(axum::http::header::CONTENT_TYPE, "application/json")], v.to_string()).into_response()
+                    }
+                    None => axum::http::StatusCode::NOT_FOUND.into_response(),
+                }
+            }
+        });
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (base, asked)
+    }
+
+    #[tokio::test]
+    async fn discovery_follows_the_challenge_and_the_issuers_path_to_openid_configuration() {
+        let routes: Vec<Route> = vec![
+            (
+                "/custom/metadata.json",
+                |b| serde_json::json!({"resource": format!("{b}/mcp"), "authorization_servers": [format!("{b}/tenant1")], "scopes_supported": ["a", "b"]}),
+            ),
+            (
+                "/tenant1/.well-known/openid-configuration",
+                |b| serde_json::json!({"issuer": format!("{b}/tenant1"), "token_endpoint": format!("{b}/tenant1/token"), "token_endpoint_auth_methods_supported": ["client_secret_post"]}),
+            ),
+        ];
+        let (base, asked) = serving(routes).await;
+        let http = reqwest::Client::new();
+        let server = Url::parse(&format!("{base}/mcp")).unwrap();
+        let challenge = Challenge::parse(&format!(r#"Bearer resource_metadata="{base}/custom/metadata.json""#));
+        let found = discover(&http, &server, &challenge).await.unwrap();
+        assert_eq!(found.token_endpoint, format!("{base}/tenant1/token"));
+        assert_eq!(found.scope.as_deref(), Some("a b"), "scopes_supported when the challenge has none");
+        assert_eq!(found.auth_methods, Some(vec!["client_secret_post".to_owned()]));
+        assert_eq!(
+            *asked.lock().unwrap(),
+            [
+                "/custom/metadata.json",
+                "/.well-known/oauth-authorization-server/tenant1",
+                "/.well-known/openid-configuration/tenant1",
+                "/tenant1/.well-known/openid-configuration",
+            ]
+        );
+
+        // Without resource metadata (2025-03-26): the origin, then /token.
+        let (base, asked) = serving(Vec::new()).await;
+        let server = Url::parse(&format!("{base}/mcp")).unwrap();
+        let scoped = Challenge::parse(r#"Bearer scope="x""#);
+        let found = discover(&http, &server, &scoped).await.unwrap();
+        assert_eq!((found.token_endpoint, found.scope.as_deref()), (format!("{base}/token"), Some("x")));
+        assert_eq!(
+            *asked.lock().unwrap(),
+            [
+                "/.well-known/oauth-protected-resource/mcp",
+                "/.well-known/oauth-protected-resource",
+                "/.well-known/oauth-authorization-server",
+            ]
+        );
+    }
 }
