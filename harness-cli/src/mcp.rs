@@ -252,6 +252,7 @@ pub(crate) fn servers_json(sources: &McpSources) -> Value {
                 "url": config.url,
                 // Names only: the values are where the secrets are.
                 "headers": config.headers.keys().collect::<Vec<_>>(),
+                "oauth_client": config.oauth.as_ref().map(|o| &o.client_id),
                 "server_info": server.server_info().map(|(name, version)| json!({ "name": name, "version": version })),
                 "protocol_version": server.protocol_version(),
                 "failure": server.failure(),

@@ -521,6 +521,7 @@ mod bounds;
 mod client;
 mod conformance;
 mod http_serve;
+mod oauth;
 mod remote;
 
 /// A command that fails after its MCP servers started (here `--locked` without a lock file,

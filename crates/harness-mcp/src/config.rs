@@ -35,7 +35,35 @@ pub struct McpServerConfig {
     /// Seconds this server has to start, and to answer each call, over the defaults.
     #[serde(default)]
     pub timeout: Option<f64>,
+    /// A pre-registered OAuth client of a remote server, which gets its token with the
+    /// client credentials grant when the server asks for authorization.
+    #[serde(default)]
+    pub oauth: Option<OAuthClientConfig>,
 }
+
+/// A pre-registered OAuth client (`[mcp.servers.oauth]`): its id, and the environment
+/// variable that holds its secret or its private key (never the value itself: the file is
+/// shown and shared).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct OAuthClientConfig {
+    /// The client id the authorization server registered.
+    pub client_id: String,
+    /// The harness's environment variable that holds the client secret.
+    #[serde(default)]
+    pub client_secret_env: Option<String>,
+    /// Instead of a secret: the variable that holds the client's private key (a PKCS#8 PEM of a
+    /// P-256 key), for `private_key_jwt` with ES256.
+    #[serde(default)]
+    pub private_key_env: Option<String>,
+    /// `client_secret_basic` or `client_secret_post` (with a secret), `private_key_jwt` (with a
+    /// key); unset: with a secret, the first of the two the authorization server lists.
+    #[serde(default)]
+    pub token_endpoint_auth_method: Option<String>,
+}
+
+/// The token endpoint authentication methods a client with a secret can use.
+const AUTH_METHODS: &[&str] = &["client_secret_basic", "client_secret_post"];
 
 /// Written without the values of `env` and `headers`: those are where secrets go, and a
 /// configuration is printed in errors and logs.
@@ -49,6 +77,7 @@ impl std::fmt::Debug for McpServerConfig {
             .field("url", &self.url)
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .field("timeout", &self.timeout)
+            .field("oauth", &self.oauth)
             .finish()
     }
 }
@@ -114,8 +143,8 @@ pub fn validate_servers(servers: &[McpServerConfig]) -> Result<(), McpError> {
 /// nothing of a process.
 fn check_kind(server: &McpServerConfig) -> Result<(), String> {
     let Some(url) = &server.url else {
-        if !server.headers.is_empty() {
-            return Err("headers are for a remote server (url); a local server gets env".to_owned());
+        if !server.headers.is_empty() || server.oauth.is_some() {
+            return Err("headers and oauth are for a remote server (url); a local server gets env".to_owned());
         }
         if server.command.trim().is_empty() {
             return Err(
@@ -131,7 +160,39 @@ fn check_kind(server: &McpServerConfig) -> Result<(), String> {
     for (name, value) in &server.headers {
         remote::check_header(name, value)?;
     }
-    Ok(())
+    if server.oauth.is_some() && server.headers.keys().any(|h| h.eq_ignore_ascii_case("authorization")) {
+        return Err(
+            "oauth and an Authorization header exclude each other: the OAuth client sends its own token; keep one"
+                .to_owned(),
+        );
+    }
+    server.oauth.as_ref().map_or(Ok(()), check_oauth)
+}
+
+/// A client id, one valid variable name for the secret or the key, and a method it can use.
+fn check_oauth(oauth: &OAuthClientConfig) -> Result<(), String> {
+    if oauth.client_id.trim().is_empty() {
+        return Err("oauth.client_id is empty; give the client id the authorization server registered".to_owned());
+    }
+    let (field, name, methods) = match (&oauth.client_secret_env, &oauth.private_key_env) {
+        (Some(name), None) => ("client_secret_env", name, AUTH_METHODS),
+        (None, Some(name)) => ("private_key_env", name, &["private_key_jwt"][..]),
+        _ => {
+            return Err("oauth needs one of client_secret_env (the variable holding the client secret) and private_key_env (the variable holding its private key)".to_owned());
+        }
+    };
+    if name.is_empty() || remote::references(&format!("${{{name}}}")).is_err() {
+        return Err(format!(
+            "oauth.{field} is {name:?}, not an environment variable name (letters, digits, _); name the variable that holds the value, never the value"
+        ));
+    }
+    match oauth.token_endpoint_auth_method.as_deref() {
+        Some(m) if !methods.contains(&m) => Err(format!(
+            "oauth.token_endpoint_auth_method is {m:?}; with {field} the harness's client authenticates with {}",
+            methods.join(" or ")
+        )),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]
@@ -162,6 +223,45 @@ mod tests {
         assert!(e.contains("entry 1") && e.contains("\"my.server\""), "{e}");
         assert!(validate_servers(&[server("ok", " ")]).is_err());
         assert!(validate_servers(&[server(&"s".repeat(33), "x")]).is_err());
+    }
+
+    #[test]
+    fn oauth_clients_name_a_variable_and_a_method_the_client_has() {
+        let remote = |oauth: OAuthClientConfig| McpServerConfig {
+            name: "r".into(),
+            url: Some("https://m.example/mcp".into()),
+            oauth: Some(oauth),
+            ..Default::default()
+        };
+        let good = OAuthClientConfig {
+            client_id: "id".into(),
+            client_secret_env: Some("MCP_SECRET".into()),
+            ..Default::default()
+        };
+        assert!(validate_servers(&[remote(good.clone())]).is_ok());
+        let e = validate_servers(&[remote(OAuthClientConfig {
+            client_secret_env: Some("hunter 2".into()),
+            ..good.clone()
+        })]);
+        assert!(e.unwrap_err().to_string().contains("not an environment variable name"));
+        let jwt = OAuthClientConfig { token_endpoint_auth_method: Some("tls_client_auth".into()), ..good.clone() };
+        assert!(
+            validate_servers(&[remote(jwt)])
+                .unwrap_err()
+                .to_string()
+                .contains("client_secret_basic or client_secret_post")
+        );
+        let both = OAuthClientConfig { private_key_env: Some("KEY".into()), ..good.clone() };
+        assert!(validate_servers(&[remote(both)]).unwrap_err().to_string().contains("one of client_secret_env"));
+        let key = OAuthClientConfig { client_secret_env: None, private_key_env: Some("KEY".into()), ..good.clone() };
+        assert!(validate_servers(&[remote(key.clone())]).is_ok());
+        let post = OAuthClientConfig { token_endpoint_auth_method: Some("client_secret_post".into()), ..key };
+        assert!(validate_servers(&[remote(post)]).unwrap_err().to_string().contains("private_key_jwt"));
+        let mut both = remote(good.clone());
+        both.headers.insert("authorization".into(), "Bearer ${T}".into());
+        assert!(validate_servers(&[both]).unwrap_err().to_string().contains("exclude each other"));
+        let local = McpServerConfig { oauth: Some(good), ..server("l", "x") };
+        assert!(validate_servers(&[local]).unwrap_err().to_string().contains("oauth are for a remote server"));
     }
 
     #[test]

@@ -24,6 +24,7 @@ use crate::child::{self, ChildWatch};
 use crate::config::McpServerConfig;
 use crate::discover::CheckedDiscovery;
 use crate::listing::{self, ListError};
+use crate::oauth::OAuth;
 use crate::remote;
 use crate::retry::{self, Retrying};
 use crate::watch::ToolWatch;
@@ -258,8 +259,9 @@ pub(crate) async fn connect(config: &McpServerConfig, start: &Start) -> Result<S
     }
 }
 
-/// A remote server: the headers expanded from the environment, then the handshake. A server
-/// that asks for OAuth is refused with that said: the harness has no OAuth client.
+/// A remote server: the headers expanded from the environment, its OAuth client made (when
+/// it has one), then the handshake. A server that asks for OAuth of a server without a client
+/// is refused with the alternatives said.
 async fn connect_remote(
     config: &McpServerConfig,
     url: &str,
@@ -268,15 +270,38 @@ async fn connect_remote(
 ) -> Result<Started, String> {
     let headers = remote::expand_headers(&config.headers, |name| std::env::var(name).ok())?;
     let watch = Arc::new(ToolWatch::new(&config.name));
-    let transport = remote::transport(url, headers, Retrying::new(&config.name, report)?);
+    let mut client = Retrying::new(&config.name, report)?;
+    let oauth = match &config.oauth {
+        Some(oauth) => Some(Arc::new(OAuth::new(&config.name, url, oauth, |name| std::env::var(name).ok(), report)?)),
+        None => None,
+    };
+    if let Some(oauth) = &oauth {
+        client = client.with_oauth(oauth.clone());
+    }
+    let transport = remote::transport(url, headers, client);
     let outcome = tokio::time::timeout(timeout, handshake(&config.name, report, &watch, transport)).await;
     match outcome {
         Ok(Ok((service, tools))) => Ok(started(config, service, tools, None, watch)),
-        Ok(Err(HandshakeError::Init(e))) if e.is_authorization_required() => Err(format!(
-            "{url} answered 401 and asks for OAuth authorization, which the harness does not do; give it a token in headers (Authorization = \"Bearer ${{TOKEN}}\"), or check the one given"
-        )),
-        Ok(Err(e)) => Err(format!("{e} (at {url})")),
+        Ok(Err(e)) => Err(refusal(url, &e, oauth.as_deref())),
         Err(_) => Err(format!("{url} did not complete the MCP handshake within {} s", timeout.as_secs_f64())),
+    }
+}
+
+/// Why a remote handshake failed: the OAuth client's own failure first, else a request for
+/// authorization the harness cannot meet, said with what it can do instead.
+fn refusal(url: &str, error: &HandshakeError, oauth: Option<&OAuth>) -> String {
+    if let Some(why) = oauth.and_then(OAuth::failure) {
+        return why;
+    }
+    let asks = matches!(error, HandshakeError::Init(e) if e.is_authorization_required());
+    match (asks, oauth) {
+        (true, None) => format!(
+            "{url} answered 401 and asks for OAuth authorization; the harness does the client credentials grant of a pre-registered client ([mcp.servers.oauth] client_id, client_secret_env), not the interactive (browser) flows: configure such a client, or give a token in headers (Authorization = \"Bearer ${{TOKEN}}\"), or check the one given"
+        ),
+        (true, Some(_)) => {
+            format!("{url} answered 401 to the OAuth token just granted to client; check the client's registration")
+        }
+        (false, _) => format!("{error} (at {url})"),
     }
 }
 

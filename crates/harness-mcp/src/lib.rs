@@ -46,6 +46,7 @@ mod gate;
 mod handler;
 mod http;
 mod listing;
+mod oauth;
 mod remote;
 mod retry;
 mod serve;
@@ -54,7 +55,9 @@ mod tool;
 mod watch;
 mod withheld;
 
-pub use config::{INHERITED_ENV, McpServerConfig, is_model_tool_name, qualified_name, validate_servers};
+pub use config::{
+    INHERITED_ENV, McpServerConfig, OAuthClientConfig, is_model_tool_name, qualified_name, validate_servers,
+};
 pub use error::McpError;
 pub use http::HttpOptions;
 pub use remote::header_variables;

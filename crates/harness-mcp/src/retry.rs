@@ -14,6 +14,8 @@ use std::time::Duration;
 
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
+
+use crate::oauth::OAuth;
 use rmcp::transport::common::client_side_sse::BoxedSseResponse;
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse, StreamableHttpResponseLimits,
@@ -26,6 +28,9 @@ const BACKOFF: Duration = Duration::from_millis(500);
 /// The longest wait, the server's `Retry-After` included; a longer `Retry-After` is not waited.
 const MAX_WAIT: Duration = Duration::from_secs(30);
 
+/// The largest SSE event of a stream opened without a limit: `rmcp`'s own default.
+const MAX_SSE_EVENT: usize = 16 << 20;
+
 type Error = StreamableHttpError<reqwest::Error>;
 
 /// `reqwest` with the retries of this module; `server` names it in what is reported.
@@ -34,6 +39,8 @@ pub(crate) struct Retrying {
     inner: reqwest::Client,
     server: Arc<str>,
     report: bool,
+    /// The server's OAuth client, whose token every request carries.
+    oauth: Option<Arc<OAuth>>,
 }
 
 impl Retrying {
@@ -48,7 +55,51 @@ impl Retrying {
             .pool_max_idle_per_host(0)
             .build()
             .map_err(|e| format!("cannot make an HTTP client ({e})"))?;
-        Ok(Self { inner, server: server.into(), report })
+        Ok(Self { inner, server: server.into(), report, oauth: None })
+    }
+
+    /// The same, sending `oauth`'s token, and getting a new one when the server refuses it.
+    pub(crate) fn with_oauth(self, oauth: Arc<OAuth>) -> Self {
+        Self { oauth: Some(oauth), ..self }
+    }
+
+    /// The header given, else the OAuth client's token, if any.
+    async fn bearer(&self, given: Option<String>) -> Option<String> {
+        match (&self.oauth, given) {
+            (Some(oauth), None) => oauth.bearer().await,
+            (_, given) => given,
+        }
+    }
+
+    /// A new token when the server refused the one `sent` (401) or its scope (403, once a
+    /// request each: `tried`); `None` when the error is of another kind, or there is no client.
+    async fn reauthorize(
+        &self,
+        error: &Error,
+        sent: Option<&str>,
+        tried: &mut [bool; 2],
+    ) -> Result<Option<String>, Error> {
+        let Some(oauth) = &self.oauth else { return Ok(None) };
+        let outcome = match error {
+            StreamableHttpError::AuthRequired(e) if !tried[0] => {
+                tried[0] = true;
+                oauth.authorize(Some(&e.www_authenticate_header), sent).await
+            }
+            StreamableHttpError::HttpStatus(s) if s.status == 401 && !tried[0] => {
+                tried[0] = true;
+                oauth.authorize(None, sent).await
+            }
+            StreamableHttpError::InsufficientScope(e) if !tried[1] => {
+                tried[1] = true;
+                oauth.step_up(&e.www_authenticate_header).await
+            }
+            StreamableHttpError::InsufficientScope(e) => Err(format!(
+                "the server refused the token for insufficient scope again (it asks for {:?}) after one larger scope was granted; not asked again",
+                e.required_scope.as_deref().unwrap_or_default()
+            )),
+            _ => return Ok(None),
+        };
+        outcome.map(Some).map_err(|why| StreamableHttpError::UnexpectedServerResponse(why.into()))
     }
 }
 
@@ -111,6 +162,8 @@ impl StreamableHttpClient for Retrying {
     ) -> Result<StreamableHttpPostResponse, Error> {
         let runs_tool = runs_tool(&message);
         let mut retries = 0;
+        let mut auth_header = self.bearer(auth_header).await;
+        let mut tried = [false; 2];
         loop {
             let sent = self.inner.post_message_with_response_limits(
                 uri.clone(),
@@ -124,6 +177,11 @@ impl StreamableHttpClient for Retrying {
                 Ok(response) => return Ok(response),
                 Err(e) => e,
             };
+            // A refused token was never taken: the message is sent again with a new one.
+            if let Some(token) = self.reauthorize(&error, auth_header.as_deref(), &mut tried).await? {
+                auth_header = Some(token);
+                continue;
+            }
             let Some(asked) = transient(&error, runs_tool).filter(|_| retries < RETRIES) else {
                 return Err(error);
             };
@@ -151,6 +209,7 @@ impl StreamableHttpClient for Retrying {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), Error> {
+        let auth_header = self.bearer(auth_header).await;
         self.inner.delete_session(uri, session_id, auth_header, custom_headers).await
     }
 
@@ -162,7 +221,15 @@ impl StreamableHttpClient for Retrying {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxedSseResponse, Error> {
-        self.inner.get_stream(uri, session_id, last_event_id, auth_header, custom_headers).await
+        self.get_stream_with_max_sse_event_size(
+            uri,
+            session_id,
+            last_event_id,
+            auth_header,
+            custom_headers,
+            MAX_SSE_EVENT,
+        )
+        .await
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -174,15 +241,26 @@ impl StreamableHttpClient for Retrying {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxedSseResponse, Error> {
-        let stream = self.inner.get_stream_with_max_sse_event_size(
-            uri,
-            session_id,
-            last_event_id,
-            auth_header,
-            custom_headers,
-            max_sse_event_size,
-        );
-        stream.await
+        let mut auth_header = self.bearer(auth_header).await;
+        let mut tried = [false; 2];
+        loop {
+            let stream = self.inner.get_stream_with_max_sse_event_size(
+                uri.clone(),
+                session_id.clone(),
+                last_event_id.clone(),
+                auth_header.clone(),
+                custom_headers.clone(),
+                max_sse_event_size,
+            );
+            let error = match stream.await {
+                Ok(stream) => return Ok(stream),
+                Err(e) => e,
+            };
+            match self.reauthorize(&error, auth_header.as_deref(), &mut tried).await? {
+                Some(token) => auth_header = Some(token),
+                None => return Err(error),
+            }
+        }
     }
 }
 

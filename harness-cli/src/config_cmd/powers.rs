@@ -65,6 +65,17 @@ fn mcp_server(server: &harness_mcp::McpServerConfig, base: &Path, out: &mut Vec<
         let from = if read.is_empty() { String::new() } else { format!(" from {}", read.join(", ")) };
         out.push(format!("  sending header {}{from}", word(header)));
     }
+    if let Some(oauth) = &server.oauth {
+        let proof = match (&oauth.client_secret_env, &oauth.private_key_env) {
+            (Some(secret), _) => format!("its secret from ${}", word(secret)),
+            (None, Some(key)) => format!("a JWT signed with the key in ${}", word(key)),
+            (None, None) => "nothing".to_owned(),
+        };
+        out.push(format!(
+            "  getting OAuth tokens as client {} with {proof}, from the authorization server the server's metadata names",
+            word(&oauth.client_id)
+        ));
+    }
 }
 
 /// `[policy]` entries that run calls without asking.

@@ -29,7 +29,14 @@ const SERVER: &[&str] = &[
     "server-sse-multiple-streams",
     "dns-rebinding-protection",
 ];
-const CLIENT: &[&str] = &["initialize", "tools_call", "sse-retry"];
+const CLIENT: &[&str] = &[
+    "initialize",
+    "tools_call",
+    "sse-retry",
+    "auth/client-credentials-basic",
+    "auth/client-credentials-jwt",
+    "auth/resource-mismatch",
+];
 
 /// Node 22 and the suite's entry script.
 fn suite() -> (PathBuf, PathBuf) {
@@ -54,10 +61,14 @@ impl Drop for Killed {
     }
 }
 
-/// The scenarios of `dir` (the suite's `--output-dir`) that ran at least one check, none failed.
+/// The scenarios of `dir` (the suite's `--output-dir`) that ran at least one check, none
+/// failed; those named `auth/...` are in the directory `auth`.
 fn passed(dir: &Path) -> Vec<String> {
     let mut names = Vec::new();
     for entry in std::fs::read_dir(dir).expect("the suite wrote its results").flatten() {
+        if entry.file_name() == "auth" {
+            names.extend(passed(&entry.path()).into_iter().map(|n| format!("auth/{n}")));
+        }
         let Ok(text) = std::fs::read_to_string(entry.path().join("checks.json")) else { continue };
         let checks: Vec<Value> = serde_json::from_str(&text).expect("checks.json is JSON");
         let failed = checks.iter().any(|c| c["status"] == "FAILURE");
@@ -68,9 +79,10 @@ fn passed(dir: &Path) -> Vec<String> {
     names
 }
 
-/// Whether `scenario` is among the result directories (`server-ping-2026-...`, `sse-retry-...`).
+/// Whether `scenario` is among the result directories (`server-ping-2026-...`, `sse-retry-...`,
+/// `auth/resource-mismatch-...`).
 fn has(results: &[String], prefix: &str, scenario: &str) -> bool {
-    let name = format!("{prefix}{}-", scenario.replace('/', "-"));
+    let name = format!("{prefix}{scenario}-");
     results.iter().any(|r| r.starts_with(&name) && r[name.len()..].starts_with(|c: char| c.is_ascii_digit()))
 }
 
@@ -126,6 +138,7 @@ fn the_conformance_suites_client_scenarios_pass() {
             .env("HARNESS_BIN", env!("CARGO_BIN_EXE_harness"))
             .env_remove("HARNESS_PLUGIN_PATH")
             .env("XDG_CONFIG_HOME", s.path("xdg-config"))
+            .env("XDG_CACHE_HOME", s.path("xdg-cache"))
             .env("HARNESS_PLUGIN_CACHE", s.path("plugin-cache"))
             .arg(&script)
             .args(["client", "--command", &client, "--scenario", scenario, "--expected-failures"])
