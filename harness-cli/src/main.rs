@@ -20,6 +20,7 @@ mod reply;
 mod run;
 mod settings;
 mod setup;
+mod signing;
 mod tools;
 mod trace_cmd;
 mod wiring;

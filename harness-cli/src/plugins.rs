@@ -95,6 +95,24 @@ pub(crate) enum PluginsCommand {
         /// The installed plugin's name; every installed plugin when left out.
         name: Option<String>,
     },
+    /// Make a minisign key pair for signing plugins: FILE (the secret key, 0600, no password)
+    /// and FILE.pub (the public key operators trust in [[trust.publishers]]).
+    Keygen {
+        /// The secret key file to write; the public key goes to FILE.pub.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        /// Replace a key pair there.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Sign a plugin library: writes LIBRARY.minisig beside it (minisign's format; `minisign -V` checks it).
+    Sign {
+        /// The plugin library file.
+        library: PathBuf,
+        /// The secret key file (from `harness plugins keygen`, or a password-less minisign key).
+        #[arg(long, value_name = "FILE")]
+        key: PathBuf,
+    },
 }
 
 /// `harness plugins check FILE ...`
@@ -179,7 +197,7 @@ fn plugin_json(p: &LoadedPlugin, full: bool) -> Value {
         .collect();
     json!({
         "name": m.name, "version": m.version, "description": m.description, "abi_version": p.abi_version,
-        "path": p.path, "test_only": m.test_only, "initialised": p.initialised, "from_cache": p.from_cache, "tools": tools,
+        "path": p.path, "signed_by": p.signed_by, "test_only": m.test_only, "initialised": p.initialised, "from_cache": p.from_cache, "tools": tools,
         "isolation": p.isolation.as_str(), "enforcement": enforcement_json(p),
         "placement": { "kind": p.placement.kind(), "reason": p.placement.reason(&m.name) },
     })
@@ -311,6 +329,9 @@ fn list(out: &mut String, found: &Discovery, as_json: bool) {
         if let Some(i) = installed_as(p, record.as_ref()) {
             say!(out, "    installed: {} from {}, {}", i.version, i.source.describe(), i.installed_at);
         }
+        if let Some(publisher) = &p.signed_by {
+            say!(out, "    signed by: {publisher}");
+        }
         say!(out, "    isolation: {}, {}", placement_text(p), enforcement_text(p));
         say!(out, "    {}", env_text(p, found));
         gap_lines(out, p, "    ");
@@ -398,6 +419,8 @@ pub(crate) fn plugins(command: PluginsCommand) -> Result<u8> {
         }
         PluginsCommand::Remove { name } => crate::install::remove(&name),
         PluginsCommand::Upgrade { name } => crate::install::upgrade(name.as_deref()),
+        PluginsCommand::Keygen { out, force } => crate::signing::keygen(&out, force),
+        PluginsCommand::Sign { library, key } => crate::signing::sign(&library, &key),
     }
 }
 

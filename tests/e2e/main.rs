@@ -33,6 +33,7 @@ mod replay;
 mod reply;
 mod run;
 mod settings;
+mod signing;
 mod slurm;
 mod support;
 mod terminal;

@@ -66,6 +66,8 @@ pub struct LoadedPlugin {
     /// The plugin cache knows how its `init` goes with its configuration as it is now, so its
     /// start may wait for its first call: what it offers is known without starting it.
     pub init_known: bool,
+    /// The trusted publisher whose signature it carries (`None`: unsigned).
+    pub signed_by: Option<String>,
 }
 
 impl LoadedPlugin {
@@ -88,6 +90,18 @@ struct Opened {
     origin: Origin,
     /// How its `init` last went, as the plugin cache remembers it.
     init: Option<InitOutcome>,
+    /// The one open of the file, made when it was listed (`None` once a library holds it).
+    file: Option<LibraryFile>,
+    /// The trusted publisher that signed it.
+    signed_by: Option<String>,
+}
+
+/// A library file listed, opened once and its signature checked.
+struct Listed {
+    path: PathBuf,
+    identity: Option<Identity>,
+    file: LibraryFile,
+    signed_by: Option<String>,
 }
 
 /// Where an opened file's manifest was read.
@@ -151,9 +165,10 @@ fn resolve(file: &Path, is_link: bool, canonical_dir: Option<&Path>) -> std::io:
     }
 }
 
-/// The library files of every directory, in order, each with its identity: each file once
-/// (one file reached by two paths loads once), insecure ones skipped.
-fn files(options: &DiscoveryOptions, found: &mut Discovery) -> Vec<(PathBuf, Option<Identity>)> {
+/// The library files of every directory, in order, each with its identity and opened once:
+/// each file once (one file reached by two paths loads once), insecure ones and those whose
+/// signature the policy refuses skipped.
+fn files(options: &DiscoveryOptions, found: &mut Discovery) -> Vec<Listed> {
     let mut seen_files: HashSet<(u64, u64)> = HashSet::new();
     let mut seen_paths: HashSet<PathBuf> = HashSet::new();
     let mut safe_dirs: HashSet<PathBuf> = HashSet::new();
@@ -195,27 +210,49 @@ fn files(options: &DiscoveryOptions, found: &mut Discovery) -> Vec<(PathBuf, Opt
                 }
                 found.warnings.push(format!("loading {} although it is insecure: {why}", path.display()));
             }
-            out.push((path, identity));
+            match open_signed(&path, identity, &options.signatures) {
+                Ok((file, signed_by)) => out.push(Listed { path, identity, file, signed_by }),
+                Err(reason) => found.skipped.push(Skipped { path, reason, detail: None }),
+            }
         }
     }
     out
 }
+
+/// Opens a listed file, the one open through which it is checked, hashed and loaded, and
+/// checks its signature over that open's bytes, before any plugin code of it runs anywhere.
+fn open_signed(
+    path: &Path,
+    listed: Option<Identity>,
+    policy: &crate::signature::SignaturePolicy,
+) -> Result<(LibraryFile, Option<String>), String> {
+    let file = LibraryFile::open(path)?;
+    if listed.is_some() && file.identity() != listed {
+        return Err(CHANGED.to_owned());
+    }
+    let signed_by = crate::signature::check(&file, policy)?;
+    Ok((file, signed_by))
+}
+
+/// Why a file is refused that is no longer the file listed.
+const CHANGED: &str =
+    "the file changed during start-up (it is not the file that was listed and read); restart the harness";
 
 /// Opens each file: in a child of its own when a plugin host can be started (all at once, for
 /// the files the plugin cache does not answer for), so that no plugin code runs in the
 /// harness before its isolation is decided; here otherwise.
 fn open_all(
     options: &DiscoveryOptions,
-    paths: Vec<(PathBuf, Option<Identity>)>,
+    listed: Vec<Listed>,
     confine: bool,
     cache: Option<&Cache>,
 ) -> Vec<Result<Opened, Skipped>> {
     if let Some(command) = &options.host_command {
-        return read_through_hosts(command, paths, confine, cache);
+        return read_through_hosts(command, listed, confine, cache);
     }
-    paths
+    listed
         .into_iter()
-        .map(|(path, _)| match PluginLibrary::load_schemas_unchecked(&path) {
+        .map(|Listed { path, file, signed_by, .. }| match PluginLibrary::load_opened(file) {
             Ok(library) => Ok(Opened {
                 abi_version: library.abi_version().to_owned(),
                 manifest: library.manifest().clone(),
@@ -223,6 +260,8 @@ fn open_all(
                 path,
                 origin: Origin::Here,
                 init: None,
+                file: None,
+                signed_by,
             }),
             Err(e) => Err(skip(path, &e)),
         })
@@ -233,55 +272,56 @@ fn open_all(
 /// plugin host (one child for all the others), in the files' order.
 fn read_through_hosts(
     command: &crate::isolation::HostCommand,
-    paths: Vec<(PathBuf, Option<Identity>)>,
+    listed: Vec<Listed>,
     confine: bool,
     cache: Option<&Cache>,
 ) -> Vec<Result<Opened, Skipped>> {
-    let mut opened = Vec::with_capacity(paths.len());
+    let mut opened = Vec::with_capacity(listed.len());
     let mut unread = Vec::new();
-    for (path, identity) in paths {
-        match cached(cache, path, identity) {
+    for file in listed {
+        match cached(cache, file) {
             Ok(hit) => opened.push(Some(Ok(hit))),
             Err(miss) => {
                 opened.push(None);
-                unread.push(miss);
+                unread.push(*miss);
             }
         }
     }
-    let files: Vec<PathBuf> = unread.iter().map(|(path, _)| path.clone()).collect();
+    let files: Vec<PathBuf> = unread.iter().map(|l| l.path.clone()).collect();
     let answers = crate::isolation::probe(command, &files, confine);
-    let mut probed = unread.into_iter().zip(answers).map(|((path, identity), p)| checked(path, identity, p));
+    let mut probed = unread.into_iter().zip(answers).map(|(listed, p)| checked(listed, p));
     opened.into_iter().filter_map(|o| o.or_else(|| probed.next())).collect()
 }
 
 /// The file as the plugin cache knows it; else the file and its identity, under which what a
 /// plugin host reads is cached.
-fn cached(
-    cache: Option<&Cache>,
-    path: PathBuf,
-    identity: Option<Identity>,
-) -> Result<Opened, (PathBuf, Option<Identity>)> {
-    let (Some(cache), Some(identity)) = (cache, identity) else { return Err((path, identity)) };
-    match cache.get(&path, identity) {
+///
+/// The signature was checked already when the file was listed: a cache entry never stands in
+/// for it.
+fn cached(cache: Option<&Cache>, listed: Listed) -> Result<Opened, Box<Listed>> {
+    let (Some(cache), Some(identity)) = (cache, listed.identity) else { return Err(Box::new(listed)) };
+    match cache.get(&listed.path, identity) {
         Some(hit) => Ok(Opened {
-            path,
+            path: listed.path,
             abi_version: hit.abi_version,
             manifest: hit.manifest,
             library: None,
             origin: Origin::Cached { identity, schemas_checked: hit.schemas_checked },
             init: hit.init,
+            file: Some(listed.file),
+            signed_by: listed.signed_by,
         }),
-        None => Err((path, Some(identity))),
+        None => Err(Box::new(listed)),
     }
 }
 
 /// A manifest read through a child, checked again here (its schemas once the plugin is
 /// admitted): the child ran plugin code.
 fn checked(
-    path: PathBuf,
-    identity: Option<Identity>,
+    listed: Listed,
     probed: Result<crate::isolation::probe::Probed, crate::isolation::probe::Refusal>,
 ) -> Result<Opened, Skipped> {
+    let Listed { path, identity, file, signed_by } = listed;
     match probed {
         Ok(probed) => {
             let json = serde_json::to_string(&probed.manifest).unwrap_or_default();
@@ -295,6 +335,8 @@ fn checked(
                 library: None,
                 origin: Origin::Probed(identity),
                 init: None,
+                file: Some(file),
+                signed_by,
             })
         }
         Err(refusal) => Err(Skipped { path, reason: refusal.reason, detail: refusal.detail }),
@@ -364,7 +406,7 @@ impl Discovery {
 
     /// Decides what an opened plugin offers, where it runs, and what confines it.
     fn admit(&mut self, opened: Opened, kernel: &Enforcement, taken: &mut Taken) {
-        let Opened { path, abi_version, manifest, library, origin, init } = opened;
+        let Opened { path, abi_version, manifest, library, origin, init, file, signed_by } = opened;
         let name = manifest.name.clone();
         if let Some(first) = taken.names.get(&name) {
             let reason = format!(
@@ -382,17 +424,15 @@ impl Discovery {
                 return;
             }
         };
-        // The one open through which the file is hashed for its pin and loaded here.
-        let mut file = match &library {
-            Some(_) => None,
-            None => match open_once(&path, origin) {
-                Ok(file) => Some(file),
-                Err(reason) => {
-                    self.skipped.push(Skipped { path, reason, detail: None });
-                    return;
-                }
-            },
-        };
+        // The one open through which the file was listed, its signature checked, and is
+        // hashed for its pin and loaded here.
+        let mut file = file;
+        if library.is_none()
+            && let Err(reason) = still_listed(&path, origin)
+        {
+            self.skipped.push(Skipped { path, reason, detail: None });
+            return;
+        }
         let tools = self.tool_states(&name, &path, &manifest, taken);
         let offered: Vec<Effects> =
             tools.iter().filter(|(_, s)| *s == ToolState::Offered).map(|(t, _)| t.effects).collect();
@@ -421,6 +461,7 @@ impl Discovery {
             from_cache: matches!(origin, Origin::Cached { .. }),
             late: None,
             init_known: known.is_some(),
+            signed_by,
         };
         if isolation == Isolation::Process {
             let grants = self.options.grants_of(&name, &config);
@@ -591,22 +632,19 @@ impl Discovery {
     }
 }
 
-/// Opens the file once for this start-up, refusing it when it is no longer the file listed
-/// (and read by a plugin host, or answered for by the plugin cache).
-fn open_once(path: &Path, origin: Origin) -> Result<LibraryFile, String> {
-    let file = LibraryFile::open(path)?;
+/// Refuses a file whose path no longer holds the file listed (and read by a plugin host, or
+/// answered for by the plugin cache): the open kept since the listing holds the file listed,
+/// but a plugin host reads the path, so a file renamed over it meanwhile was read instead.
+fn still_listed(path: &Path, origin: Origin) -> Result<(), String> {
     let listed = match origin {
         Origin::Probed(identity) => identity,
         Origin::Cached { identity, .. } => Some(identity),
         Origin::Here => None,
     };
-    if listed.is_some() && file.identity() != listed {
-        return Err(
-            "the file changed during start-up (it is not the file that was listed and read); restart the harness"
-                .to_owned(),
-        );
+    if listed.is_some() && Identity::of(path) != listed {
+        return Err(CHANGED.to_owned());
     }
-    Ok(file)
+    Ok(())
 }
 
 /// Gives up the tool names `plugin` took, for a plugin that is not kept.
