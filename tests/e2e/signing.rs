@@ -200,3 +200,40 @@ fn install_verifies_the_signature_and_copies_it_beside_the_library() {
     let calc = listing["plugins"].as_array().unwrap().iter().find(|p| p["name"] == "calc").cloned();
     assert_eq!(calc.expect("installed calc is found")["signed_by"], "team", "{listing}");
 }
+
+/// The plugin cache records a signature found good, so that a start-up that finds the same
+/// file, the same signature and the same trusted key does not read the library again; a new
+/// signature file, or a key no longer trusted, is checked again.
+#[test]
+fn the_plugin_cache_never_stands_in_for_a_changed_signature_or_a_key_no_longer_trusted() {
+    let s = Scratch::new();
+    let (secret, key) = keygen(&s, "k");
+    let (other, _) = keygen(&s, "other.key");
+    let library = calc_in(&s, "plugins");
+    sign(&s, &library, &secret);
+    trust(&s, "team", &key, false);
+    for _ in 0..2 {
+        let listing = list(&s, &["--json"]).json();
+        assert_eq!(listing["plugins"][0]["signed_by"], "team", "{listing}");
+    }
+    let entries: Vec<String> = std::fs::read_dir(s.path("plugin-cache"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect();
+    assert!(entries.iter().any(|e| e.contains("\"signature\":{")), "{entries:?}");
+    let listing = list(&s, &["--json"]).json();
+    assert_eq!(listing["plugins"][0]["from_cache"], true, "{listing}");
+
+    // The library unchanged, its signature replaced by one of a key nobody trusts.
+    sign(&s, &library, &other);
+    let reason = skipped(&s, &library.canonicalize().unwrap());
+    assert!(reason.contains("by a key that no trusted publisher holds"), "{reason}");
+
+    // Signed again by the trusted key, then that key no longer trusted.
+    sign(&s, &library, &secret);
+    assert_eq!(list(&s, &["--json"]).json()["plugins"][0]["signed_by"], "team");
+    let (_, unrelated) = keygen(&s, "unrelated.key");
+    trust(&s, "someone else", &unrelated, false);
+    let reason = skipped(&s, &library.canonicalize().unwrap());
+    assert!(reason.contains("by a key that no trusted publisher holds"), "{reason}");
+}

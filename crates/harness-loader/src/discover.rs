@@ -8,7 +8,7 @@ use harness_abi::manifest::{Effects, InitDeclined, Manifest, ToolManifest};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::cache::{Cache, Identity, InitOutcome, config_digest};
+use crate::cache::{Cache, Cached, Declared, Identity, InitOutcome, Verified, config_digest};
 use crate::isolation::Isolation;
 use crate::isolation::confine::{Confinement, EffectSet, Enforcement};
 use crate::late::LateLibrary;
@@ -94,6 +94,8 @@ struct Opened {
     file: Option<LibraryFile>,
     /// The trusted publisher that signed it.
     signed_by: Option<String>,
+    /// Its signature as verified at this start-up, for the plugin cache to record.
+    verified: Option<Verified>,
 }
 
 /// A library file listed, opened once and its signature checked.
@@ -101,7 +103,10 @@ struct Listed {
     path: PathBuf,
     identity: Option<Identity>,
     file: LibraryFile,
+    /// What the plugin cache holds for the file as it is now.
+    hit: Option<Cached>,
     signed_by: Option<String>,
+    verified: Option<Verified>,
 }
 
 /// Where an opened file's manifest was read.
@@ -210,8 +215,13 @@ fn files(options: &DiscoveryOptions, found: &mut Discovery) -> Vec<Listed> {
                 }
                 found.warnings.push(format!("loading {} although it is insecure: {why}", path.display()));
             }
-            match open_signed(&path, identity, &options.signatures) {
-                Ok((file, signed_by)) => out.push(Listed { path, identity, file, signed_by }),
+            let hit = found.cache.as_ref().zip(identity).and_then(|(cache, id)| cache.get(&path, id));
+            let known = hit.as_ref().and_then(|h| h.signature.as_ref());
+            match open_signed(&path, identity, &options.signatures, known) {
+                Ok((file, checked)) => {
+                    let crate::signature::Checked { signed_by, verified } = checked;
+                    out.push(Listed { path, identity, file, hit, signed_by, verified });
+                }
                 Err(reason) => found.skipped.push(Skipped { path, reason, detail: None }),
             }
         }
@@ -220,18 +230,20 @@ fn files(options: &DiscoveryOptions, found: &mut Discovery) -> Vec<Listed> {
 }
 
 /// Opens a listed file, the one open through which it is checked, hashed and loaded, and
-/// checks its signature over that open's bytes, before any plugin code of it runs anywhere.
+/// checks its signature over that open's bytes, before any plugin code of it runs anywhere
+/// (unless the plugin cache vouches for this signature over this very state of the file).
 fn open_signed(
     path: &Path,
     listed: Option<Identity>,
     policy: &crate::signature::SignaturePolicy,
-) -> Result<(LibraryFile, Option<String>), String> {
+    known: Option<&Verified>,
+) -> Result<(LibraryFile, crate::signature::Checked), String> {
     let file = LibraryFile::open(path)?;
     if listed.is_some() && file.identity() != listed {
         return Err(CHANGED.to_owned());
     }
-    let signed_by = crate::signature::check(&file, policy)?;
-    Ok((file, signed_by))
+    let checked = crate::signature::check(&file, policy, known)?;
+    Ok((file, checked))
 }
 
 /// Why a file is refused that is no longer the file listed.
@@ -262,6 +274,7 @@ fn open_all(
                 init: None,
                 file: None,
                 signed_by,
+                verified: None,
             }),
             Err(e) => Err(skip(path, &e)),
         })
@@ -298,21 +311,24 @@ fn read_through_hosts(
 ///
 /// The signature was checked already when the file was listed: a cache entry never stands in
 /// for it.
-fn cached(cache: Option<&Cache>, listed: Listed) -> Result<Opened, Box<Listed>> {
-    let (Some(cache), Some(identity)) = (cache, listed.identity) else { return Err(Box::new(listed)) };
-    match cache.get(&listed.path, identity) {
-        Some(hit) => Ok(Opened {
-            path: listed.path,
-            abi_version: hit.abi_version,
-            manifest: hit.manifest,
-            library: None,
-            origin: Origin::Cached { identity, schemas_checked: hit.schemas_checked },
-            init: hit.init,
-            file: Some(listed.file),
-            signed_by: listed.signed_by,
-        }),
-        None => Err(Box::new(listed)),
+fn cached(cache: Option<&Cache>, mut listed: Listed) -> Result<Opened, Box<Listed>> {
+    let (Some(cache), Some(identity), Some(hit)) = (cache, listed.identity, listed.hit.take()) else {
+        return Err(Box::new(listed));
+    };
+    if let Some(verified) = listed.verified {
+        cache.put_signature(&listed.path, verified);
     }
+    Ok(Opened {
+        path: listed.path,
+        abi_version: hit.abi_version,
+        manifest: hit.manifest,
+        library: None,
+        origin: Origin::Cached { identity, schemas_checked: hit.schemas_checked },
+        init: hit.init,
+        file: Some(listed.file),
+        signed_by: listed.signed_by,
+        verified: None,
+    })
 }
 
 /// A manifest read through a child, checked again here (its schemas once the plugin is
@@ -321,7 +337,7 @@ fn checked(
     listed: Listed,
     probed: Result<crate::isolation::probe::Probed, crate::isolation::probe::Refusal>,
 ) -> Result<Opened, Skipped> {
-    let Listed { path, identity, file, signed_by } = listed;
+    let Listed { path, identity, file, signed_by, verified, .. } = listed;
     match probed {
         Ok(probed) => {
             let json = serde_json::to_string(&probed.manifest).unwrap_or_default();
@@ -337,6 +353,7 @@ fn checked(
                 init: None,
                 file: Some(file),
                 signed_by,
+                verified,
             })
         }
         Err(refusal) => Err(Skipped { path, reason: refusal.reason, detail: refusal.detail }),
@@ -406,18 +423,20 @@ impl Discovery {
 
     /// Decides what an opened plugin offers, where it runs, and what confines it.
     fn admit(&mut self, opened: Opened, kernel: &Enforcement, taken: &mut Taken) {
-        let Opened { path, abi_version, manifest, library, origin, init, file, signed_by } = opened;
+        let Opened { path, abi_version, manifest, library, origin, init, file, signed_by, verified } = opened;
+        let declared =
+            |schemas| (Declared { abi_version: &abi_version, manifest: &manifest, schemas }, verified.clone());
         let name = manifest.name.clone();
         if let Some(first) = taken.names.get(&name) {
             let reason = format!(
                 "plugin {name:?} is already loaded from {}; the first in directory order wins",
                 first.display()
             );
-            self.remember(&path, origin, &abi_version, &manifest, false);
+            self.remember(&path, origin, declared(false));
             self.skipped.push(Skipped { path, reason, detail: None });
             return;
         }
-        let schemas = match self.schemas(&path, origin, &abi_version, &manifest) {
+        let schemas = match self.schemas(&path, origin, declared(true)) {
             Ok(schemas) => schemas,
             Err(e) => {
                 self.skipped.push(skip(path, &e));
@@ -568,27 +587,26 @@ impl Discovery {
         &self,
         path: &Path,
         origin: Origin,
-        abi_version: &str,
-        manifest: &Manifest,
+        declared: (Declared<'_>, Option<Verified>),
     ) -> Result<Vec<ToolSchemas>, LoadError> {
         if let Origin::Cached { schemas_checked: true, .. } = origin {
-            return Ok(crate::library::deferred_schemas(manifest));
+            return Ok(crate::library::deferred_schemas(declared.0.manifest));
         }
-        let schemas = crate::library::compile_schemas(manifest)?;
-        self.remember(path, origin, abi_version, manifest, true);
+        let schemas = crate::library::compile_schemas(declared.0.manifest)?;
+        self.remember(path, origin, declared);
         Ok(schemas)
     }
 
     /// Writes what a plugin host (or, for the schemas, this process) found out about a file to
     /// the plugin cache, when there is one and it does not know it already.
-    fn remember(&self, path: &Path, origin: Origin, abi_version: &str, manifest: &Manifest, schemas: bool) {
+    fn remember(&self, path: &Path, origin: Origin, (declared, verified): (Declared<'_>, Option<Verified>)) {
         let identity = match origin {
             Origin::Probed(Some(identity)) => identity,
-            Origin::Cached { identity, schemas_checked: false } if schemas => identity,
+            Origin::Cached { identity, schemas_checked: false } if declared.schemas => identity,
             _ => return,
         };
         if let Some(cache) = &self.cache {
-            cache.put(path, identity, abi_version, manifest, schemas);
+            cache.put(path, identity, declared, verified);
         }
     }
 

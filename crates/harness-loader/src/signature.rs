@@ -12,6 +12,7 @@
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
+use crate::cache::Verified;
 use crate::library_file::LibraryFile;
 
 /// The largest signature file read: a minisign signature is about 300 bytes.
@@ -22,30 +23,48 @@ const MAX_SIGNATURE_BYTES: u64 = 64 * 1024;
 pub struct Publisher {
     name: String,
     key: minisign_verify::PublicKey,
+    /// The key's base64 line, as the plugin cache records the key that verified a file.
+    line: String,
 }
 
 impl Publisher {
     /// A publisher named `name` with the minisign public key `key`: the base64 line of a
     /// `.pub` file (`RWQ...`), or the whole file with its comment line. `Err` says what is wrong.
     pub fn new(name: &str, key: &str) -> Result<Self, String> {
-        let key = key.trim();
-        let parsed = if key.starts_with("untrusted comment:") {
-            minisign_verify::PublicKey::decode(key)
+        let trimmed = key.trim();
+        let parsed = if trimmed.starts_with("untrusted comment:") {
+            minisign_verify::PublicKey::decode(trimmed)
         } else {
-            minisign_verify::PublicKey::from_base64(key)
+            minisign_verify::PublicKey::from_base64(trimmed)
         };
         let key = parsed.map_err(|e| {
             format!(
                 "publisher {name:?}: its key is not a minisign public key ({e}); give the RW... line of its .pub file"
             )
         })?;
-        Ok(Self { name: name.to_owned(), key })
+        let line = key_line(trimmed);
+        Ok(Self { name: name.to_owned(), key, line })
     }
 
     /// The publisher's name, as the operator gave it.
     pub fn name(&self) -> &str {
         &self.name
     }
+}
+
+/// The base64 line of a key given as the line alone or as a whole `.pub` file.
+fn key_line(key: &str) -> String {
+    key.lines().map(str::trim).rfind(|l| !l.is_empty()).unwrap_or("").to_owned()
+}
+
+/// A signature checked: who signed it, and, when the library's bytes were read to verify it
+/// (not vouched for by the plugin cache), what the cache may record of it.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Checked {
+    /// The trusted publisher that signed it; `None`: unsigned.
+    pub(crate) signed_by: Option<String>,
+    /// The verdict to record, when it was verified now.
+    pub(crate) verified: Option<Verified>,
 }
 
 /// What the operator trusts and requires of plugin signatures.
@@ -73,21 +92,24 @@ pub fn check_signature(
     policy: &SignaturePolicy,
 ) -> Result<Option<String>, String> {
     let file = LibraryFile::open(library)?;
-    check_with(&file, signature, policy)
+    check_with(&file, signature, policy, None).map(|c| c.signed_by)
 }
 
-/// Checks the open library `file` against the signature beside it (see [`check_signature`]).
-pub(crate) fn check(file: &LibraryFile, policy: &SignaturePolicy) -> Result<Option<String>, String> {
+/// Checks the open library `file` against the signature beside it (see [`check_signature`]);
+/// `known` is what the plugin cache recorded for the file as it is now: when the signature
+/// file is the one recorded and its key is still trusted, the library is not read again.
+pub(crate) fn check(file: &LibraryFile, policy: &SignaturePolicy, known: Option<&Verified>) -> Result<Checked, String> {
     let path = signature_path(file.path());
     let text = read_signature(&path)?;
-    check_with(file, (&path, text.as_deref()), policy)
+    check_with(file, (&path, text.as_deref()), policy, known)
 }
 
 fn check_with(
     file: &LibraryFile,
     (signature, text): (&Path, Option<&str>),
     policy: &SignaturePolicy,
-) -> Result<Option<String>, String> {
+    known: Option<&Verified>,
+) -> Result<Checked, String> {
     let Some(text) = text else {
         return if policy.require_signed {
             Err(format!(
@@ -95,9 +117,15 @@ fn check_with(
                 file.path().display()
             ))
         } else {
-            Ok(None)
+            Ok(Checked::default())
         };
     };
+    let digest = sha256_hex(text.as_bytes());
+    if let Some(known) = known.filter(|k| k.signature == digest)
+        && let Some(publisher) = policy.publishers.iter().find(|p| p.line == known.key)
+    {
+        return Ok(Checked { signed_by: Some(publisher.name.clone()), verified: None });
+    }
     let shown = signature.display();
     let sig = minisign_verify::Signature::decode(text).map_err(|e| {
         format!("its signature {shown} is not a minisign signature ({e}); sign it again with `harness plugins sign`, or remove {shown} to load it unsigned")
@@ -115,7 +143,10 @@ fn check_with(
         file.for_each_chunk(|chunk| verifier.update(chunk))
             .map_err(|e| format!("cannot be read to check its signature: {e}"))?;
         return match verifier.finalize() {
-            Ok(()) => Ok(Some(publisher.name.clone())),
+            Ok(()) => Ok(Checked {
+                signed_by: Some(publisher.name.clone()),
+                verified: Some(Verified { signature: digest, key: publisher.line.clone() }),
+            }),
             Err(_) => Err(format!(
                 "its signature {shown} does not match the file (it changed after it was signed by publisher {:?}, or the signature is for another file); get the file again from its publisher, or sign it again",
                 publisher.name
@@ -125,6 +156,11 @@ fn check_with(
     Err(format!(
         "it is signed ({shown}) by a key that no trusted publisher holds; add the publisher's public key to [[trust.publishers]] (docs/operators.md), or remove {shown} to load it unsigned"
     ))
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The signature file's text, `None` when there is none; never read through a link.
@@ -192,9 +228,9 @@ mod tests {
         let path = dir.path().join("liba.so");
         std::fs::write(&path, b"hello\n").unwrap();
         let file = LibraryFile::open(&path).unwrap();
-        assert_eq!(check(&file, &SignaturePolicy::default()), Ok(None));
+        assert_eq!(check(&file, &SignaturePolicy::default(), None), Ok(Checked::default()));
         let required = SignaturePolicy { require_signed: true, ..Default::default() };
-        let e = check(&file, &required).unwrap_err();
+        let e = check(&file, &required, None).unwrap_err();
         assert!(e.contains("not signed") && e.contains("harness plugins sign"), "{e}");
     }
 
@@ -205,7 +241,7 @@ mod tests {
         std::fs::write(&path, b"hello\n").unwrap();
         std::fs::write(signature_path(&path), "garbage").unwrap();
         let file = LibraryFile::open(&path).unwrap();
-        let e = check(&file, &SignaturePolicy::default()).unwrap_err();
+        let e = check(&file, &SignaturePolicy::default(), None).unwrap_err();
         assert!(e.contains("liba.so.minisig") && e.contains("not a minisign signature"), "{e}");
     }
 
@@ -218,7 +254,57 @@ mod tests {
         std::fs::write(dir.path().join("elsewhere"), "x").unwrap();
         std::os::unix::fs::symlink(dir.path().join("elsewhere"), signature_path(&path)).unwrap();
         let file = LibraryFile::open(&path).unwrap();
-        let e = check(&file, &SignaturePolicy::default()).unwrap_err();
+        let e = check(&file, &SignaturePolicy::default(), None).unwrap_err();
         assert!(e.contains("symbolic link"), "{e}");
+    }
+
+    /// A key pair and the signature of `bytes`, made by the minisign crate as `plugins sign` makes them.
+    fn signed(bytes: &[u8]) -> (String, String) {
+        let pair = minisign::KeyPair::generate_unencrypted_keypair().unwrap();
+        let signature = minisign::sign(None, &pair.sk, bytes, None, None).unwrap();
+        (pair.pk.to_base64(), signature.to_string())
+    }
+
+    #[test]
+    fn a_good_signature_names_its_publisher_and_a_changed_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("liba.so");
+        std::fs::write(&path, b"hello\n").unwrap();
+        let (key, signature) = signed(b"hello\n");
+        std::fs::write(signature_path(&path), &signature).unwrap();
+        let policy = SignaturePolicy { publishers: vec![Publisher::new("team", &key).unwrap()], require_signed: true };
+        let checked = check(&LibraryFile::open(&path).unwrap(), &policy, None).unwrap();
+        assert_eq!(checked.signed_by.as_deref(), Some("team"));
+        let verified = checked.verified.expect("verified now, so recorded");
+        assert_eq!(verified.key, key);
+        std::fs::write(&path, b"hellO\n").unwrap();
+        let e = check(&LibraryFile::open(&path).unwrap(), &policy, None).unwrap_err();
+        assert!(e.contains("does not match the file"), "{e}");
+    }
+
+    /// The plugin cache's verdict stands in for reading the file only for the same signature
+    /// file and a key still trusted (the cache answers only for the file's same state).
+    #[test]
+    fn a_recorded_verdict_serves_only_the_same_signature_and_a_key_still_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("liba.so");
+        std::fs::write(&path, b"hello\n").unwrap();
+        let (key, signature) = signed(b"hello\n");
+        std::fs::write(signature_path(&path), &signature).unwrap();
+        let policy = SignaturePolicy { publishers: vec![Publisher::new("team", &key).unwrap()], require_signed: false };
+        let verified = check(&LibraryFile::open(&path).unwrap(), &policy, None).unwrap().verified.unwrap();
+        // Bytes changed behind the verdict's back: served from it (the library is not read).
+        std::fs::write(&path, b"other\n").unwrap();
+        let file = LibraryFile::open(&path).unwrap();
+        let served = check(&file, &policy, Some(&verified)).unwrap();
+        assert_eq!((served.signed_by.as_deref(), served.verified), (Some("team"), None));
+        // Another signature file, or the key no longer trusted: read and checked again.
+        let stale = Verified { signature: "0".repeat(64), ..verified.clone() };
+        assert!(check(&file, &policy, Some(&stale)).is_err());
+        let (other, _) = signed(b"x");
+        let untrusted =
+            SignaturePolicy { publishers: vec![Publisher::new("other", &other).unwrap()], require_signed: false };
+        let e = check(&file, &untrusted, Some(&verified)).unwrap_err();
+        assert!(e.contains("no trusted publisher holds"), "{e}");
     }
 }
