@@ -237,3 +237,32 @@ fn the_plugin_cache_never_stands_in_for_a_changed_signature_or_a_key_no_longer_t
     let reason = skipped(&s, &library.canonicalize().unwrap());
     assert!(reason.contains("by a key that no trusted publisher holds"), "{reason}");
 }
+
+/// A project file that trusts a publisher, or turns the requirement off, says so when trusted:
+/// both widen what loads.
+#[test]
+fn config_trust_lists_the_publishers_a_project_file_trusts() {
+    let s = Scratch::new();
+    let (_, key) = keygen(&s, "k");
+    s.write(
+        "harness.toml",
+        &format!("[trust]\nrequire_signed = false\n\n[[trust.publishers]]\nname = \"chem team\"\nkey = \"{key}\"\n"),
+    );
+    let r = ran(s.harness().args(["config", "trust", "harness.toml"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains(&format!("trusts plugins signed by publisher \"chem team\" (key {key})")),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("loads unsigned plugins ([trust] require_signed = false)"), "{}", r.stdout);
+    // A key that is not minisign's is an error naming the file and the publisher.
+    s.write("bad.toml", "[[trust.publishers]]\nname = \"x\"\nkey = \"nope\"\n");
+    let r = ran(s.harness().args(["plugins", "list", "--config", "bad.toml", "--no-default-plugins"]));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("bad.toml: [[trust.publishers]] publisher \"x\": its key is not a minisign public key"),
+        "{}",
+        r.stderr
+    );
+}
