@@ -95,8 +95,10 @@ pub(crate) enum PluginsCommand {
         /// The installed plugin's name; every installed plugin when left out.
         name: Option<String>,
     },
-    /// Make a minisign key pair for signing plugins: FILE (the secret key, 0600, no password)
-    /// and FILE.pub (the public key operators trust in [[trust.publishers]]).
+    /// Make a minisign key pair for signing plugins: FILE (secret, 0600) and FILE.pub.
+    ///
+    /// The secret key has no password, so that signing never waits for a prompt; FILE.pub's
+    /// RW... line is what operators put in [[trust.publishers]] key = "...".
     Keygen {
         /// The secret key file to write; the public key goes to FILE.pub.
         #[arg(long, value_name = "FILE")]
@@ -105,7 +107,7 @@ pub(crate) enum PluginsCommand {
         #[arg(long)]
         force: bool,
     },
-    /// Sign a plugin library: writes LIBRARY.minisig beside it (minisign's format; `minisign -V` checks it).
+    /// Sign a plugin library: writes LIBRARY.minisig beside it, in minisign's format.
     Sign {
         /// The plugin library file.
         library: PathBuf,

@@ -266,3 +266,27 @@ fn config_trust_lists_the_publishers_a_project_file_trusts() {
         r.stderr
     );
 }
+
+/// A secret key protected by a password is refused with the fix: signing never waits for a
+/// prompt (minisign's prompt reads the terminal, not stdin, so it would hang a CI job).
+#[test]
+fn sign_refuses_a_password_protected_key_without_prompting() {
+    use base64::Engine as _;
+    let s = Scratch::new();
+    let (secret, _) = keygen(&s, "k");
+    let text = std::fs::read_to_string(&secret).unwrap();
+    let engine = base64::engine::general_purpose::STANDARD;
+    let mut bytes = engine.decode(text.lines().nth(1).unwrap()).unwrap();
+    // The key's KDF algorithm: "Sc" (scrypt) is a password-protected key, as minisign -G writes.
+    bytes[2..4].copy_from_slice(b"Sc");
+    let locked = s.write("locked.key", &format!("untrusted comment: locked\n{}\n", engine.encode(bytes)));
+    let library = calc_in(&s, "plugins");
+    let r = ran(s.harness().args(["plugins", "sign"]).arg(&library).arg("--key").arg(&locked));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("is protected by a password") && r.stderr.contains("harness plugins keygen"),
+        "{}",
+        r.stderr
+    );
+    assert!(!s.path("plugins/libcalc.so.minisig").exists());
+}
