@@ -309,8 +309,9 @@ fn read_through_hosts(
 /// The file as the plugin cache knows it; else the file and its identity, under which what a
 /// plugin host reads is cached.
 ///
-/// The signature was checked already when the file was listed: a cache entry never stands in
-/// for it.
+/// Its signature was checked when the file was listed (the entry's verdict serves there only
+/// for the same signature file and a key still trusted); a verdict reached by reading the
+/// file is recorded here, so that the next start-up need not read it.
 fn cached(cache: Option<&Cache>, mut listed: Listed) -> Result<Opened, Box<Listed>> {
     let (Some(cache), Some(identity), Some(hit)) = (cache, listed.identity, listed.hit.take()) else {
         return Err(Box::new(listed));
