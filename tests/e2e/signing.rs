@@ -290,3 +290,33 @@ fn sign_refuses_a_password_protected_key_without_prompting() {
     );
     assert!(!s.path("plugins/libcalc.so.minisig").exists());
 }
+
+/// A plugin the configuration runs in-process, pinned by `harness.lock` to an earlier file:
+/// unsigned, the new file falls back to a child; signed by a trusted publisher, it runs
+/// in-process without a new lock.
+#[test]
+fn a_signed_upgrade_runs_in_process_without_a_new_lock() {
+    let s = Scratch::new();
+    let (secret, key) = keygen(&s, "k");
+    let library = calc_in(&s, "plugins");
+    s.write(
+        "h.toml",
+        &format!(
+            "[plugins.calc]\nisolation = \"in-process\"\n\n[[trust.publishers]]\nname = \"team\"\nkey = \"{key}\"\n"
+        ),
+    );
+    let lock = json!({"tools": {"calculate": {"source": "plugin calc 0.1.0",
+        "library_sha256": "0".repeat(64), "definition_sha256": "x"}}});
+    s.write("harness.lock", &lock.to_string());
+    let placed = |s: &Scratch| {
+        let listing = list(s, &["--json", "--config", "h.toml"]).json();
+        let calc = listing["plugins"][0].clone();
+        (calc["isolation"].as_str().unwrap().to_owned(), calc["placement"].clone())
+    };
+    let (isolation, placement) = placed(&s);
+    assert_eq!((isolation.as_str(), &placement["kind"]), ("process", &json!("pin_mismatch")), "{placement}");
+    sign(&s, &library, &secret);
+    let (isolation, placement) = placed(&s);
+    assert_eq!((isolation.as_str(), &placement["kind"]), ("in-process", &json!("signed_in_process")), "{placement}");
+    assert!(placement["reason"].as_str().unwrap().contains("signed by trusted publisher \"team\""), "{placement}");
+}

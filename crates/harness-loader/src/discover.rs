@@ -462,7 +462,7 @@ impl Discovery {
             (None, Some(file)) => file.sha256().ok(),
             (None, None) => None,
         };
-        let placement = self.options.placement_of(&name, &path, effects, sha256);
+        let placement = self.options.placement_of_signed(&name, &path, effects, signed_by.as_deref(), sha256);
         let isolation = placement.isolation();
         let config = self.options.configs.get(&name).cloned().unwrap_or_else(|| Value::Object(Default::default()));
         let known = init.filter(|o| o.config == config_digest(&config));
