@@ -74,6 +74,30 @@ pub(crate) struct Config {
     /// `[policy]`: which calls run, which are asked about, which are denied.
     #[serde(default)]
     pub(crate) policy: PolicyConfig,
+    /// `[trust]`: whose plugin signatures are trusted, and whether a signature is required.
+    #[serde(default)]
+    pub(crate) trust: TrustConfig,
+}
+
+/// The `[trust]` table: signed plugins (docs/operators.md, "Signed plugins").
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TrustConfig {
+    /// `[[trust.publishers]]`: a name and a minisign public key each.
+    #[serde(default)]
+    pub(crate) publishers: Vec<PublisherConfig>,
+    /// Refuse every plugin that no trusted publisher signed.
+    pub(crate) require_signed: Option<bool>,
+}
+
+/// One `[[trust.publishers]]` entry.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PublisherConfig {
+    /// The name shown as a plugin's signer.
+    pub(crate) name: String,
+    /// The minisign public key (the `RW...` line of its `.pub` file).
+    pub(crate) key: String,
 }
 
 /// The `[mcp]` table.

@@ -156,6 +156,10 @@ struct Staged {
     version: String,
     abi_version: String,
     sha256: String,
+    /// The source's signature file's text, copied beside the installed library.
+    signature: Option<String>,
+    /// The trusted publisher that signed it.
+    signed_by: Option<String>,
 }
 
 /// What one install takes: the library file, the docs that go with it, where they came from.
@@ -182,10 +186,11 @@ pub(crate) fn install(source: Option<&Path>, crate_dir: Option<&Path>, force: bo
         None => {}
     }
     let old = record.plugins.get(&staged.name).map(|i| i.version.clone());
+    let signed = staged.signed_by.as_ref().map(|p| format!(", signed by {p},")).unwrap_or_default();
     let installed = place(&dir, &mut record, staged, &plan)?;
     let replaced = old.map(|v| format!(" (replacing {v})")).unwrap_or_default();
     crate::plugins::emit(&format!(
-        "installed {} {}{replaced} from {} as {}\n",
+        "installed {} {}{replaced}{signed} from {} as {}\n",
         installed.name,
         installed.version,
         installed.source.describe(),
@@ -204,6 +209,7 @@ pub(crate) fn remove(name: &str) -> Result<u8> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(CliError::Failure(format!("cannot remove {}: {e}", library.display()))),
     }
+    place_signature(&dir, &library, None)?;
     remove_docs(&dir, name)?;
     record.plugins.remove(name);
     record.save(&dir)?;
@@ -438,11 +444,25 @@ fn stage(dir: &Path, library: &Path) -> Result<Staged> {
         let why = why.replace(&canonical.display().to_string(), &shown);
         CliError::Usage(format!("{shown} is refused: {why}; nothing was installed"))
     };
+    // Checked before any of its code runs, over the copy that is installed.
+    let signature_file = harness_loader::signature_path(library);
+    let signature = harness_loader::read_signature(&signature_file).map_err(refused)?;
+    let policy = crate::setup::signature_policy(&LoadedConfig::load(None)?)?;
+    let signed_by = harness_loader::check_signature(&canonical, (&signature_file, signature.as_deref()), &policy)
+        .map_err(refused)?;
     let read =
         harness_loader::isolation::read_manifest(&crate::plugins::host_command()?, &canonical).map_err(refused)?;
     harness_loader::check_abi(&read.abi_version).map_err(|e| refused(e.to_string()))?;
     let manifest = harness_loader::parse_manifest(&read.manifest_json).map_err(|e| refused(e.to_string()))?;
-    Ok(Staged { temp, name: manifest.name, version: manifest.version, abi_version: read.abi_version, sha256 })
+    Ok(Staged {
+        temp,
+        name: manifest.name,
+        version: manifest.version,
+        abi_version: read.abi_version,
+        sha256,
+        signature,
+        signed_by,
+    })
 }
 
 /// Copies `from` into `to`, synced, mode 0755 (not writable by group or others, as discovery
@@ -518,6 +538,7 @@ pub(crate) fn library_file(name: &str) -> String {
 fn place(dir: &Path, record: &mut Record, staged: Staged, plan: &Plan) -> Result<Installed> {
     let file = library_file(&staged.name);
     let target = dir.join(&file);
+    place_signature(dir, &target, staged.signature.as_deref())?;
     staged
         .temp
         .persist(&target)
@@ -536,6 +557,26 @@ fn place(dir: &Path, record: &mut Record, staged: Staged, plan: &Plan) -> Result
     record.plugins.insert(installed.name.clone(), installed.clone());
     record.save(dir)?;
     Ok(installed)
+}
+
+/// Writes the signature beside where the library goes (aside, then renamed), or removes an
+/// old one there: an earlier version's signature would refuse an unsigned new one.
+fn place_signature(dir: &Path, library: &Path, signature: Option<&str>) -> Result<()> {
+    let target = harness_loader::signature_path(library);
+    let fail = |e: std::io::Error| CliError::Failure(format!("cannot write {}: {e}", target.display()));
+    match signature {
+        Some(text) => {
+            let mut temp =
+                tempfile::Builder::new().prefix(".install-").suffix(".tmp").tempfile_in(dir).map_err(fail)?;
+            temp.write_all(text.as_bytes()).and_then(|()| temp.as_file().sync_all()).map_err(fail)?;
+            temp.persist(&target).map_err(|e| fail(e.error))?;
+            Ok(())
+        }
+        None => match std::fs::remove_file(&target) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(fail(e)),
+            _ => Ok(()),
+        },
+    }
 }
 
 /// Copies the README and licence files into `<dir>/<name>/`, replacing what was there.

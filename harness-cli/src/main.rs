@@ -22,6 +22,7 @@ mod reply;
 mod run;
 mod settings;
 mod setup;
+mod signing;
 mod tools;
 mod tools_cmd;
 mod trace_cmd;

@@ -95,6 +95,26 @@ pub(crate) enum PluginsCommand {
         /// The installed plugin's name; every installed plugin when left out.
         name: Option<String>,
     },
+    /// Make a minisign key pair for signing plugins: FILE (secret, 0600) and FILE.pub.
+    ///
+    /// The secret key has no password, so that signing never waits for a prompt; FILE.pub's
+    /// RW... line is what operators put in [[trust.publishers]] key = "...".
+    Keygen {
+        /// The secret key file to write; the public key goes to FILE.pub.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        /// Replace a key pair there.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Sign a plugin library: writes LIBRARY.minisig beside it, in minisign's format.
+    Sign {
+        /// The plugin library file.
+        library: PathBuf,
+        /// The secret key file (from `harness plugins keygen`, or a password-less minisign key).
+        #[arg(long, value_name = "FILE")]
+        key: PathBuf,
+    },
 }
 
 /// `harness plugins check FILE ...`
@@ -179,7 +199,7 @@ fn plugin_json(p: &LoadedPlugin, full: bool) -> Value {
         .collect();
     json!({
         "name": m.name, "version": m.version, "description": m.description, "abi_version": p.abi_version,
-        "path": p.path, "test_only": m.test_only, "initialised": p.initialised, "from_cache": p.from_cache, "tools": tools,
+        "path": p.path, "signed_by": p.signed_by, "test_only": m.test_only, "initialised": p.initialised, "from_cache": p.from_cache, "tools": tools,
         "isolation": p.isolation.as_str(), "enforcement": enforcement_json(p),
         "placement": { "kind": p.placement.kind(), "reason": p.placement.reason(&m.name) },
     })
@@ -311,6 +331,9 @@ fn list(out: &mut String, found: &Discovery, as_json: bool) {
         if let Some(i) = installed_as(p, record.as_ref()) {
             say!(out, "    installed: {} from {}, {}", i.version, i.source.describe(), i.installed_at);
         }
+        if let Some(publisher) = &p.signed_by {
+            say!(out, "    signed by: {publisher}");
+        }
         say!(out, "    isolation: {}, {}", placement_text(p), enforcement_text(p));
         say!(out, "    {}", env_text(p, found));
         gap_lines(out, p, "    ");
@@ -398,6 +421,8 @@ pub(crate) fn plugins(command: PluginsCommand) -> Result<u8> {
         }
         PluginsCommand::Remove { name } => crate::install::remove(&name),
         PluginsCommand::Upgrade { name } => crate::install::upgrade(name.as_deref()),
+        PluginsCommand::Keygen { out, force } => crate::signing::keygen(&out, force),
+        PluginsCommand::Sign { library, key } => crate::signing::sign(&library, &key),
     }
 }
 

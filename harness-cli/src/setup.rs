@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use harness_loader::guarded::Guarded;
 use harness_loader::isolation::{HostCommand, Isolation};
-use harness_loader::{Discovery, DiscoveryOptions, PluginSettings, discover};
+use harness_loader::{Discovery, DiscoveryOptions, PluginSettings, Publisher, SignaturePolicy, discover};
 
 use crate::Result;
 use crate::config::LoadedConfig;
@@ -187,7 +187,23 @@ pub(crate) fn discovery_options(args: &PluginArgs, config: &LoadedConfig) -> Res
         open_lazily: false,
         require_full_enforcement,
         guarded,
+        signatures: signature_policy(config)?,
     })
+}
+
+/// The `[trust]` table as the loader's signature policy; a key that is not a minisign public
+/// key is an error naming the file and the publisher.
+pub(crate) fn signature_policy(config: &LoadedConfig) -> Result<SignaturePolicy> {
+    let trust = &config.config.trust;
+    let at = config.path.as_ref().map_or_else(|| "config".to_owned(), |p| p.display().to_string());
+    let publishers = trust
+        .publishers
+        .iter()
+        .map(|p| {
+            Publisher::new(&p.name, &p.key).map_err(|e| CliError::Usage(format!("{at}: [[trust.publishers]] {e}")))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(SignaturePolicy { publishers, require_signed: trust.require_signed.unwrap_or(false) })
 }
 
 /// The harness's own files, which no child may write: what decides what the next run trusts

@@ -34,6 +34,7 @@ mod replay;
 mod reply;
 mod run;
 mod settings;
+mod signing;
 mod slurm;
 mod support;
 mod terminal;

@@ -141,6 +141,21 @@ struct Entry {
     /// plugin only at its first call offers without starting it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     init: Option<InitOutcome>,
+    /// Its signature, found good when it had this identity: a start-up that finds the same
+    /// signature file and still trusts the same key does not read the library to verify it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    signature: Option<Verified>,
+}
+
+/// A signature found good over a file: which signature file, by which key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Verified {
+    /// The SHA-256 of the signature file's text: another signature file is checked again.
+    pub(crate) signature: String,
+    /// The publisher's key that verified it (its base64 line): a key no longer trusted
+    /// does not vouch for it.
+    pub(crate) key: String,
 }
 
 /// How a plugin's `init` went with one configuration section.
@@ -161,6 +176,17 @@ pub(crate) fn config_digest(config: &serde_json::Value) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// What a file declared, as [`Cache::put`] records it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Declared<'a> {
+    /// The ABI version it was built against.
+    pub(crate) abi_version: &'a str,
+    /// Its manifest, checked.
+    pub(crate) manifest: &'a Manifest,
+    /// Whether every schema compiled.
+    pub(crate) schemas: bool,
+}
+
 /// A file's cached declaration.
 #[derive(Debug)]
 pub(crate) struct Cached {
@@ -172,6 +198,8 @@ pub(crate) struct Cached {
     pub(crate) schemas_checked: bool,
     /// How its `init` last went, when known.
     pub(crate) init: Option<InitOutcome>,
+    /// Its signature as last found good, when it was.
+    pub(crate) signature: Option<Verified>,
 }
 
 /// The cache directory, checked and ready.
@@ -244,12 +272,32 @@ impl Cache {
             manifest: entry.manifest,
             schemas_checked: entry.schemas_checked,
             init: entry.init,
+            signature: entry.signature,
         })
     }
 
     /// Records how `init` went for the file at `path` as it is now, when it has an entry
     /// (written when its manifest was read); a file changed since is left to be read again.
     pub(crate) fn put_init(&self, path: &Path, outcome: InitOutcome) {
+        self.update(path, |entry| {
+            let changed = entry.init.as_ref() != Some(&outcome);
+            entry.init = Some(outcome);
+            changed
+        });
+    }
+
+    /// Records that the signature of `path` as it is now was found good, when it has an entry.
+    pub(crate) fn put_signature(&self, path: &Path, verified: Verified) {
+        self.update(path, |entry| {
+            let changed = entry.signature.as_ref() != Some(&verified);
+            entry.signature = Some(verified);
+            changed
+        });
+    }
+
+    /// Rewrites the entry of `path` as `change` leaves it, when the entry is for the file as
+    /// it is now and `change` says it changed it.
+    fn update(&self, path: &Path, change: impl FnOnce(&mut Entry) -> bool) {
         let target = self.entry_path(path);
         let Ok(text) = std::fs::read_to_string(&target) else { return };
         let Ok(mut entry) = serde_json::from_str::<Entry>(&text) else { return };
@@ -261,16 +309,16 @@ impl Cache {
         {
             return;
         }
-        if entry.init.as_ref() == Some(&outcome) {
-            return;
+        if change(&mut entry) {
+            self.write(&target, &entry);
         }
-        entry.init = Some(outcome);
-        self.write(&target, &entry);
     }
 
-    /// Records what `path` declared when it had `identity`, unless it has changed since
-    /// (then the next start-up reads it again). A failure to write only costs that.
-    pub(crate) fn put(&self, path: &Path, identity: Identity, abi_version: &str, manifest: &Manifest, schemas: bool) {
+    /// Records what `path` declared when it had `identity` (and its signature found good),
+    /// unless it has changed since (then the next start-up reads it again). A failure to
+    /// write only costs that.
+    pub(crate) fn put(&self, path: &Path, identity: Identity, declared: Declared<'_>, signature: Option<Verified>) {
+        let Declared { abi_version, manifest, schemas } = declared;
         if Identity::of(path) != Some(identity) {
             return;
         }
@@ -284,6 +332,7 @@ impl Cache {
             manifest,
             schemas_checked: schemas,
             init: None,
+            signature,
         };
         self.write(&self.entry_path(path), &entry);
     }
@@ -323,6 +372,10 @@ mod tests {
         .expect("a valid manifest")
     }
 
+    fn declared(m: &Manifest) -> Declared<'_> {
+        Declared { abi_version: harness_abi::ABI_VERSION, manifest: m, schemas: true }
+    }
+
     #[test]
     fn an_entry_serves_only_the_state_of_the_file_it_was_written_for() {
         let home = tempfile::tempdir().unwrap();
@@ -332,7 +385,7 @@ mod tests {
         let file = file.canonicalize().unwrap();
         let identity = Identity::of(&file).unwrap();
         assert!(cache.get(&file, identity).is_none());
-        cache.put(&file, identity, harness_abi::ABI_VERSION, &manifest(), true);
+        cache.put(&file, identity, declared(&manifest()), None);
         let hit = cache.get(&file, identity).unwrap();
         assert_eq!((hit.manifest, hit.schemas_checked), (manifest(), true));
         // Rewritten in place (same inode): its size and times change.
@@ -340,7 +393,7 @@ mod tests {
         assert!(cache.get(&file, Identity::of(&file).unwrap()).is_none());
         // An entry edited by hand into a manifest that breaks the rules is not used.
         let identity = Identity::of(&file).unwrap();
-        cache.put(&file, identity, harness_abi::ABI_VERSION, &manifest(), true);
+        cache.put(&file, identity, declared(&manifest()), None);
         let entry = cache.entry_path(&file);
         let text = std::fs::read_to_string(&entry).unwrap().replace(r#""name":"t""#, r#""name":"finish""#);
         std::fs::write(&entry, text).unwrap();

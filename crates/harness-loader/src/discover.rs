@@ -8,7 +8,7 @@ use harness_abi::manifest::{Effects, InitDeclined, Manifest, ToolManifest};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::cache::{Cache, Identity, InitOutcome, config_digest};
+use crate::cache::{Cache, Cached, Declared, Identity, InitOutcome, Verified, config_digest};
 use crate::isolation::Isolation;
 use crate::isolation::confine::{Confinement, EffectSet, Enforcement};
 use crate::late::LateLibrary;
@@ -66,6 +66,8 @@ pub struct LoadedPlugin {
     /// The plugin cache knows how its `init` goes with its configuration as it is now, so its
     /// start may wait for its first call: what it offers is known without starting it.
     pub init_known: bool,
+    /// The trusted publisher whose signature it carries (`None`: unsigned).
+    pub signed_by: Option<String>,
 }
 
 impl LoadedPlugin {
@@ -88,6 +90,23 @@ struct Opened {
     origin: Origin,
     /// How its `init` last went, as the plugin cache remembers it.
     init: Option<InitOutcome>,
+    /// The one open of the file, made when it was listed (`None` once a library holds it).
+    file: Option<LibraryFile>,
+    /// The trusted publisher that signed it.
+    signed_by: Option<String>,
+    /// Its signature as verified at this start-up, for the plugin cache to record.
+    verified: Option<Verified>,
+}
+
+/// A library file listed, opened once and its signature checked.
+struct Listed {
+    path: PathBuf,
+    identity: Option<Identity>,
+    file: LibraryFile,
+    /// What the plugin cache holds for the file as it is now.
+    hit: Option<Cached>,
+    signed_by: Option<String>,
+    verified: Option<Verified>,
 }
 
 /// Where an opened file's manifest was read.
@@ -151,9 +170,10 @@ fn resolve(file: &Path, is_link: bool, canonical_dir: Option<&Path>) -> std::io:
     }
 }
 
-/// The library files of every directory, in order, each with its identity: each file once
-/// (one file reached by two paths loads once), insecure ones skipped.
-fn files(options: &DiscoveryOptions, found: &mut Discovery) -> Vec<(PathBuf, Option<Identity>)> {
+/// The library files of every directory, in order, each with its identity and opened once:
+/// each file once (one file reached by two paths loads once), insecure ones and those whose
+/// signature the policy refuses skipped.
+fn files(options: &DiscoveryOptions, found: &mut Discovery) -> Vec<Listed> {
     let mut seen_files: HashSet<(u64, u64)> = HashSet::new();
     let mut seen_paths: HashSet<PathBuf> = HashSet::new();
     let mut safe_dirs: HashSet<PathBuf> = HashSet::new();
@@ -195,27 +215,56 @@ fn files(options: &DiscoveryOptions, found: &mut Discovery) -> Vec<(PathBuf, Opt
                 }
                 found.warnings.push(format!("loading {} although it is insecure: {why}", path.display()));
             }
-            out.push((path, identity));
+            let hit = found.cache.as_ref().zip(identity).and_then(|(cache, id)| cache.get(&path, id));
+            let known = hit.as_ref().and_then(|h| h.signature.as_ref());
+            match open_signed(&path, identity, &options.signatures, known) {
+                Ok((file, checked)) => {
+                    let crate::signature::Checked { signed_by, verified } = checked;
+                    out.push(Listed { path, identity, file, hit, signed_by, verified });
+                }
+                Err(reason) => found.skipped.push(Skipped { path, reason, detail: None }),
+            }
         }
     }
     out
 }
+
+/// Opens a listed file, the one open through which it is checked, hashed and loaded, and
+/// checks its signature over that open's bytes, before any plugin code of it runs anywhere
+/// (unless the plugin cache vouches for this signature over this very state of the file).
+fn open_signed(
+    path: &Path,
+    listed: Option<Identity>,
+    policy: &crate::signature::SignaturePolicy,
+    known: Option<&Verified>,
+) -> Result<(LibraryFile, crate::signature::Checked), String> {
+    let file = LibraryFile::open(path)?;
+    if listed.is_some() && file.identity() != listed {
+        return Err(CHANGED.to_owned());
+    }
+    let checked = crate::signature::check(&file, policy, known)?;
+    Ok((file, checked))
+}
+
+/// Why a file is refused that is no longer the file listed.
+const CHANGED: &str =
+    "the file changed during start-up (it is not the file that was listed and read); restart the harness";
 
 /// Opens each file: in a child of its own when a plugin host can be started (all at once, for
 /// the files the plugin cache does not answer for), so that no plugin code runs in the
 /// harness before its isolation is decided; here otherwise.
 fn open_all(
     options: &DiscoveryOptions,
-    paths: Vec<(PathBuf, Option<Identity>)>,
+    listed: Vec<Listed>,
     confine: bool,
     cache: Option<&Cache>,
 ) -> Vec<Result<Opened, Skipped>> {
     if let Some(command) = &options.host_command {
-        return read_through_hosts(command, paths, confine, cache);
+        return read_through_hosts(command, listed, confine, cache);
     }
-    paths
+    listed
         .into_iter()
-        .map(|(path, _)| match PluginLibrary::load_schemas_unchecked(&path) {
+        .map(|Listed { path, file, signed_by, .. }| match PluginLibrary::load_opened(file) {
             Ok(library) => Ok(Opened {
                 abi_version: library.abi_version().to_owned(),
                 manifest: library.manifest().clone(),
@@ -223,6 +272,9 @@ fn open_all(
                 path,
                 origin: Origin::Here,
                 init: None,
+                file: None,
+                signed_by,
+                verified: None,
             }),
             Err(e) => Err(skip(path, &e)),
         })
@@ -233,55 +285,60 @@ fn open_all(
 /// plugin host (one child for all the others), in the files' order.
 fn read_through_hosts(
     command: &crate::isolation::HostCommand,
-    paths: Vec<(PathBuf, Option<Identity>)>,
+    listed: Vec<Listed>,
     confine: bool,
     cache: Option<&Cache>,
 ) -> Vec<Result<Opened, Skipped>> {
-    let mut opened = Vec::with_capacity(paths.len());
+    let mut opened = Vec::with_capacity(listed.len());
     let mut unread = Vec::new();
-    for (path, identity) in paths {
-        match cached(cache, path, identity) {
+    for file in listed {
+        match cached(cache, file) {
             Ok(hit) => opened.push(Some(Ok(hit))),
             Err(miss) => {
                 opened.push(None);
-                unread.push(miss);
+                unread.push(*miss);
             }
         }
     }
-    let files: Vec<PathBuf> = unread.iter().map(|(path, _)| path.clone()).collect();
+    let files: Vec<PathBuf> = unread.iter().map(|l| l.path.clone()).collect();
     let answers = crate::isolation::probe(command, &files, confine);
-    let mut probed = unread.into_iter().zip(answers).map(|((path, identity), p)| checked(path, identity, p));
+    let mut probed = unread.into_iter().zip(answers).map(|(listed, p)| checked(listed, p));
     opened.into_iter().filter_map(|o| o.or_else(|| probed.next())).collect()
 }
 
 /// The file as the plugin cache knows it; else the file and its identity, under which what a
 /// plugin host reads is cached.
-fn cached(
-    cache: Option<&Cache>,
-    path: PathBuf,
-    identity: Option<Identity>,
-) -> Result<Opened, (PathBuf, Option<Identity>)> {
-    let (Some(cache), Some(identity)) = (cache, identity) else { return Err((path, identity)) };
-    match cache.get(&path, identity) {
-        Some(hit) => Ok(Opened {
-            path,
-            abi_version: hit.abi_version,
-            manifest: hit.manifest,
-            library: None,
-            origin: Origin::Cached { identity, schemas_checked: hit.schemas_checked },
-            init: hit.init,
-        }),
-        None => Err((path, Some(identity))),
+///
+/// Its signature was checked when the file was listed (the entry's verdict serves there only
+/// for the same signature file and a key still trusted); a verdict reached by reading the
+/// file is recorded here, so that the next start-up need not read it.
+fn cached(cache: Option<&Cache>, mut listed: Listed) -> Result<Opened, Box<Listed>> {
+    let (Some(cache), Some(identity), Some(hit)) = (cache, listed.identity, listed.hit.take()) else {
+        return Err(Box::new(listed));
+    };
+    if let Some(verified) = listed.verified {
+        cache.put_signature(&listed.path, verified);
     }
+    Ok(Opened {
+        path: listed.path,
+        abi_version: hit.abi_version,
+        manifest: hit.manifest,
+        library: None,
+        origin: Origin::Cached { identity, schemas_checked: hit.schemas_checked },
+        init: hit.init,
+        file: Some(listed.file),
+        signed_by: listed.signed_by,
+        verified: None,
+    })
 }
 
 /// A manifest read through a child, checked again here (its schemas once the plugin is
 /// admitted): the child ran plugin code.
 fn checked(
-    path: PathBuf,
-    identity: Option<Identity>,
+    listed: Listed,
     probed: Result<crate::isolation::probe::Probed, crate::isolation::probe::Refusal>,
 ) -> Result<Opened, Skipped> {
+    let Listed { path, identity, file, signed_by, verified, .. } = listed;
     match probed {
         Ok(probed) => {
             let json = serde_json::to_string(&probed.manifest).unwrap_or_default();
@@ -295,6 +352,9 @@ fn checked(
                 library: None,
                 origin: Origin::Probed(identity),
                 init: None,
+                file: Some(file),
+                signed_by,
+                verified,
             })
         }
         Err(refusal) => Err(Skipped { path, reason: refusal.reason, detail: refusal.detail }),
@@ -364,35 +424,35 @@ impl Discovery {
 
     /// Decides what an opened plugin offers, where it runs, and what confines it.
     fn admit(&mut self, opened: Opened, kernel: &Enforcement, taken: &mut Taken) {
-        let Opened { path, abi_version, manifest, library, origin, init } = opened;
+        let Opened { path, abi_version, manifest, library, origin, init, file, signed_by, verified } = opened;
+        let declared =
+            |schemas| (Declared { abi_version: &abi_version, manifest: &manifest, schemas }, verified.clone());
         let name = manifest.name.clone();
         if let Some(first) = taken.names.get(&name) {
             let reason = format!(
                 "plugin {name:?} is already loaded from {}; the first in directory order wins",
                 first.display()
             );
-            self.remember(&path, origin, &abi_version, &manifest, false);
+            self.remember(&path, origin, declared(false));
             self.skipped.push(Skipped { path, reason, detail: None });
             return;
         }
-        let schemas = match self.schemas(&path, origin, &abi_version, &manifest) {
+        let schemas = match self.schemas(&path, origin, declared(true)) {
             Ok(schemas) => schemas,
             Err(e) => {
                 self.skipped.push(skip(path, &e));
                 return;
             }
         };
-        // The one open through which the file is hashed for its pin and loaded here.
-        let mut file = match &library {
-            Some(_) => None,
-            None => match open_once(&path, origin) {
-                Ok(file) => Some(file),
-                Err(reason) => {
-                    self.skipped.push(Skipped { path, reason, detail: None });
-                    return;
-                }
-            },
-        };
+        // The one open through which the file was listed, its signature checked, and is
+        // hashed for its pin and loaded here.
+        let mut file = file;
+        if library.is_none()
+            && let Err(reason) = still_listed(&path, origin)
+        {
+            self.skipped.push(Skipped { path, reason, detail: None });
+            return;
+        }
         let tools = self.tool_states(&name, &path, &manifest, taken);
         let offered: Vec<Effects> =
             tools.iter().filter(|(_, s)| *s == ToolState::Offered).map(|(t, _)| t.effects).collect();
@@ -402,7 +462,7 @@ impl Discovery {
             (None, Some(file)) => file.sha256().ok(),
             (None, None) => None,
         };
-        let placement = self.options.placement_of(&name, &path, effects, sha256);
+        let placement = self.options.placement_of_signed(&name, &path, effects, signed_by.as_deref(), sha256);
         let isolation = placement.isolation();
         let config = self.options.configs.get(&name).cloned().unwrap_or_else(|| Value::Object(Default::default()));
         let known = init.filter(|o| o.config == config_digest(&config));
@@ -421,6 +481,7 @@ impl Discovery {
             from_cache: matches!(origin, Origin::Cached { .. }),
             late: None,
             init_known: known.is_some(),
+            signed_by,
         };
         if isolation == Isolation::Process {
             let grants = self.options.grants_of(&name, &config);
@@ -527,27 +588,26 @@ impl Discovery {
         &self,
         path: &Path,
         origin: Origin,
-        abi_version: &str,
-        manifest: &Manifest,
+        declared: (Declared<'_>, Option<Verified>),
     ) -> Result<Vec<ToolSchemas>, LoadError> {
         if let Origin::Cached { schemas_checked: true, .. } = origin {
-            return Ok(crate::library::deferred_schemas(manifest));
+            return Ok(crate::library::deferred_schemas(declared.0.manifest));
         }
-        let schemas = crate::library::compile_schemas(manifest)?;
-        self.remember(path, origin, abi_version, manifest, true);
+        let schemas = crate::library::compile_schemas(declared.0.manifest)?;
+        self.remember(path, origin, declared);
         Ok(schemas)
     }
 
     /// Writes what a plugin host (or, for the schemas, this process) found out about a file to
     /// the plugin cache, when there is one and it does not know it already.
-    fn remember(&self, path: &Path, origin: Origin, abi_version: &str, manifest: &Manifest, schemas: bool) {
+    fn remember(&self, path: &Path, origin: Origin, (declared, verified): (Declared<'_>, Option<Verified>)) {
         let identity = match origin {
             Origin::Probed(Some(identity)) => identity,
-            Origin::Cached { identity, schemas_checked: false } if schemas => identity,
+            Origin::Cached { identity, schemas_checked: false } if declared.schemas => identity,
             _ => return,
         };
         if let Some(cache) = &self.cache {
-            cache.put(path, identity, abi_version, manifest, schemas);
+            cache.put(path, identity, declared, verified);
         }
     }
 
@@ -591,22 +651,19 @@ impl Discovery {
     }
 }
 
-/// Opens the file once for this start-up, refusing it when it is no longer the file listed
-/// (and read by a plugin host, or answered for by the plugin cache).
-fn open_once(path: &Path, origin: Origin) -> Result<LibraryFile, String> {
-    let file = LibraryFile::open(path)?;
+/// Refuses a file whose path no longer holds the file listed (and read by a plugin host, or
+/// answered for by the plugin cache): the open kept since the listing holds the file listed,
+/// but a plugin host reads the path, so a file renamed over it meanwhile was read instead.
+fn still_listed(path: &Path, origin: Origin) -> Result<(), String> {
     let listed = match origin {
         Origin::Probed(identity) => identity,
         Origin::Cached { identity, .. } => Some(identity),
         Origin::Here => None,
     };
-    if listed.is_some() && file.identity() != listed {
-        return Err(
-            "the file changed during start-up (it is not the file that was listed and read); restart the harness"
-                .to_owned(),
-        );
+    if listed.is_some() && Identity::of(path) != listed {
+        return Err(CHANGED.to_owned());
     }
-    Ok(file)
+    Ok(())
 }
 
 /// Gives up the tool names `plugin` took, for a plugin that is not kept.

@@ -32,6 +32,7 @@ mod placement;
 mod preflight;
 mod register;
 mod settings;
+mod signature;
 
 pub use discover::{Discovery, LoadedPlugin, Skipped, discover, library_extension};
 pub use handler::PluginHandler;
@@ -43,3 +44,4 @@ pub use options::{DiscoveryOptions, ToolState};
 pub use permissions::check_plugin_file;
 pub use placement::Placement;
 pub use settings::{PluginSettings, RESERVED_KEYS, Timeouts};
+pub use signature::{Publisher, SignaturePolicy, check_signature, read_signature, signature_path};

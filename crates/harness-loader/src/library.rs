@@ -151,6 +151,12 @@ impl PluginLibrary {
         Self::open_checked(path, Schemas::Unchecked)
     }
 
+    /// Loads the file opened already (its signature checked through that open) as
+    /// [`load_schemas_unchecked`](Self::load_schemas_unchecked) does.
+    pub(crate) fn load_opened(file: LibraryFile) -> Result<Self, LoadError> {
+        Self::load_file(file, Schemas::Later)
+    }
+
     /// The manifest as the plugin gives it, unparsed (calls the plugin's manifest function).
     pub(crate) fn raw_manifest(&self) -> String {
         (self.module.manifest())().into_string()

@@ -71,17 +71,23 @@ impl LibraryFile {
     pub(crate) fn sha256(&self) -> std::io::Result<String> {
         use sha2::Digest as _;
         let mut hasher = sha2::Sha256::new();
+        self.for_each_chunk(|chunk| hasher.update(chunk))?;
+        Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    }
+
+    /// Hands the open file's bytes, from the start, to `f` in chunks (read from the descriptor
+    /// at offsets, so that no reader moves another's position).
+    pub(crate) fn for_each_chunk(&self, mut f: impl FnMut(&[u8])) -> std::io::Result<()> {
         let mut buffer = vec![0u8; 64 * 1024];
         let mut offset = 0u64;
         loop {
             let n = read_at(&self.file, &mut buffer, offset)?;
             if n == 0 {
-                break;
+                return Ok(());
             }
-            hasher.update(&buffer[..n]);
+            f(&buffer[..n]);
             offset += n as u64;
         }
-        Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
     }
 
     /// The name to give the OS loader so that it loads this open file.

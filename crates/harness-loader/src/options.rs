@@ -66,6 +66,9 @@ pub struct DiscoveryOptions {
     /// The harness's own files (configuration, lock, plugin directories, trust store, cache):
     /// a process-isolated plugin whose write area reaches one is skipped, naming it.
     pub guarded: Vec<Guarded>,
+    /// Which publishers' signatures are trusted, and whether a signature is required (see the
+    /// `signature` module).
+    pub signatures: crate::signature::SignaturePolicy,
 }
 
 impl Default for DiscoveryOptions {
@@ -89,6 +92,7 @@ impl Default for DiscoveryOptions {
             open_lazily: false,
             require_full_enforcement: false,
             guarded: Vec::new(),
+            signatures: crate::signature::SignaturePolicy::default(),
         }
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! A plugin runs in the harness's own process only when the operator vouches for it: the
 //! `--isolation in-process` flag typed for this run, a `[plugins.NAME] isolation =
-//! "in-process"` in the configuration (not when `harness.lock` pins another file), or its
+//! "in-process"` in the configuration (not when `harness.lock` pins another file, unless a
+//! trusted publisher signed this one), or its
 //! file installed beside the harness executable with every offered tool `pure`. Every other
 //! plugin file runs in a confined child, whatever its tools declare: a declaration is the
 //! plugin's own word, and the file could have come from anywhere.
@@ -25,6 +26,12 @@ pub enum Placement {
     ConfiguredProcess,
     /// `[plugins.NAME] isolation = "in-process"` in the configuration.
     ConfiguredInProcess,
+    /// `[plugins.NAME] isolation = "in-process"`, and `harness.lock` pins another library,
+    /// but a trusted publisher signed this one: a signed upgrade needs no new lock.
+    SignedInProcess {
+        /// The trusted publisher that signed it.
+        publisher: String,
+    },
     /// `[plugins.NAME] isolation = "in-process"`, but `harness.lock` pins another library.
     PinMismatch {
         /// The SHA-256 `harness.lock` pins.
@@ -57,7 +64,9 @@ impl Placement {
     pub fn isolation(&self) -> Isolation {
         match self {
             Self::CommandLine { isolation } | Self::ConfigDefault { isolation } => *isolation,
-            Self::ConfiguredInProcess | Self::InstalledBesideHarness => Isolation::InProcess,
+            Self::ConfiguredInProcess | Self::SignedInProcess { .. } | Self::InstalledBesideHarness => {
+                Isolation::InProcess
+            }
             Self::ConfiguredProcess
             | Self::PinMismatch { .. }
             | Self::DeclaresEffects { .. }
@@ -71,6 +80,7 @@ impl Placement {
             Self::CommandLine { .. } => "command_line",
             Self::ConfiguredProcess => "configured_process",
             Self::ConfiguredInProcess => "configured_in_process",
+            Self::SignedInProcess { .. } => "signed_in_process",
             Self::PinMismatch { .. } => "pin_mismatch",
             Self::ConfigDefault { .. } => "config_default",
             Self::InstalledBesideHarness => "installed_beside_harness",
@@ -85,6 +95,9 @@ impl Placement {
             Self::CommandLine { isolation } => format!("--isolation {} on the command line", isolation.as_str()),
             Self::ConfiguredProcess => format!("[plugins.{plugin}] isolation = \"process\" in the configuration"),
             Self::ConfiguredInProcess => format!("[plugins.{plugin}] isolation = \"in-process\" in the configuration"),
+            Self::SignedInProcess { publisher } => format!(
+                "[plugins.{plugin}] isolation = \"in-process\" in the configuration; harness.lock pins another file, but this one is signed by trusted publisher {publisher:?}"
+            ),
             Self::PinMismatch { pinned, found } => format!(
                 "[plugins.{plugin}] isolation = \"in-process\" is not honoured: harness.lock pins library sha256 {pinned}, the file's is {found}; review the file, then run `harness lock`"
             ),
@@ -114,8 +127,22 @@ impl DiscoveryOptions {
         effects: EffectSet,
         sha256: impl FnOnce() -> Option<String>,
     ) -> Placement {
+        self.placement_of_signed(plugin, path, effects, None, sha256)
+    }
+
+    /// Where `plugin` runs, as [`Self::placement_of`] says, for a library the trusted
+    /// publisher `signed_by` signed: a `[plugins.NAME] isolation = "in-process"` holds for it
+    /// even when `harness.lock` pins another file (its signature vouches for the upgrade).
+    pub fn placement_of_signed(
+        &self,
+        plugin: &str,
+        path: &Path,
+        effects: EffectSet,
+        signed_by: Option<&str>,
+        sha256: impl FnOnce() -> Option<String>,
+    ) -> Placement {
         self.by_command_line()
-            .or_else(|| self.by_plugin_section(plugin, sha256))
+            .or_else(|| self.by_plugin_section(plugin, signed_by, sha256))
             .or_else(|| self.by_config_default(path))
             .unwrap_or_else(|| self.by_default(path, effects))
     }
@@ -135,14 +162,21 @@ impl DiscoveryOptions {
         self.isolation.map(|isolation| Placement::CommandLine { isolation })
     }
 
-    /// `[plugins.NAME] isolation`; in-process only for the file `harness.lock` pins, if it pins one.
-    fn by_plugin_section(&self, plugin: &str, sha256: impl FnOnce() -> Option<String>) -> Option<Placement> {
+    /// `[plugins.NAME] isolation`; in-process only for the file `harness.lock` pins, if it
+    /// pins one, or a file a trusted publisher signed.
+    fn by_plugin_section(
+        &self,
+        plugin: &str,
+        signed_by: Option<&str>,
+        sha256: impl FnOnce() -> Option<String>,
+    ) -> Option<Placement> {
         match self.settings.get(plugin)?.isolation? {
             Isolation::Process => Some(Placement::ConfiguredProcess),
             Isolation::InProcess => Some(match self.pins.get(plugin) {
-                Some(pinned) => match sha256() {
-                    Some(found) if found == *pinned => Placement::ConfiguredInProcess,
-                    found => Placement::PinMismatch {
+                Some(pinned) => match (sha256(), signed_by) {
+                    (Some(found), _) if found == *pinned => Placement::ConfiguredInProcess,
+                    (_, Some(publisher)) => Placement::SignedInProcess { publisher: publisher.to_owned() },
+                    (found, None) => Placement::PinMismatch {
                         pinned: pinned.clone(),
                         found: found.unwrap_or_else(|| "unreadable".to_owned()),
                     },
@@ -248,6 +282,25 @@ mod tests {
         assert_eq!(p.isolation(), Isolation::Process);
         let p = o.placement_of("x", path, PURE, no_pin);
         assert!(matches!(p, Placement::PinMismatch { .. }), "{p:?}");
+        assert_eq!(p.isolation(), Isolation::Process);
+    }
+
+    /// A trusted publisher's signature vouches for an upgrade that the lock does not pin; an
+    /// unsigned file the lock does not pin still falls back to a child.
+    #[test]
+    fn a_signed_upgrade_runs_in_process_without_a_new_lock() {
+        let path = Path::new("/srv/plugins/libx.so");
+        let mut o = with_section(options("/opt/harness"), "x", Isolation::InProcess);
+        o.pins.insert("x".into(), "aa11".into());
+        let p = o.placement_of_signed("x", path, PURE, Some("chem"), || Some("bb22".into()));
+        assert_eq!(p, Placement::SignedInProcess { publisher: "chem".into() });
+        assert_eq!(p.isolation(), Isolation::InProcess);
+        assert!(p.reason("x").contains("signed by trusted publisher \"chem\""), "{}", p.reason("x"));
+        let p = o.placement_of_signed("x", path, PURE, None, || Some("bb22".into()));
+        assert!(matches!(p, Placement::PinMismatch { .. }), "{p:?}");
+        // A signature alone vouches for nothing the configuration did not ask for.
+        let bare = options("/opt/harness");
+        let p = bare.placement_of_signed("x", path, PURE, Some("chem"), no_pin);
         assert_eq!(p.isolation(), Isolation::Process);
     }
 }

@@ -20,6 +20,16 @@ pub(crate) fn powers(config: &Config, base: &Path) -> Vec<String> {
     for dir in &config.plugins.dirs {
         out.push(format!("loads plugins from {}", shown(dir)));
     }
+    for publisher in &config.trust.publishers {
+        out.push(format!(
+            "trusts plugins signed by publisher {} (key {})",
+            word(&publisher.name),
+            word(&publisher.key)
+        ));
+    }
+    if config.trust.require_signed == Some(false) {
+        out.push("loads unsigned plugins ([trust] require_signed = false)".to_owned());
+    }
     if let Some(script) = &config.script {
         out.push(format!("reads router replies from {}", shown(script)));
     }
