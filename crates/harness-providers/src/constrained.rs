@@ -98,40 +98,45 @@ fn grounded_finish(values: &[Value]) -> Value {
 
 /// The answers a small model may finish with: each scalar its tools answered (a result, or a
 /// member of an object result, a string of at most [`MAX_ANSWER`] characters), once each, in
-/// the order they came, then `true` and `false` for a yes-or-no request whose tool answered
-/// with a number ("is 391 divisible by 17?": `391 % 17` is 0). A number or a boolean is also
-/// offered as a string (`"42"`, `"true"`): a model that opens a string commits the grammar to
-/// the string answers, and SmolLM2 then finished "check whether c1ccccc1 is a valid SMILES"
-/// with the formula `"C6H6"` where it had written `"true"` before. Empty until a tool answered.
+/// the order they came, then `true` and `false` when no result holds a boolean: a yes-or-no
+/// request whose tool answered with a number ("is 391 divisible by 17?": `391 % 17` is 0).
+/// Where a tool answered the yes-or-no itself (`valid`), that is the answer: offered both,
+/// Gemma 3 270M answered `"true"` to all nine SMILES validity requests, whatever the tool
+/// said. A number or a boolean is also offered as a string (`"42"`, `"true"`): a model that
+/// opens a string commits the grammar to the string answers, and SmolLM2 then finished "check
+/// whether c1ccccc1 is a valid SMILES" with the formula `"C6H6"` where it had written `"true"`
+/// before. Empty until a tool answered.
 pub(crate) fn grounded_answers(conversation: &[Message]) -> Vec<Value> {
     let mut values: Vec<Value> = Vec::new();
-    let mut push = |v: Value| {
-        if !values.contains(&v) {
-            values.push(v);
-        }
-    };
-    let mut keep = |v: &Value| match v {
-        Value::String(s) if s.chars().count() as u64 <= MAX_ANSWER => push(v.clone()),
-        Value::Number(_) | Value::Bool(_) => {
-            push(v.clone());
-            push(Value::String(v.to_string()));
-        }
-        _ => {}
-    };
     let mut any = false;
     for message in conversation {
         let Message::ToolResult { content, is_error: false, .. } = message else { continue };
         any = true;
         match content {
-            Value::Object(members) => members.values().for_each(&mut keep),
-            scalar => keep(scalar),
+            Value::Object(members) => members.values().for_each(|v| offer(&mut values, v)),
+            scalar => offer(&mut values, scalar),
         }
     }
-    if any {
-        keep(&Value::Bool(true));
-        keep(&Value::Bool(false));
+    if any && !values.iter().any(Value::is_boolean) {
+        offer(&mut values, &Value::Bool(true));
+        offer(&mut values, &Value::Bool(false));
     }
     values
+}
+
+/// Adds `v` to the answers (and a number or boolean also as a string), each once; a long
+/// string, null, an object or an array is no answer.
+fn offer(values: &mut Vec<Value>, v: &Value) {
+    let forms = match v {
+        Value::String(s) if s.chars().count() as u64 <= MAX_ANSWER => vec![v.clone()],
+        Value::Number(_) | Value::Bool(_) => vec![v.clone(), Value::String(v.to_string())],
+        _ => Vec::new(),
+    };
+    for form in forms {
+        if !values.contains(&form) {
+            values.push(form);
+        }
+    }
 }
 
 /// The bounds the grammar puts on what a schema leaves open.
@@ -335,10 +340,13 @@ mod tests {
         ];
         let values = grounded_answers(&conversation);
         let want = [json!(true), json!("true"), json!("C2H6O"), json!(3), json!("3"), json!(42), json!("42")];
-        for v in want.iter().chain(&[json!(false), json!("false")]) {
+        for v in &want {
             assert!(values.contains(v), "{v} in {values:?}");
         }
-        assert_eq!(values.len(), 9, "once each; no null, no error's text, no long string: {values:?}");
+        assert_eq!(values.len(), 7, "once each; no null, no error's text, no long string: {values:?}");
+        assert!(!values.contains(&json!(false)), "a tool said yes: no is not offered");
+        let numbers = grounded_answers(&[result(json!(0), false)]);
+        assert_eq!(numbers, [json!(0), json!("0"), json!(true), json!("true"), json!(false), json!("false")]);
         assert!(grounded_answers(&conversation[..1]).is_empty(), "no tool answered: nothing to ground");
 
         let tools = [tool("finish"), tool("add")];
