@@ -48,8 +48,8 @@ pub use error::{ErrorCode, HarnessError};
 pub use harness_reply::{ReadReply, ReplyError, ReplyErrorCode, ReplyFormat, TextCall, read_reply};
 pub use printable::{moves_or_reorders, printable};
 pub use provider::{
-    Arguments, ContextWindow, Message, ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest,
-    ToolChoice, Usage,
+    Arguments, ContextWindow, Message, ModelProvider, ModelReply, ProposedCall, ProviderDecorator, ProviderError,
+    RouterRequest, ToolChoice, Usage,
 };
 pub use registry::{
     CompiledSchema, EXTERNAL_REF_REFUSED, FINISH, RegisteredTool, RegistryError, ToolDefinition, ToolExample,
