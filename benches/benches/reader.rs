@@ -11,7 +11,7 @@ use std::hint::black_box;
 
 use divan::Bencher;
 use divan::counter::BytesCount;
-use harness_core::{ReadOptions, ReplyFormat, ToolDefinition, ToolSource, read_reply};
+use harness_reply::{ReadOptions, ReplyFormat, ToolSchema, read_reply};
 use serde_json::json;
 
 fn main() {
@@ -86,13 +86,10 @@ fn reply(format: ReplyFormat, kb: usize) -> String {
     text
 }
 
-fn tools() -> Vec<ToolDefinition> {
-    vec![ToolDefinition {
+fn tools() -> Vec<ToolSchema> {
+    vec![ToolSchema {
         name: "get_weather".into(),
-        description: "weather".into(),
         parameters: json!({"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}),
-        examples: Vec::new(),
-        source: ToolSource::Builtin,
     }]
 }
 

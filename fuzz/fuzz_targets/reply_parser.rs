@@ -2,7 +2,7 @@
 //! and a reply with no call always says why.
 #![no_main]
 
-use harness_core::{ReadOptions, ReplyFormat, read_reply};
+use harness_reply::{ReadOptions, ReplyFormat, read_reply};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -11,7 +11,8 @@ fuzz_target!(|data: &[u8]| {
     let format = ReplyFormat::ALL[usize::from(selector) % ReplyFormat::ALL.len()];
     let truncated = selector & 0x80 != 0;
     for forced in [None, Some("finish")] {
-        let read = read_reply(&text, &ReadOptions { format, truncated, tools: &[], forced });
+        let options: ReadOptions = ReadOptions { format, truncated, tools: &[], forced };
+        let read = read_reply(&text, &options);
         assert!(read.format != ReplyFormat::Auto);
         assert!(!read.calls.is_empty() || read.error.is_some());
     }

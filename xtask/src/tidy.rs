@@ -70,6 +70,12 @@ const RULES: &[Rule] = &[
     // abi_stable, the ABI itself, brings libloading underneath: only a direct one is the SDK's.
     Rule { crate_name: "harness-sdk", forbidden: LOADERS, transitive: false, why: "plugins never load plugins" },
     Rule { crate_name: "harness-providers", forbidden: LOADERS, transitive: true, why: "a provider only talks" },
+    Rule {
+        crate_name: "harness-reply",
+        forbidden: &["harness-core"],
+        transitive: true,
+        why: "the reader sits below the loop: arrows point inward",
+    },
 ];
 
 /// The workspace's crates and who depends on whom, as `cargo metadata` gives them.

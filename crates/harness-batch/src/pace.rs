@@ -4,7 +4,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use harness_core::{ContextWindow, ModelProvider, ModelReply, ProviderError, RouterRequest, ToolDefinition};
+use harness_core::{ModelProvider, ModelReply, ProviderDecorator, ProviderError, RouterRequest};
 use tokio::time::Instant;
 
 /// Hands out request slots `60 / rpm` seconds apart; the first is now.
@@ -42,24 +42,12 @@ pub(crate) struct Paced<'a> {
 }
 
 #[async_trait]
-impl ModelProvider for Paced<'_> {
-    fn name(&self) -> &str {
-        self.inner.name()
+impl ProviderDecorator for Paced<'_> {
+    fn inner(&self) -> &dyn ModelProvider {
+        self.inner
     }
 
-    async fn context_window(&self, tools: &[ToolDefinition]) -> Option<ContextWindow> {
-        self.inner.context_window(tools).await
-    }
-
-    fn penalizes_repeats(&self) -> bool {
-        self.inner.penalizes_repeats()
-    }
-
-    fn needs_a_tool_first(&self) -> bool {
-        self.inner.needs_a_tool_first()
-    }
-
-    async fn complete(&self, request: RouterRequest<'_>) -> Result<ModelReply, ProviderError> {
+    async fn complete_decorated(&self, request: RouterRequest<'_>) -> Result<ModelReply, ProviderError> {
         self.pace.wait().await;
         self.inner.complete(request).await
     }

@@ -1,5 +1,6 @@
 //! The deterministic error objects fed back to the router and written to the trace.
 
+use harness_reply::{ReplyError, ReplyErrorCode};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -145,3 +146,43 @@ impl std::fmt::Display for HarnessError {
 }
 
 impl std::error::Error for HarnessError {}
+
+impl From<ReplyErrorCode> for ErrorCode {
+    fn from(code: ReplyErrorCode) -> Self {
+        match code {
+            ReplyErrorCode::NoJson => Self::NoJson,
+            ReplyErrorCode::InvalidJson => Self::InvalidJson,
+            ReplyErrorCode::InvalidArguments => Self::InvalidArguments,
+            ReplyErrorCode::ReplyTruncated => Self::ReplyTruncated,
+            ReplyErrorCode::MalformedCall => Self::MalformedCall,
+        }
+    }
+}
+
+impl From<ReplyError> for HarnessError {
+    fn from(e: ReplyError) -> Self {
+        Self { code: e.code.into(), message: e.message, details: e.details }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_error_keeps_its_code_name_message_and_details_in_the_loop() {
+        let codes = [
+            ReplyErrorCode::NoJson,
+            ReplyErrorCode::InvalidJson,
+            ReplyErrorCode::InvalidArguments,
+            ReplyErrorCode::ReplyTruncated,
+            ReplyErrorCode::MalformedCall,
+        ];
+        for code in codes {
+            let reply = ReplyError::new(code, "m", serde_json::json!({"offset": 3}));
+            let error = HarnessError::from(reply.clone());
+            assert_eq!(serde_json::to_value(code).ok(), Some(Value::from(error.code.as_str())));
+            assert_eq!(serde_json::to_value(&error).ok(), serde_json::to_value(&reply).ok());
+        }
+    }
+}

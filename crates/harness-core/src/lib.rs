@@ -39,23 +39,24 @@ mod placement;
 mod printable;
 mod provider;
 mod registry;
-mod reply;
 mod run;
 mod trace;
 
 pub use approval::{Answer, ApprovalPolicy, Approvals, Approver, Decision, Effect, PendingCall, call_digest};
 pub use digest::sha256_hex;
 pub use error::{ErrorCode, HarnessError};
+pub use harness_reply::{ReadReply, ReplyError, ReplyErrorCode, ReplyFormat, TextCall, read_reply};
 pub use printable::{moves_or_reorders, printable};
 pub use provider::{
-    Arguments, ContextWindow, Message, ModelProvider, ModelReply, ProposedCall, ProviderError, RouterRequest,
-    ToolChoice, Usage,
+    Arguments, ContextWindow, Message, ModelProvider, ModelReply, ProposedCall, ProviderDecorator, ProviderError,
+    RouterRequest, ToolChoice, Usage,
 };
 pub use registry::{
     CompiledSchema, EXTERNAL_REF_REFUSED, FINISH, RegisteredTool, RegistryError, ToolDefinition, ToolExample,
     ToolFailure, ToolHandler, ToolRegistry, ToolSource, compile_schema, prepare_schema_compiler,
 };
-pub use reply::{ReadOptions, ReadReply, ReplyFormat, TextCall, read_reply};
+/// How to read one reply, with the registry's tool definitions as the tools offered.
+pub type ReadOptions<'a> = harness_reply::ReadOptions<'a, ToolDefinition>;
 pub use run::{
     Compaction, ContextUse, EarlyFinish, Loop, Resumption, RunOptions, RunOutcome, RunStatus, call_tool,
     estimate_tokens,

@@ -1,11 +1,12 @@
 //! A structured call's arguments and id: the API's own calls, decoded defensively. Parse,
-//! never eval. Calls written in a reply's text are read by [`crate::reply`].
+//! never eval. Calls written in a reply's text are read by [`harness_reply`], whose rule for
+//! arguments this shares.
 
 use std::borrow::Cow;
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
-use crate::error::{ErrorCode, HarnessError};
+use crate::error::HarnessError;
 use crate::provider::{Arguments, ProposedCall};
 
 /// A structured call's id: the provider's, or `call_<step>` when it gave none.
@@ -25,68 +26,36 @@ pub(crate) fn step_call_id(step: u32) -> String {
 }
 
 /// Turns the arguments a model gave into an object: objects pass, JSON strings are decoded.
-pub(crate) fn decode_arguments(tool: &str, raw: &Value) -> Result<Value, HarnessError> {
+#[cfg(test)]
+fn decode_arguments(tool: &str, raw: &Value) -> Result<Value, HarnessError> {
     decode_value(tool, raw).map(Cow::into_owned)
 }
 
-/// [`decode_arguments`], borrowing arguments that already are a parsed object rather than
-/// copying them; arguments kept as JSON text are parsed here, once a step.
+/// [`harness_reply::decode_arguments`] for a structured call, borrowing arguments that already
+/// are a parsed object rather than copying them; arguments kept as JSON text are parsed here,
+/// once a step.
 pub(crate) fn decode_arguments_in_place<'a>(tool: &str, raw: &'a Arguments) -> Result<Cow<'a, Value>, HarnessError> {
     match raw {
         Arguments::Value(value) => decode_value(tool, value),
         Arguments::Json(text) => match serde_json::from_str::<Value>(text.get()) {
             Ok(value @ Value::Object(_)) => Ok(Cow::Owned(value)),
             Ok(other) => decode_value(tool, &other).map(|v| Cow::Owned(v.into_owned())),
-            Err(e) => Err(invalid_json(tool, &e)),
+            Err(e) => Err(harness_reply::invalid_json(tool, &e).into()),
         },
     }
 }
 
-/// The rules of [`decode_arguments`] for a parsed value.
+/// The reply crate's rule for a parsed value, its error made the loop's.
 fn decode_value<'a>(tool: &str, raw: &'a Value) -> Result<Cow<'a, Value>, HarnessError> {
-    match raw {
-        Value::Object(_) => Ok(Cow::Borrowed(raw)),
-        Value::Null => Ok(Cow::Owned(Value::Object(Map::new()))),
-        Value::String(s) if s.trim().is_empty() => Ok(Cow::Owned(Value::Object(Map::new()))),
-        Value::String(s) => match serde_json::from_str::<Value>(s) {
-            Ok(v @ Value::Object(_)) => Ok(Cow::Owned(v)),
-            Ok(other) => Err(not_an_object(tool, &other)),
-            Err(e) => Err(invalid_json(tool, &e)),
-        },
-        other => Err(not_an_object(tool, other)),
-    }
-}
-
-fn invalid_json(tool: &str, e: &serde_json::Error) -> HarnessError {
-    HarnessError::new(
-        ErrorCode::InvalidJson,
-        format!("the arguments of the call to {tool:?} are not valid JSON: {e}; send the arguments as one JSON object"),
-        json!({ "tool": tool, "error": e.to_string(), "line": e.line(), "column": e.column() }),
-    )
-}
-
-pub(crate) fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
-fn not_an_object(tool: &str, v: &Value) -> HarnessError {
-    HarnessError::new(
-        ErrorCode::InvalidArguments,
-        format!("the arguments of the call to {tool:?} must be a JSON object, not {}", json_type(v)),
-        json!({ "tool": tool, "violations": [{ "pointer": "", "message": format!("expected an object, got {}", json_type(v)) }] }),
-    )
+    harness_reply::decode_arguments(tool, raw).map_err(HarnessError::from)
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
+    use crate::error::ErrorCode;
 
     fn kept(text: &str) -> Result<Value, HarnessError> {
         decode_arguments_in_place("t", &Arguments::kept(text)).map(Cow::into_owned)

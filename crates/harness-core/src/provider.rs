@@ -286,6 +286,46 @@ pub trait ModelProvider: Send + Sync {
     }
 }
 
+/// A provider that wraps another and changes only how a reply is asked for (pacing, a circuit
+/// breaker): everything else is answered by [`inner`](Self::inner).
+///
+/// Every such type is a [`ModelProvider`] through one impl that forwards each other method of
+/// the trait to the inner provider, so a method added to the trait is forwarded once here,
+/// never forgotten in one decorator where it would silently answer the trait's default.
+#[async_trait]
+pub trait ProviderDecorator: Send + Sync {
+    /// The provider wrapped, which answers every method but `complete`.
+    fn inner(&self) -> &dyn ModelProvider;
+    /// [`ModelProvider::complete`] in the decorator's own way, usually through the inner
+    /// provider (named apart so that `complete` on a decorator is never ambiguous).
+    async fn complete_decorated(&self, request: RouterRequest<'_>) -> Result<ModelReply, ProviderError>;
+}
+
+// The one place a decorator forwards; the test `a_decorator_forwards_every_method_of_the_trait`
+// reads this impl and the trait above and fails when a method of the trait is missing here.
+#[async_trait]
+impl<D: ProviderDecorator> ModelProvider for D {
+    fn name(&self) -> &str {
+        self.inner().name()
+    }
+
+    async fn complete(&self, request: RouterRequest<'_>) -> Result<ModelReply, ProviderError> {
+        self.complete_decorated(request).await
+    }
+
+    async fn context_window(&self, tools: &[ToolDefinition]) -> Option<ContextWindow> {
+        self.inner().context_window(tools).await
+    }
+
+    fn penalizes_repeats(&self) -> bool {
+        self.inner().penalizes_repeats()
+    }
+
+    fn needs_a_tool_first(&self) -> bool {
+        self.inner().needs_a_tool_first()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -308,5 +348,94 @@ mod tests {
         let spread = Arguments::kept("{\n  \"a\": 1\r\n}");
         assert_eq!(spread.as_value(), Some(&json!({"a": 1})));
         assert!(!serde_json::to_string(&spread).unwrap().contains('\n'));
+    }
+
+    /// The methods declared in the block that opens with `opening`, sorted.
+    fn methods(source: &str, opening: &str) -> Vec<String> {
+        let body = source.split_once(opening).map_or("", |(_, rest)| rest);
+        let body = body.split_once("\n}\n").map_or("", |(inside, _)| inside);
+        let mut names: Vec<String> = body
+            .lines()
+            .filter_map(|line| {
+                line.trim_start().strip_prefix("async ").unwrap_or(line.trim_start()).strip_prefix("fn ")
+            })
+            .map(|rest| rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_decorator_forwards_every_method_of_the_trait() {
+        let source = include_str!("provider.rs");
+        let declared = methods(source, "pub trait ModelProvider: Send + Sync {");
+        let forwarded = methods(source, "impl<D: ProviderDecorator> ModelProvider for D {");
+        assert!(declared.len() >= 5, "the trait's methods are found: {declared:?}");
+        assert_eq!(
+            declared, forwarded,
+            "every method of ModelProvider is forwarded by the ProviderDecorator impl in provider.rs; add the missing one there"
+        );
+    }
+
+    /// Answers every method with something no default gives.
+    struct Distinct;
+
+    #[async_trait]
+    impl ModelProvider for Distinct {
+        fn name(&self) -> &str {
+            "distinct"
+        }
+
+        async fn complete(&self, _: RouterRequest<'_>) -> Result<ModelReply, ProviderError> {
+            Err(ProviderError::new("inner"))
+        }
+
+        async fn context_window(&self, tools: &[ToolDefinition]) -> Option<ContextWindow> {
+            let tools = tools.len() as u64;
+            Some(ContextWindow {
+                tokens: 7,
+                source: "script".into(),
+                reply_tokens: 3,
+                prompt_tokens: tools,
+                tools_tokens: 1,
+            })
+        }
+
+        fn penalizes_repeats(&self) -> bool {
+            true
+        }
+
+        fn needs_a_tool_first(&self) -> bool {
+            true
+        }
+    }
+
+    /// A decorator that overrides nothing but `complete`.
+    struct Wrapped<'a>(&'a dyn ModelProvider);
+
+    #[async_trait]
+    impl ProviderDecorator for Wrapped<'_> {
+        fn inner(&self) -> &dyn ModelProvider {
+            self.0
+        }
+
+        async fn complete_decorated(&self, _: RouterRequest<'_>) -> Result<ModelReply, ProviderError> {
+            Err(ProviderError::new("decorated"))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_decorator_answers_every_method_as_its_inner_provider_does() {
+        let inner = Distinct;
+        let wrapped = Wrapped(&inner);
+        let provider: &dyn ModelProvider = &wrapped;
+        assert_eq!(provider.name(), inner.name());
+        assert_eq!(provider.context_window(&[]).await, inner.context_window(&[]).await);
+        assert_eq!(provider.penalizes_repeats(), inner.penalizes_repeats());
+        assert_eq!(provider.needs_a_tool_first(), inner.needs_a_tool_first());
+        // The one method the decorator overrides is its own.
+        let request = RouterRequest { conversation: &[], tools: &[], tool_choice: &ToolChoice::Required };
+        let asked = provider.complete(request).await.map(|_| ()).map_err(|e| e.message);
+        assert_eq!(asked, Err("decorated".to_owned()));
     }
 }

@@ -55,6 +55,16 @@ pub struct ToolDefinition {
     pub source: ToolSource,
 }
 
+impl harness_reply::OfferedTool for ToolDefinition {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn parameters(&self) -> &Value {
+        &self.parameters
+    }
+}
+
 /// A failure reported by a tool handler.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolFailure {

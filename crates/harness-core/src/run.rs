@@ -24,8 +24,8 @@ use crate::approval::{Approvals, Decision, PendingCall, Verdict};
 use crate::error::{ErrorCode, HarnessError};
 use crate::provider::{Arguments, Message, ModelProvider, ModelReply, Usage};
 use crate::registry::{RegisteredTool, ToolRegistry};
-use crate::reply::ReplyFormat;
 use crate::trace::{StepStatus, TraceSink};
+use harness_reply::ReplyFormat;
 use read::StepCall;
 
 pub use context::{Compaction, ContextUse, estimate_tokens};

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use harness_core::{ContextWindow, ModelProvider, ModelReply, ProviderError, RouterRequest, ToolDefinition};
+use harness_core::{ModelProvider, ModelReply, ProviderDecorator, ProviderError, RouterRequest};
 use tokio::time::Instant;
 
 /// How often one request may itself find the server down (not as a probe) before its failure
@@ -298,27 +298,15 @@ impl<'a> Guarded<'a> {
 }
 
 #[async_trait]
-impl ModelProvider for Guarded<'_> {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    async fn context_window(&self, tools: &[ToolDefinition]) -> Option<ContextWindow> {
-        self.inner.context_window(tools).await
-    }
-
-    fn penalizes_repeats(&self) -> bool {
-        self.inner.penalizes_repeats()
-    }
-
-    fn needs_a_tool_first(&self) -> bool {
-        self.inner.needs_a_tool_first()
+impl ProviderDecorator for Guarded<'_> {
+    fn inner(&self) -> &dyn ModelProvider {
+        self.inner
     }
 
     /// Asks through the breaker. A failure that looks like the server down opens it (or, for a
     /// probe, keeps it open) and the request waits to be asked again; every extra request
     /// counts in the reply's `retries`.
-    async fn complete(&self, request: RouterRequest<'_>) -> Result<ModelReply, ProviderError> {
+    async fn complete_decorated(&self, request: RouterRequest<'_>) -> Result<ModelReply, ProviderError> {
         let _asking = InFlight::new(self.breaker);
         let (mut retries, mut own) = (0, 0);
         let mut last = None;

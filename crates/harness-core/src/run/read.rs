@@ -1,19 +1,20 @@
 //! Read the reply: once, when it arrives, into the calls it holds; then one call per step.
 //!
 //! Structured calls are the API's own; a reply without any is read by the reply reader
-//! ([`crate::reply`]), which splits off reasoning, finds every call in the model's own format,
+//! ([`harness_reply`]), which splits off reasoning, finds every call in the model's own format,
 //! and ends with the first fault. A reply cut at the token limit never runs its last call.
 
 use std::borrow::Cow;
 
 use serde_json::{Value, json};
 
+use harness_reply::{ReadOptions, ReplyFormat, TextCall, read_reply};
+
 use super::Step;
 use crate::error::{ErrorCode, HarnessError};
 use crate::parse::{call_id, decode_arguments_in_place, step_call_id};
 use crate::provider::{ModelReply, ProposedCall};
 use crate::registry::{FINISH, ToolDefinition};
-use crate::reply::{ReadOptions, ReplyFormat, TextCall, read_reply};
 
 /// The calls of one reply, read when it arrived.
 pub(super) enum ReplyCalls {
@@ -64,7 +65,7 @@ pub(super) fn read_reply_calls(
     let options = ReadOptions { format, truncated: reply.truncated, tools, forced };
     let read = read_reply(reply.text.as_deref().unwrap_or(""), &options);
     let mut items: Vec<_> = read.calls.into_iter().map(Ok).collect();
-    items.extend(read.error.map(Err));
+    items.extend(read.error.map(|e| Err(e.into())));
     ReplyCalls::Text { items, format: read.format, reasoning: read.reasoning }
 }
 

@@ -1,5 +1,5 @@
 // The tools the reply corpus and the reader's unit tests read replies with, written once:
-// `tests/corpus.rs` and `src/reply/tests.rs` take this file in with `include!`, each with
+// `tests/corpus.rs` and `crates/harness-reply/src/tests.rs` take this file in with `include!`, each with
 // `ToolDefinition`, `ToolSource`, `Value` and `json!` in scope.
 
 fn tool(name: &str, properties: Value) -> ToolDefinition {

@@ -12,8 +12,8 @@
 use serde_json::{Value, json};
 
 use super::Reading;
-use crate::error::{ErrorCode, HarnessError};
-use crate::parse::decode_arguments;
+use crate::arguments::decode_arguments;
+use crate::error::{ReplyError, ReplyErrorCode};
 
 /// The keys that name a call's tool (`function` when it is a string, else it wraps a call;
 /// `action` as agent frameworks write it).
@@ -38,7 +38,7 @@ pub(super) fn read(text: &str, r: &mut Reading<'_>) {
             pos = end;
         }
         match decode_arguments(&tool, &arguments) {
-            Ok(arguments) => r.call(&tool, arguments),
+            Ok(arguments) => r.call(&tool, arguments.into_owned()),
             Err(e) => return r.fail(e),
         }
     }
@@ -111,12 +111,12 @@ struct Scan {
 }
 
 /// Why text held no call; `at` maps an offset of the scanned text to one of the reply.
-fn no_call_error(scan: &Scan, text_len: usize, at: impl Fn(usize) -> usize) -> HarnessError {
+fn no_call_error(scan: &Scan, text_len: usize, at: impl Fn(usize) -> usize) -> ReplyError {
     let hint = "answer with one tool call as JSON: {\"tool\": NAME, \"arguments\": {...}}";
     if let Some((error, offset)) = &scan.first_parse_error {
         let offset = at(*offset);
-        return HarnessError::new(
-            ErrorCode::InvalidJson,
+        return ReplyError::new(
+            ReplyErrorCode::InvalidJson,
             format!(
                 "the reply holds JSON that does not parse ({error}, in the object starting at byte {offset}); {hint}"
             ),
@@ -124,16 +124,16 @@ fn no_call_error(scan: &Scan, text_len: usize, at: impl Fn(usize) -> usize) -> H
         );
     }
     if scan.values_seen > 0 {
-        return HarnessError::new(
-            ErrorCode::InvalidJson,
+        return ReplyError::new(
+            ReplyErrorCode::InvalidJson,
             format!(
                 "the reply holds JSON but no tool call: an object needs a \"tool\" string and an \"arguments\" object; {hint}"
             ),
             json!({ "objects": scan.values_seen }),
         );
     }
-    HarnessError::new(
-        ErrorCode::NoJson,
+    ReplyError::new(
+        ReplyErrorCode::NoJson,
         format!("the reply holds no JSON object; {hint}"),
         json!({ "reply_bytes": text_len }),
     )

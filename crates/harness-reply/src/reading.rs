@@ -3,20 +3,32 @@
 
 use serde_json::{Value, json};
 
-use super::{ReadOptions, ReadReply, ReplyFormat, TextCall, schema};
-use crate::error::{ErrorCode, HarnessError};
-use crate::registry::ToolDefinition;
+use super::{OfferedTool, ReadOptions, ReadReply, ReplyFormat, TextCall, schema};
+use crate::error::{ReplyError, ReplyErrorCode};
+
+/// The offered tools, whatever type the caller keeps them in: the family readers stay
+/// free of the caller's type.
+pub(super) trait Schemas {
+    /// The arguments schema of the tool named `tool`, when it was offered.
+    fn parameters_of(&self, tool: &str) -> Option<&Value>;
+}
+
+impl<T: OfferedTool> Schemas for &[T] {
+    fn parameters_of(&self, tool: &str) -> Option<&Value> {
+        self.iter().find(|t| t.name() == tool).map(OfferedTool::parameters)
+    }
+}
 
 /// What the family readers fill in as they go.
 pub(super) struct Reading<'a> {
-    pub(super) tools: &'a [ToolDefinition],
+    pub(super) tools: &'a dyn Schemas,
     pub(super) offsets: &'a [(usize, usize)],
     pub(super) calls: Vec<TextCall>,
     pub(super) content: String,
     /// Reasoning a family found in its own structure (Harmony's analysis messages).
     pub(super) reasoning: String,
     pub(super) format: ReplyFormat,
-    pub(super) error: Option<HarnessError>,
+    pub(super) error: Option<ReplyError>,
     pub(super) truncated: bool,
     pub(super) forced: Option<&'a str>,
     /// The reply's length, where a cut with no call in progress is placed.
@@ -24,9 +36,13 @@ pub(super) struct Reading<'a> {
 }
 
 impl<'a> Reading<'a> {
-    pub(super) fn new(options: &ReadOptions<'a>, offsets: &'a [(usize, usize)], reply_len: usize) -> Self {
+    pub(super) fn new<T: OfferedTool>(
+        options: &'a ReadOptions<'a, T>,
+        offsets: &'a [(usize, usize)],
+        reply_len: usize,
+    ) -> Self {
         Self {
-            tools: options.tools,
+            tools: &options.tools,
             offsets,
             calls: Vec::new(),
             content: String::new(),
@@ -69,7 +85,7 @@ impl<'a> Reading<'a> {
     }
 
     /// Records the fault that ends the reading; the first one stands.
-    pub(super) fn fail(&mut self, error: HarnessError) {
+    pub(super) fn fail(&mut self, error: ReplyError) {
         if self.error.is_none() {
             self.error = Some(error);
         }
@@ -86,8 +102,7 @@ impl<'a> Reading<'a> {
 
     /// The schema of a parameter of an offered tool, when there is one.
     pub(super) fn parameter_schema(&self, tool: &str, parameter: &str) -> Option<&'a Value> {
-        let tool = self.tools.iter().find(|t| t.name == tool.trim())?;
-        tool.parameters.get("properties")?.get(parameter)
+        self.tools.parameters_of(tool.trim())?.get("properties")?.get(parameter)
     }
 
     /// A string value of an XML-style format, typed by the tool's schema.
@@ -98,8 +113,8 @@ impl<'a> Reading<'a> {
     /// A malformed call at `offset` (of the text without reasoning).
     pub(super) fn malformed(&mut self, offset: usize, problem: &str) {
         let (format, at) = (self.format, self.at(offset));
-        self.fail(HarnessError::new(
-            ErrorCode::MalformedCall,
+        self.fail(ReplyError::new(
+            ReplyErrorCode::MalformedCall,
             format!(
                 "the reply's {format} tool call is malformed at byte {at}: {problem}; write the call exactly in the {format} format, or answer with one tool call as JSON"
             ),
@@ -111,8 +126,8 @@ impl<'a> Reading<'a> {
     pub(super) fn bad_json(&mut self, offset: usize, tool: Option<&str>, error: &serde_json::Error) {
         let (format, at) = (self.format, self.at(offset));
         let tool_part = tool.map(|t| format!(" to {:?}", t.trim())).unwrap_or_default();
-        self.fail(HarnessError::new(
-            ErrorCode::InvalidJson,
+        self.fail(ReplyError::new(
+            ReplyErrorCode::InvalidJson,
             format!(
                 "the arguments of the {format} call{tool_part} at byte {at} are not valid JSON: {error}; send the arguments as one JSON object"
             ),
@@ -181,14 +196,14 @@ impl<'a> Reading<'a> {
                 }
             },
             other => {
-                let kind = crate::parse::json_type(&other);
+                let kind = crate::arguments::json_type(&other);
                 self.malformed(offset, &format!("the arguments of {:?} are {kind}, not a JSON object", tool.trim()));
                 None
             }
         }
     }
 
-    pub(super) fn finish(mut self, split_reasoning: String, options: &ReadOptions<'_>) -> ReadReply {
+    pub(super) fn finish<T>(mut self, split_reasoning: String, options: &ReadOptions<'_, T>) -> ReadReply {
         let mut reasoning = split_reasoning;
         if !self.reasoning.is_empty() {
             if !reasoning.is_empty() {
@@ -250,31 +265,31 @@ fn without_end_of_turn(content: &str) -> &str {
 }
 
 /// The error of a reply cut short: at the token limit, or inside a call never closed.
-pub(super) fn cut_error(format: ReplyFormat, offset: usize, tool: Option<&str>, token_limit: bool) -> HarnessError {
+pub(super) fn cut_error(format: ReplyFormat, offset: usize, tool: Option<&str>, token_limit: bool) -> ReplyError {
     let why = if token_limit {
         "your reply was cut at the token limit".to_owned()
     } else {
         format!("your reply ended inside a {format} tool call opened at byte {offset} and never closed")
     };
-    HarnessError::new(
-        ErrorCode::ReplyTruncated,
+    ReplyError::new(
+        ReplyErrorCode::ReplyTruncated,
         format!("{why}; answer with one shorter call"),
         json!({ "format": format, "offset": offset, "tool": tool, "token_limit": token_limit }),
     )
 }
 
 /// The error of a reply with no call in it.
-fn no_call(format: ReplyFormat, content: &str) -> HarnessError {
+fn no_call(format: ReplyFormat, content: &str) -> ReplyError {
     let hint = "answer with one tool call as JSON: {\"tool\": NAME, \"arguments\": {...}}";
     if format == ReplyFormat::Json || format == ReplyFormat::Auto {
-        return HarnessError::new(
-            ErrorCode::NoJson,
+        return ReplyError::new(
+            ReplyErrorCode::NoJson,
             format!("the reply holds no JSON object; {hint}"),
             json!({ "reply_bytes": content.len() }),
         );
     }
-    HarnessError::new(
-        ErrorCode::NoJson,
+    ReplyError::new(
+        ReplyErrorCode::NoJson,
         format!("the reply holds no {format} tool call; {hint}"),
         json!({ "format": format, "reply_bytes": content.len() }),
     )

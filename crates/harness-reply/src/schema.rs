@@ -38,7 +38,7 @@ fn declared_types<'s>(schema: &'s Value, out: &mut Vec<&'s str>, depth: u8) {
     }
     let values = schema.get("enum").and_then(Value::as_array).into_iter().flatten().chain(schema.get("const"));
     for value in values {
-        out.push(crate::parse::json_type(value));
+        out.push(crate::arguments::json_type(value));
     }
 }
 

@@ -1,4 +1,4 @@
-//! The reply reader: turns a model's raw text into `{reasoning, content, calls, format}`.
+//! Reads a model's reply text into tool calls: `{reasoning, content, calls, format}`.
 //!
 //! Reasoning is split off first ([`reasoning`]) and is never searched for calls. The rest is
 //! read by the grammar of one call format: the family pinned by the operator, or the one whose
@@ -10,9 +10,16 @@
 //!
 //! The reader never panics and its time is linear in the reply's length: every search moves
 //! forward, and a search for a closing marker is bounded by the block it closes.
+//!
+//! The crate knows nothing of the loop: the tools offered come in through [`OfferedTool`]
+//! and a fault goes out as a [`ReplyError`], which `harness-core` maps to its own error.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
+mod arguments;
 mod deepseek;
 mod dsml;
+mod error;
 mod format;
 mod gemma;
 mod glm;
@@ -33,11 +40,38 @@ mod text;
 use serde::Serialize;
 use serde_json::Value;
 
+pub use self::arguments::{decode_arguments, invalid_json, json_type};
+pub use self::error::{ReplyError, ReplyErrorCode};
 pub use self::format::ReplyFormat;
 use self::reading::{Reading, cut_error};
 use self::text::{Closer, Fault, Seeker, find_from, skip_ws, starts};
-use crate::error::HarnessError;
-use crate::registry::ToolDefinition;
+
+/// A tool offered to the model, as the reader needs it: its schema types XML-style values.
+pub trait OfferedTool {
+    /// The tool's name.
+    fn name(&self) -> &str;
+    /// JSON Schema of its arguments object.
+    fn parameters(&self) -> &Value;
+}
+
+/// A tool's name and arguments schema, for readers with no tool type of their own.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSchema {
+    /// The tool's name.
+    pub name: String,
+    /// JSON Schema of its arguments object.
+    pub parameters: Value,
+}
+
+impl OfferedTool for ToolSchema {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn parameters(&self) -> &Value {
+        &self.parameters
+    }
+}
 
 /// One call read from a reply's text.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -60,24 +94,33 @@ pub struct ReadReply {
     /// The format the reply was read as (never `auto`).
     pub format: ReplyFormat,
     /// Why reading stopped: a malformed or cut call, or no call at all.
-    pub error: Option<HarnessError>,
+    pub error: Option<ReplyError>,
 }
 
 /// How to read one reply.
-#[derive(Debug, Clone, Copy)]
-pub struct ReadOptions<'a> {
+#[derive(Debug)]
+pub struct ReadOptions<'a, T = ToolSchema> {
     /// The family to read, or `Auto`.
     pub format: ReplyFormat,
     /// The reply was cut at the token limit: its last call may be incomplete and never counts.
     pub truncated: bool,
     /// The tools offered: their schemas type the values of XML-style formats.
-    pub tools: &'a [ToolDefinition],
+    pub tools: &'a [T],
     /// The tool the router was forced to call: a bare JSON object is taken as its arguments.
     pub forced: Option<&'a str>,
 }
 
+// By hand: derived, both would ask `T` to be `Clone` too, where only a reference is copied.
+impl<T> Clone for ReadOptions<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for ReadOptions<'_, T> {}
+
 /// Reads a reply's text. Never panics; linear in the text's length.
-pub fn read_reply(text: &str, options: &ReadOptions<'_>) -> ReadReply {
+pub fn read_reply<T: OfferedTool>(text: &str, options: &ReadOptions<'_, T>) -> ReadReply {
     // Every family's marker opens a call, after which no reasoning block is split off; for
     // Harmony, whose markers open analysis messages too, it is a message's recipient.
     let call_markers: Vec<&'static str> =

@@ -1,14 +1,41 @@
-//! What the reply corpus (`tests/data/replies`, run by `tests/corpus.rs`) does not say well:
+//! What the reply corpus (`tests/data/replies`, run by harness-core's `tests/corpus.rs`) does not say well:
 //! error offsets and messages, pinned formats, forced tools, and one test per format that
 //! puts call-shaped JSON and the format's own markers inside argument values.
 
 use serde_json::{Value, json};
 
+use super::OfferedTool;
 use super::{ReadOptions, ReadReply, ReplyFormat, read_reply};
-use crate::error::ErrorCode;
-use crate::registry::{ToolDefinition, ToolSource};
+use crate::error::ReplyErrorCode;
 
-include!("../../tests/common/tools.rs");
+/// The fields of the core's tool definition that `tools.rs` fills, so it is included as is.
+struct ToolDefinition {
+    name: String,
+    #[allow(dead_code)] // filled by the shared file, never read by the reader
+    description: String,
+    parameters: Value,
+    #[allow(dead_code)]
+    examples: Vec<Value>,
+    #[allow(dead_code)]
+    source: ToolSource,
+}
+
+/// Where a tool comes from, as the shared file names it.
+enum ToolSource {
+    Builtin,
+}
+
+impl OfferedTool for ToolDefinition {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn parameters(&self) -> &Value {
+        &self.parameters
+    }
+}
+
+include!("../../harness-core/tests/common/tools.rs");
 
 fn read_as(text: &str, format: ReplyFormat, truncated: bool) -> ReadReply {
     let tools = tools();
@@ -23,7 +50,7 @@ fn names(reply: &ReadReply) -> Vec<&str> {
     reply.calls.iter().map(|c| c.name.as_str()).collect()
 }
 
-fn code(reply: &ReadReply) -> Option<ErrorCode> {
+fn code(reply: &ReadReply) -> Option<ReplyErrorCode> {
     reply.error.as_ref().map(|e| e.code)
 }
 
@@ -51,9 +78,9 @@ fn an_unclosed_think_is_all_reasoning_and_a_cut_one_is_reply_truncated() {
     let text = r#"<think>Let me call <tool_call>{"name": "calculate", "arguments": {"expression": "2"}}</tool_call>"#;
     let r = read(text);
     assert!(r.calls.is_empty());
-    assert_eq!(code(&r), Some(ErrorCode::NoJson));
+    assert_eq!(code(&r), Some(ReplyErrorCode::NoJson));
     let r = read_as(text, ReplyFormat::Auto, true);
-    assert_eq!(code(&r), Some(ErrorCode::ReplyTruncated));
+    assert_eq!(code(&r), Some(ReplyErrorCode::ReplyTruncated));
 }
 
 #[test]
@@ -85,12 +112,12 @@ fn hermes_cut_call_after_a_complete_one() {
     let r = read_as(text, ReplyFormat::Auto, true);
     assert_eq!(names(&r), ["calculate"]);
     let e = r.error.expect("the cut call is an error");
-    assert_eq!(e.code, ErrorCode::ReplyTruncated);
+    assert_eq!(e.code, ReplyErrorCode::ReplyTruncated);
     assert!(e.message.contains("cut at the token limit"), "{}", e.message);
     assert_eq!(e.details["offset"], text.find("\n<tool_call>").map(|i| i + 1).unwrap());
     // Not at the token limit: an unclosed call is still a cut call, said so.
     let r = read(text);
-    assert_eq!(code(&r), Some(ErrorCode::ReplyTruncated));
+    assert_eq!(code(&r), Some(ReplyErrorCode::ReplyTruncated));
     assert!(r.error.unwrap().message.contains("never closed"));
 }
 
@@ -102,18 +129,18 @@ fn hermes_complete_json_without_its_closing_tag_is_a_call_unless_cut() {
     assert_eq!(names(&read(text)), ["calculate"]);
     let r = read_as(text, ReplyFormat::Auto, true);
     assert!(r.calls.is_empty());
-    assert_eq!(code(&r), Some(ErrorCode::ReplyTruncated));
+    assert_eq!(code(&r), Some(ReplyErrorCode::ReplyTruncated));
 }
 
 #[test]
 fn hermes_malformed_json_names_format_and_offset() {
     let text = "ok <tool_call>{\"name\": \"calculate\", \"arguments\": {\"expression\": 1 2}}</tool_call>";
     let e = read(text).error.expect("an error");
-    assert_eq!(e.code, ErrorCode::InvalidJson);
+    assert_eq!(e.code, ReplyErrorCode::InvalidJson);
     assert_eq!(e.details["format"], "hermes");
     assert_eq!(e.details["offset"], 3);
     let e = read("<tool_call>{\"arguments\": {}}</tool_call>").error.expect("an error");
-    assert_eq!(e.code, ErrorCode::MalformedCall);
+    assert_eq!(e.code, ReplyErrorCode::MalformedCall);
     assert!(e.message.contains("\"name\""), "{}", e.message);
 }
 
@@ -128,10 +155,10 @@ fn qwen3_coder_a_value_that_does_not_fit_stays_a_string() {
 #[test]
 fn qwen3_coder_cut_and_malformed() {
     let r = read_as("<tool_call>\n<function=calculate>\n<parameter=expression>\n1+", ReplyFormat::Auto, true);
-    assert_eq!(code(&r), Some(ErrorCode::ReplyTruncated));
+    assert_eq!(code(&r), Some(ReplyErrorCode::ReplyTruncated));
     assert_eq!(r.error.unwrap().details["tool"], "calculate");
     let e = read("<tool_call><function=calculate><value>1</value></function></tool_call>").error.unwrap();
-    assert_eq!((e.code, e.details["format"].as_str()), (ErrorCode::MalformedCall, Some("qwen3_coder")));
+    assert_eq!((e.code, e.details["format"].as_str()), (ReplyErrorCode::MalformedCall, Some("qwen3_coder")));
     assert!(e.message.contains("<parameter=NAME>"), "{}", e.message);
 }
 
@@ -141,9 +168,9 @@ fn qwen3_coder_cut_and_malformed() {
 fn glm_call_without_arguments_cut_and_malformed() {
     assert_eq!(read("<tool_call>calculate</tool_call>").calls[0].arguments, json!({}));
     let r = read_as("<tool_call>get_weather<arg_key>city</arg_key><arg_value>Par", ReplyFormat::Auto, true);
-    assert_eq!(code(&r), Some(ErrorCode::ReplyTruncated));
+    assert_eq!(code(&r), Some(ReplyErrorCode::ReplyTruncated));
     let e = read("<tool_call>get_weather<arg_key>city</arg_key>Paris</tool_call>").error.unwrap();
-    assert_eq!(e.code, ErrorCode::MalformedCall);
+    assert_eq!(e.code, ReplyErrorCode::MalformedCall);
     assert!(e.message.contains("<arg_value>"), "{}", e.message);
 }
 
@@ -154,17 +181,17 @@ fn mistral_without_its_special_tokens_in_the_text() {
     let r = read("[TOOL_CALLS]get_weather{\"city\": \"Nice\"}[TOOL_CALLS]calculate{\"expression\": \"2\"}");
     assert_eq!(names(&r), ["get_weather", "calculate"]);
     let e = read("[TOOL_CALLS]get weather[ARGS]{}").error.unwrap();
-    assert_eq!(e.code, ErrorCode::MalformedCall);
+    assert_eq!(e.code, ReplyErrorCode::MalformedCall);
 }
 
 #[test]
 fn mistral_cut_and_malformed() {
     let r = read_as("[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Pa", ReplyFormat::Auto, true);
-    assert_eq!(code(&r), Some(ErrorCode::ReplyTruncated));
+    assert_eq!(code(&r), Some(ReplyErrorCode::ReplyTruncated));
     let r = read("[TOOL_CALLS]get_weather[AR");
-    assert_eq!(code(&r), Some(ErrorCode::ReplyTruncated));
+    assert_eq!(code(&r), Some(ReplyErrorCode::ReplyTruncated));
     let e = read("[TOOL_CALLS]get_weather[ARGZ]{}").error.unwrap();
-    assert_eq!(e.code, ErrorCode::MalformedCall);
+    assert_eq!(e.code, ReplyErrorCode::MalformedCall);
     assert_eq!(e.details["offset"], "[TOOL_CALLS]get_weather".len());
 }
 
@@ -185,13 +212,13 @@ fn llama_bare_json_pinned_and_in_auto() {
 fn harmony_final_is_content_and_cut_call_is_truncated() {
     let r = read("<|channel|>final<|message|>It is sunny.<|return|>");
     assert_eq!(r.content, "It is sunny.");
-    assert_eq!(code(&r), Some(ErrorCode::NoJson));
+    assert_eq!(code(&r), Some(ReplyErrorCode::NoJson));
     let r = read_as(
         "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Sa",
         ReplyFormat::Auto,
         true,
     );
-    assert_eq!(code(&r), Some(ErrorCode::ReplyTruncated));
+    assert_eq!(code(&r), Some(ReplyErrorCode::ReplyTruncated));
     assert_eq!(r.error.unwrap().details["tool"], "get_weather");
 }
 
@@ -204,11 +231,11 @@ fn deepseek_v3_cut_and_malformed() {
         ReplyFormat::Auto,
         true,
     );
-    assert_eq!(code(&r), Some(ErrorCode::ReplyTruncated));
+    assert_eq!(code(&r), Some(ReplyErrorCode::ReplyTruncated));
     let e = read("<｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"x\"} trailing<｜tool▁call▁end｜>")
         .error
         .unwrap();
-    assert_eq!((e.code, e.details["format"].as_str()), (ErrorCode::MalformedCall, Some("deepseek_v3")));
+    assert_eq!((e.code, e.details["format"].as_str()), (ReplyErrorCode::MalformedCall, Some("deepseek_v3")));
 }
 
 #[test]
@@ -222,7 +249,7 @@ fn deepseek_v32_plain_tags_and_cut() {
         ReplyFormat::Auto,
         true,
     );
-    assert_eq!(code(&r), Some(ErrorCode::ReplyTruncated));
+    assert_eq!(code(&r), Some(ReplyErrorCode::ReplyTruncated));
 }
 
 // --- kimi ------------------------------------------------------------------------------------
@@ -234,12 +261,12 @@ fn kimi_k2_cut_and_malformed() {
         ReplyFormat::Auto,
         true,
     );
-    assert_eq!(code(&r), Some(ErrorCode::ReplyTruncated));
+    assert_eq!(code(&r), Some(ReplyErrorCode::ReplyTruncated));
     let e =
         read("<|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"city\": x}<|tool_call_end|>")
             .error
             .unwrap();
-    assert_eq!((e.code, e.details["tool"].as_str()), (ErrorCode::InvalidJson, Some("get_weather")));
+    assert_eq!((e.code, e.details["tool"].as_str()), (ReplyErrorCode::InvalidJson, Some("get_weather")));
 }
 
 // --- gemma -----------------------------------------------------------------------------------
@@ -251,11 +278,11 @@ fn gemma4_thought_channel_cut_and_malformed() {
     );
     assert!(r.calls.is_empty());
     let r = read_as("<|tool_call>call:get_weather{city:<|\"|>Ber", ReplyFormat::Auto, true);
-    assert_eq!(code(&r), Some(ErrorCode::ReplyTruncated));
+    assert_eq!(code(&r), Some(ReplyErrorCode::ReplyTruncated));
     let e = read("<|tool_call>call:get_weather{city:<|\"|>Bern<|\"|> days:2}<tool_call|>").error.unwrap();
-    assert_eq!(e.code, ErrorCode::MalformedCall);
+    assert_eq!(e.code, ReplyErrorCode::MalformedCall);
     let deep = format!("<|tool_call>call:search{{filters:{}{}}}<tool_call|>", "{a:".repeat(200), "}".repeat(200));
-    assert_eq!(code(&read(&deep)), Some(ErrorCode::MalformedCall));
+    assert_eq!(code(&read(&deep)), Some(ReplyErrorCode::MalformedCall));
 }
 
 // --- json, pinning, detection ----------------------------------------------------------------
@@ -271,9 +298,9 @@ fn json_bare_object_is_the_forced_tools_arguments() {
 #[test]
 fn json_cut_at_the_token_limit_is_truncated_else_invalid_json() {
     let text = r#"{"tool": "calculate", "arguments": {"expression": "6*"#;
-    assert_eq!(code(&read(text)), Some(ErrorCode::InvalidJson));
-    assert_eq!(code(&read_as(text, ReplyFormat::Auto, true)), Some(ErrorCode::ReplyTruncated));
-    assert_eq!(code(&read_as("", ReplyFormat::Auto, true)), Some(ErrorCode::ReplyTruncated));
+    assert_eq!(code(&read(text)), Some(ReplyErrorCode::InvalidJson));
+    assert_eq!(code(&read_as(text, ReplyFormat::Auto, true)), Some(ReplyErrorCode::ReplyTruncated));
+    assert_eq!(code(&read_as("", ReplyFormat::Auto, true)), Some(ReplyErrorCode::ReplyTruncated));
 }
 
 #[test]
@@ -282,10 +309,10 @@ fn a_pinned_format_reads_only_its_own_markers() {
     let r = read_as(text, ReplyFormat::Mistral, false);
     assert!(r.calls.is_empty());
     assert_eq!(r.format, ReplyFormat::Mistral);
-    assert_eq!(code(&r), Some(ErrorCode::NoJson));
+    assert_eq!(code(&r), Some(ReplyErrorCode::NoJson));
     assert!(r.error.unwrap().message.contains("no mistral tool call"));
     let r = read_as(text, ReplyFormat::Glm45, false);
-    assert_eq!(code(&r), Some(ErrorCode::MalformedCall));
+    assert_eq!(code(&r), Some(ReplyErrorCode::MalformedCall));
 }
 
 #[test]
@@ -316,11 +343,11 @@ fn format_names_round_trip() {
 fn llama_cut_and_malformed() {
     let r =
         read_as("<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Os", ReplyFormat::Auto, true);
-    assert_eq!(code(&r), Some(ErrorCode::ReplyTruncated));
+    assert_eq!(code(&r), Some(ReplyErrorCode::ReplyTruncated));
     let e = read("<|python_tag|>{\"parameters\": {}}").error.unwrap();
-    assert_eq!((e.code, e.details["format"].as_str()), (ErrorCode::MalformedCall, Some("llama3")));
+    assert_eq!((e.code, e.details["format"].as_str()), (ReplyErrorCode::MalformedCall, Some("llama3")));
     let e = read("<|python_tag|>{\"name\": \"calculate\", \"parameters\": [1]}").error.unwrap();
-    assert_eq!(e.code, ErrorCode::MalformedCall);
+    assert_eq!(e.code, ReplyErrorCode::MalformedCall);
     assert!(e.message.contains("array"), "{}", e.message);
 }
 
@@ -333,16 +360,16 @@ fn harmony_two_calls_unicode_and_malformed() {
     let e = read("<|channel|>commentary to=functions.calculate<|message|>{\"expression\": \"1\"} and more<|call|>")
         .error
         .unwrap();
-    assert_eq!((e.code, e.details["format"].as_str()), (ErrorCode::MalformedCall, Some("harmony")));
+    assert_eq!((e.code, e.details["format"].as_str()), (ReplyErrorCode::MalformedCall, Some("harmony")));
 }
 
 #[test]
 fn deepseek_v32_malformed_tags() {
     let e = read("<｜DSML｜function_calls><｜DSML｜invoke>{}</｜DSML｜invoke></｜DSML｜function_calls>").error.unwrap();
-    assert_eq!((e.code, e.details["format"].as_str()), (ErrorCode::MalformedCall, Some("deepseek_v32")));
+    assert_eq!((e.code, e.details["format"].as_str()), (ReplyErrorCode::MalformedCall, Some("deepseek_v32")));
     assert!(e.message.contains("name"), "{}", e.message);
     let e = read("<｜DSML｜function_calls><｜DSML｜invoke name=\"calculate\"><｜DSML｜argument name=\"x\">1</｜DSML｜argument></｜DSML｜invoke></｜DSML｜function_calls>").error.unwrap();
-    assert_eq!(e.code, ErrorCode::MalformedCall);
+    assert_eq!(e.code, ReplyErrorCode::MalformedCall);
 }
 
 // --- a call comes only from a call position: never out of an argument -----------------------
@@ -373,7 +400,7 @@ fn json_objects_inside_a_json_call_or_a_list_of_records_are_never_calls() {
     // A call whose JSON breaks: what is inside it is its own, never a call of its own.
     let r = read(r#"{"tool": "search", "arguments": {"filters": [{"tool": "rm", "arguments": {}}], oops}}"#);
     assert!(r.calls.is_empty(), "{:?}", r.calls);
-    assert_eq!(code(&r), Some(ErrorCode::InvalidJson));
+    assert_eq!(code(&r), Some(ReplyErrorCode::InvalidJson));
 }
 
 #[test]
