@@ -6,6 +6,8 @@
 //! plugin host), and only then renamed to its place: the file checked is the file installed,
 //! and a running harness that has the old file mapped keeps it.
 
+mod unpack;
+
 use std::collections::BTreeMap;
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -37,6 +39,12 @@ pub(crate) enum Source {
         /// The directory, canonical.
         path: PathBuf,
     },
+    /// A `.tar.gz`, `.tgz` or `.zip` archive holding one library file, and its README and
+    /// licence: unpacked into a private temporary directory, then installed as a directory.
+    Archive {
+        /// The archive file, canonical.
+        path: PathBuf,
+    },
     /// A cargo crate, built with `cargo build --release`.
     Crate {
         /// The crate's directory, canonical.
@@ -48,7 +56,7 @@ impl Source {
     /// The path it names.
     pub(crate) fn path(&self) -> &Path {
         match self {
-            Self::File { path } | Self::Directory { path } | Self::Crate { path } => path,
+            Self::File { path } | Self::Directory { path } | Self::Archive { path } | Self::Crate { path } => path,
         }
     }
 
@@ -57,6 +65,7 @@ impl Source {
         let kind = match self {
             Self::File { .. } => "file",
             Self::Directory { .. } => "directory",
+            Self::Archive { .. } => "archive",
             Self::Crate { .. } => "crate",
         };
         format!("{kind} {}", self.path().display())
@@ -167,6 +176,8 @@ struct Plan {
     library: PathBuf,
     docs: Vec<PathBuf>,
     source: Source,
+    /// Where an archive was unpacked: kept until the install ends, then removed.
+    _unpacked: Option<tempfile::TempDir>,
 }
 
 /// `harness plugins install SOURCE | --path DIR [--force]`.
@@ -246,7 +257,7 @@ fn upgrade_one(dir: &Path, name: &str) -> Result<String> {
     }
     let plan = match &old.source {
         Source::Crate { path } => plan_crate(path)?,
-        Source::File { path } | Source::Directory { path } => plan_source(path)?,
+        Source::File { path } | Source::Directory { path } | Source::Archive { path } => plan_source(path)?,
     };
     prepare_dir(dir)?;
     let staged = stage(dir, &plan.library)?;
@@ -263,28 +274,42 @@ fn upgrade_one(dir: &Path, name: &str) -> Result<String> {
     Ok(format!("upgraded {name} {} -> {}{same} from {}\n", old.version, new.version, new.source.describe()))
 }
 
-/// SOURCE as given: a library file, or a directory holding exactly one (and its docs).
+/// SOURCE as given: a library file, an archive, or a directory holding exactly one library
+/// (and its docs).
 fn plan_source(source: &Path) -> Result<Plan> {
     let path = dunce::canonicalize(source).map_err(|e| {
         CliError::Usage(format!(
-            "cannot read {}: {e}; give a plugin library file or a directory holding one",
+            "cannot read {}: {e}; give a plugin library file, an archive or a directory holding one",
             source.display()
         ))
     })?;
-    if !path.is_dir() {
-        return Ok(Plan { library: path.clone(), docs: Vec::new(), source: Source::File { path } });
+    if let Some(kind) = unpack::Kind::of(&path) {
+        let unpacked = unpack::unpack(&path, kind)?;
+        let top = unpack::top(unpacked.path());
+        let (library, docs) = one_library(&top, &path, "an archive to install holds exactly one")?;
+        return Ok(Plan { library, docs, source: Source::Archive { path }, _unpacked: Some(unpacked) });
     }
-    let (libraries, docs) = listing(&path)?;
+    if !path.is_dir() {
+        return Ok(Plan { library: path.clone(), docs: Vec::new(), source: Source::File { path }, _unpacked: None });
+    }
+    let (library, docs) = one_library(&path, &path, "give the one to install by its path")?;
+    Ok(Plan { library, docs, source: Source::Directory { path }, _unpacked: None })
+}
+
+/// The one library file in `dir` and the docs beside it; `shown` is what the operator gave,
+/// `fix` what to do when there are several.
+fn one_library(dir: &Path, shown: &Path, fix: &str) -> Result<(PathBuf, Vec<PathBuf>)> {
+    let (libraries, docs) = listing(dir)?;
     match libraries.as_slice() {
-        [one] => Ok(Plan { library: one.clone(), docs, source: Source::Directory { path } }),
+        [one] => Ok((one.clone(), docs)),
         [] => Err(CliError::Usage(format!(
-            "{} holds no .{} library file; give the directory of a built plugin, or the file itself",
-            path.display(),
+            "{} holds no .{} library file; give a built plugin's directory or archive, or the file itself",
+            shown.display(),
             harness_loader::library_extension()
         ))),
         many => Err(CliError::Usage(format!(
-            "{} holds {} library files ({}); give the one to install by its path",
-            path.display(),
+            "{} holds {} library files ({}); {fix}",
+            shown.display(),
             many.len(),
             many.iter().filter_map(|f| f.file_name()).map(|f| f.to_string_lossy()).collect::<Vec<_>>().join(", ")
         ))),
@@ -325,7 +350,7 @@ fn plan_crate(dir: &Path) -> Result<Plan> {
         )));
     }
     let library = build_crate(&manifest)?;
-    Ok(Plan { library, docs: Vec::new(), source: Source::Crate { path } })
+    Ok(Plan { library, docs: Vec::new(), source: Source::Crate { path }, _unpacked: None })
 }
 
 /// Where a crate is built: `CARGO_TARGET_DIR` when set (as `cargo install` does), else

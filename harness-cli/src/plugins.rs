@@ -69,12 +69,13 @@ pub(crate) enum PluginsCommand {
     },
     /// Install a plugin into the user's plugin directory, checked as discovery checks it.
     ///
-    /// SOURCE is a library file, or a directory holding one (its README and licence files are
-    /// copied with it); `--path DIR` builds the crate in DIR with `cargo build --release`.
+    /// SOURCE is a library file, a directory holding one, or a .tar.gz, .tgz or .zip archive
+    /// holding one (their README and licence files are copied with it); `--path DIR` builds the
+    /// crate in DIR with `cargo build --release`.
     /// A plugin whose name is installed already, or found in another plugin directory, is
     /// refused unless --force.
     Install {
-        /// A plugin library file, or a directory holding exactly one.
+        /// A plugin library file, or a directory or .tar.gz/.tgz/.zip archive holding exactly one.
         #[arg(required_unless_present = "path", conflicts_with = "path")]
         source: Option<PathBuf>,
         /// A plugin crate's directory: built with cargo (target directory: CARGO_TARGET_DIR,
