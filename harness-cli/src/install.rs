@@ -6,6 +6,7 @@
 //! plugin host), and only then renamed to its place: the file checked is the file installed,
 //! and a running harness that has the old file mapped keeps it.
 
+mod registry;
 mod unpack;
 
 use std::collections::BTreeMap;
@@ -50,26 +51,56 @@ pub(crate) enum Source {
         /// The crate's directory, canonical.
         path: PathBuf,
     },
+    /// A crate in the registry (`--crate`): fetched with cargo, then built as a `Crate`.
+    Registry {
+        /// The crate's name.
+        name: String,
+        /// The registry's name in cargo's configuration; `None` for crates.io.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        registry: Option<String>,
+        /// The version asked for; `None` for the newest, which `upgrade` fetches again.
+        pinned: Option<String>,
+        /// The version fetched.
+        version: String,
+    },
 }
 
 impl Source {
-    /// The path it names.
-    pub(crate) fn path(&self) -> &Path {
+    /// The path it names; a registry crate names none.
+    pub(crate) fn path(&self) -> Option<&Path> {
         match self {
-            Self::File { path } | Self::Directory { path } | Self::Archive { path } | Self::Crate { path } => path,
+            Self::File { path } | Self::Directory { path } | Self::Archive { path } | Self::Crate { path } => {
+                Some(path)
+            }
+            Self::Registry { .. } => None,
         }
     }
 
-    /// `crate /src/greet`, `file /tmp/libx.so`: as `list` shows it.
+    /// `crate /src/greet`, `file /tmp/libx.so`, `registry crate greet 0.1.0`: as `list` shows it.
     pub(crate) fn describe(&self) -> String {
         let kind = match self {
             Self::File { .. } => "file",
             Self::Directory { .. } => "directory",
             Self::Archive { .. } => "archive",
             Self::Crate { .. } => "crate",
+            Self::Registry { name, registry, pinned, version } => {
+                let newest = if pinned.is_none() { " (newest)" } else { "" };
+                let from = registry.as_deref().map(|r| format!(" from registry {r}")).unwrap_or_default();
+                return format!("crate {name} {version}{newest}{from}");
+            }
         };
-        format!("{kind} {}", self.path().display())
+        format!("{kind} {}", self.path().map(Path::display).map(|p| p.to_string()).unwrap_or_default())
     }
+}
+
+/// What `plugins install` was given.
+pub(crate) enum From {
+    /// SOURCE: a library file, a directory or an archive.
+    Source(PathBuf),
+    /// `--path DIR`: a crate's directory.
+    Path(PathBuf),
+    /// `--crate NAME[@VERSION]`, and `--registry NAME`.
+    Registry(String, Option<String>),
 }
 
 /// One installed plugin, as `installed.json` records it.
@@ -180,13 +211,17 @@ struct Plan {
     _unpacked: Option<tempfile::TempDir>,
 }
 
-/// `harness plugins install SOURCE | --path DIR [--force]`.
-pub(crate) fn install(source: Option<&Path>, crate_dir: Option<&Path>, force: bool) -> Result<u8> {
+/// `harness plugins install SOURCE | --path DIR | --crate NAME[@VERSION] [--force]`.
+pub(crate) fn install(from: From, force: bool) -> Result<u8> {
     let dir = data_dir()?;
-    let plan = match (source, crate_dir) {
-        (_, Some(krate)) => plan_crate(krate)?,
-        (Some(source), None) => plan_source(source)?,
-        (None, None) => return Err(CliError::Usage("give a library file, a directory or --path DIR".to_owned())),
+    let plan = match from {
+        From::Path(krate) => plan_crate(&krate)?,
+        From::Source(source) => plan_source(&source)?,
+        From::Registry(spec, registry) => {
+            let (name, pinned) = registry::parse_spec(&spec)?;
+            registry.as_deref().map(registry::check_registry).transpose()?;
+            registry_plan(Crate { name, registry, pinned })?
+        }
     };
     prepare_dir(&dir)?;
     let staged = stage(&dir, &plan.library)?;
@@ -248,8 +283,7 @@ pub(crate) fn upgrade(name: Option<&str>) -> Result<u8> {
 /// Installs `name` again from its recorded source; one line saying the old and new version.
 fn upgrade_one(dir: &Path, name: &str) -> Result<String> {
     let old = Record::load(dir)?.get(name, dir)?.clone();
-    let from = old.source.path();
-    if !from.exists() {
+    if old.source.path().is_some_and(|from| !from.exists()) {
         return Err(CliError::Usage(format!(
             "plugin {name} was installed from {}, which is gone; install it again from where it is now with `harness plugins install SOURCE --force`, or `harness plugins remove {name}`",
             old.source.describe()
@@ -258,6 +292,9 @@ fn upgrade_one(dir: &Path, name: &str) -> Result<String> {
     let plan = match &old.source {
         Source::Crate { path } => plan_crate(path)?,
         Source::File { path } | Source::Directory { path } | Source::Archive { path } => plan_source(path)?,
+        Source::Registry { name, registry, pinned, .. } => {
+            registry_plan(Crate { name: name.clone(), registry: registry.clone(), pinned: pinned.clone() })?
+        }
     };
     prepare_dir(dir)?;
     let staged = stage(dir, &plan.library)?;
@@ -353,6 +390,36 @@ fn plan_crate(dir: &Path) -> Result<Plan> {
     Ok(Plan { library, docs: Vec::new(), source: Source::Crate { path }, _unpacked: None })
 }
 
+/// `--crate NAME[@VERSION]`: the crate's source fetched with cargo and copied into the cache,
+/// then built as `--path` builds.
+fn registry_plan(krate: Crate) -> Result<Plan> {
+    let cache = build_dir()?;
+    let fetched = registry::fetch(&cargo_program(), &cache, &krate)?;
+    let library = build_crate(&fetched.manifest)?;
+    let Crate { name, registry, pinned } = krate;
+    Ok(Plan {
+        library,
+        docs: fetched.docs,
+        source: Source::Registry { name, registry, pinned, version: fetched.version },
+        _unpacked: None,
+    })
+}
+
+/// A crate to fetch from a registry.
+struct Crate {
+    /// Its name.
+    name: String,
+    /// The registry's name in cargo's configuration; `None` for crates.io.
+    registry: Option<String>,
+    /// The exact version; `None` for the newest.
+    pinned: Option<String>,
+}
+
+/// The cargo to run: `CARGO` when set (as cargo sets it for the programs it runs), else `cargo`.
+fn cargo_program() -> std::ffi::OsString {
+    std::env::var_os("CARGO").filter(|v| !v.is_empty()).unwrap_or_else(|| "cargo".into())
+}
+
 /// Where a crate is built: `CARGO_TARGET_DIR` when set (as `cargo install` does), else
 /// `$XDG_CACHE_HOME/harness/build` (`~/.cache/harness/build`), so that rebuilds are quick.
 fn build_dir() -> Result<PathBuf> {
@@ -373,8 +440,7 @@ fn build_dir() -> Result<PathBuf> {
 /// cdylib that crate built, as cargo reports it.
 fn build_crate(manifest: &Path) -> Result<PathBuf> {
     let target = build_dir()?;
-    // `CARGO` is the cargo that runs us, when one does (as cargo sets it for its subcommands).
-    let cargo = std::env::var_os("CARGO").filter(|v| !v.is_empty()).unwrap_or_else(|| "cargo".into());
+    let cargo = cargo_program();
     eprintln!("harness: building {} with cargo build --release (in {})", manifest.display(), target.display());
     let output = Command::new(&cargo)
         .args(["build", "--release", "--message-format=json-render-diagnostics", "--manifest-path"])

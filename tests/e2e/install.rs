@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::check::scaffold_greet;
+use crate::check::{scaffold_greet, workspace_root};
 use crate::support::{Scratch, bin_dir, fixture, plugin, ran};
 
 /// The user's plugin directory of the scratch directory.
@@ -435,4 +435,92 @@ fn an_archive_unpacking_past_the_bound_is_refused() {
     let r = ran(s.harness().args(["plugins", "install", "bomb.tar.gz"]).env("TMPDIR", &tmp));
     r.usage_error(&["bomb.tar.gz", "\"README\"", "over the bound", "256 MiB"]);
     assert!(names(&tmp).is_empty(), "{:?}", names(&tmp));
+}
+
+/// A vendored copy of the scaffolded greet crate at `version`, in a directory source: as
+/// `cargo vendor` lays it out, its SDK dependency a registry one (patched to the checkout
+/// in the scratch directory's cargo configuration).
+fn vendor_greet(s: &Scratch, version: &str) {
+    let from = s.path("greet");
+    let to = s.path(&format!("vendor/greet-{version}"));
+    std::fs::create_dir_all(to.join("src")).unwrap();
+    std::fs::copy(from.join("src/lib.rs"), to.join("src/lib.rs")).unwrap();
+    std::fs::copy(from.join("README.md"), to.join("README.md")).unwrap();
+    // The workspace's lock, as the scaffold tests use: the build reuses what was built.
+    std::fs::copy(from.join("Cargo.lock"), to.join("Cargo.lock")).unwrap();
+    let toml = std::fs::read_to_string(from.join("Cargo.toml")).unwrap();
+    let dev = toml.find("[dev-dependencies]").unwrap();
+    let workspace = toml.find("# This crate is a workspace").unwrap();
+    let toml = format!("{}{}", &toml[..dev], &toml[workspace..])
+        .replace("version = \"0.1.0\"", &format!("version = \"{version}\""));
+    let sdk = toml.lines().find(|l| l.starts_with("harness-sdk = ")).unwrap();
+    std::fs::write(to.join("Cargo.toml"), toml.replace(sdk, "harness-sdk = \"0.1\"")).unwrap();
+    std::fs::write(to.join(".cargo-checksum.json"), r#"{"files":{},"package":null}"#).unwrap();
+}
+
+/// `--crate` with `--registry`: cargo fetches the crate from a registry that the scratch
+/// directory's cargo configuration replaces with a vendored directory (never contacted), and
+/// `upgrade` fetches the newest version again, or the pinned one.
+#[test]
+fn a_registry_crate_is_fetched_built_and_upgraded_to_the_newest_version() {
+    let s = Scratch::new();
+    scaffold_greet(&s);
+    vendor_greet(&s, "0.1.0");
+    let sdk = workspace_root().join("crates/harness-sdk");
+    let index = "sparse+https://plugins.invalid/index/";
+    s.write(
+        ".cargo/config.toml",
+        &format!(
+            "[registries.plugins]\nindex = {index:?}\n\n[source.plugins-remote]\nregistry = {index:?}\nreplace-with = \"plugins-vendored\"\n\n[source.plugins-vendored]\ndirectory = {:?}\n\n[patch.crates-io]\nharness-sdk = {{ path = {:?} }}\n",
+            s.path("vendor").display().to_string(),
+            sdk.display().to_string()
+        ),
+    );
+    // A target directory of its own: the --path test builds another libgreet.so meanwhile.
+    let cache = bin_dir().parent().unwrap().join("install-e2e-registry-cache");
+    let plugins = |args: &[&str]| {
+        let mut cmd = s.harness();
+        cmd.args(["plugins"]).args(args).env("XDG_CACHE_HOME", &cache);
+        ran(&mut cmd)
+    };
+    let r = plugins(&["install", "--crate", "greet", "--registry", "plugins"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.starts_with("installed greet 0.1.0 from crate greet 0.1.0 (newest) from registry plugins"),
+        "{}",
+        r.stdout
+    );
+    let entry = &record(&s)["plugins"]["greet"];
+    assert_eq!(
+        entry["source"],
+        json!({"kind": "registry", "name": "greet", "registry": "plugins", "pinned": null, "version": "0.1.0"})
+    );
+    assert_eq!(entry["docs"], json!(["README.md"]));
+    let step = call(&s, "greet", json!({"name": "Ada"}));
+    assert_eq!(step["result"], json!({"greeting": "Hello, Ada!"}), "{step}");
+
+    // A newer version published: upgrade fetches the newest.
+    vendor_greet(&s, "0.2.0");
+    let r = plugins(&["upgrade", "greet"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.starts_with("upgraded greet 0.1.0 -> 0.2.0 from crate greet 0.2.0 (newest)"), "{}", r.stdout);
+    assert_eq!(listed(&s, "greet", &[]).unwrap()["installed"]["version"], "0.2.0");
+
+    // Pinned, it stays at its version.
+    let r = plugins(&["install", "--force", "--crate", "greet@0.1.0", "--registry", "plugins"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(record(&s)["plugins"]["greet"]["source"]["pinned"], "0.1.0");
+    let r = plugins(&["upgrade", "greet"]);
+    assert!(
+        r.stdout
+            .starts_with("upgraded greet 0.1.0 -> 0.1.0 (the same file) from crate greet 0.1.0 from registry plugins"),
+        "{}",
+        r.stdout
+    );
+
+    // A version that is not there: cargo says why, and nothing changes.
+    let r = plugins(&["install", "--force", "--crate", "greet@9.9.9", "--registry", "plugins"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("cargo could not fetch crate greet@9.9.9"), "{}", r.stderr);
+    plugins(&["install", "--crate", "greet@=1"]).usage_error(&["--crate", "\"greet@=1\"", "NAME@VERSION"]);
 }
