@@ -167,3 +167,22 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spec_is_a_name_and_an_exact_version_or_a_usage_error() {
+        assert_eq!(parse_spec("greet").unwrap(), ("greet".to_owned(), None));
+        assert_eq!(
+            parse_spec("chem-tools@1.2.0-rc.1").unwrap(),
+            ("chem-tools".to_owned(), Some("1.2.0-rc.1".to_owned()))
+        );
+        for bad in ["", "@1.0.0", "greet@", "greet@^1", "greet@=1", "gr eet", "greet\"x", "1greet", "greet@1\n"] {
+            assert!(matches!(parse_spec(bad), Err(CliError::Usage(_))), "{bad:?}");
+        }
+        assert!(check_registry("my-registry_2").is_ok());
+        assert!(matches!(check_registry("a\"b"), Err(CliError::Usage(_))));
+    }
+}

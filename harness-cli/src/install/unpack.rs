@@ -210,3 +210,27 @@ fn zip_kind(mode: Option<u32>, is_dir: bool) -> Entry {
         _ => Entry::File,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kind_is_read_from_the_name_whatever_its_case() {
+        assert!(matches!(Kind::of(Path::new("/d/p-1.0.TAR.GZ")), Some(Kind::TarGz)));
+        assert!(matches!(Kind::of(Path::new("p.tgz")), Some(Kind::TarGz)));
+        assert!(matches!(Kind::of(Path::new("p.zip")), Some(Kind::Zip)));
+        assert!(Kind::of(Path::new("libp.so")).is_none() && Kind::of(Path::new("p.tar")).is_none());
+    }
+
+    #[test]
+    fn a_zip_entry_is_refused_by_its_unix_file_type() {
+        assert!(matches!(zip_kind(Some(0o120_777), false), Entry::Refused("symbolic link")));
+        assert!(matches!(zip_kind(Some(0o020_644), false), Entry::Refused("device file")));
+        assert!(matches!(zip_kind(Some(0o060_644), false), Entry::Refused("device file")));
+        assert!(matches!(zip_kind(Some(0o010_644), false), Entry::Refused("FIFO")));
+        assert!(matches!(zip_kind(Some(0o100_755), false), Entry::File));
+        assert!(matches!(zip_kind(None, false), Entry::File));
+        assert!(matches!(zip_kind(Some(0o040_755), true), Entry::Dir));
+    }
+}
