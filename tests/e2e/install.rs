@@ -460,7 +460,8 @@ fn vendor_greet(s: &Scratch, version: &str) {
 
 /// `--crate` with `--registry`: cargo fetches the crate from a registry that the scratch
 /// directory's cargo configuration replaces with a vendored directory (never contacted), and
-/// `upgrade` fetches the newest version again, or the pinned one.
+/// `upgrade` fetches the newest version again, or the pinned one. The SDK's own dependencies
+/// still resolve against crates.io, as the scaffold's do (a cold cargo cache downloads them).
 #[test]
 fn a_registry_crate_is_fetched_built_and_upgraded_to_the_newest_version() {
     let s = Scratch::new();
