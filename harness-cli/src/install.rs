@@ -6,6 +6,9 @@
 //! plugin host), and only then renamed to its place: the file checked is the file installed,
 //! and a running harness that has the old file mapped keeps it.
 
+mod registry;
+mod unpack;
+
 use std::collections::BTreeMap;
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -37,30 +40,67 @@ pub(crate) enum Source {
         /// The directory, canonical.
         path: PathBuf,
     },
+    /// A `.tar.gz`, `.tgz` or `.zip` archive holding one library file, and its README and
+    /// licence: unpacked into a private temporary directory, then installed as a directory.
+    Archive {
+        /// The archive file, canonical.
+        path: PathBuf,
+    },
     /// A cargo crate, built with `cargo build --release`.
     Crate {
         /// The crate's directory, canonical.
         path: PathBuf,
     },
+    /// A crate in the registry (`--crate`): fetched with cargo, then built as a `Crate`.
+    Registry {
+        /// The crate's name.
+        name: String,
+        /// The registry's name in cargo's configuration; `None` for crates.io.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        registry: Option<String>,
+        /// The version asked for; `None` for the newest, which `upgrade` fetches again.
+        pinned: Option<String>,
+        /// The version fetched.
+        version: String,
+    },
 }
 
 impl Source {
-    /// The path it names.
-    pub(crate) fn path(&self) -> &Path {
+    /// The path it names; a registry crate names none.
+    pub(crate) fn path(&self) -> Option<&Path> {
         match self {
-            Self::File { path } | Self::Directory { path } | Self::Crate { path } => path,
+            Self::File { path } | Self::Directory { path } | Self::Archive { path } | Self::Crate { path } => {
+                Some(path)
+            }
+            Self::Registry { .. } => None,
         }
     }
 
-    /// `crate /src/greet`, `file /tmp/libx.so`: as `list` shows it.
+    /// `crate /src/greet`, `file /tmp/libx.so`, `registry crate greet 0.1.0`: as `list` shows it.
     pub(crate) fn describe(&self) -> String {
         let kind = match self {
             Self::File { .. } => "file",
             Self::Directory { .. } => "directory",
+            Self::Archive { .. } => "archive",
             Self::Crate { .. } => "crate",
+            Self::Registry { name, registry, pinned, version } => {
+                let newest = if pinned.is_none() { " (newest)" } else { "" };
+                let from = registry.as_deref().map(|r| format!(" from registry {r}")).unwrap_or_default();
+                return format!("crate {name} {version}{newest}{from}");
+            }
         };
-        format!("{kind} {}", self.path().display())
+        format!("{kind} {}", self.path().map(Path::display).map(|p| p.to_string()).unwrap_or_default())
     }
+}
+
+/// What `plugins install` was given.
+pub(crate) enum From {
+    /// SOURCE: a library file, a directory or an archive.
+    Source(PathBuf),
+    /// `--path DIR`: a crate's directory.
+    Path(PathBuf),
+    /// `--crate NAME[@VERSION]`, and `--registry NAME`.
+    Registry(String, Option<String>),
 }
 
 /// One installed plugin, as `installed.json` records it.
@@ -167,15 +207,21 @@ struct Plan {
     library: PathBuf,
     docs: Vec<PathBuf>,
     source: Source,
+    /// Where an archive was unpacked: kept until the install ends, then removed.
+    _unpacked: Option<tempfile::TempDir>,
 }
 
-/// `harness plugins install SOURCE | --path DIR [--force]`.
-pub(crate) fn install(source: Option<&Path>, crate_dir: Option<&Path>, force: bool) -> Result<u8> {
+/// `harness plugins install SOURCE | --path DIR | --crate NAME[@VERSION] [--force]`.
+pub(crate) fn install(from: From, force: bool) -> Result<u8> {
     let dir = data_dir()?;
-    let plan = match (source, crate_dir) {
-        (_, Some(krate)) => plan_crate(krate)?,
-        (Some(source), None) => plan_source(source)?,
-        (None, None) => return Err(CliError::Usage("give a library file, a directory or --path DIR".to_owned())),
+    let plan = match from {
+        From::Path(krate) => plan_crate(&krate)?,
+        From::Source(source) => plan_source(&source)?,
+        From::Registry(spec, registry) => {
+            let (name, pinned) = registry::parse_spec(&spec)?;
+            registry.as_deref().map(registry::check_registry).transpose()?;
+            registry_plan(Crate { name, registry, pinned })?
+        }
     };
     prepare_dir(&dir)?;
     let staged = stage(&dir, &plan.library)?;
@@ -237,8 +283,7 @@ pub(crate) fn upgrade(name: Option<&str>) -> Result<u8> {
 /// Installs `name` again from its recorded source; one line saying the old and new version.
 fn upgrade_one(dir: &Path, name: &str) -> Result<String> {
     let old = Record::load(dir)?.get(name, dir)?.clone();
-    let from = old.source.path();
-    if !from.exists() {
+    if old.source.path().is_some_and(|from| !from.exists()) {
         return Err(CliError::Usage(format!(
             "plugin {name} was installed from {}, which is gone; install it again from where it is now with `harness plugins install SOURCE --force`, or `harness plugins remove {name}`",
             old.source.describe()
@@ -246,7 +291,10 @@ fn upgrade_one(dir: &Path, name: &str) -> Result<String> {
     }
     let plan = match &old.source {
         Source::Crate { path } => plan_crate(path)?,
-        Source::File { path } | Source::Directory { path } => plan_source(path)?,
+        Source::File { path } | Source::Directory { path } | Source::Archive { path } => plan_source(path)?,
+        Source::Registry { name, registry, pinned, .. } => {
+            registry_plan(Crate { name: name.clone(), registry: registry.clone(), pinned: pinned.clone() })?
+        }
     };
     prepare_dir(dir)?;
     let staged = stage(dir, &plan.library)?;
@@ -263,28 +311,42 @@ fn upgrade_one(dir: &Path, name: &str) -> Result<String> {
     Ok(format!("upgraded {name} {} -> {}{same} from {}\n", old.version, new.version, new.source.describe()))
 }
 
-/// SOURCE as given: a library file, or a directory holding exactly one (and its docs).
+/// SOURCE as given: a library file, an archive, or a directory holding exactly one library
+/// (and its docs).
 fn plan_source(source: &Path) -> Result<Plan> {
     let path = dunce::canonicalize(source).map_err(|e| {
         CliError::Usage(format!(
-            "cannot read {}: {e}; give a plugin library file or a directory holding one",
+            "cannot read {}: {e}; give a plugin library file, an archive or a directory holding one",
             source.display()
         ))
     })?;
-    if !path.is_dir() {
-        return Ok(Plan { library: path.clone(), docs: Vec::new(), source: Source::File { path } });
+    if let Some(kind) = unpack::Kind::of(&path) {
+        let unpacked = unpack::unpack(&path, kind)?;
+        let top = unpack::top(unpacked.path());
+        let (library, docs) = one_library(&top, &path, "an archive to install holds exactly one")?;
+        return Ok(Plan { library, docs, source: Source::Archive { path }, _unpacked: Some(unpacked) });
     }
-    let (libraries, docs) = listing(&path)?;
+    if !path.is_dir() {
+        return Ok(Plan { library: path.clone(), docs: Vec::new(), source: Source::File { path }, _unpacked: None });
+    }
+    let (library, docs) = one_library(&path, &path, "give the one to install by its path")?;
+    Ok(Plan { library, docs, source: Source::Directory { path }, _unpacked: None })
+}
+
+/// The one library file in `dir` and the docs beside it; `shown` is what the operator gave,
+/// `fix` what to do when there are several.
+fn one_library(dir: &Path, shown: &Path, fix: &str) -> Result<(PathBuf, Vec<PathBuf>)> {
+    let (libraries, docs) = listing(dir)?;
     match libraries.as_slice() {
-        [one] => Ok(Plan { library: one.clone(), docs, source: Source::Directory { path } }),
+        [one] => Ok((one.clone(), docs)),
         [] => Err(CliError::Usage(format!(
-            "{} holds no .{} library file; give the directory of a built plugin, or the file itself",
-            path.display(),
+            "{} holds no .{} library file; give a built plugin's directory or archive, or the file itself",
+            shown.display(),
             harness_loader::library_extension()
         ))),
         many => Err(CliError::Usage(format!(
-            "{} holds {} library files ({}); give the one to install by its path",
-            path.display(),
+            "{} holds {} library files ({}); {fix}",
+            shown.display(),
             many.len(),
             many.iter().filter_map(|f| f.file_name()).map(|f| f.to_string_lossy()).collect::<Vec<_>>().join(", ")
         ))),
@@ -325,7 +387,37 @@ fn plan_crate(dir: &Path) -> Result<Plan> {
         )));
     }
     let library = build_crate(&manifest)?;
-    Ok(Plan { library, docs: Vec::new(), source: Source::Crate { path } })
+    Ok(Plan { library, docs: Vec::new(), source: Source::Crate { path }, _unpacked: None })
+}
+
+/// `--crate NAME[@VERSION]`: the crate's source fetched with cargo and copied into the cache,
+/// then built as `--path` builds.
+fn registry_plan(krate: Crate) -> Result<Plan> {
+    let cache = build_dir()?;
+    let fetched = registry::fetch(&cargo_program(), &cache, &krate)?;
+    let library = build_crate(&fetched.manifest)?;
+    let Crate { name, registry, pinned } = krate;
+    Ok(Plan {
+        library,
+        docs: fetched.docs,
+        source: Source::Registry { name, registry, pinned, version: fetched.version },
+        _unpacked: None,
+    })
+}
+
+/// A crate to fetch from a registry.
+struct Crate {
+    /// Its name.
+    name: String,
+    /// The registry's name in cargo's configuration; `None` for crates.io.
+    registry: Option<String>,
+    /// The exact version; `None` for the newest.
+    pinned: Option<String>,
+}
+
+/// The cargo to run: `CARGO` when set (as cargo sets it for the programs it runs), else `cargo`.
+fn cargo_program() -> std::ffi::OsString {
+    std::env::var_os("CARGO").filter(|v| !v.is_empty()).unwrap_or_else(|| "cargo".into())
 }
 
 /// Where a crate is built: `CARGO_TARGET_DIR` when set (as `cargo install` does), else
@@ -348,8 +440,7 @@ fn build_dir() -> Result<PathBuf> {
 /// cdylib that crate built, as cargo reports it.
 fn build_crate(manifest: &Path) -> Result<PathBuf> {
     let target = build_dir()?;
-    // `CARGO` is the cargo that runs us, when one does (as cargo sets it for its subcommands).
-    let cargo = std::env::var_os("CARGO").filter(|v| !v.is_empty()).unwrap_or_else(|| "cargo".into());
+    let cargo = cargo_program();
     eprintln!("harness: building {} with cargo build --release (in {})", manifest.display(), target.display());
     let output = Command::new(&cargo)
         .args(["build", "--release", "--message-format=json-render-diagnostics", "--manifest-path"])

@@ -69,18 +69,28 @@ pub(crate) enum PluginsCommand {
     },
     /// Install a plugin into the user's plugin directory, checked as discovery checks it.
     ///
-    /// SOURCE is a library file, or a directory holding one (its README and licence files are
-    /// copied with it); `--path DIR` builds the crate in DIR with `cargo build --release`.
+    /// SOURCE is a library file, a directory holding one, or a .tar.gz, .tgz or .zip archive
+    /// holding one (their README and licence files are copied with it); `--path DIR` builds the
+    /// crate in DIR with `cargo build --release`; `--crate NAME[@VERSION]` fetches that crate
+    /// from the registry with cargo (the newest version unless one is given) and builds it.
     /// A plugin whose name is installed already, or found in another plugin directory, is
     /// refused unless --force.
     Install {
-        /// A plugin library file, or a directory holding exactly one.
-        #[arg(required_unless_present = "path", conflicts_with = "path")]
+        /// A plugin library file, or a directory or .tar.gz/.tgz/.zip archive holding exactly one.
+        #[arg(required_unless_present_any = ["path", "krate"], conflicts_with_all = ["path", "krate"])]
         source: Option<PathBuf>,
         /// A plugin crate's directory: built with cargo (target directory: CARGO_TARGET_DIR,
         /// else $XDG_CACHE_HOME/harness/build) and its cdylib installed.
-        #[arg(long, value_name = "DIR")]
+        #[arg(long, value_name = "DIR", conflicts_with = "krate")]
         path: Option<PathBuf>,
+        /// A plugin crate in the registry, NAME or NAME@VERSION: its source fetched with cargo
+        /// (cargo's configuration and source replacement apply), then built as --path builds.
+        #[arg(long = "crate", value_name = "NAME[@VERSION]")]
+        krate: Option<String>,
+        /// The registry of --crate, by its name in cargo's configuration ([registries.NAME]);
+        /// default crates.io.
+        #[arg(long, value_name = "NAME", requires = "krate")]
+        registry: Option<String>,
         /// Replace a plugin of the same name, installed or found elsewhere.
         #[arg(long)]
         force: bool,
@@ -416,8 +426,18 @@ pub(crate) fn plugins(command: PluginsCommand) -> Result<u8> {
         PluginsCommand::Check(args) => check(*args),
         PluginsCommand::New { name, path, sdk_path, sdk_version } => new_plugin(&name, path, sdk_path, sdk_version),
         PluginsCommand::Inspect { target, json, plugins } => inspect(&target, json, &plugins),
-        PluginsCommand::Install { source, path, force } => {
-            crate::install::install(source.as_deref(), path.as_deref(), force)
+        PluginsCommand::Install { source, path, krate, registry, force } => {
+            let from = match (source, path, krate) {
+                (_, _, Some(spec)) => crate::install::From::Registry(spec, registry),
+                (_, Some(dir), None) => crate::install::From::Path(dir),
+                (Some(source), None, None) => crate::install::From::Source(source),
+                (None, None, None) => {
+                    return Err(CliError::Usage(
+                        "give a library file, a directory, an archive, --path DIR or --crate NAME".to_owned(),
+                    ));
+                }
+            };
+            crate::install::install(from, force)
         }
         PluginsCommand::Remove { name } => crate::install::remove(&name),
         PluginsCommand::Upgrade { name } => crate::install::upgrade(name.as_deref()),
