@@ -1,0 +1,86 @@
+//! `-v`/`-vv` and `HARNESS_LOG` through the binary: the provider's request and reply lines
+//! against a stand-in on 127.0.0.1, the filter, and the API key kept out of every line.
+
+use std::process::Command;
+
+use serde_json::json;
+
+use crate::providers::{Api, KEY, call};
+use crate::support::{Scratch, ran};
+
+/// `harness run REQUEST` against `api` with the key in OPENAI_API_KEY, quiet (no progress
+/// lines), so that stderr holds the diagnostics alone.
+fn harness(s: &Scratch, api: &Api, request: &str) -> Command {
+    let mut cmd = s.harness();
+    cmd.args(["run", request, "-q", "--provider", "openai", "--model", "test-model", "--base-url", &api.base_url])
+        .env("OPENAI_API_KEY", KEY)
+        .env_remove("OPENAI_BASE_URL");
+    cmd
+}
+
+/// Two replies: a calculation, then `finish`.
+fn two_steps() -> Api {
+    Api::serve(vec![
+        call("call_1", "calculate", json!({"expression": "6*7"})),
+        call("call_2", "finish", json!({"answer": 42})),
+    ])
+}
+
+#[test]
+fn v_shows_each_request_and_its_reply_and_never_the_key() {
+    let s = Scratch::new();
+    let api = two_steps();
+    let r = ran(harness(&s, &api, "what is 6*7").arg("-v"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let url = format!("POST {}/chat/completions mode=native bytes=", api.base_url);
+    assert_eq!(r.stderr.matches(&url).count(), 2, "{}", r.stderr);
+    assert_eq!(r.stderr.matches("reply ok tokens_in=10 tokens_out=3 in ").count(), 2, "{}", r.stderr);
+    // Plugin discovery: each file loaded, with its isolation.
+    assert!(r.stderr.contains(": loaded calc "), "{}", r.stderr);
+    // Bodies are for -vv alone.
+    assert!(!r.stderr.contains("request body:"), "{}", r.stderr);
+    assert!(!r.stderr.contains(KEY), "the key leaked:\n{}", r.stderr);
+}
+
+#[test]
+fn vv_shows_the_bodies_with_the_key_cut_out_and_never_a_header() {
+    let s = Scratch::new();
+    let api = two_steps();
+    // The key in the request itself: the body that carries it is logged with it redacted.
+    let r = ran(harness(&s, &api, &format!("what is 6*7? my key is {KEY}")).arg("-vv"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("request body: {"), "{}", r.stderr);
+    assert!(r.stderr.contains("reply body: {"), "{}", r.stderr);
+    assert!(r.stderr.contains("my key is [redacted]"), "{}", r.stderr);
+    assert!(!r.stderr.contains(KEY), "the key leaked:\n{}", r.stderr);
+    assert!(!r.stderr.to_ascii_lowercase().contains("bearer"), "a header was logged:\n{}", r.stderr);
+}
+
+#[test]
+fn harness_log_filters_by_crate() {
+    let s = Scratch::new();
+    let api = two_steps();
+    let r = ran(harness(&s, &api, "what is 6*7").env("HARNESS_LOG", "harness_loader=info"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains(": loaded calc "), "{}", r.stderr);
+    assert!(!r.stderr.contains("POST "), "the providers' lines were not asked for:\n{}", r.stderr);
+
+    let api = two_steps();
+    let r = ran(harness(&s, &api, "what is 6*7").env("HARNESS_LOG", "harness_providers=debug"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("request body: {"), "{}", r.stderr);
+    assert!(!r.stderr.contains(": loaded calc "), "the loader's lines were not asked for:\n{}", r.stderr);
+}
+
+#[test]
+fn without_v_or_harness_log_nothing_is_logged_and_a_bad_filter_is_a_usage_error() {
+    let s = Scratch::new();
+    let api = two_steps();
+    let r = ran(&mut harness(&s, &api, "what is 6*7"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stderr.contains("POST ") && !r.stderr.contains("harness_"), "{}", r.stderr);
+
+    let r = ran(s.harness().args(["plugins", "list"]).env("HARNESS_LOG", "harness_providers=loud"));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("HARNESS_LOG=\"harness_providers=loud\" is not a filter"), "{}", r.stderr);
+}
