@@ -1,5 +1,8 @@
 //! `-v`/`-vv` and `HARNESS_LOG`: diagnostics on stderr through `tracing`. Without either no
 //! subscriber is installed, so the macros stay a cheap check and nothing new is written.
+//! And `-q`, their opposite: no notices or warnings on stderr (errors always print).
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{ArgAction, Args};
 use tracing_subscriber::EnvFilter;
@@ -17,7 +20,29 @@ pub(crate) struct LogArgs {
     /// Diagnostics on stderr: -v requests, retries, plugins and MCP servers; -vv also the bodies (keys redacted).
     #[arg(short, long, global = true, action = ArgAction::Count)]
     pub(crate) verbose: u8,
+    /// No notices, warnings or progress on stderr; errors still print (run, batch: see their docs).
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub(crate) quiet: bool,
 }
+
+/// `-q`, set once by [`init`] before any command runs: read wherever a notice is written,
+/// rather than passed through every function between `main` and the notice.
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// Whether `-q` was given: notices and warnings are not written.
+pub(crate) fn quiet() -> bool {
+    QUIET.load(Ordering::Relaxed)
+}
+
+/// `eprintln!` for a notice or a warning: silent under `-q`. Errors use `eprintln!` itself.
+macro_rules! notice {
+    ($($arg:tt)*) => {
+        if !$crate::log::quiet() {
+            eprintln!($($arg)*);
+        }
+    };
+}
+pub(crate) use notice;
 
 /// The filter `-v` (counted `verbose` times) and `HARNESS_LOG` ask for, or `None` for none;
 /// the variable's directives come after the flag's, so that they win where both name a crate.
@@ -37,9 +62,10 @@ fn filter(verbose: u8, variable: Option<&str>) -> Option<String> {
 
 /// Installs the stderr subscriber when `-v` or `HARNESS_LOG` asks for one; a filter that does
 /// not parse is the caller's usage error, named with the variable.
-pub(crate) fn init(args: &LogArgs) -> Result<(), String> {
+pub(crate) fn init(verbose: u8, quiet: bool) -> Result<(), String> {
+    QUIET.store(quiet, Ordering::Relaxed);
     let variable = std::env::var(VARIABLE).ok();
-    let Some(directives) = filter(args.verbose, variable.as_deref()) else { return Ok(()) };
+    let Some(directives) = filter(verbose, variable.as_deref()) else { return Ok(()) };
     let filter = EnvFilter::builder().parse(&directives).map_err(|e| {
         format!(
             "{VARIABLE}={:?} is not a filter ({e}); write e.g. harness_providers=debug",

@@ -14,6 +14,8 @@ mod error;
 mod eval;
 mod exit;
 mod install;
+#[cfg(test)]
+mod layering;
 mod lock_cmd;
 mod log;
 mod mcp;
@@ -145,7 +147,7 @@ fn main() -> ExitCode {
         return plugin_host();
     }
     let cli = parse();
-    if let Err(why) = log::init(&cli.log) {
+    if let Err(why) = log::init(cli.log.verbose, cli.log.quiet) {
         let word = color::error_word(color::stderr_colored(cli.color.color));
         eprintln!("harness: {word}: {why}");
         return ExitCode::from(exit::RunExit::Usage.code());

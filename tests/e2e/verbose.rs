@@ -8,11 +8,10 @@ use serde_json::json;
 use crate::providers::{Api, KEY, call};
 use crate::support::{Scratch, ran};
 
-/// `harness run REQUEST` against `api` with the key in OPENAI_API_KEY, quiet (no progress
-/// lines), so that stderr holds the diagnostics alone.
+/// `harness run REQUEST` against `api` with the key in OPENAI_API_KEY.
 fn harness(s: &Scratch, api: &Api, request: &str) -> Command {
     let mut cmd = s.harness();
-    cmd.args(["run", request, "-q", "--provider", "openai", "--model", "test-model", "--base-url", &api.base_url])
+    cmd.args(["run", request, "--provider", "openai", "--model", "test-model", "--base-url", &api.base_url])
         .env("OPENAI_API_KEY", KEY)
         .env_remove("OPENAI_BASE_URL");
     cmd
@@ -83,4 +82,31 @@ fn without_v_or_harness_log_nothing_is_logged_and_a_bad_filter_is_a_usage_error(
     let r = ran(s.harness().args(["plugins", "list"]).env("HARNESS_LOG", "harness_providers=loud"));
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("HARNESS_LOG=\"harness_providers=loud\" is not a filter"), "{}", r.stderr);
+}
+
+#[test]
+fn q_silences_a_warning_on_any_command_but_never_an_error() {
+    let s = Scratch::new();
+    let warned = "harness: warning: HARNESS_MODLE is no setting of the harness";
+    let r = ran(s.harness().args(["plugins", "list"]).env("HARNESS_MODLE", "x"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains(warned), "{}", r.stderr);
+    // Before or after the command's name: -q is global.
+    for args in [["-q", "plugins", "list"], ["plugins", "list", "-q"]] {
+        let r = ran(s.harness().args(args).env("HARNESS_MODLE", "x"));
+        assert_eq!((r.code, r.stderr.as_str()), (0, ""), "{args:?}");
+        assert!(r.stdout.contains("calc"), "{}", r.stdout);
+    }
+    let r = ran(s.harness().args(["plugins", "list", "-q", "--config", "missing.toml"]).env("HARNESS_MODLE", "x"));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("harness: error: cannot read config file missing.toml"), "{}", r.stderr);
+    assert!(!r.stderr.contains(warned), "{}", r.stderr);
+}
+
+#[test]
+fn q_and_v_together_are_a_usage_error() {
+    let s = Scratch::new();
+    let r = ran(s.harness().args(["plugins", "list", "-q", "-v"]));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("'--quiet' cannot be used with '--verbose"), "{}", r.stderr);
 }
