@@ -110,3 +110,32 @@ fn q_and_v_together_are_a_usage_error() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("'--quiet' cannot be used with '--verbose"), "{}", r.stderr);
 }
+
+#[test]
+fn v_shows_a_retry_with_its_reason_and_wait() {
+    let s = Scratch::new();
+    let api = Api::serve(vec![
+        (503, json!({"error": {"message": format!("overloaded, key {KEY}")}})),
+        call("call_1", "finish", json!({"answer": 42})),
+    ]);
+    let r = ran(harness(&s, &api, "what is 6*7").arg("-v"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let retry = r.stderr.lines().find(|l| l.contains("INFO harness_providers: retry 1/")).unwrap_or_default();
+    assert!(retry.contains(" ms") && retry.contains("503"), "{}", r.stderr);
+    assert!(r.stderr.contains("reply failed in "), "{}", r.stderr);
+    assert!(!r.stderr.contains(KEY), "the key leaked:\n{}", r.stderr);
+}
+
+#[test]
+fn vv_shows_the_frames_to_and_from_a_plugin_host_and_v_does_not() {
+    let s = Scratch::new();
+    let call = ["tools", "call", "calculate", r#"{"expression": "6*7"}"#, "--isolation", "process"];
+    let r = ran(s.harness().args(call).arg("-vv"));
+    assert_eq!((r.code, r.stdout.as_str()), (0, "42\n"), "{}", r.stderr);
+    assert!(r.stderr.contains("plugin-host frame out: call, "), "{}", r.stderr);
+    assert!(r.stderr.contains("plugin-host frame in: ok, "), "{}", r.stderr);
+    assert!(r.stderr.contains("(isolation process, "), "{}", r.stderr);
+    let r = ran(s.harness().args(call).arg("-v"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stderr.contains("plugin-host frame"), "{}", r.stderr);
+}
