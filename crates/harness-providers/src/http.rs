@@ -601,8 +601,11 @@ impl Transport {
         let ms = started.elapsed().as_millis();
         match &value {
             Ok(value) => {
-                let (input, output) = usage(value);
-                tracing::info!(target: "harness_providers", "reply ok tokens_in={input} tokens_out={output} in {ms} ms");
+                // Read only when the line is written: a run without -v pays nothing for it.
+                if tracing::enabled!(target: "harness_providers", tracing::Level::INFO) {
+                    let (input, output) = usage(value);
+                    tracing::info!(target: "harness_providers", "reply ok tokens_in={input} tokens_out={output} in {ms} ms");
+                }
                 tracing::debug!(target: "harness_providers", "reply body: {}", self.redact(&value.to_string()));
             }
             Err(e) => {
