@@ -149,9 +149,6 @@ pub(crate) struct BatchArgs {
     /// Seconds between progress lines when stderr is not a terminal.
     #[arg(long, value_name = "SECS", default_value_t = 10.0, help_heading = "Output")]
     progress_every: f64,
-    /// No progress or notes on stderr; bad lines, warnings and the summary still print.
-    #[arg(long, short, help_heading = "Output")]
-    quiet: bool,
     /// Write each run's trace to DIR/ID.jsonl (the id percent-encoded for a file name).
     #[arg(long, value_name = "DIR", help_heading = "Traces")]
     traces: Option<PathBuf>,
@@ -168,7 +165,7 @@ fn provider_of(args: &BatchArgs, config: &LoadedConfig, requests: &std::path::Pa
     let mut chosen = args.provider.clone();
     let named = chosen.provider.is_some() || chosen.script.is_some() || config.config.provider.is_some();
     if !named && let Some(line) = harness_batch::input::first_script_line(requests)? {
-        if !args.quiet {
+        if !crate::log::quiet() {
             eprintln!(
                 "harness: batch: {}:{line} has a \"script\": the scripted provider replays it (no --provider was named)",
                 requests.display()
@@ -231,7 +228,7 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
     let settings = Settings::resolve(&provider_args, &args.limits, &config)?;
     let policy = crate::approve::policy(&args.policy, &config, None)?;
     let name = settings.provider;
-    let (router, scripts) = router(&settings, args.quiet, &budget)?;
+    let (router, scripts) = router(&settings, crate::log::quiet(), &budget)?;
 
     let spec = args.shard.unwrap_or(ShardSpec::Fixed(Shard::ALL));
     let shards = args.shards.map(|n| n as usize);
@@ -263,7 +260,7 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
             "harness: batch: {out_name}: cut off a torn last line (a batch was killed while writing it); its request runs again"
         );
     }
-    let answers = answers(args.approvals.as_deref(), &input, &earlier, args.quiet)?;
+    let answers = answers(args.approvals.as_deref(), &input, &earlier, crate::log::quiet())?;
     let selected = input.requests.len();
     let fingerprint = input.fingerprint;
     let plan = plan(input.requests, &earlier, &answers, out_path)?;
@@ -276,12 +273,12 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
     let mut tools = Tools::wire(
         &args.plugins,
         &config,
-        Wants { report: !args.quiet, mcp: true, otlp: Some(args.otlp.as_deref()), ..Wants::default() },
+        Wants { report: !crate::log::quiet(), mcp: true, otlp: Some(args.otlp.as_deref()), ..Wants::default() },
     )?;
     check_tool_choice(&settings, &tools.registry)?;
 
     let shard_text = if shard.count > 1 { format!(" (shard {}/{})", shard.index, shard.count) } else { String::new() };
-    if !args.quiet {
+    if !crate::log::quiet() {
         let mut resuming = if resumed > 0 { format!(" ({resumed} resumed with their answers)") } else { String::new() };
         if retrying > 0 {
             resuming.push_str(&format!(" ({retrying} failed before, run again)"));
@@ -312,7 +309,7 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
     let batch = Arc::new(batch);
     let to_run = todo.len();
     let concurrency = usize::from(args.concurrency).min(todo.len());
-    let mut progress = Progress::new(todo.len(), Duration::from_secs_f64(args.progress_every), args.quiet);
+    let mut progress = Progress::new(todo.len(), Duration::from_secs_f64(args.progress_every), crate::log::quiet());
     let threads = std::thread::available_parallelism().map_or(1, usize::from).min(concurrency).max(1);
     let rt = runtime(threads)?;
     let ran = rt.block_on(batch.clone().run(todo, concurrency, &mut out, &mut progress));

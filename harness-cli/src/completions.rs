@@ -61,7 +61,7 @@ fn write_pages(dir: &Path, cli: clap::Command) -> Result<u8> {
         .map_err(|e| CliError::Usage(format!("--out {}: cannot create the directory: {e}", dir.display())))?;
     clap_mangen::generate_to(cli, dir)
         .map_err(|e| CliError::Failure(format!("--out {}: cannot write the man pages: {e}", dir.display())))?;
-    eprintln!("harness: wrote the man pages into {}", harness_core::printable(&dir.display().to_string()));
+    crate::log::notice!("harness: wrote the man pages into {}", harness_core::printable(&dir.display().to_string()));
     Ok(0)
 }
 

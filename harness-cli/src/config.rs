@@ -261,7 +261,7 @@ impl LoadedConfig {
             loaded.layers.lay(table, &source);
         }
         for warning in settings::unknown_env_warnings(std::env::vars_os().filter_map(|(k, _)| k.into_string().ok())) {
-            eprintln!("harness: warning: {warning}");
+            crate::log::notice!("harness: warning: {warning}");
         }
         loaded.config = loaded.layers.config()?;
         Ok(loaded)
@@ -294,7 +294,7 @@ fn implicit() -> Result<Option<ConfigFile>, CliError> {
     let store = match TrustStore::locate() {
         Ok(store) => store,
         Err(e) => {
-            eprintln!("harness: ignoring ./{IMPLICIT}: {e}");
+            crate::log::notice!("harness: ignoring ./{IMPLICIT}: {e}");
             return Ok(None);
         }
     };
@@ -303,7 +303,7 @@ fn implicit() -> Result<Option<ConfigFile>, CliError> {
         TrustStatus::Unknown => "it is not trusted",
         TrustStatus::Changed { .. } => "it changed since it was trusted",
     };
-    eprintln!(
+    crate::log::notice!(
         "harness: ignoring ./{IMPLICIT} ({}): {why}. Read it, then run `harness config trust` to use it, or name it with --config {IMPLICIT}",
         harness_core::printable(&file.canonical.display().to_string())
     );

@@ -59,9 +59,6 @@ pub(crate) struct EvalArgs {
     /// Exit 1 when fewer than this share of the tasks (from 0 to 1) is answered right.
     #[arg(long, value_name = "SHARE")]
     min_score: Option<f64>,
-    /// No progress or notes on stderr.
-    #[arg(long, short)]
-    quiet: bool,
     #[command(flatten)]
     policy: crate::approve::PolicyArgs,
     #[command(flatten)]
@@ -118,7 +115,7 @@ fn run_tasks(args: &EvalArgs, tasks: &[Task]) -> Result<HashMap<String, Outcome>
     let settings = Settings::resolve(&args.provider, &args.limits, &config)?;
     let policy = crate::approve::policy(&args.policy, &config, None)?;
     let budget = Arc::new(RetryBudget::new(1.0));
-    let (router, scripts) = crate::batch::router(&settings, args.quiet, &budget)?;
+    let (router, scripts) = crate::batch::router(&settings, crate::log::quiet(), &budget)?;
     // The batch engine reads the same file for what it runs: ids, requests, budgets, scripts.
     let input = input::read(&args.tasks, Shard::ALL, scripts)?;
     if !input.bad.is_empty() {
@@ -140,9 +137,10 @@ fn run_tasks(args: &EvalArgs, tasks: &[Task]) -> Result<HashMap<String, Outcome>
     if let Some(dir) = &args.traces {
         harness_batch::create_traces_dir(dir)?;
     }
-    let mut tools = Tools::wire(&args.plugins, &config, Wants { report: !args.quiet, mcp: true, ..Wants::default() })?;
+    let mut tools =
+        Tools::wire(&args.plugins, &config, Wants { report: !crate::log::quiet(), mcp: true, ..Wants::default() })?;
     check_tool_choice(&settings, &tools.registry)?;
-    if !args.quiet {
+    if !crate::log::quiet() {
         eprintln!(
             "harness: eval: {} tasks, {} already in {}, {} to run, {} at a time",
             tasks.len(),
@@ -173,7 +171,7 @@ fn run_tasks(args: &EvalArgs, tasks: &[Task]) -> Result<HashMap<String, Outcome>
 /// The batch itself, with progress on stderr.
 fn run_batch(batch: Arc<Batch>, plan: harness_batch::Plan, args: &EvalArgs, out: &mut ResultsFile) -> Result<()> {
     let concurrency = usize::from(args.concurrency).min(plan.todo.len()).max(1);
-    let mut progress = Progress::new(plan.todo.len(), Duration::from_secs(10), args.quiet);
+    let mut progress = Progress::new(plan.todo.len(), Duration::from_secs(10), crate::log::quiet());
     let threads = std::thread::available_parallelism().map_or(1, usize::from).min(concurrency).max(1);
     let rt = runtime(threads)?;
     let ran = rt.block_on(batch.clone().run(plan.todo, concurrency, out, &mut progress));

@@ -93,7 +93,7 @@ pub(crate) fn check(tools: &Tools, config: &LoadedConfig, locked: bool) -> Resul
             path.display()
         )));
     }
-    eprintln!(
+    crate::log::notice!(
         "harness: warning: the offered tools do not match {} (pass --locked to refuse):\n{lines}",
         path.display()
     );

@@ -14,7 +14,10 @@ mod error;
 mod eval;
 mod exit;
 mod install;
+#[cfg(test)]
+mod layering;
 mod lock_cmd;
+mod log;
 mod mcp;
 mod plugins;
 mod replay;
@@ -40,6 +43,8 @@ use crate::error::CliError;
 struct Cli {
     #[command(flatten)]
     color: color::ColorArgs,
+    #[command(flatten)]
+    log: log::LogArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -98,6 +103,8 @@ enum Command {
 struct RunOnly {
     #[command(flatten)]
     color: color::ColorArgs,
+    #[command(flatten)]
+    log: log::LogArgs,
     #[command(subcommand)]
     command: RunCommand,
 }
@@ -117,9 +124,9 @@ enum RunCommand {
 fn parse() -> Cli {
     let color = color::from_args(std::env::args_os());
     if std::env::args_os().nth(1).is_some_and(|a| a == "run")
-        && let Ok(RunOnly { color, command: RunCommand::Run(args) }) = parse_with::<RunOnly>(color)
+        && let Ok(RunOnly { color, log, command: RunCommand::Run(args) }) = parse_with::<RunOnly>(color)
     {
-        return Cli { color, command: Command::Run(args) };
+        return Cli { color, log, command: Command::Run(args) };
     }
     parse_with::<Cli>(color).unwrap_or_else(|e| e.exit())
 }
@@ -140,6 +147,11 @@ fn main() -> ExitCode {
         return plugin_host();
     }
     let cli = parse();
+    if let Err(why) = log::init(cli.log.verbose, cli.log.quiet) {
+        let word = color::error_word(color::stderr_colored(cli.color.color));
+        eprintln!("harness: {word}: {why}");
+        return ExitCode::from(exit::RunExit::Usage.code());
+    }
     let outcome = match cli.command {
         Command::Run(args) => run::run(*args),
         Command::Plugins { command } => plugins::plugins(command),

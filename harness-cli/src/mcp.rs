@@ -107,7 +107,7 @@ fn serve(args: ServeArgs) -> Result<u8> {
     let registry = tools.take_registry();
     let count = registry.definitions().len().saturating_sub(1);
     let server = ToolServer::new(registry, options);
-    eprintln!("harness: {}", served_text(&server.decisions()));
+    crate::log::notice!("harness: {}", served_text(&server.decisions()));
     // Many HTTP clients are served at once; one stdio client needs no more than one thread.
     let mut builder = if args.http.is_some() {
         tokio::runtime::Builder::new_multi_thread()
@@ -120,13 +120,15 @@ fn serve(args: ServeArgs) -> Result<u8> {
         Some(addr) => {
             let (listener, options) = http_setup(addr, &args)?;
             let local = listener.local_addr().map_or_else(|_| addr.clone(), |a| a.to_string());
-            eprintln!(
+            crate::log::notice!(
                 "harness: serving {count} tools over MCP (Streamable HTTP) at http://{local}/mcp; SIGTERM drains and stops"
             );
             runtime.block_on(server.serve_http(listener, options))
         }
         None => {
-            eprintln!("harness: serving {count} tools over MCP on stdio (diagnostics on stderr; close stdin to stop)");
+            crate::log::notice!(
+                "harness: serving {count} tools over MCP on stdio (diagnostics on stderr; close stdin to stop)"
+            );
             runtime.block_on(server.serve_stdio())
         }
     };

@@ -504,7 +504,7 @@ fn plugin_file(path: &Path, allow_insecure: bool) -> Result<PathBuf> {
         if !allow_insecure {
             return Err(CliError::Usage(format!("{}: insecure: {why}", canonical.display())));
         }
-        eprintln!("harness: warning: reading {} although it is insecure: {why}", canonical.display());
+        crate::log::notice!("harness: warning: reading {} although it is insecure: {why}", canonical.display());
     }
     Ok(canonical)
 }

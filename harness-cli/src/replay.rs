@@ -48,10 +48,10 @@ pub(crate) fn replay(args: ReplayArgs) -> Result<u8> {
     let trace = harness_trace::read(&args.trace).map_err(|e| CliError::Usage(e.to_string()))?;
     let name = args.trace.display().to_string();
     for (line, why) in &trace.bad {
-        eprintln!("harness: replay: {name}:{line}: {why}; the record is incomplete there");
+        crate::log::notice!("harness: replay: {name}:{line}: {why}; the record is incomplete there");
     }
     for (line, what) in &trace.notes {
-        eprintln!("harness: replay: {name}:{line}: {what}");
+        crate::log::notice!("harness: replay: {name}:{line}: {what}");
     }
     let start = trace
         .start
@@ -117,7 +117,7 @@ fn not_started(trace: &Trace, started: &[String], report: &mut ReplayReport) {
     let before = report.tools_changed.len();
     report.tools_changed.retain(|c| !unstarted(&c.tool));
     if report.tools_changed.len() < before {
-        eprintln!(
+        crate::log::notice!(
             "harness: replay: the MCP servers no replayed call may reach (the policy would not run it) were not started; their tools are not compared"
         );
     }

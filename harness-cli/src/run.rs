@@ -45,9 +45,6 @@ pub(crate) struct RunArgs {
     /// Print one JSON object with status, answer, steps and error instead of the answer alone.
     #[arg(long, help_heading = "Output")]
     json: bool,
-    /// No progress lines on stderr.
-    #[arg(long, short, help_heading = "Output")]
-    quiet: bool,
     /// Write the trace to FILE: a first line saying what was asked and with what, one line per step, a last
     /// line saying how the run ended (see docs/traces.md).
     #[arg(long, value_name = "FILE", help_heading = "Trace and resume")]
@@ -144,11 +141,11 @@ pub(crate) fn run(mut args: RunArgs) -> Result<u8> {
         None => None,
     };
     let provider_args = match &resumed {
-        Some(r) => resumed_provider(&args.provider, r, args.quiet)?,
+        Some(r) => resumed_provider(&args.provider, r, crate::log::quiet())?,
         None => args.provider.clone(),
     };
     let settings = Settings::resolve(&provider_args, &args.limits, &config)?;
-    let provider = build_provider(&settings, args.quiet)?;
+    let provider = build_provider(&settings, crate::log::quiet())?;
     // A single run fails as soon as its request's retries are spent, as people expect of a
     // command; an outage is waited out only when asked for (--max-outage), within the run's
     // time budget.
@@ -184,8 +181,13 @@ pub(crate) fn run(mut args: RunArgs) -> Result<u8> {
     };
 
     // Plugins the cache answers for are opened at their first call, not before the first request.
-    let wants =
-        Wants { report: !args.quiet, open_lazily: true, mcp: true, otlp: Some(args.otlp.as_deref()), mcp_only: None };
+    let wants = Wants {
+        report: !crate::log::quiet(),
+        open_lazily: true,
+        mcp: true,
+        otlp: Some(args.otlp.as_deref()),
+        mcp_only: None,
+    };
     let tools = Tools::wire(&args.plugins, &config, wants)?;
     check_tool_choice(&settings, &tools.registry)?;
     let locked = args.locked || config.config.locked.unwrap_or(false);
@@ -199,7 +201,7 @@ pub(crate) fn run(mut args: RunArgs) -> Result<u8> {
     if let Some(otlp) = tools.otlp() {
         sinks.push(otlp.sink());
     }
-    let mut progress = Progress { inner: &mut sinks, quiet: args.quiet, usage_by_step: Vec::new() };
+    let mut progress = Progress { inner: &mut sinks, quiet: crate::log::quiet(), usage_by_step: Vec::new() };
     let about = RunAbout {
         mcp_servers: tools.mcp().map(crate::mcp::peers).unwrap_or_default(),
         unenforced: tools.found.unenforced(),
@@ -216,7 +218,7 @@ pub(crate) fn run(mut args: RunArgs) -> Result<u8> {
     let usage_by_step = std::mem::take(&mut progress.usage_by_step);
     drop(agent);
     drop(sinks);
-    if !args.quiet {
+    if !crate::log::quiet() {
         report_late_failures(&tools.found);
     }
     // An abandoned in-process call may still be running; the process must not wait for it.

@@ -377,6 +377,21 @@ pub(crate) fn flag_layer(p: &ProviderArgs, l: &LoopArgs) -> Vec<(toml::Table, So
         .collect()
 }
 
+/// The tool timeout, resolved once for plugins and MCP servers alike: `--tool-timeout`, else
+/// the configuration's `tool_timeout`; `None` when neither sets one. A value outside (0, 86400]
+/// seconds is a usage error naming the flag.
+pub(crate) fn tool_timeout(flag: Option<f64>, config: &Config) -> Result<Option<std::time::Duration>> {
+    match flag.or(config.tool_timeout) {
+        None => Ok(None),
+        Some(secs) if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 => {
+            Ok(Some(std::time::Duration::from_secs_f64(secs)))
+        }
+        Some(secs) => {
+            Err(CliError::Usage(format!("--tool-timeout {secs}: give a number of seconds between 0 and 86400")))
+        }
+    }
+}
+
 /// What a setting nobody gives is: the libraries' own defaults, for `config show`.
 pub(crate) fn defaults() -> Vec<(&'static str, toml::Value)> {
     let run = harness_core::RunOptions::default();

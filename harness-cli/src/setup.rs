@@ -5,7 +5,6 @@ use std::path::PathBuf;
 
 use clap::Args;
 use harness_abi::manifest::Effects;
-use std::time::Duration;
 
 use harness_loader::guarded::Guarded;
 use harness_loader::isolation::{HostCommand, Isolation};
@@ -144,15 +143,7 @@ pub(crate) fn discovery_options(args: &PluginArgs, config: &LoadedConfig) -> Res
     } else {
         BTreeMap::new()
     };
-    let tool_timeout = match args.tool_timeout.or(config.config.tool_timeout) {
-        None => None,
-        Some(secs) if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 => Some(Duration::from_secs_f64(secs)),
-        Some(secs) => {
-            return Err(CliError::Usage(format!(
-                "--tool-timeout {secs}: give a number of seconds between 0 and 86400"
-            )));
-        }
-    };
+    let tool_timeout = crate::settings::tool_timeout(args.tool_timeout, &config.config)?;
     let require_full_enforcement = match config.config.isolation.as_ref().and_then(|i| i.require()) {
         _ if args.require_enforcement => true,
         None | Some("best-effort") => false,
@@ -289,10 +280,10 @@ pub(crate) fn load_plugins_with(
     let found = discover(&options);
     if report {
         for w in &found.warnings {
-            eprintln!("harness: warning: {w}");
+            crate::log::notice!("harness: warning: {w}");
         }
         for s in &found.skipped {
-            eprintln!("harness: skipped {}: {}", s.path.display(), s.reason);
+            crate::log::notice!("harness: skipped {}: {}", s.path.display(), s.reason);
         }
     }
     Ok(found)
@@ -303,7 +294,7 @@ pub(crate) fn load_plugins_with(
 /// `plugin_unavailable`).
 pub(crate) fn report_late_failures(found: &Discovery) {
     for (late, why) in found.plugins.iter().filter_map(|p| p.late.as_ref()).filter_map(|l| Some((l, l.failure()?))) {
-        eprintln!(
+        crate::log::notice!(
             "harness: skipped {}: {why} (found at its first call: its tools were offered from the plugin cache, and their calls failed with plugin_unavailable)",
             late.path().display()
         );

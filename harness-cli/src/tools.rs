@@ -4,7 +4,6 @@
 //! out of a command (an early `?` included) tears them down.
 
 use std::path::Path;
-use std::time::Duration;
 
 use harness_core::{ToolRegistry, printable};
 use harness_loader::Discovery;
@@ -49,7 +48,7 @@ impl Tools {
         let found = load_plugins_with(args, config, wants.report, wants.open_lazily)?;
         let mut registry = ToolRegistry::new();
         for problem in found.register_tools(&mut registry) {
-            eprintln!("harness: warning: {problem}");
+            crate::log::notice!("harness: warning: {problem}");
         }
         // Built before the servers start, so that a server or exporter that fails to start
         // still has the ones started before it closed by the drop.
@@ -122,11 +121,7 @@ fn add_mcp_tools(
     let defaults = SourceOptions::default();
     let options = SourceOptions {
         // Already checked by the plugin setup, which runs first.
-        call_timeout: args
-            .tool_timeout
-            .or(file.tool_timeout)
-            .and_then(|s| Duration::try_from_secs_f64(s).ok())
-            .filter(|d| !d.is_zero()),
+        call_timeout: crate::settings::tool_timeout(args.tool_timeout, file)?,
         max_result_bytes: file.limits.result_bytes.unwrap_or(defaults.max_result_bytes),
         forward_stderr: report,
         working_dir: config.base_dir().map(Path::to_path_buf),
@@ -139,7 +134,7 @@ fn add_mcp_tools(
     for server in sources.servers().iter().filter(|_| report) {
         if let Some(why) = server.failure() {
             // The reason ends with the server's own stderr: shown, never obeyed.
-            eprintln!(
+            crate::log::notice!(
                 "harness: warning: MCP server {:?} did not start: {}; its tools are not offered",
                 server.config().name,
                 printable(&why)
@@ -147,7 +142,7 @@ fn add_mcp_tools(
         }
     }
     for problem in sources.register_tools(registry).into_iter().filter(|_| report) {
-        eprintln!("harness: warning: {problem}");
+        crate::log::notice!("harness: warning: {problem}");
     }
     Ok(sources)
 }

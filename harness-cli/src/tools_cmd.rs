@@ -61,9 +61,6 @@ pub(crate) struct CallArgs {
     /// Write the call to FILE as one trace step, as a run's trace records a step.
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
-    /// No warnings on stderr about plugin files skipped or MCP servers that did not start.
-    #[arg(long, short)]
-    quiet: bool,
     #[command(flatten)]
     plugins: PluginArgs,
 }
@@ -87,7 +84,7 @@ fn call(args: &CallArgs) -> Result<u8> {
         None => None,
     };
     // The MCP servers are started too: a run offers their tools with the plugins'.
-    let wants = Wants { report: !args.quiet, open_lazily: true, mcp: true, ..Wants::default() };
+    let wants = Wants { report: !crate::log::quiet(), open_lazily: true, mcp: true, ..Wants::default() };
     let tools = Tools::wire(&args.plugins, &config, wants)?;
     let registry = &tools.registry;
     let Some(found) = registry.get(&args.tool).filter(|t| t.definition.name != FINISH) else {

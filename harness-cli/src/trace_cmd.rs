@@ -50,10 +50,10 @@ pub(crate) fn trace(command: TraceCommand) -> Result<u8> {
     let trace = harness_trace::read(&file).map_err(|e| CliError::Usage(e.to_string()))?;
     let name = file.display().to_string();
     for (line, why) in &trace.bad {
-        eprintln!("harness: trace: {name}:{line}: {why}; left out");
+        crate::log::notice!("harness: trace: {name}:{line}: {why}; left out");
     }
     for (line, what) in &trace.notes {
-        eprintln!("harness: trace: {name}:{line}: {what}");
+        crate::log::notice!("harness: trace: {name}:{line}: {what}");
     }
     match command {
         TraceCommand::Show { json, .. } => {

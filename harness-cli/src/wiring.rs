@@ -196,7 +196,7 @@ pub(crate) fn note_ignored_settings(settings: &Settings, quiet: bool) {
         return;
     }
     if let Some(model) = settings.values.model.as_ref() {
-        eprintln!("harness: note: model {model:?} is ignored: the {name} provider runs no model");
+        crate::log::notice!("harness: note: model {model:?} is ignored: the {name} provider runs no model");
     }
     let http_flags = [
         ("--base-url", settings.by_flag("base_url")),
@@ -215,7 +215,7 @@ pub(crate) fn note_ignored_settings(settings: &Settings, quiet: bool) {
     ];
     let given: Vec<&str> = http_flags.iter().filter(|(_, set)| *set).map(|(flag, _)| *flag).collect();
     if !given.is_empty() {
-        eprintln!("harness: note: {} ignored: the {name} provider makes no HTTP requests", given.join(", "));
+        crate::log::notice!("harness: note: {} ignored: the {name} provider makes no HTTP requests", given.join(", "));
     }
 }
 
@@ -234,7 +234,7 @@ pub(crate) fn build_budgeted_provider(
     match settings.provider {
         ProviderKind::Offline => {
             if !quiet {
-                eprintln!(
+                crate::log::notice!(
                     "harness: using the offline router: a small deterministic matcher, not a model. To use a model, set --provider (see docs/operators.md)."
                 );
             }
@@ -253,7 +253,7 @@ pub(crate) fn build_budgeted_provider(
         ProviderKind::Api(preset) => {
             let provider = http_provider(preset, settings, budget)?;
             if !quiet {
-                eprintln!(
+                crate::log::notice!(
                     "harness: provider {}, model {:?}, router mode {}: {}",
                     preset,
                     provider.model(),

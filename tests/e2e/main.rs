@@ -40,3 +40,4 @@ mod support;
 mod terminal;
 mod trace;
 mod trust;
+mod verbose;

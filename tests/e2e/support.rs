@@ -136,6 +136,8 @@ impl Scratch {
             .env("XDG_DATA_HOME", self.path("xdg-data"))
             .env("XDG_CACHE_HOME", self.path("xdg-cache"))
             .env_remove("CARGO_TARGET_DIR")
+            // No diagnostics unless a test asks: they would change every snapshot of stderr.
+            .env_remove("HARNESS_LOG")
             .env("HARNESS_PLUGIN_CACHE", self.path("plugin-cache"));
         // Nor does the tester's own environment layer (HARNESS_MODEL, ...) reach a test.
         for (name, _) in std::env::vars_os() {

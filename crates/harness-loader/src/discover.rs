@@ -402,10 +402,30 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
             found.warnings.push(format!("enable/disable names {rule:?}, but no loaded plugin or tool has that name"));
         }
     }
+    found.log();
     found
 }
 
 impl Discovery {
+    /// Says on the diagnostics log (`-v`) what each file became: loaded, with its isolation
+    /// and whether the cache answered, or skipped and why.
+    fn log(&self) {
+        for p in &self.plugins {
+            tracing::info!(
+                target: "harness_loader",
+                "plugin {}: loaded {} {} (isolation {}, from cache: {})",
+                p.path.display(),
+                p.manifest.name,
+                p.manifest.version,
+                p.isolation.as_str(),
+                p.from_cache
+            );
+        }
+        for s in &self.skipped {
+            tracing::info!(target: "harness_loader", "plugin {}: skipped: {}", s.path.display(), s.reason);
+        }
+    }
+
     /// The process-isolated plugins with tools offered whose declared effects this platform
     /// does not enforce in full, and what it does not: for the first line of a run's trace.
     pub fn unenforced(&self) -> Vec<harness_core::Unenforced> {

@@ -144,7 +144,20 @@ impl McpSources {
                     tools: Vec::new(),
                 },
             })
-            .collect();
+            .collect::<Vec<_>>();
+        for server in &servers {
+            match &server.started {
+                Ok(_) => tracing::info!(
+                    target: "harness_mcp",
+                    "MCP server {}: started, {} tools listed",
+                    server.config.name,
+                    server.tools.len()
+                ),
+                Err(why) => {
+                    tracing::info!(target: "harness_mcp", "MCP server {}: did not start: {why}", server.config.name)
+                }
+            }
+        }
         Ok(Self { driver: Some(driver), servers, options })
     }
 
@@ -221,6 +234,9 @@ impl McpSources {
         };
         let connections: Vec<Arc<Connection>> =
             self.servers.iter().filter_map(|s| s.started.as_ref().ok().cloned()).collect();
+        for server in self.servers.iter().filter(|s| s.started.is_ok()) {
+            tracing::info!(target: "harness_mcp", "MCP server {}: stopping", server.config.name);
+        }
         driver.block_on(async move {
             let closing: Vec<_> =
                 connections.into_iter().map(|c| tokio::spawn(async move { c.close().await })).collect();

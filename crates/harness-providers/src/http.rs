@@ -519,6 +519,7 @@ impl Transport {
     /// is retried like a body cut short.
     pub(crate) async fn post<T>(
         &self,
+        mode: &str,
         bytes: &[u8],
         read: impl Fn(&Value) -> Result<T, String>,
     ) -> Result<Answer<T>, Failure> {
@@ -527,7 +528,7 @@ impl Transport {
             budget.request();
         }
         loop {
-            let error = match self.attempt(bytes).await {
+            let error = match self.attempt(mode, bytes).await {
                 Ok(value) => match read(&value) {
                     Ok(body) => return Ok(Answer { body, retries }),
                     Err(problem) => HttpError::Shape { url: self.shown.clone(), problem },
@@ -557,6 +558,14 @@ impl Transport {
                 None => backoff(self.settings.backoff, self.settings.max_wait, retries),
             };
             retries += 1;
+            tracing::info!(
+                target: "harness_providers",
+                "retry {retries}/{} in {} ms{}: {}",
+                self.settings.retries,
+                wait.as_millis(),
+                if asked.is_some() { " (the server asked)" } else { "" },
+                self.redact(&error.to_string())
+            );
             self.notify(Notice::Retry {
                 attempt: retries,
                 of: self.settings.retries,
@@ -582,7 +591,32 @@ impl Transport {
         }
     }
 
-    async fn attempt(&self, bytes: &[u8]) -> Result<Value, HttpError> {
+    async fn attempt(&self, mode: &str, bytes: &[u8]) -> Result<Value, HttpError> {
+        let started = std::time::Instant::now();
+        tracing::info!(target: "harness_providers", "POST {} mode={mode} bytes={}", self.shown_url, bytes.len());
+        // The body only, never the headers (the key's header among them); the key cut out
+        // of it as well, in case a configured header or prompt repeats it.
+        tracing::debug!(target: "harness_providers", "request body: {}", self.redact(&String::from_utf8_lossy(bytes)));
+        let value = self.exchange(bytes).await;
+        let ms = started.elapsed().as_millis();
+        match &value {
+            Ok(value) => {
+                // Read only when the line is written: a run without -v pays nothing for it.
+                if tracing::enabled!(target: "harness_providers", tracing::Level::INFO) {
+                    let (input, output) = usage(value);
+                    tracing::info!(target: "harness_providers", "reply ok tokens_in={input} tokens_out={output} in {ms} ms");
+                }
+                tracing::debug!(target: "harness_providers", "reply body: {}", self.redact(&value.to_string()));
+            }
+            Err(e) => {
+                tracing::info!(target: "harness_providers", "reply failed in {ms} ms: {}", self.redact(&e.to_string()))
+            }
+        }
+        value
+    }
+
+    /// One request and its answer, read whole.
+    async fn exchange(&self, bytes: &[u8]) -> Result<Value, HttpError> {
         let sent = self.client.post(self.url.clone()).headers(self.headers.clone()).body(bytes.to_vec()).send().await;
         let mut response = sent.map_err(|e| self.transport_error(&e))?;
         let status = response.status();
@@ -647,6 +681,18 @@ impl Transport {
         let hint = hint(status, &said, rejects_tools, &self.hints);
         HttpError::Status { url: self.shown.clone(), status, said, hint, rejects_tools, retry_after }
     }
+}
+
+/// A reply's token counts (input, output), as OpenAI or Anthropic name them; `?` when absent.
+fn usage(value: &Value) -> (String, String) {
+    let usage = value.get("usage");
+    let count = |names: [&str; 2]| {
+        names
+            .iter()
+            .find_map(|n| usage.and_then(|u| u.get(*n)).and_then(Value::as_u64))
+            .map_or_else(|| "?".to_owned(), |n| n.to_string())
+    };
+    (count(["prompt_tokens", "input_tokens"]), count(["completion_tokens", "output_tokens"]))
 }
 
 /// The wait before retry `n` (from 0): doubling from `base`, capped, with up to half of it

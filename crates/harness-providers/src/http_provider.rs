@@ -338,7 +338,7 @@ impl HttpProvider {
             after_cut: last_reply_cut(request.conversation),
             grounded: self.needs_a_tool_first().then(|| constrained::grounded_answers(request.conversation)),
         });
-        self.transport.post(&body.bytes(), |value| self.wire.reply(value)).await
+        self.transport.post(mode.as_str(), &body.bytes(), |value| self.wire.reply(value)).await
     }
 
     /// Whether the tools are listed compactly: the context is known and small.

@@ -256,11 +256,26 @@ impl Conn {
         self.taken = LENGTH_BYTES + len;
         // A call's last words without a newline are still the call's.
         self.stderr.flush();
-        decode_response_body(&self.inbox[LENGTH_BYTES..self.taken]).map_err(|e| ReadFail::Protocol(e.to_string()))
+        let response = decode_response_body(&self.inbox[LENGTH_BYTES..self.taken])
+            .map_err(|e| ReadFail::Protocol(e.to_string()))?;
+        let kind = match response {
+            Response::Ok(_) => "ok",
+            Response::ToolError(_) => "tool_error",
+            Response::Fatal(_) => "fatal",
+            Response::Declined(_) => "declined",
+        };
+        tracing::debug!(target: "harness_loader", "plugin-host frame in: {kind}, {len} bytes");
+        Ok(response)
     }
 
     /// Sends one frame.
     pub(crate) fn send(&mut self, request: &Request<'_>) -> io::Result<()> {
+        let (kind, len) = match request {
+            Request::Load { json } => ("load", json.len()),
+            Request::Init { json } => ("init", json.len()),
+            Request::Call { tool, arguments } => ("call", tool.len() + arguments.len()),
+        };
+        tracing::debug!(target: "harness_loader", "plugin-host frame out: {kind}, {len} bytes");
         encode_request(&mut self.stdin, request)?;
         self.stdin.flush()
     }

@@ -1,0 +1,159 @@
+//! The rule of docs/architecture.md, checked: settings are resolved once, in settings.rs, from
+//! the clap structs and the raw configuration; nothing after that reads either. This test
+//! reads the CLI's own sources and lists every function outside settings.rs and main.rs whose
+//! parameters name a clap argument struct or the raw configuration (`Config`, `LoadedConfig`).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// The functions that still take a clap struct or the raw configuration, as `file::function`.
+/// Each is a debt of issue 39 (settings resolved once): route it through settings.rs and take
+/// it off this list. The list only shrinks: a new function that takes one fails the test, and
+/// so does an entry here that no longer does (take it off).
+const KNOWN_EXCEPTIONS: &[&str] = &[
+    // Command entry points handed their parsed arguments by `main`.
+    "batch.rs::batch",
+    "batch.rs::merge",
+    "completions.rs::completions",
+    "eval.rs::eval",
+    "completions.rs::man",
+    "lock_cmd.rs::lock",
+    "mcp.rs::serve",
+    "plugins.rs::check",
+    "plugins.rs::inspect",
+    "replay.rs::replay",
+    "reply.rs::read",
+    "run.rs::run",
+    "tools_cmd.rs::call",
+    // Helpers of those entry points that read the flags or the file again.
+    "approve.rs::policy",
+    "batch.rs::engine",
+    "batch.rs::provider_of",
+    "batch.rs::run_batch",
+    "config.rs::trusted_where_a_child_writes",
+    "config_cmd.rs::show",
+    "config_cmd/powers.rs::policy",
+    "config_cmd/powers.rs::powers",
+    "eval.rs::run_batch",
+    "eval.rs::run_tasks",
+    "lock_cmd.rs::check",
+    "lock_cmd.rs::current",
+    "mcp.rs::http_setup",
+    "run.rs::approvals_of",
+    "run.rs::resumable",
+    "run.rs::resumed_provider",
+    "setup.rs::discovery_options",
+    "setup.rs::guarded",
+    "setup.rs::library_pins",
+    "setup.rs::load_plugins",
+    "setup.rs::load_plugins_with",
+    "setup.rs::plugin_dirs",
+    "setup.rs::signature_policy",
+    "tools.rs::add_mcp_tools",
+    "tools.rs::wire",
+    "tools_cmd.rs::arguments",
+    "wiring.rs::of",
+    "wiring.rs::reply_format",
+    "wiring.rs::resolve",
+    "wiring.rs::run_about",
+    "wiring.rs::run_options",
+];
+
+/// The files allowed to take them: where clap parses, and where the layers are resolved.
+const RESOLVERS: [&str; 2] = ["main.rs", "settings.rs"];
+
+/// The raw configuration's types, beside the clap structs found by their derive.
+const RAW_CONFIG: [&str; 2] = ["Config", "LoadedConfig"];
+
+/// Every `.rs` file under `dir`, as a path relative to `root` with `/` separators.
+fn sources(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            sources(root, &path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let name = path.strip_prefix(root).unwrap_or(&path).to_string_lossy().replace('\\', "/");
+            out.push((name, std::fs::read_to_string(&path).unwrap_or_default()));
+        }
+    }
+}
+
+/// The identifiers of `text`.
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty())
+}
+
+/// The structs and enums deriving clap's `Args` or `Parser`: the word after the derive.
+fn clap_types(text: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    for (at, _) in text.match_indices("#[derive(") {
+        let derive = &text[at..];
+        let Some(close) = derive.find(")]") else { continue };
+        if !words(&derive[..close]).any(|w| w == "Args" || w == "Parser") {
+            continue;
+        }
+        let mut after = words(&derive[close..]).skip_while(|w| *w != "struct" && *w != "enum");
+        if let Some(name) = after.nth(1) {
+            found.insert(name.to_owned());
+        }
+    }
+    found
+}
+
+/// The functions of `text` (name, parameter list), the parameters up to their closing parenthesis.
+fn functions(text: &str) -> Vec<(&str, &str)> {
+    let mut found = Vec::new();
+    for (at, _) in text.match_indices("fn ") {
+        if at > 0 && text[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        let rest = &text[at + 3..];
+        let name_end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
+        let Some(open) = rest.find('(') else { continue };
+        let mut depth = 0;
+        let close = rest[open..].char_indices().find_map(|(i, c)| {
+            depth += match c {
+                '(' => 1,
+                ')' => -1,
+                _ => 0,
+            };
+            (depth == 0).then_some(open + i)
+        });
+        if let Some(close) = close.filter(|_| name_end > 0) {
+            found.push((&rest[..name_end], &rest[open + 1..close]));
+        }
+    }
+    found
+}
+
+#[test]
+fn only_settings_and_main_take_the_clap_structs_or_the_raw_configuration() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&root, &root, &mut files);
+    assert!(files.len() > 20, "the CLI's sources were not found under {}", root.display());
+    let mut taken: BTreeSet<String> = RAW_CONFIG.iter().map(|s| (*s).to_owned()).collect();
+    for (_, text) in &files {
+        taken.extend(clap_types(text));
+    }
+    assert!(taken.contains("RunArgs") && taken.contains("PluginArgs"), "the clap structs were not found: {taken:?}");
+    let mut offenders = BTreeSet::new();
+    for (name, text) in files.iter().filter(|(n, _)| !RESOLVERS.contains(&n.as_str())) {
+        // A file's tests build what they test from whatever they like.
+        let text = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for (function, params) in functions(text) {
+            if words(params).any(|w| taken.contains(w)) {
+                offenders.insert(format!("{name}::{function}"));
+            }
+        }
+    }
+    let known: BTreeSet<String> = KNOWN_EXCEPTIONS.iter().map(|s| (*s).to_owned()).collect();
+    let new: Vec<_> = offenders.difference(&known).collect();
+    assert!(
+        new.is_empty(),
+        "these functions take a clap struct or the raw configuration: take the resolved settings (settings.rs) instead: {new:?}"
+    );
+    let stale: Vec<_> = known.difference(&offenders).collect();
+    assert!(stale.is_empty(), "these no longer take them: take them off KNOWN_EXCEPTIONS in layering.rs: {stale:?}");
+}
