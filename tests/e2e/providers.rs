@@ -64,7 +64,7 @@ pub(crate) fn call(id: &str, name: &str, arguments: Value) -> (u16, Value) {
 }
 
 /// `harness run REQUEST --provider openai` at `api`, with the key in OPENAI_API_KEY.
-fn harness(s: &Scratch, api: &Api, request: &str) -> Command {
+pub(crate) fn harness(s: &Scratch, api: &Api, request: &str) -> Command {
     let mut cmd = s.harness();
     cmd.args(["run", request, "--provider", "openai", "--model", "test-model", "--base-url", &api.base_url])
         .env("OPENAI_API_KEY", KEY)

@@ -2,14 +2,12 @@
 //! (`$XDG_CONFIG_HOME/harness/config.toml`), the project's file, `HARNESS_*` variables, flags.
 //! Runs show which layer won; `config show` names where each value came from.
 
-use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
 use crate::support::{Scratch, ran};
+use crate::trust::recording_listener;
 
 /// Writes the user's configuration file where the scratch directory's XDG_CONFIG_HOME puts it.
 fn user_file(s: &Scratch, text: &str) -> PathBuf {
@@ -165,25 +163,6 @@ fn a_user_file_others_can_write_is_refused_with_the_fix() {
     assert!(r.stderr.contains(&format!("run chmod go-w {}", canonical.display())), "{}", r.stderr);
 }
 
-/// A loopback listener that records the request lines it receives and answers 500.
-fn recording_listener() -> (u16, Arc<Mutex<Vec<String>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let record = Arc::clone(&seen);
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut buf = [0u8; 8192];
-            let n = stream.read(&mut buf).unwrap_or(0);
-            record.lock().unwrap().push(String::from_utf8_lossy(&buf[..n]).lines().next().unwrap_or("").to_owned());
-            let _ = stream
-                .write_all(b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
-        }
-    });
-    (port, seen)
-}
-
 #[test]
 fn a_base_url_of_any_layer_beats_openai_base_url() {
     let s = Scratch::new();
@@ -204,6 +183,6 @@ fn a_base_url_of_any_layer_beats_openai_base_url() {
         "1",
     ]));
     assert_eq!(r.code, 1, "the listener answers 500: {}", r.stderr);
-    let seen = seen.lock().unwrap().clone();
-    assert_eq!(seen, ["POST /user/v1/chat/completions HTTP/1.1", "POST /harness/v1/chat/completions HTTP/1.1"]);
+    let lines: Vec<String> = seen.lock().unwrap().iter().map(|h| h.lines().next().unwrap_or("").to_owned()).collect();
+    assert_eq!(lines, ["POST /user/v1/chat/completions HTTP/1.1", "POST /harness/v1/chat/completions HTTP/1.1"]);
 }

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::support::{Scratch, fixture, ran, snapshot};
 
 /// A loopback listener that records every request head it receives and answers 500.
-fn recording_listener() -> (u16, Arc<Mutex<Vec<String>>>) {
+pub(crate) fn recording_listener() -> (u16, Arc<Mutex<Vec<String>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let seen = Arc::new(Mutex::new(Vec::new()));

@@ -1,21 +1,10 @@
 //! `-v`/`-vv` and `HARNESS_LOG` through the binary: the provider's request and reply lines
 //! against a stand-in on 127.0.0.1, the filter, and the API key kept out of every line.
 
-use std::process::Command;
-
 use serde_json::json;
 
-use crate::providers::{Api, KEY, call};
+use crate::providers::{Api, KEY, call, harness};
 use crate::support::{Scratch, ran};
-
-/// `harness run REQUEST` against `api` with the key in OPENAI_API_KEY.
-fn harness(s: &Scratch, api: &Api, request: &str) -> Command {
-    let mut cmd = s.harness();
-    cmd.args(["run", request, "--provider", "openai", "--model", "test-model", "--base-url", &api.base_url])
-        .env("OPENAI_API_KEY", KEY)
-        .env_remove("OPENAI_BASE_URL");
-    cmd
-}
 
 /// Two replies: a calculation, then `finish`.
 fn two_steps() -> Api {

@@ -336,7 +336,9 @@ impl HttpProvider {
             mode,
             max_tokens: self.max_tokens,
             after_cut: last_reply_cut(request.conversation),
-            grounded: self.needs_a_tool_first().then(|| constrained::grounded_answers(request.conversation)),
+            // Only constrained mode's grammar uses them: no scan of the conversation otherwise.
+            grounded: (mode == RouterMode::Constrained && self.needs_a_tool_first())
+                .then(|| constrained::grounded_answers(request.conversation)),
         });
         self.transport.post(mode.as_str(), &body.bytes(), |value| self.wire.reply(value)).await
     }
