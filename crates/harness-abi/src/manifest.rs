@@ -92,6 +92,11 @@ pub struct ToolExample {
     /// The tool error code the call must return instead of a result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_code: Option<String>,
+    /// A request a person might make that this call answers: a small model is shown the
+    /// request, the call and its result as a worked exchange. Left out of the manifest when
+    /// absent, so that a plugin that declares none still loads in an older harness.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<String>,
 }
 
 /// The error a tool call returns instead of a result, as JSON across the boundary.

@@ -38,6 +38,8 @@ pub struct ToolExample {
     pub arguments: Value,
     /// The expected result, when declared.
     pub result: Option<Value>,
+    /// A request a person might make that this call answers, when declared.
+    pub request: Option<String>,
 }
 
 /// A tool as the router sees it.

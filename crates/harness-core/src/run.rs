@@ -290,9 +290,11 @@ async fn check_and_execute(
             outcome
         }
         Err(error) => {
-            // A repeated call will not change its result: from now on only `finish` is offered.
+            // A repeated call will not change its result: from now on only `finish` is offered,
+            // unless `finish` is withheld (nothing answered yet): forcing it then would leave the
+            // run no call it accepts until its budget is spent.
             if error.code == ErrorCode::RepeatedCall {
-                gate.finish_forced = true;
+                gate.finish_forced |= !step.finish_withheld;
                 // One that answered before is answered so again, not with an error to copy.
                 if let Some(known) = gate.known_result(call) {
                     return StepOutcome::Known(known, check::known_again(&call.tool));

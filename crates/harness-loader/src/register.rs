@@ -171,7 +171,11 @@ impl Discovery {
                     examples: tool
                         .examples
                         .iter()
-                        .map(|e| ToolExample { arguments: e.arguments.clone(), result: e.result.clone() })
+                        .map(|e| ToolExample {
+                            arguments: e.arguments.clone(),
+                            result: e.result.clone(),
+                            request: e.request.clone(),
+                        })
                         .collect(),
                     source: ToolSource::Plugin { name: manifest.name.clone(), version: manifest.version.clone() },
                 };

@@ -6,7 +6,7 @@
 //! as text in a user turn instead, and a call left unanswered is answered with a note, so
 //! that no API refuses the history.
 
-use harness_core::{Message, ModelReply, ProposedCall};
+use harness_core::{Message, ModelReply, ProposedCall, ToolDefinition};
 use serde_json::{Value, json};
 
 use crate::prompt;
@@ -119,6 +119,50 @@ pub(crate) fn text_only(conversation: &[Message]) -> Vec<Turn<'_>> {
     turns
 }
 
+/// The most worked exchanges shown for one tool: enough to show the pattern, few enough that a
+/// small context keeps room for the run.
+const WORKED_PER_TOOL: usize = 3;
+
+/// Worked exchanges built from the tools' declared examples that name a request: the request,
+/// the call, its result as [`prompt::text_result`] writes it, and `finish` with the answer,
+/// turn by turn. A small model copies what it is shown; shown how a request becomes arguments
+/// (`What is 10% of 50?` to `10/100*50`), it translates the next one instead of copying its
+/// words. They depend on the tools alone, so a server's prompt cache keeps them.
+pub(crate) fn worked_exchanges(tools: &[ToolDefinition]) -> Vec<Turn<'static>> {
+    let mut turns = Vec::new();
+    for tool in tools {
+        let worked =
+            tool.examples.iter().filter_map(|e| Some((e.request.as_deref()?, &e.arguments, e.result.as_ref()?)));
+        for (request, arguments, result) in worked.take(WORKED_PER_TOOL) {
+            let call = |name: &str, arguments: &Value| {
+                let text = format!("{{\"tool\": {}, \"arguments\": {}}}", Value::from(name), arguments);
+                Turn::Assistant { text: Some(text), calls: Vec::new() }
+            };
+            turns.push(Turn::User(request.to_owned()));
+            turns.push(call(&tool.name, arguments));
+            turns.push(Turn::User(prompt::text_result(
+                Some((&tool.name, Some(arguments))),
+                result,
+                false,
+                false,
+                request,
+            )));
+            let answer = prompt::answer_in(&tool.name, result, request).unwrap_or(result);
+            turns.push(call(harness_core::FINISH, &json!({ "answer": answer })));
+        }
+    }
+    turns
+}
+
+/// The text of [`worked_exchanges`], for counting its tokens.
+pub(crate) fn worked_text(tools: &[ToolDefinition]) -> String {
+    let texts = worked_exchanges(tools).into_iter().filter_map(|turn| match turn {
+        Turn::User(text) | Turn::Assistant { text: Some(text), .. } => Some(text),
+        _ => None,
+    });
+    texts.collect::<Vec<_>>().join("\n")
+}
+
 /// A reply's calls as tool names and arguments: its structured calls, or the one call its
 /// text holds as `{"tool": NAME, "arguments": {...}}` (how the text modes answer).
 fn calls_of(reply: &ModelReply) -> Vec<(String, Option<Value>)> {
@@ -192,6 +236,56 @@ pub(crate) fn as_text(content: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn tool_with(examples: Vec<harness_core::ToolExample>) -> ToolDefinition {
+        ToolDefinition {
+            name: "calculate".into(),
+            description: "Evaluate arithmetic.".into(),
+            parameters: json!({"type": "object"}),
+            examples,
+            source: harness_core::ToolSource::Builtin,
+        }
+    }
+
+    fn example(request: Option<&str>, expression: &str, result: Value) -> harness_core::ToolExample {
+        harness_core::ToolExample {
+            arguments: json!({ "expression": expression }),
+            result: Some(result),
+            request: request.map(str::to_owned),
+        }
+    }
+
+    fn text(turn: &Turn<'_>) -> String {
+        match turn {
+            Turn::User(text) | Turn::Assistant { text: Some(text), .. } => text.clone(),
+            _ => panic!("a worked exchange is text"),
+        }
+    }
+
+    #[test]
+    fn a_worked_exchange_is_the_request_the_call_its_result_and_finish() {
+        let tool = tool_with(vec![
+            example(None, "17/100*2340", json!(397.8)),
+            example(Some("What is 10% of 50?"), "10/100*50", json!(5)),
+        ]);
+        let turns: Vec<String> = worked_exchanges(&[tool]).iter().map(text).collect();
+        assert_eq!(
+            turns,
+            [
+                "What is 10% of 50?",
+                r#"{"tool": "calculate", "arguments": {"expression":"10/100*50"}}"#,
+                r#"calculate({"expression":"10/100*50"}) = 5. If this answers the request, call finish with answer 5."#,
+                r#"{"tool": "finish", "arguments": {"answer":5}}"#,
+            ]
+        );
+    }
+
+    #[test]
+    fn worked_exchanges_are_few_a_tool() {
+        let many = (0..5).map(|i| example(Some("What is 1+1?"), "1+1", json!(i))).collect();
+        assert_eq!(worked_exchanges(&[tool_with(many)]).len(), 4 * WORKED_PER_TOOL);
+        assert!(worked_text(&[tool_with(vec![example(None, "1", json!(1))])]).is_empty());
+    }
 
     fn reply(calls: &[(Option<&str>, &str)], text: Option<&str>) -> Message {
         let calls = calls

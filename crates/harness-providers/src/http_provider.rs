@@ -111,6 +111,9 @@ pub(crate) struct Outgoing<'a> {
     /// What a small model's `finish` may answer in constrained mode: the values its tools
     /// answered ([`constrained::grounded_answers`]); `None` for a capable model.
     pub(crate) grounded: Option<Vec<Value>>,
+    /// The text modes open with worked exchanges from the tools' examples
+    /// ([`conversation::worked_exchanges`]): a small model's context.
+    pub(crate) worked: bool,
 }
 
 impl Outgoing<'_> {
@@ -121,7 +124,8 @@ impl Outgoing<'_> {
         if self.mode == RouterMode::Native {
             return conversation::native(self.conversation);
         }
-        let mut turns = conversation::text_only(self.conversation);
+        let mut turns = if self.worked { conversation::worked_exchanges(self.tools) } else { Vec::new() };
+        turns.extend(conversation::text_only(self.conversation));
         // A named choice, or "required" with one tool offered (how the loop forces `finish`).
         let forced = match (self.choice, self.tools) {
             (ToolChoice::Tool(name), _) => Some(name.as_str()),
@@ -339,6 +343,7 @@ impl HttpProvider {
             // Only constrained mode's grammar uses them: no scan of the conversation otherwise.
             grounded: (mode == RouterMode::Constrained && self.needs_a_tool_first())
                 .then(|| constrained::grounded_answers(request.conversation)),
+            worked: self.compact(),
         });
         self.transport.post(mode.as_str(), &body.bytes(), |value| self.wire.reply(value)).await
     }
@@ -438,7 +443,15 @@ impl HttpProvider {
                 let listed = self.count_tokens(&serde_json::to_string(tools).unwrap_or_default()).await;
                 (system + listed, listed)
             }
-            _ => (system, system.saturating_sub(self.count_tokens(&system_prompt(mode, &[], compact)).await)),
+            _ => {
+                // The worked exchanges open every request of a small context: part of the prompt.
+                let worked = match compact {
+                    true => self.count_tokens(&conversation::worked_text(tools)).await,
+                    false => 0,
+                };
+                let bare = self.count_tokens(&system_prompt(mode, &[], compact)).await;
+                (system + worked, system.saturating_sub(bare) + worked)
+            }
         };
         ContextWindow {
             tokens,

@@ -145,7 +145,7 @@ pub(crate) fn text_result(
 /// a boolean; in an object, the member named like the tool (`molecular_weight` of
 /// `molecular_weight`'s result), else the one member whose name the request says (`valid` for
 /// "is CCO a valid SMILES?", `atom_count` for "how many atoms"); otherwise none.
-fn answer_in<'v>(tool: &str, content: &'v Value, request: &str) -> Option<&'v Value> {
+pub(crate) fn answer_in<'v>(tool: &str, content: &'v Value, request: &str) -> Option<&'v Value> {
     let scalar = |v: &&Value| matches!(v, Value::Number(_) | Value::String(_) | Value::Bool(_));
     match content {
         Value::Number(_) | Value::String(_) | Value::Bool(_) => Some(content),
@@ -189,7 +189,11 @@ mod tests {
             name: "calculate".into(),
             description: "Evaluate an arithmetic expression. Supports + - * / and parentheses.".into(),
             parameters: json!({"type": "object", "properties": {"expression": {"type": "string"}, "digits": {"type": "integer"}}, "required": ["expression"]}),
-            examples: vec![ToolExample { arguments: json!({"expression": "17/100*2340"}), result: None }],
+            examples: vec![ToolExample {
+                arguments: json!({"expression": "17/100*2340"}),
+                result: None,
+                request: None,
+            }],
             source: ToolSource::Builtin,
         };
         let compact = prompt_mode(std::slice::from_ref(&tool), true);

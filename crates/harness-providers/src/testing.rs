@@ -75,6 +75,7 @@ pub(crate) fn sent(wire: &dyn Wire, conversation: &[Message], choice: &ToolChoic
         max_tokens: 300,
         after_cut: false,
         grounded: None,
+        worked: false,
     });
     match serde_json::from_slice(&body.bytes()) {
         Ok(value) => value,

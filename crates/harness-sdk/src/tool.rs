@@ -62,13 +62,32 @@ impl<P: 'static> Tool<P> {
 
     /// Declares an example call and the result it must return.
     pub fn example(mut self, arguments: Value, result: Value) -> Self {
-        self.manifest.examples.push(ToolExample { arguments, result: Some(result), error_code: None });
+        self.manifest.examples.push(ToolExample { arguments, result: Some(result), error_code: None, request: None });
+        self
+    }
+
+    /// Declares an example call with the request a person would make for it, e.g. "What is
+    /// 10% of 50?" for `{"expression": "10/100*50"}`: checked as [`Tool::example`] is, and
+    /// shown to a small model (a text router mode with a small context) as a worked exchange,
+    /// which teaches it how a request becomes arguments better than any description does.
+    pub fn worked_example(mut self, request: &str, arguments: Value, result: Value) -> Self {
+        self.manifest.examples.push(ToolExample {
+            arguments,
+            result: Some(result),
+            error_code: None,
+            request: Some(request.to_owned()),
+        });
         self
     }
 
     /// Declares an example call that must fail with the tool error `code`.
     pub fn example_error(mut self, arguments: Value, code: &str) -> Self {
-        self.manifest.examples.push(ToolExample { arguments, result: None, error_code: Some(code.to_owned()) });
+        self.manifest.examples.push(ToolExample {
+            arguments,
+            result: None,
+            error_code: Some(code.to_owned()),
+            request: None,
+        });
         self
     }
 

@@ -150,6 +150,22 @@ impl Plugin for Chem {
                 |_: &Chem, args: SmilesArgs| validate_smiles(&args.smiles),
             )
             .output::<Validation>()
+            // Shown to a small model as worked exchanges: a yes and a no, answered by `valid`.
+            .worked_example(
+                "Is CCN a valid SMILES?",
+                json!({"smiles": "CCN"}),
+                json!({"valid": true, "atom_count": 3, "formula": "C2H7N", "error": null}),
+            )
+            .worked_example(
+                "Is CC(C a valid SMILES?",
+                json!({"smiles": "CC(C"}),
+                json!({
+                    "valid": false,
+                    "atom_count": null,
+                    "formula": null,
+                    "error": "unbalanced parentheses at position 2: this branch is never closed"
+                }),
+            )
             .example(
                 json!({"smiles": "c1ccccc1"}),
                 json!({"valid": true, "atom_count": 6, "formula": "C6H6", "error": null}),
@@ -175,6 +191,17 @@ impl Plugin for Chem {
                 |_: &Chem, args: SmilesArgs| molecular_weight(&args.smiles),
             )
             .output::<MolecularWeight>()
+            // Shown to a small model as worked exchanges: the SMILES alone, the member asked for.
+            .worked_example(
+                "What is the molecular weight of propane, CCC?",
+                json!({"smiles": "CCC"}),
+                json!({"molecular_weight": 44.097, "formula": "C3H8"}),
+            )
+            .worked_example(
+                "What is the formula of carbon dioxide (O=C=O)?",
+                json!({"smiles": "O=C=O"}),
+                json!({"molecular_weight": 44.009, "formula": "CO2"}),
+            )
             .example(json!({"smiles": "c1ccccc1"}), json!({"molecular_weight": 78.114, "formula": "C6H6"}))
             .example(
                 json!({"smiles": "CC(=O)Oc1ccccc1C(=O)O"}),

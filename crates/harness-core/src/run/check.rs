@@ -108,10 +108,17 @@ pub(super) fn check_call(
         return Ok(Cleared::Finish(call.arguments.get("answer").cloned().unwrap_or(Value::Null)));
     }
     if repeats.tripped_by(&call.tool, &call.arguments) {
+        // Where `finish` is withheld (nothing has answered yet), pointing to it would send the
+        // model to a call that is refused: the way on is other arguments.
+        let next = if offered.finish_withheld {
+            "call it with other arguments, or call another tool"
+        } else {
+            "call finish with your best answer"
+        };
         return Err(HarnessError::new(
             ErrorCode::RepeatedCall,
             format!(
-                "{:?} was called with the same arguments {} times in a row; its result will not change. Call finish with your best answer",
+                "{:?} was called with the same arguments {} times in a row; its result will not change: {next}",
                 call.tool, repeats.max
             ),
             json!({ "tool": call.tool, "times": repeats.max }),
