@@ -36,12 +36,15 @@ const MAX_STRING_CAP: u64 = 2000;
 /// first).
 ///
 /// `grounded`, for a small model, holds the values its tools answered: once there are some,
-/// `finish` may answer only one of them (see [`grounded_answers`]).
+/// `finish` may answer only one of them (see [`grounded_answers`]). `spans`, for a small
+/// model, are the request's own words: an argument that the tool's worked examples always
+/// quote from their request may be only one of them (see [`quoted_arguments`]).
 pub(crate) fn response_format(
     tools: &[ToolDefinition],
     choice: &ToolChoice,
     max_tokens: u32,
     grounded: Option<&[Value]>,
+    spans: &[String],
 ) -> Option<String> {
     let allowed: Vec<&ToolDefinition> = match choice {
         ToolChoice::Required => tools.iter().collect(),
@@ -52,7 +55,7 @@ pub(crate) fn response_format(
     };
     let bounds = Bounds { max_string: (u64::from(max_tokens) * 2).clamp(64, MAX_STRING_CAP) };
     let grounded = grounded.filter(|g| !g.is_empty());
-    let branches: Vec<String> = allowed.iter().map(|tool| branch(tool, &bounds, grounded)).collect();
+    let branches: Vec<String> = allowed.iter().map(|tool| branch(tool, &bounds, grounded, spans)).collect();
     Some(format!(
         r#"{{"type":"json_schema","json_schema":{{"name":"tool_call","schema":{{"oneOf":[{}]}}}}}}"#,
         branches.join(",")
@@ -60,11 +63,11 @@ pub(crate) fn response_format(
 }
 
 /// One tool's call: `{"tool": NAME, "arguments": <its parameters, bounded>}`, nothing else.
-fn branch(tool: &ToolDefinition, bounds: &Bounds, grounded: Option<&[Value]>) -> String {
+fn branch(tool: &ToolDefinition, bounds: &Bounds, grounded: Option<&[Value]>, spans: &[String]) -> String {
     let arguments = match (tool.name == FINISH, grounded) {
         (true, Some(values)) => grounded_finish(values),
         (true, None) => finish_arguments(bounds),
-        (false, _) => bounds.schema(&tool.parameters),
+        (false, _) => bounds.schema(&quoted_arguments(tool, spans)),
     };
     format!(
         r#"{{"type":"object","properties":{{"tool":{{"const":{}}},"arguments":{}}},"required":["tool","arguments"],"additionalProperties":false}}"#,
@@ -72,6 +75,55 @@ fn branch(tool: &ToolDefinition, bounds: &Bounds, grounded: Option<&[Value]>) ->
         arguments
     )
 }
+
+/// The tool's parameters, with each argument that its worked examples always quote from their
+/// request (the SMILES of "Is CCN a valid SMILES?") narrowed to the request's own `spans`.
+/// Shown `molecular_weight` of `O=C=O` in a worked exchange, SmolLM2-135M asked for the weight
+/// of `O=C=O` whatever SMILES its own request held. An argument the examples compute
+/// (`10/100*50` for "10% of 50") is left open, and so is every argument when there are no
+/// spans (a capable model, or a request of no words).
+pub(crate) fn quoted_arguments(tool: &ToolDefinition, spans: &[String]) -> Value {
+    let mut parameters = tool.parameters.clone();
+    let worked: Vec<(&str, &Value)> =
+        tool.examples.iter().filter_map(|e| Some((e.request.as_deref()?, &e.arguments))).collect();
+    if spans.is_empty() || worked.is_empty() {
+        return parameters;
+    }
+    let Some(Value::Object(properties)) = parameters.get_mut("properties") else {
+        return parameters;
+    };
+    for (name, schema) in properties.iter_mut() {
+        let quoted = worked.iter().all(|(request, arguments)| {
+            arguments.get(name).and_then(Value::as_str).is_some_and(|v| !v.is_empty() && request.contains(v))
+        });
+        if quoted {
+            *schema = json!({ "type": "string", "enum": spans });
+        }
+    }
+    parameters
+}
+
+/// The request's words as an argument may quote them: each word, with the punctuation that
+/// ends a sentence or a clause taken off, and without the brackets or quotes around it
+/// (`(CCO)`, `'CCO'`), once each, in order; at most [`MAX_SPANS`].
+pub(crate) fn request_spans(request: &str) -> Vec<String> {
+    let mut spans: Vec<String> = Vec::new();
+    for word in request.split_whitespace() {
+        let mut word = word.trim_end_matches([',', ';', '?', '!', ':']).trim_end_matches('.');
+        for (open, close) in [('(', ')'), ('\'', '\''), ('"', '"'), ('`', '`')] {
+            if let Some(inner) = word.strip_prefix(open).and_then(|w| w.strip_suffix(close)) {
+                word = inner;
+            }
+        }
+        if !word.is_empty() && !spans.iter().any(|s| s == word) && spans.len() < MAX_SPANS {
+            spans.push(word.to_owned());
+        }
+    }
+    spans
+}
+
+/// The most words of a request an argument may choose from: a long request is no list.
+const MAX_SPANS: usize = 64;
 
 /// `finish`'s arguments in the grammar: `{"answer": <a short string, a number or a boolean>}`.
 /// The loop still takes any JSON answer from a server that does not constrain.
@@ -234,10 +286,42 @@ mod tests {
         }
     }
 
+    fn smiles_tool(examples: &[(Option<&str>, &str)]) -> ToolDefinition {
+        let examples = examples
+            .iter()
+            .map(|(request, smiles)| harness_core::ToolExample {
+                arguments: json!({ "smiles": smiles }),
+                result: Some(json!(1)),
+                request: request.map(str::to_owned),
+            })
+            .collect();
+        ToolDefinition {
+            parameters: json!({"type": "object", "properties": {"smiles": {"type": "string"}}}),
+            examples,
+            ..tool("molecular_weight")
+        }
+    }
+
+    #[test]
+    fn an_argument_the_worked_examples_quote_is_one_of_the_requests_words() {
+        let spans = request_spans("How heavy is aspirin (CC(=O)Oc1ccccc1C(=O)O), in g/mol?");
+        assert_eq!(spans, ["How", "heavy", "is", "aspirin", "CC(=O)Oc1ccccc1C(=O)O", "in", "g/mol"]);
+        let quoting = smiles_tool(&[(Some("Is CCN a valid SMILES?"), "CCN"), (None, "O")]);
+        assert_eq!(
+            quoted_arguments(&quoting, &spans)["properties"]["smiles"],
+            json!({"type": "string", "enum": spans})
+        );
+        // A capable model (no spans), or examples that compute the argument, leave it open.
+        assert_eq!(quoted_arguments(&quoting, &[]), quoting.parameters);
+        let computing = smiles_tool(&[(Some("Is ethanol a valid SMILES?"), "CCO")]);
+        assert_eq!(quoted_arguments(&computing, &spans), computing.parameters);
+        assert_eq!(quoted_arguments(&smiles_tool(&[]), &spans), smiles_tool(&[]).parameters);
+    }
+
     #[test]
     fn the_schema_is_one_branch_per_allowed_tool_with_the_tool_named_first() {
         let tools = [tool("finish"), tool("add \"quoted\"")];
-        let text = response_format(&tools, &ToolChoice::Required, 1024, None).unwrap();
+        let text = response_format(&tools, &ToolChoice::Required, 1024, None, &[]).unwrap();
         let value: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(value["type"], "json_schema");
         let branches = value["json_schema"]["schema"]["oneOf"].as_array().unwrap();
@@ -249,17 +333,17 @@ mod tests {
         let first = text.find(r#""tool":{"const""#).unwrap();
         assert!(first < text.find(r#""arguments":{"#).unwrap(), "{text}");
 
-        let forced = response_format(&tools, &ToolChoice::Tool("finish".into()), 1024, None).unwrap();
+        let forced = response_format(&tools, &ToolChoice::Tool("finish".into()), 1024, None, &[]).unwrap();
         let value: Value = serde_json::from_str(&forced).unwrap();
         assert_eq!(value["json_schema"]["schema"]["oneOf"].as_array().unwrap().len(), 1);
         assert_eq!(value["json_schema"]["schema"]["oneOf"][0]["properties"]["tool"]["const"], "finish");
         let shortlisted =
-            response_format(&tools, &ToolChoice::OneOf(vec!["add \"quoted\"".into()]), 1024, None).unwrap();
+            response_format(&tools, &ToolChoice::OneOf(vec!["add \"quoted\"".into()]), 1024, None, &[]).unwrap();
         let value: Value = serde_json::from_str(&shortlisted).unwrap();
         assert_eq!(value["json_schema"]["schema"]["oneOf"].as_array().unwrap().len(), 1);
         assert_eq!(value["json_schema"]["schema"]["oneOf"][0]["properties"]["tool"]["const"], "add \"quoted\"");
-        assert_eq!(response_format(&tools, &ToolChoice::Auto, 1024, None), None);
-        assert_eq!(response_format(&tools, &ToolChoice::None, 1024, None), None);
+        assert_eq!(response_format(&tools, &ToolChoice::Auto, 1024, None, &[]), None);
+        assert_eq!(response_format(&tools, &ToolChoice::None, 1024, None, &[]), None);
     }
 
     /// The deepest nesting of objects and arrays a schema's free-form values allow.
@@ -289,7 +373,7 @@ mod tests {
             "extra": {"description": "anything"},
         }});
         let tools = [finish.clone(), listing.clone()];
-        let text = response_format(&tools, &ToolChoice::Required, 100, None).unwrap();
+        let text = response_format(&tools, &ToolChoice::Required, 100, None, &[]).unwrap();
         let value: Value = serde_json::from_str(&text).unwrap();
         let branches = &value["json_schema"]["schema"]["oneOf"];
         let names = &branches[1]["properties"]["arguments"]["properties"]["names"];
@@ -308,7 +392,7 @@ mod tests {
 
     #[test]
     fn finishs_answer_is_a_short_scalar_and_nothing_else() {
-        let text = response_format(&[tool("finish")], &ToolChoice::Tool("finish".into()), 1024, None).unwrap();
+        let text = response_format(&[tool("finish")], &ToolChoice::Tool("finish".into()), 1024, None, &[]).unwrap();
         let value: Value = serde_json::from_str(&text).unwrap();
         let arguments = &value["json_schema"]["schema"]["oneOf"][0]["properties"]["arguments"];
         assert_eq!(arguments["additionalProperties"], false);
@@ -350,13 +434,13 @@ mod tests {
         assert!(grounded_answers(&conversation[..1]).is_empty(), "no tool answered: nothing to ground");
 
         let tools = [tool("finish"), tool("add")];
-        let text = response_format(&tools, &ToolChoice::Required, 1024, Some(&values)).unwrap();
+        let text = response_format(&tools, &ToolChoice::Required, 1024, Some(&values), &[]).unwrap();
         let value: Value = serde_json::from_str(&text).unwrap();
         let branches = value["json_schema"]["schema"]["oneOf"].as_array().unwrap();
         assert_eq!(branches[0]["properties"]["arguments"]["properties"]["answer"], json!({"enum": values}));
         assert_eq!(branches[1]["properties"]["arguments"], tools[1].parameters, "other tools keep their schemas");
         // Before any tool answered, the free scalar answer stays.
-        let text = response_format(&tools, &ToolChoice::Required, 1024, Some(&[])).unwrap();
+        let text = response_format(&tools, &ToolChoice::Required, 1024, Some(&[]), &[]).unwrap();
         assert!(text.contains(r#""anyOf""#), "{text}");
     }
 }

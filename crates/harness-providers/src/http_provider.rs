@@ -114,6 +114,9 @@ pub(crate) struct Outgoing<'a> {
     /// The text modes open with worked exchanges from the tools' examples
     /// ([`conversation::worked_exchanges`]): a small model's context.
     pub(crate) worked: bool,
+    /// The request's words, which an argument the tool's worked examples quote may only be
+    /// ([`constrained::quoted_arguments`]); empty for a capable model.
+    pub(crate) spans: Vec<String>,
 }
 
 impl Outgoing<'_> {
@@ -147,6 +150,14 @@ pub(crate) fn system_prompt(mode: RouterMode, tools: &[ToolDefinition], compact:
     match mode {
         RouterMode::Native => prompt::NATIVE.to_owned(),
         _ => prompt::prompt_mode(tools, compact),
+    }
+}
+
+/// The user's request: the conversation's first message, when it is one.
+fn first_request(conversation: &[Message]) -> &str {
+    match conversation.first() {
+        Some(Message::User { content }) => content,
+        _ => "",
     }
 }
 
@@ -344,6 +355,10 @@ impl HttpProvider {
             grounded: (mode == RouterMode::Constrained && self.needs_a_tool_first())
                 .then(|| constrained::grounded_answers(request.conversation)),
             worked: self.compact(),
+            spans: match mode == RouterMode::Constrained && self.needs_a_tool_first() {
+                true => constrained::request_spans(first_request(request.conversation)),
+                false => Vec::new(),
+            },
         });
         self.transport.post(mode.as_str(), &body.bytes(), |value| self.wire.reply(value)).await
     }

@@ -59,9 +59,13 @@ impl Wire for ChatCompletions {
                 };
             }
             RouterMode::Constrained => {
-                if let Some(format) =
-                    constrained::response_format(out.tools, out.choice, out.max_tokens, out.grounded.as_deref())
-                {
+                if let Some(format) = constrained::response_format(
+                    out.tools,
+                    out.choice,
+                    out.max_tokens,
+                    out.grounded.as_deref(),
+                    &out.spans,
+                ) {
                     verbatim.push(("response_format", format));
                 }
             }

@@ -149,24 +149,35 @@ pub(crate) fn answer_in<'v>(tool: &str, content: &'v Value, request: &str) -> Op
     let scalar = |v: &&Value| matches!(v, Value::Number(_) | Value::String(_) | Value::Bool(_));
     match content {
         Value::Number(_) | Value::String(_) | Value::Bool(_) => Some(content),
-        Value::Object(members) => members.get(tool).filter(scalar).or_else(|| {
+        Value::Object(members) => {
             let asked = request.to_lowercase();
-            let named: Vec<&Value> =
-                members.iter().filter(|(k, v)| scalar(v) && names(&asked, k)).map(|(_, v)| v).collect();
-            // Two members named: the request does not say which; none is suggested.
-            if let [only] = named.as_slice() { Some(*only) } else { None }
-        }),
+            let named = |all: bool| -> Option<&'v Value> {
+                let named: Vec<&Value> =
+                    members.iter().filter(|(k, v)| scalar(v) && names(&asked, k, all)).map(|(_, v)| v).collect();
+                // Two members named: the request does not say which; none is suggested.
+                if let [only] = named.as_slice() { Some(*only) } else { None }
+            };
+            // "the molecular formula of CC(=O)O" names `formula` whole, and `molecular_weight`
+            // only in part: the member named whole wins over the one named like the tool.
+            named(true).or_else(|| members.get(tool).filter(scalar)).or_else(|| named(false))
+        }
         _ => None,
     }
 }
 
-/// Whether `asked` (lower case) holds a word of the member name `key` (`atom` of `atom_count`):
-/// a word of four letters or more, at the start of a word of the request.
-fn names(asked: &str, key: &str) -> bool {
-    key.split('_').filter(|part| part.len() >= 4).any(|part| {
+/// Whether `asked` (lower case) holds a word of the member name `key` (`atom` of `atom_count`),
+/// or with `all` every such word: a word of four letters or more, at the start of a word of
+/// the request.
+fn names(asked: &str, key: &str, all: bool) -> bool {
+    let said = |part: &str| {
         let part = part.to_lowercase();
         asked.match_indices(&part).any(|(at, _)| at == 0 || !asked.as_bytes()[at - 1].is_ascii_alphanumeric())
-    })
+    };
+    let mut parts = key.split('_').filter(|part| part.len() >= 4).peekable();
+    match all {
+        true => parts.peek().is_some() && parts.all(said),
+        false => parts.any(said),
+    }
 }
 
 /// A step's outcome written for a user turn, when it answers no structured call.
@@ -227,6 +238,13 @@ mod tests {
         );
         let atoms = text_result(shown, &valid, false, false, "how many heavy atoms in CCO");
         assert!(atoms.ends_with("call finish with answer 3."), "{atoms}");
+        // A member named whole beats the one named like the tool, named in part.
+        let weight = json!({"molecular_weight": 60.052, "formula": "C2H4O2"});
+        let formula =
+            text_result(Some(("molecular_weight", None)), &weight, false, false, "the molecular formula of CC(=O)O?");
+        assert!(formula.ends_with("call finish with answer \"C2H4O2\"."), "{formula}");
+        let weighed = text_result(Some(("molecular_weight", None)), &weight, false, false, "how heavy is CC(=O)O?");
+        assert!(weighed.ends_with("call finish with answer 60.052."), "{weighed}");
         // Nothing named: no value is suggested.
         let open = text_result(shown, &valid, false, false, "tell me about CCO");
         assert!(open.ends_with("call finish with the answer."), "{open}");
