@@ -7,7 +7,7 @@ use std::error::Error as _;
 use std::fmt;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use reqwest::{StatusCode, Url};
@@ -703,7 +703,8 @@ fn backoff(base: Duration, cap: Duration, n: u32) -> Duration {
     full.mul_f64(0.5 + jitter as f64 / 2000.0)
 }
 
-/// Reads `Retry-After`: delta-seconds, or an HTTP date (IMF-fixdate, as RFC 9110 asks).
+/// Reads `Retry-After`: delta-seconds (a fraction too, as some servers send), or an HTTP date
+/// in any of the three forms RFC 9110 has recipients accept; a date past is no wait.
 fn parse_retry_after(value: &str) -> Option<Duration> {
     let value = value.trim();
     if let Ok(secs) = value.parse::<u64>() {
@@ -712,31 +713,8 @@ fn parse_retry_after(value: &str) -> Option<Duration> {
     if let Ok(secs) = value.parse::<f64>() {
         return Duration::try_from_secs_f64(secs).ok();
     }
-    let at = parse_http_date(value)?;
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).ok()?.as_secs();
-    Some(Duration::from_secs(at.saturating_sub(now)))
-}
-
-/// Seconds since the Unix epoch of an IMF-fixdate such as `Sun, 06 Nov 1994 08:49:37 GMT`.
-fn parse_http_date(value: &str) -> Option<u64> {
-    let rest = value.split_once(", ")?.1;
-    let parts: Vec<&str> = rest.split(' ').collect();
-    let [day, month, year, time, "GMT"] = parts.as_slice() else { return None };
-    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-    let month = MONTHS.iter().position(|m| m == month)? as i64 + 1;
-    let day: i64 = day.parse().ok()?;
-    let year: i64 = year.parse().ok()?;
-    let hms: Vec<i64> = time.split(':').map(str::parse).collect::<Result<_, _>>().ok()?;
-    let [h, m, s] = hms.as_slice() else { return None };
-    // Days from the civil date (Howard Hinnant's algorithm).
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    u64::try_from(days * 86_400 + h * 3600 + m * 60 + s).ok()
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(SystemTime::now()).unwrap_or(Duration::ZERO))
 }
 
 /// The message in an error body, in the shapes the APIs use: OpenAI's and llama.cpp's
@@ -876,8 +854,13 @@ mod tests {
         assert_eq!(parse_retry_after("3"), Some(Duration::from_secs(3)));
         assert_eq!(parse_retry_after(" 0 "), Some(Duration::ZERO));
         assert_eq!(parse_retry_after("1.5"), Some(Duration::from_millis(1500)));
-        assert_eq!(parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT"), Some(784_111_777));
         assert_eq!(parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT"), Some(Duration::ZERO));
+        // RFC 850 and asctime dates, which RFC 9110 also has recipients read.
+        assert_eq!(parse_retry_after("Sunday, 06-Nov-94 08:49:37 GMT"), Some(Duration::ZERO));
+        assert_eq!(parse_retry_after("Sun Nov  6 08:49:37 1994"), Some(Duration::ZERO));
+        let later = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(100));
+        let wait = parse_retry_after(&later).unwrap();
+        assert!(wait > Duration::from_secs(90) && wait <= Duration::from_secs(100), "{later}: {wait:?}");
         assert_eq!(parse_retry_after("soon"), None);
         assert_eq!(parse_retry_after("-1"), None);
     }
