@@ -5,10 +5,10 @@
 
 use std::error::Error as _;
 use std::fmt;
-use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
+use harness_core::retry::{self, NextTry, RetryPolicy};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use reqwest::{StatusCode, Url};
 use serde_json::Value;
@@ -59,6 +59,13 @@ impl Default for HttpSettings {
             notify: Notify::stderr(),
             budget: None,
         }
+    }
+}
+
+impl HttpSettings {
+    /// The retries, backoff and longest wait, as the policy every server request follows.
+    pub fn policy(&self) -> RetryPolicy {
+        RetryPolicy { retries: self.retries, backoff: self.backoff, max_wait: self.max_wait }
     }
 }
 
@@ -535,27 +542,26 @@ impl Transport {
                 },
                 Err(e) => e,
             };
-            if !error.retryable() || retries >= self.settings.retries {
+            let next = if error.retryable() {
+                self.settings.policy().next(retries, asked(&error))
+            } else {
+                NextTry::Exhausted
+            };
+            if next == NextTry::Exhausted {
                 return Err(Failure { error, retries });
             }
             let error = match self.spend(error) {
                 Ok(error) => error,
                 Err(error) => return Err(Failure { error, retries }),
             };
-            let asked = match &error {
-                HttpError::Status { retry_after, .. } => *retry_after,
-                _ => None,
-            };
-            let wait = match asked {
-                Some(wait) if wait > self.settings.max_wait => {
-                    let HttpError::Status { url, status, .. } = error else {
-                        unreachable!("only a status carries Retry-After")
-                    };
-                    let error = HttpError::WaitTooLong { url, status, wait, max: self.settings.max_wait };
-                    return Err(Failure { error, retries });
-                }
-                Some(wait) => wait,
-                None => backoff(self.settings.backoff, self.settings.max_wait, retries),
+            let NextTry::After { wait, server_asked } = next else {
+                let error = match (next, error) {
+                    (NextTry::WaitTooLong(wait), HttpError::Status { url, status, .. }) => {
+                        HttpError::WaitTooLong { url, status, wait, max: self.settings.max_wait }
+                    }
+                    (_, error) => error,
+                };
+                return Err(Failure { error, retries });
             };
             retries += 1;
             tracing::info!(
@@ -563,14 +569,14 @@ impl Transport {
                 "retry {retries}/{} in {} ms{}: {}",
                 self.settings.retries,
                 wait.as_millis(),
-                if asked.is_some() { " (the server asked)" } else { "" },
+                if server_asked { " (the server asked)" } else { "" },
                 self.redact(&error.to_string())
             );
             self.notify(Notice::Retry {
                 attempt: retries,
                 of: self.settings.retries,
                 wait,
-                server_asked: asked.is_some(),
+                server_asked,
                 reason: error.to_string(),
             });
             tokio::time::sleep(wait).await;
@@ -620,7 +626,8 @@ impl Transport {
         let sent = self.client.post(self.url.clone()).headers(self.headers.clone()).body(bytes.to_vec()).send().await;
         let mut response = sent.map_err(|e| self.transport_error(&e))?;
         let status = response.status();
-        let retry_after = response.headers().get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
+        let retry_after =
+            response.headers().get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(retry::retry_after);
         let mut body = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(|e| self.transport_error(&e))? {
             if body.len() + chunk.len() > MAX_BODY_BYTES {
@@ -695,26 +702,12 @@ fn usage(value: &Value) -> (String, String) {
     (count(["prompt_tokens", "input_tokens"]), count(["completion_tokens", "output_tokens"]))
 }
 
-/// The wait before retry `n` (from 0): doubling from `base`, capped, with up to half of it
-/// taken off at random so that many clients do not retry in step.
-fn backoff(base: Duration, cap: Duration, n: u32) -> Duration {
-    let full = base.saturating_mul(2u32.saturating_pow(n.min(20))).min(cap);
-    let jitter = std::collections::hash_map::RandomState::new().build_hasher().finish() % 1000;
-    full.mul_f64(0.5 + jitter as f64 / 2000.0)
-}
-
-/// Reads `Retry-After`: delta-seconds (a fraction too, as some servers send), or an HTTP date
-/// in any of the three forms RFC 9110 has recipients accept; a date past is no wait.
-fn parse_retry_after(value: &str) -> Option<Duration> {
-    let value = value.trim();
-    if let Ok(secs) = value.parse::<u64>() {
-        return Some(Duration::from_secs(secs));
+/// The wait the server asked for (`Retry-After`), when the error carries one.
+fn asked(error: &HttpError) -> Option<Duration> {
+    match error {
+        HttpError::Status { retry_after, .. } => *retry_after,
+        _ => None,
     }
-    if let Ok(secs) = value.parse::<f64>() {
-        return Duration::try_from_secs_f64(secs).ok();
-    }
-    let at = httpdate::parse_http_date(value).ok()?;
-    Some(at.duration_since(SystemTime::now()).unwrap_or(Duration::ZERO))
 }
 
 /// The message in an error body, in the shapes the APIs use: OpenAI's and llama.cpp's
@@ -848,34 +841,6 @@ fn causes(e: &reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn retry_after_is_seconds_or_a_date() {
-        assert_eq!(parse_retry_after("3"), Some(Duration::from_secs(3)));
-        assert_eq!(parse_retry_after(" 0 "), Some(Duration::ZERO));
-        assert_eq!(parse_retry_after("1.5"), Some(Duration::from_millis(1500)));
-        assert_eq!(parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT"), Some(Duration::ZERO));
-        // RFC 850 and asctime dates, which RFC 9110 also has recipients read.
-        assert_eq!(parse_retry_after("Sunday, 06-Nov-94 08:49:37 GMT"), Some(Duration::ZERO));
-        assert_eq!(parse_retry_after("Sun Nov  6 08:49:37 1994"), Some(Duration::ZERO));
-        let later = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(100));
-        let wait = parse_retry_after(&later).unwrap();
-        assert!(wait > Duration::from_secs(90) && wait <= Duration::from_secs(100), "{later}: {wait:?}");
-        assert_eq!(parse_retry_after("soon"), None);
-        assert_eq!(parse_retry_after("-1"), None);
-    }
-
-    #[test]
-    fn backoff_doubles_within_its_jitter_and_cap() {
-        let base = Duration::from_millis(100);
-        let cap = Duration::from_secs(1);
-        for n in 0..6 {
-            let full = (base * 2u32.pow(n)).min(cap);
-            let wait = backoff(base, cap, n);
-            assert!(wait >= full / 2 && wait <= full, "retry {n}: {wait:?} not within half of {full:?}");
-        }
-        assert!(backoff(base, cap, u32::MAX) <= cap);
-    }
 
     #[test]
     fn server_messages_in_every_shape() {
