@@ -213,7 +213,9 @@ fn read_result(line: &[u8], at: usize) -> Option<(String, Latest)> {
 /// Takes an exclusive lock on the file, so that two batches never append to one results file.
 /// Returns why it could not, on a file system without locks.
 fn lock(file: &File, path: &Path) -> Result<Option<io::Error>> {
-    // The lock goes with the handle: when the file is closed or the process ends.
+    // The lock goes with the handle: when the file is closed or the process ends. On Windows
+    // it is LockFileEx's, which keeps other handles from reading the file too until then: the
+    // harness reads a results file again only after it has closed it (eval's scoring).
     match file.try_lock() {
         Ok(()) => Ok(None),
         Err(TryLockError::WouldBlock) => Err(BatchError::ResultsLocked { path: path.to_owned() }),
