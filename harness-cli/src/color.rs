@@ -3,9 +3,8 @@
 //! as clap does; a flag beats the variable.
 
 use std::ffi::OsString;
-use std::io::IsTerminal;
 
-use clap::builder::styling::AnsiColor;
+use anstyle::{AnsiColor, Style};
 use clap::{Args, ColorChoice};
 
 /// The `--color` flag, on every command (global), in both parsers of `main`.
@@ -41,32 +40,21 @@ pub(crate) fn from_args(args: impl IntoIterator<Item = OsString>) -> ColorChoice
     choice
 }
 
-/// Whether stderr is coloured under `choice`: with `auto`, as clap's own output decides it
-/// (`NO_COLOR` first, then `CLICOLOR_FORCE`, `CLICOLOR=0`, a terminal whose `TERM` is set and not `dumb`).
-pub(crate) fn stderr_colored(choice: ColorChoice) -> bool {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-    match choice {
-        ColorChoice::Always => true,
-        ColorChoice::Never => false,
-        ColorChoice::Auto => {
-            if var("NO_COLOR").is_some() {
-                false
-            } else if var("CLICOLOR_FORCE").is_some_and(|v| v != "0") {
-                true
-            } else if var("CLICOLOR").is_some_and(|v| v == "0") {
-                false
-            } else {
-                std::io::stderr().is_terminal() && var("TERM").is_some_and(|t| t != "dumb")
-            }
-        }
-    }
+/// Makes `choice` the one of every `anstream` writer of this process (`harness: error:`
+/// among them). `auto` is anstream's: `NO_COLOR`, then `CLICOLOR_FORCE` and `CLICOLOR`, then a
+/// terminal that takes colour; on Windows it turns on the console's escape sequences too.
+pub(crate) fn apply(choice: ColorChoice) {
+    let choice = match choice {
+        ColorChoice::Always => anstream::ColorChoice::Always,
+        ColorChoice::Never => anstream::ColorChoice::Never,
+        ColorChoice::Auto => anstream::ColorChoice::Auto,
+    };
+    choice.write_global();
 }
 
-/// The word `error` of `harness: error: ...`, red and bold when stderr is coloured.
-pub(crate) fn error_word(colored: bool) -> String {
-    let style = AnsiColor::Red.on_default().bold();
-    if colored { format!("{style}error{style:#}") } else { "error".to_owned() }
-}
+/// The style of the word `error` in `harness: error: ...`; an `anstream` writer drops it where
+/// colour is off.
+pub(crate) const ERROR: Style = AnsiColor::Red.on_default().bold();
 
 #[cfg(test)]
 mod tests {
@@ -86,9 +74,11 @@ mod tests {
     }
 
     #[test]
-    fn the_error_word_is_styled_only_when_asked() {
-        assert_eq!(error_word(false), "error");
-        assert!(error_word(true).starts_with("\u{1b}[") && error_word(true).contains("error"));
-        assert!(stderr_colored(ColorChoice::Always) && !stderr_colored(ColorChoice::Never));
+    fn the_error_word_is_styled_and_the_stream_drops_the_style_where_colour_is_off() {
+        let styled = format!("{ERROR}error{ERROR:#}");
+        assert!(styled.starts_with("\u{1b}[") && styled.contains("error"), "{styled:?}");
+        let mut plain = anstream::AutoStream::new(Vec::new(), anstream::ColorChoice::Never);
+        std::io::Write::write_all(&mut plain, styled.as_bytes()).unwrap();
+        assert_eq!(plain.into_inner(), b"error");
     }
 }

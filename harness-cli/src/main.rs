@@ -147,9 +147,9 @@ fn main() -> ExitCode {
         return plugin_host();
     }
     let cli = parse();
+    color::apply(cli.color.color);
     if let Err(why) = log::init(cli.log.verbose, cli.log.quiet) {
-        let word = color::error_word(color::stderr_colored(cli.color.color));
-        eprintln!("harness: {word}: {why}");
+        anstream::eprintln!("harness: {}error{0:#}: {why}", color::ERROR);
         return ExitCode::from(exit::RunExit::Usage.code());
     }
     let outcome = match cli.command {
@@ -170,8 +170,7 @@ fn main() -> ExitCode {
     match outcome {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            let word = color::error_word(color::stderr_colored(cli.color.color));
-            eprintln!("harness: {word}: {e}");
+            anstream::eprintln!("harness: {}error{0:#}: {e}", color::ERROR);
             ExitCode::from(e.exit_code())
         }
     }

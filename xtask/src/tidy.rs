@@ -36,7 +36,6 @@ const LOADERS: &[&str] = &["libloading", "harness-loader"];
 /// The crates that may hold `unsafe` code, each with why; every other crate's root file says
 /// `#![forbid(unsafe_code)]`. Keep it short: a crate leaves the list when its last `unsafe` goes.
 const UNSAFE_ALLOWED: &[(&str, &str)] = &[
-    ("crates/harness-batch", "flock on the results file, so that two workers never append to one file"),
     ("crates/harness-config", "geteuid and the Windows security API, for the owner of a trusted file"),
     ("crates/harness-core", "CPU placement (sched_getaffinity), until it leaves the core for the binary"),
     ("crates/harness-loader", "dlopen, Landlock, seccomp, and the plugin-host child's set-up"),

@@ -22,6 +22,8 @@
 //! # Ok(()) }
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod approvals;
 mod engine;
 mod error;

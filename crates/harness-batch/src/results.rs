@@ -4,7 +4,7 @@
 //! `awaiting_approval` line.
 
 use std::collections::{HashMap, HashSet};
-use std::fs::File;
+use std::fs::{File, TryLockError};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -212,26 +212,16 @@ fn read_result(line: &[u8], at: usize) -> Option<(String, Latest)> {
 
 /// Takes an exclusive lock on the file, so that two batches never append to one results file.
 /// Returns why it could not, on a file system without locks.
-#[cfg(unix)]
 fn lock(file: &File, path: &Path) -> Result<Option<io::Error>> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: flock is called on a descriptor that `file` owns and keeps open while the lock is
-    // wanted; the lock goes with the descriptor when the file is closed or the process ends.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc == 0 {
-        return Ok(None);
+    // The lock goes with the handle: when the file is closed or the process ends. On Windows
+    // it is LockFileEx's, which keeps other handles from reading the file too until then: the
+    // harness reads a results file again only after it has closed it (eval's scoring).
+    match file.try_lock() {
+        Ok(()) => Ok(None),
+        Err(TryLockError::WouldBlock) => Err(BatchError::ResultsLocked { path: path.to_owned() }),
+        // A file system without locks (some network mounts) still works, unguarded.
+        Err(TryLockError::Error(error)) => Ok(Some(error)),
     }
-    let error = io::Error::last_os_error();
-    if error.kind() == io::ErrorKind::WouldBlock {
-        return Err(BatchError::ResultsLocked { path: path.to_owned() });
-    }
-    // A file system without locks (some network mounts) still works, unguarded.
-    Ok(Some(error))
-}
-
-#[cfg(not(unix))]
-fn lock(_: &File, _: &Path) -> Result<Option<io::Error>> {
-    Ok(None)
 }
 
 #[cfg(test)]
@@ -329,11 +319,14 @@ mod tests {
 
     #[cfg(unix)]
     #[test]
-    fn a_second_batch_on_the_same_file_is_refused() {
+    fn a_second_batch_on_the_same_file_is_refused_until_the_first_closes() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out.jsonl");
-        let (_held, _) = ResultsFile::open(&path).unwrap();
+        let (held, earlier) = ResultsFile::open(&path).unwrap();
+        assert!(earlier.unlocked.is_none(), "{:?}", earlier.unlocked);
         let e = ResultsFile::open(&path).err().unwrap().to_string();
         assert!(e.contains("another harness batch"), "{e}");
+        drop(held);
+        assert!(ResultsFile::open(&path).is_ok(), "the lock goes with the file");
     }
 }

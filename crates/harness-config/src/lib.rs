@@ -37,6 +37,12 @@ pub use trust::{TrustStatus, TrustStore};
 /// A per-user base directory as the XDG convention finds it: `$<xdg_var>` when set and
 /// absolute, else `$HOME/<under_home>` (on Windows, which sets no `HOME`, else
 /// `%USERPROFILE%\<under_home>`); `None` when none is set.
+///
+/// Not `dirs` or `etcetera`, for where the trust store lives: both put a platform's own
+/// folders where docs/operators.md promises the Unix layout (`dirs`: `~/Library/Application
+/// Support` on macOS and Known Folders on Windows; `etcetera`: `%USERPROFILE%` even when
+/// `HOME` is set on Windows), so a swap would move `trusted.json` and silently forget every
+/// trust decision, and each caller's own Windows choice would still be written around it.
 pub fn user_dir(xdg_var: &str, under_home: &str) -> Option<std::path::PathBuf> {
     let nonempty = |name| std::env::var_os(name).filter(|v| !v.is_empty()).map(std::path::PathBuf::from);
     let home = nonempty("HOME").or_else(|| if cfg!(windows) { nonempty("USERPROFILE") } else { None });

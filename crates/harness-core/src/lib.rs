@@ -39,6 +39,7 @@ mod placement;
 mod printable;
 mod provider;
 mod registry;
+pub mod retry;
 mod run;
 mod trace;
 

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use harness_core::retry::{NextTry, RetryPolicy, retry_after};
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
 
@@ -23,10 +24,10 @@ use rmcp::transport::streamable_http_client::{
 
 /// Retries after the first attempt.
 pub(crate) const RETRIES: u32 = 3;
-/// The wait before the first retry; each later one doubles it, with jitter.
-const BACKOFF: Duration = Duration::from_millis(500);
-/// The longest wait, the server's `Retry-After` included; a longer `Retry-After` is not waited.
-const MAX_WAIT: Duration = Duration::from_secs(30);
+/// The providers' policy with this module's numbers: 3 retries from 500 ms; the longest wait,
+/// the server's `Retry-After` included, 30 s (a longer `Retry-After` is not waited).
+const POLICY: RetryPolicy =
+    RetryPolicy { retries: RETRIES, backoff: Duration::from_millis(500), max_wait: Duration::from_secs(30) };
 
 /// The largest SSE event of a stream opened without a limit: `rmcp`'s own default.
 const MAX_SSE_EVENT: usize = 16 << 20;
@@ -104,12 +105,12 @@ impl Retrying {
 }
 
 /// Whether `error` is worth another try of a message that runs a tool (`runs_tool`) or not;
-/// `Some(wait)` when the server asked for one (`Retry-After`, in seconds).
+/// `Some(wait)` when the server asked for one (`Retry-After`, in seconds or as a date).
 fn transient(error: &Error, runs_tool: bool) -> Option<Option<Duration>> {
     match error {
         StreamableHttpError::Client(e) if e.is_connect() => Some(None),
         StreamableHttpError::HttpStatus(s) if matches!(s.status, 429 | 503) => {
-            Some(s.retry_after.as_deref().and_then(|v| v.trim().parse().ok()).map(Duration::from_secs))
+            Some(s.retry_after.as_deref().and_then(retry_after))
         }
         _ if runs_tool => None,
         StreamableHttpError::Client(e) if e.is_timeout() || e.is_request() || e.is_body() => Some(None),
@@ -126,14 +127,6 @@ pub(crate) fn never_reached(error: &(dyn std::error::Error + 'static)) -> bool {
 
 fn runs_tool(message: &ClientJsonRpcMessage) -> bool {
     matches!(message, ClientJsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::CallToolRequest(_)))
-}
-
-/// The `n`-th retry's wait (from 0): `BACKOFF` doubled `n` times, capped, half of it jitter.
-fn backoff(n: u32) -> Duration {
-    use std::hash::{BuildHasher, Hasher};
-    let full = BACKOFF.saturating_mul(2u32.saturating_pow(n.min(16))).min(MAX_WAIT);
-    let jitter = std::collections::hash_map::RandomState::new().build_hasher().finish() % 1000;
-    full.mul_f64(0.5 + jitter as f64 / 2000.0)
 }
 
 impl StreamableHttpClient for Retrying {
@@ -182,14 +175,8 @@ impl StreamableHttpClient for Retrying {
                 auth_header = Some(token);
                 continue;
             }
-            let Some(asked) = transient(&error, runs_tool).filter(|_| retries < RETRIES) else {
-                return Err(error);
-            };
-            let wait = match asked {
-                Some(wait) if wait > MAX_WAIT => return Err(error),
-                Some(wait) => wait,
-                None => backoff(retries),
-            };
+            let Some(asked) = transient(&error, runs_tool) else { return Err(error) };
+            let NextTry::After { wait, .. } = POLICY.next(retries, asked) else { return Err(error) };
             retries += 1;
             if self.report {
                 eprintln!(
@@ -279,6 +266,9 @@ mod tests {
         for runs_tool in [false, true] {
             assert_eq!(transient(&status(503, None), runs_tool), Some(None));
             assert_eq!(transient(&status(429, Some("2")), runs_tool), Some(Some(Duration::from_secs(2))));
+            // A date, as the providers read it: the one policy of every server request.
+            let past = Some("Sun, 06 Nov 1994 08:49:37 GMT");
+            assert_eq!(transient(&status(503, past), runs_tool), Some(Some(Duration::ZERO)));
         }
         for error in [status(500, None), status(502, None), status(504, None)] {
             assert_eq!(transient(&error, false), Some(None), "{error}");
@@ -325,14 +315,5 @@ mod tests {
         let client = Retrying::new("test", false).unwrap();
         assert!(client.post_message(url.into(), ping, None, None, headers).await.is_err());
         assert_eq!(reached.load(std::sync::atomic::Ordering::SeqCst), 0);
-    }
-
-    #[test]
-    fn backoff_doubles_within_its_jitter_and_cap() {
-        for n in 0..8 {
-            let full = BACKOFF.saturating_mul(2u32.pow(n)).min(MAX_WAIT);
-            let wait = backoff(n);
-            assert!(wait >= full / 2 && wait <= full, "retry {n}: {wait:?} not within half of {full:?}");
-        }
     }
 }

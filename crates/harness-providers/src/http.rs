@@ -5,10 +5,10 @@
 
 use std::error::Error as _;
 use std::fmt;
-use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
+use harness_core::retry::{self, NextTry, RetryPolicy};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use reqwest::{StatusCode, Url};
 use serde_json::Value;
@@ -59,6 +59,13 @@ impl Default for HttpSettings {
             notify: Notify::stderr(),
             budget: None,
         }
+    }
+}
+
+impl HttpSettings {
+    /// The retries, backoff and longest wait, as the policy every server request follows.
+    pub fn policy(&self) -> RetryPolicy {
+        RetryPolicy { retries: self.retries, backoff: self.backoff, max_wait: self.max_wait }
     }
 }
 
@@ -535,27 +542,26 @@ impl Transport {
                 },
                 Err(e) => e,
             };
-            if !error.retryable() || retries >= self.settings.retries {
+            let next = if error.retryable() {
+                self.settings.policy().next(retries, asked(&error))
+            } else {
+                NextTry::Exhausted
+            };
+            if next == NextTry::Exhausted {
                 return Err(Failure { error, retries });
             }
             let error = match self.spend(error) {
                 Ok(error) => error,
                 Err(error) => return Err(Failure { error, retries }),
             };
-            let asked = match &error {
-                HttpError::Status { retry_after, .. } => *retry_after,
-                _ => None,
-            };
-            let wait = match asked {
-                Some(wait) if wait > self.settings.max_wait => {
-                    let HttpError::Status { url, status, .. } = error else {
-                        unreachable!("only a status carries Retry-After")
-                    };
-                    let error = HttpError::WaitTooLong { url, status, wait, max: self.settings.max_wait };
-                    return Err(Failure { error, retries });
-                }
-                Some(wait) => wait,
-                None => backoff(self.settings.backoff, self.settings.max_wait, retries),
+            let NextTry::After { wait, server_asked } = next else {
+                let error = match (next, error) {
+                    (NextTry::WaitTooLong(wait), HttpError::Status { url, status, .. }) => {
+                        HttpError::WaitTooLong { url, status, wait, max: self.settings.max_wait }
+                    }
+                    (_, error) => error,
+                };
+                return Err(Failure { error, retries });
             };
             retries += 1;
             tracing::info!(
@@ -563,14 +569,14 @@ impl Transport {
                 "retry {retries}/{} in {} ms{}: {}",
                 self.settings.retries,
                 wait.as_millis(),
-                if asked.is_some() { " (the server asked)" } else { "" },
+                if server_asked { " (the server asked)" } else { "" },
                 self.redact(&error.to_string())
             );
             self.notify(Notice::Retry {
                 attempt: retries,
                 of: self.settings.retries,
                 wait,
-                server_asked: asked.is_some(),
+                server_asked,
                 reason: error.to_string(),
             });
             tokio::time::sleep(wait).await;
@@ -620,7 +626,8 @@ impl Transport {
         let sent = self.client.post(self.url.clone()).headers(self.headers.clone()).body(bytes.to_vec()).send().await;
         let mut response = sent.map_err(|e| self.transport_error(&e))?;
         let status = response.status();
-        let retry_after = response.headers().get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
+        let retry_after =
+            response.headers().get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(retry::retry_after);
         let mut body = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(|e| self.transport_error(&e))? {
             if body.len() + chunk.len() > MAX_BODY_BYTES {
@@ -695,48 +702,12 @@ fn usage(value: &Value) -> (String, String) {
     (count(["prompt_tokens", "input_tokens"]), count(["completion_tokens", "output_tokens"]))
 }
 
-/// The wait before retry `n` (from 0): doubling from `base`, capped, with up to half of it
-/// taken off at random so that many clients do not retry in step.
-fn backoff(base: Duration, cap: Duration, n: u32) -> Duration {
-    let full = base.saturating_mul(2u32.saturating_pow(n.min(20))).min(cap);
-    let jitter = std::collections::hash_map::RandomState::new().build_hasher().finish() % 1000;
-    full.mul_f64(0.5 + jitter as f64 / 2000.0)
-}
-
-/// Reads `Retry-After`: delta-seconds, or an HTTP date (IMF-fixdate, as RFC 9110 asks).
-fn parse_retry_after(value: &str) -> Option<Duration> {
-    let value = value.trim();
-    if let Ok(secs) = value.parse::<u64>() {
-        return Some(Duration::from_secs(secs));
+/// The wait the server asked for (`Retry-After`), when the error carries one.
+fn asked(error: &HttpError) -> Option<Duration> {
+    match error {
+        HttpError::Status { retry_after, .. } => *retry_after,
+        _ => None,
     }
-    if let Ok(secs) = value.parse::<f64>() {
-        return Duration::try_from_secs_f64(secs).ok();
-    }
-    let at = parse_http_date(value)?;
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).ok()?.as_secs();
-    Some(Duration::from_secs(at.saturating_sub(now)))
-}
-
-/// Seconds since the Unix epoch of an IMF-fixdate such as `Sun, 06 Nov 1994 08:49:37 GMT`.
-fn parse_http_date(value: &str) -> Option<u64> {
-    let rest = value.split_once(", ")?.1;
-    let parts: Vec<&str> = rest.split(' ').collect();
-    let [day, month, year, time, "GMT"] = parts.as_slice() else { return None };
-    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-    let month = MONTHS.iter().position(|m| m == month)? as i64 + 1;
-    let day: i64 = day.parse().ok()?;
-    let year: i64 = year.parse().ok()?;
-    let hms: Vec<i64> = time.split(':').map(str::parse).collect::<Result<_, _>>().ok()?;
-    let [h, m, s] = hms.as_slice() else { return None };
-    // Days from the civil date (Howard Hinnant's algorithm).
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    u64::try_from(days * 86_400 + h * 3600 + m * 60 + s).ok()
 }
 
 /// The message in an error body, in the shapes the APIs use: OpenAI's and llama.cpp's
@@ -870,29 +841,6 @@ fn causes(e: &reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn retry_after_is_seconds_or_a_date() {
-        assert_eq!(parse_retry_after("3"), Some(Duration::from_secs(3)));
-        assert_eq!(parse_retry_after(" 0 "), Some(Duration::ZERO));
-        assert_eq!(parse_retry_after("1.5"), Some(Duration::from_millis(1500)));
-        assert_eq!(parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT"), Some(784_111_777));
-        assert_eq!(parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT"), Some(Duration::ZERO));
-        assert_eq!(parse_retry_after("soon"), None);
-        assert_eq!(parse_retry_after("-1"), None);
-    }
-
-    #[test]
-    fn backoff_doubles_within_its_jitter_and_cap() {
-        let base = Duration::from_millis(100);
-        let cap = Duration::from_secs(1);
-        for n in 0..6 {
-            let full = (base * 2u32.pow(n)).min(cap);
-            let wait = backoff(base, cap, n);
-            assert!(wait >= full / 2 && wait <= full, "retry {n}: {wait:?} not within half of {full:?}");
-        }
-        assert!(backoff(base, cap, u32::MAX) <= cap);
-    }
 
     #[test]
     fn server_messages_in_every_shape() {

@@ -2,6 +2,8 @@
 
 use std::fmt::Write as _;
 
+use comfy_table::presets::NOTHING;
+use comfy_table::{CellAlignment, ColumnConstraint, ContentArrangement, Table, Width};
 use harness_trace::{Ending, Status, Trace, brief, cut, printable};
 use serde_json::Value;
 
@@ -14,33 +16,47 @@ const BRIEF_WIDTH: usize = 100;
 
 /// What the run was asked and with what, the table, then a line summing the run up.
 pub(crate) fn table(trace: &Trace) -> String {
-    let tools: Vec<String> =
-        trace.lines.iter().map(|l| cut(&printable(l.value.tool.as_deref().unwrap_or("-")), TOOL_WIDTH)).collect();
-    let tool_width = tools.iter().map(|t| t.chars().count()).max().unwrap_or(0).max(4);
-    let codes: Vec<String> =
-        trace.lines.iter().map(|l| l.value.error.as_ref().map_or(String::new(), |e| printable(&e.code))).collect();
-    let code_width = codes.iter().map(|c| c.chars().count()).max().unwrap_or(0).max(5);
-
-    let mut out = header(trace);
-    let _ = writeln!(
-        out,
-        "{:>4}  {:<tool_width$}  {:<8}  {:>9}  {:<6}  {:<code_width$}  ARGUMENTS → RESULT",
-        "STEP", "TOOL", "STATUS", "TIME", "ROUTER", "ERROR"
-    );
-    for ((line, tool), code) in trace.lines.iter().zip(&tools).zip(&codes) {
-        let s = &line.value;
-        let _ = writeln!(
-            out,
-            "{:>4}  {:<tool_width$}  {:<8}  {:>9}  {:<6}  {:<code_width$}  {}",
-            s.step,
-            tool,
-            s.status.as_str(),
+    let mut steps = Table::new();
+    // No borders, two spaces between columns, no wrapping: the output is often piped or read
+    // in a log, where the terminal's width means nothing. Columns are as wide as their
+    // widest cell on screen (a CJK character or an emoji takes two columns, not one).
+    steps.load_style(NOTHING).set_content_arrangement(ContentArrangement::Disabled);
+    steps.set_header(["STEP", "TOOL", "STATUS", "TIME", "ROUTER", "ERROR", "ARGUMENTS → RESULT"]);
+    for s in trace.lines.iter().map(|l| &l.value) {
+        steps.add_row([
+            s.step.to_string(),
+            cut(&printable(s.tool.as_deref().unwrap_or("-")), TOOL_WIDTH),
+            s.status.as_str().to_owned(),
             human_us(s.duration_us),
             cut(&printable(s.router_mode.as_deref().unwrap_or("-")), 6),
-            code,
-            brief(s, BRIEF_WIDTH)
-        );
-        if let Some(reasoning) = s.reasoning() {
+            s.error.as_ref().map_or(String::new(), |e| printable(&e.code)),
+            brief(s, BRIEF_WIDTH),
+        ]);
+    }
+    let last = steps.column_count() - 1;
+    for (i, column) in steps.column_iter_mut().enumerate() {
+        column.set_padding((0, if i == last { 0 } else { 2 }));
+    }
+    // The least widths the table had before comfy-table drew it, so that its look stays; a
+    // lower boundary counts the column's padding.
+    for (i, right, least) in [(0, true, 4), (2, false, 8), (3, true, 9)] {
+        if let Some(column) = steps.column_mut(i) {
+            column.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(least + 2)));
+            if right {
+                column.set_cell_alignment(CellAlignment::Right);
+            }
+        }
+    }
+
+    let mut out = header(trace);
+    let mut lines = steps.lines();
+    for line in lines.by_ref().take(1) {
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    // One drawn line a step: every cell is one line, `printable` having escaped newlines.
+    for (line, step) in lines.zip(&trace.lines) {
+        let _ = writeln!(out, "{}", line.trim_end());
+        if let Some(reasoning) = step.value.reasoning() {
             let _ = writeln!(out, "{:>4}  reasoning: {}", "", cut(&printable(reasoning), BRIEF_WIDTH));
         }
     }
@@ -118,5 +134,37 @@ pub(crate) fn ending_text(ending: &Ending<'_>) -> String {
             "not finished: no finish call (the step or time budget ran out, or the run was stopped)".to_owned()
         }
         Ending::Empty => "no steps".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The screen column `word` starts at in `line`, every non-ASCII character before it being
+    /// one that takes two columns (the CJK of the test below).
+    fn column_of(line: &str, word: &str) -> usize {
+        let at = line.find(word).unwrap_or_else(|| panic!("{word:?} not in {line:?}"));
+        line[..at].chars().map(|c| if c.is_ascii() { 1 } else { 2 }).sum()
+    }
+
+    #[test]
+    fn columns_stay_aligned_when_a_cell_holds_wide_characters() {
+        let trace = harness_trace::parse(
+            concat!(
+                "{\"step\":1,\"tool\":\"計算機\",\"arguments\":{},\"status\":\"ok\",\"result\":1,\"duration_us\":1}\n",
+                "{\"step\":2,\"tool\":\"finish\",\"arguments\":{\"answer\":1},\"status\":\"finished\",\"result\":1,\"duration_us\":1}\n",
+            )
+            .as_bytes(),
+        );
+        let shown = table(&trace);
+        let lines: Vec<&str> = shown.lines().take(3).collect();
+        let [head, wide, narrow] = lines[..] else { panic!("{shown}") };
+        // Before comfy-table the tool column was padded by characters: 計算機 took three
+        // columns too many, and every column after it moved right.
+        assert_eq!(column_of(wide, "ok"), column_of(head, "STATUS"), "{shown}");
+        assert_eq!(column_of(narrow, "finished"), column_of(head, "STATUS"), "{shown}");
+        assert_eq!(column_of(wide, " ms"), column_of(narrow, " ms"), "{shown}");
+        assert!(lines.iter().all(|l| !l.ends_with(' ')), "{shown}");
     }
 }

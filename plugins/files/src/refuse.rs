@@ -52,6 +52,11 @@ impl RefuseList {
 }
 
 /// Whether `name` matches `pattern`, where `*` matches any run of characters.
+///
+/// Hand-written on purpose, for a measured reason: `globset` (ripgrep's matcher, on
+/// regex-automata) made the release `libfiles.so` 2.56 MB instead of 1.09 MB, and a signed
+/// plugin's library is hashed whole at each check (BLAKE2b: 1.87 ms instead of 0.79 ms), all
+/// to match half a dozen patterns against one name at a time (2026-12-06).
 fn glob(pattern: &str, name: &str) -> bool {
     let Some((first, rest)) = pattern.split_once('*') else {
         return pattern == name;
@@ -80,6 +85,8 @@ mod tests {
         assert!(glob("*.pem", "cert.pem") && !glob("*.pem", "cert.pem.txt"));
         assert!(glob("id_*", "id_ed25519") && glob("a*b*c", "aXbYc") && !glob("a*b*c", "acb"));
         assert!(glob(".git", ".git") && !glob(".git", ".github"));
+        // A part is never matched twice by overlapping ends.
+        assert!(!glob("a*a", "a") && glob("*ab*ab", "abab") && !glob("*ab*ab", "xab") && glob("*", ""));
     }
 
     #[test]
