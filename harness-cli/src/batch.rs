@@ -270,9 +270,9 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
         harness_batch::create_traces_dir(dir)?;
     }
 
+    let tool_settings = crate::settings::ToolSettings::resolve(&args.plugins, &config)?;
     let mut tools = Tools::wire(
-        &args.plugins,
-        &config,
+        &tool_settings,
         Wants { report: !crate::log::quiet(), mcp: true, otlp: Some(args.otlp.as_deref()), ..Wants::default() },
     )?;
     check_tool_choice(&settings, &tools.registry)?;
@@ -297,7 +297,7 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
         .with_about(RunAbout {
             mcp_servers: tools.mcp().map(crate::mcp::peers).unwrap_or_default(),
             unenforced: tools.found.unenforced(),
-            ..run_about(&config, &settings)
+            ..run_about(&tool_settings.project, &settings)
         });
     if let Some(otlp) = tools.otlp() {
         let tracer = otlp.sink_factory();

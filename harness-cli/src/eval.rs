@@ -137,8 +137,8 @@ fn run_tasks(args: &EvalArgs, tasks: &[Task]) -> Result<HashMap<String, Outcome>
     if let Some(dir) = &args.traces {
         harness_batch::create_traces_dir(dir)?;
     }
-    let mut tools =
-        Tools::wire(&args.plugins, &config, Wants { report: !crate::log::quiet(), mcp: true, ..Wants::default() })?;
+    let tool_settings = crate::settings::ToolSettings::resolve(&args.plugins, &config)?;
+    let mut tools = Tools::wire(&tool_settings, Wants { report: !crate::log::quiet(), mcp: true, ..Wants::default() })?;
     check_tool_choice(&settings, &tools.registry)?;
     if !crate::log::quiet() {
         eprintln!(
@@ -154,7 +154,7 @@ fn run_tasks(args: &EvalArgs, tasks: &[Task]) -> Result<HashMap<String, Outcome>
     let mut batch = Batch::new(router, tools.take_registry(), settings.options)
         .with_policy(policy)
         .with_source(input.fingerprint, Shard::ALL)
-        .with_about(run_about(&config, &settings));
+        .with_about(run_about(&tool_settings.project, &settings));
     if let Some(dir) = &args.traces {
         batch = batch.with_traces(dir.clone());
     }

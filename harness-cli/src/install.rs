@@ -21,6 +21,7 @@ use sha2::{Digest as _, Sha256};
 use crate::Result;
 use crate::config::LoadedConfig;
 use crate::error::CliError;
+use crate::settings::ToolSettings;
 use crate::setup::{PluginArgs, discovery_options, user_plugin_dir};
 
 /// The record of installed plugins, in the user's plugin directory.
@@ -538,7 +539,7 @@ fn stage(dir: &Path, library: &Path) -> Result<Staged> {
     // Checked before any of its code runs, over the copy that is installed.
     let signature_file = harness_loader::signature_path(library);
     let signature = harness_loader::read_signature(&signature_file).map_err(refused)?;
-    let policy = crate::setup::signature_policy(&LoadedConfig::load(None)?)?;
+    let policy = crate::settings::signature_policy(&LoadedConfig::load(None)?)?;
     let signed_by = harness_loader::check_signature(&canonical, (&signature_file, signature.as_deref()), &policy)
         .map_err(refused)?;
     let read =
@@ -608,9 +609,8 @@ fn clash(dir: &Path, record: &Record, staged: &Staged, plan: &Plan) -> Result<Op
 
 /// Where discovery finds a plugin named `name` outside `dir`, with no flag given.
 fn found_elsewhere(dir: &Path, name: &str) -> Result<Option<PathBuf>> {
-    let args = PluginArgs::none();
-    let config = LoadedConfig::load(None)?;
-    let mut options = discovery_options(&args, &config)?;
+    let settings = ToolSettings::resolve(&PluginArgs::none(), &LoadedConfig::load(None)?)?;
+    let mut options = discovery_options(&settings)?;
     let ours = dunce::canonicalize(dir).unwrap_or_else(|_| dir.to_owned());
     options.dirs.retain(|d| dunce::canonicalize(d).map_or(true, |d| d != ours));
     // Only the names matter: nothing offered, so nothing is started or initialised.

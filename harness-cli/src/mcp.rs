@@ -84,8 +84,7 @@ fn serve(args: ServeArgs) -> Result<u8> {
     let policy = crate::approve::policy(&args.policy, &config, None)?;
     // Only the plugins' tools are served: the configured MCP servers are a run's sources.
     let mut tools = Tools::wire(
-        &args.plugins,
-        &config,
+        &crate::settings::ToolSettings::resolve(&args.plugins, &config)?,
         Wants { report: true, otlp: Some(args.otlp.as_deref()), ..Wants::default() },
     )?;
     let otlp = tools.otlp();

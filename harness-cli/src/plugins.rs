@@ -415,7 +415,10 @@ pub(crate) fn plugins(command: PluginsCommand) -> Result<u8> {
         PluginsCommand::List { json, plugins } => {
             let config = LoadedConfig::load(plugins.config.as_deref())?;
             // The MCP servers are started as a run starts them, their tools named after the plugins'.
-            let tools = Tools::wire(&plugins, &config, Wants { mcp: true, ..Wants::default() })?;
+            let tools = Tools::wire(
+                &crate::settings::ToolSettings::resolve(&plugins, &config)?,
+                Wants { mcp: true, ..Wants::default() },
+            )?;
             let mut out = String::new();
             list(&mut out, &tools.found, json);
             if let Some(sources) = tools.mcp() {
@@ -453,7 +456,7 @@ fn inspect(target: &str, as_json: bool, plugins: &PluginArgs) -> Result<u8> {
         return inspect_file(Path::new(target), as_json, plugins.allow_insecure_plugins);
     }
     let config = LoadedConfig::load(plugins.config.as_deref())?;
-    let found = load_plugins(plugins, &config, false)?;
+    let found = load_plugins(&crate::settings::ToolSettings::resolve(plugins, &config)?, false)?;
     let Some(p) = found.plugins.iter().find(|p| p.manifest.name == target) else {
         return Err(no_plugin_named(target, &found));
     };

@@ -66,7 +66,7 @@ pub(crate) fn replay(args: ReplayArgs) -> Result<u8> {
     let policy = crate::approve::policy(&args.policy, &config, None)?;
     let servers = mcp_servers_needed(&trace, &policy);
     let wants = Wants { mcp: !servers.is_empty(), mcp_only: Some(&servers), ..Wants::default() };
-    let tools = Tools::wire(&args.plugins, &config, wants)?;
+    let tools = Tools::wire(&crate::settings::ToolSettings::resolve(&args.plugins, &config)?, wants)?;
     let runtime = runtime(1)?;
     let approvals = Approvals::new(policy, None);
     let replayed = runtime.block_on(harness_trace::replay(&trace, &tools.registry, &options, approvals));

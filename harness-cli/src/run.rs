@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use crate::Result;
 use crate::config::LoadedConfig;
 use crate::error::CliError;
+use crate::settings::ToolSettings;
 use crate::setup::{PluginArgs, report_late_failures};
 use crate::tools::{Tools, Wants};
 use crate::wiring::{LoopArgs, ProviderArgs, Settings, build_provider, check_tool_choice, run_about, runtime};
@@ -188,10 +189,11 @@ pub(crate) fn run(mut args: RunArgs) -> Result<u8> {
         otlp: Some(args.otlp.as_deref()),
         mcp_only: None,
     };
-    let tools = Tools::wire(&args.plugins, &config, wants)?;
+    let tool_settings = ToolSettings::resolve(&args.plugins, &config)?;
+    let tools = Tools::wire(&tool_settings, wants)?;
     check_tool_choice(&settings, &tools.registry)?;
     let locked = args.locked || config.config.locked.unwrap_or(false);
-    crate::lock_cmd::check(&tools, &config, locked)?;
+    crate::lock_cmd::check(&tools, &tool_settings, locked)?;
 
     let runtime = runtime(1)?;
     let mut sinks = Tee::new();
@@ -205,7 +207,7 @@ pub(crate) fn run(mut args: RunArgs) -> Result<u8> {
     let about = RunAbout {
         mcp_servers: tools.mcp().map(crate::mcp::peers).unwrap_or_default(),
         unenforced: tools.found.unenforced(),
-        ..run_about(&config, &settings)
+        ..run_about(&tool_settings.project, &settings)
     };
     let mut agent = Loop::new(provider, &tools.registry).options(options).approvals(approvals);
     let outcome = match resumed {

@@ -16,6 +16,10 @@ use crate::config::Config;
 use crate::error::CliError;
 use crate::wiring::{LoopArgs, ProviderArgs};
 
+mod tooling;
+
+pub(crate) use tooling::{ProjectFile, ToolSettings, signature_policy};
+
 /// Where a setting's value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Source {

@@ -85,7 +85,7 @@ fn call(args: &CallArgs) -> Result<u8> {
     };
     // The MCP servers are started too: a run offers their tools with the plugins'.
     let wants = Wants { report: !crate::log::quiet(), open_lazily: true, mcp: true, ..Wants::default() };
-    let tools = Tools::wire(&args.plugins, &config, wants)?;
+    let tools = Tools::wire(&crate::settings::ToolSettings::resolve(&args.plugins, &config)?, wants)?;
     let registry = &tools.registry;
     let Some(found) = registry.get(&args.tool).filter(|t| t.definition.name != FINISH) else {
         return Err(CliError::Usage(unknown(&args.tool, registry)));

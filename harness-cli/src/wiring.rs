@@ -17,7 +17,7 @@ use harness_providers::{
 use crate::Result;
 use crate::config::{Config, LoadedConfig};
 use crate::error::CliError;
-use crate::settings::{self, Source};
+use crate::settings::{self, ProjectFile, Source};
 
 /// Which model provider answers, and how it is reached.
 #[derive(Debug, Clone, Args)]
@@ -390,9 +390,9 @@ pub(crate) fn runtime(threads: usize) -> Result<tokio::runtime::Runtime> {
 }
 
 /// What the trace's first line says about this harness, its model and its configuration.
-pub(crate) fn run_about(config: &LoadedConfig, settings: &Settings) -> RunAbout {
+pub(crate) fn run_about(project: &ProjectFile, settings: &Settings) -> RunAbout {
     let runs_a_model = settings.provider.runs_a_model();
-    let (config_source, config_hash) = match &config.path {
+    let (config_source, config_hash) = match &project.named {
         // The bytes are read again for the hash: the file was just read and parsed, so a
         // failure here is a race with an editor, and the hash is then left out.
         Some(path) => {
