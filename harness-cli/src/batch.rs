@@ -20,11 +20,12 @@ use harness_providers::{Breaker, OutageStats, RetryBudget};
 use crate::Result;
 use crate::config::LoadedConfig;
 use crate::error::CliError;
+use crate::settings::Settings;
 use crate::setup::PluginArgs;
 use crate::tools::{Tools, Wants};
 use crate::wiring::{
-    LoopArgs, ProviderArgs, ProviderKind, Settings, build_budgeted_provider, check_tool_choice, note_ignored_settings,
-    run_about, runtime, script_path, seconds,
+    LoopArgs, ProviderArgs, ProviderKind, build_budgeted_provider, check_tool_choice, note_ignored_settings, run_about,
+    runtime, script_path, seconds,
 };
 use progress::{Progress, human_ms, human_secs};
 
@@ -158,28 +159,10 @@ pub(crate) struct BatchArgs {
     otlp: Option<String>,
 }
 
-/// The provider flags of a batch: as given, except that a requests file with scripts, run with
-/// no provider named (by a flag or the configuration), is run by the scripted provider, and
-/// says so; scripts are never ignored silently.
-fn provider_of(args: &BatchArgs, config: &LoadedConfig, requests: &std::path::Path) -> Result<ProviderArgs> {
-    let mut chosen = args.provider.clone();
-    let named = chosen.provider.is_some() || chosen.script.is_some() || config.config.provider.is_some();
-    if !named && let Some(line) = harness_batch::input::first_script_line(requests)? {
-        if !crate::log::quiet() {
-            eprintln!(
-                "harness: batch: {}:{line} has a \"script\": the scripted provider replays it (no --provider was named)",
-                requests.display()
-            );
-        }
-        chosen.provider = Some("scripted".to_owned());
-    }
-    Ok(chosen)
-}
-
 /// Runs `harness batch` (or `harness batch merge`) and returns the exit code.
 pub(crate) fn batch(cli: BatchCli) -> Result<u8> {
     match (cli.command, cli.run.requests.clone(), cli.run.out.clone()) {
-        (Some(BatchCommand::Merge(args)), _, _) => merge(&args),
+        (Some(BatchCommand::Merge(args)), _, _) => merge(&args.inputs, &args.out, args.requests.as_deref(), args.partial),
         (None, Some(requests), Some(out)) => run_batch(cli.run, &requests, &out),
         _ => Err(CliError::Usage(
             "give a requests file and --out (harness batch REQUESTS --out FILE), or a subcommand (merge); see harness batch --help".to_owned(),
@@ -188,11 +171,9 @@ pub(crate) fn batch(cli: BatchCli) -> Result<u8> {
 }
 
 /// `harness batch merge`.
-fn merge(args: &MergeArgs) -> Result<u8> {
-    let merged =
-        harness_batch::merge(&args.inputs, &args.out, args.requests.as_deref(), args.partial).map_err(|e| {
-            if e.is_usage() { CliError::Usage(e.to_string()) } else { CliError::Failure(e.to_string()) }
-        })?;
+fn merge(inputs: &[PathBuf], out: &Path, requests: Option<&Path>, partial: bool) -> Result<u8> {
+    let merged = harness_batch::merge(inputs, out, requests, partial)
+        .map_err(|e| if e.is_usage() { CliError::Usage(e.to_string()) } else { CliError::Failure(e.to_string()) })?;
     let shards = match &merged.shards {
         Some((seen, count)) if *count > 1 => format!(", {} of {count} shards", seen.len()),
         _ => String::new(),
@@ -201,8 +182,8 @@ fn merge(args: &MergeArgs) -> Result<u8> {
     println!(
         "batch merge: {} results{batch} from {} files{shards}; written to {}",
         merged.records,
-        args.inputs.len(),
-        args.out.display()
+        inputs.len(),
+        out.display()
     );
     Ok(0)
 }
@@ -224,9 +205,9 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
     }
     let budget = Arc::new(RetryBudget::new(args.retry_budget));
     let config = LoadedConfig::load(args.plugins.config.as_deref())?;
-    let provider_args = provider_of(&args, &config, requests)?;
+    let provider_args = crate::settings::batch_provider(&args.provider, &config, requests)?;
     let settings = Settings::resolve(&provider_args, &args.limits, &config)?;
-    let policy = crate::approve::policy(&args.policy, &config, None)?;
+    let policy = crate::settings::approval_policy(&args.policy, &config, None)?;
     let name = settings.provider;
     let (router, scripts) = router(&settings, crate::log::quiet(), &budget)?;
 
@@ -291,7 +272,7 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
     }
     let breaker = matches!(router, Router::Shared(_))
         .then(|| Breaker::new(max_outage, Arc::new(|said: &str| eprintln!("harness: batch: {said}"))));
-    let mut batch = engine(router, tools.take_registry(), settings.options, &args)
+    let mut batch = engine(router, tools.take_registry(), settings.options, args.traces.as_deref(), args.rpm)
         .with_policy(policy)
         .with_source(fingerprint, shard)
         .with_about(RunAbout {
@@ -419,12 +400,19 @@ fn answers(path: Option<&Path>, input: &Input, earlier: &Earlier, quiet: bool) -
 }
 
 /// The engine, with this invocation's traces directory and request pace.
-fn engine(router: Router, registry: ToolRegistry, options: harness_core::RunOptions, args: &BatchArgs) -> Batch {
+/// `traces` is `--traces DIR`, `rpm` is `--rpm`.
+fn engine(
+    router: Router,
+    registry: ToolRegistry,
+    options: harness_core::RunOptions,
+    traces: Option<&Path>,
+    rpm: Option<u32>,
+) -> Batch {
     let mut batch = Batch::new(router, registry, options);
-    if let Some(dir) = &args.traces {
-        batch = batch.with_traces(dir.clone());
+    if let Some(dir) = traces {
+        batch = batch.with_traces(dir.to_path_buf());
     }
-    if let Some(rpm) = args.rpm {
+    if let Some(rpm) = rpm {
         batch = batch.with_rpm(rpm);
     }
     batch

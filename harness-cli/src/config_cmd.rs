@@ -14,8 +14,9 @@ use harness_core::printable;
 use crate::Result;
 use crate::config::{IMPLICIT, LoadedConfig, Origin, parse};
 use crate::error::CliError;
+use crate::settings::Settings;
 use crate::settings::{self, Source};
-use crate::wiring::{LoopArgs, ProviderArgs, Settings};
+use crate::wiring::{LoopArgs, ProviderArgs};
 
 /// `harness config` subcommands.
 #[derive(Debug, Subcommand)]

@@ -17,9 +17,10 @@ use crate::Result;
 use crate::batch::progress::Progress;
 use crate::config::LoadedConfig;
 use crate::error::CliError;
+use crate::settings::Settings;
 use crate::setup::PluginArgs;
 use crate::tools::{Tools, Wants};
-use crate::wiring::{LoopArgs, ProviderArgs, Settings, check_tool_choice, run_about, runtime};
+use crate::wiring::{LoopArgs, ProviderArgs, check_tool_choice, run_about, runtime};
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -113,7 +114,7 @@ fn usage(e: EvalError) -> CliError {
 fn run_tasks(args: &EvalArgs, tasks: &[Task]) -> Result<HashMap<String, Outcome>> {
     let config = LoadedConfig::load(args.plugins.config.as_deref())?;
     let settings = Settings::resolve(&args.provider, &args.limits, &config)?;
-    let policy = crate::approve::policy(&args.policy, &config, None)?;
+    let policy = crate::settings::approval_policy(&args.policy, &config, None)?;
     let budget = Arc::new(RetryBudget::new(1.0));
     let (router, scripts) = crate::batch::router(&settings, crate::log::quiet(), &budget)?;
     // The batch engine reads the same file for what it runs: ids, requests, budgets, scripts.
@@ -162,15 +163,15 @@ fn run_tasks(args: &EvalArgs, tasks: &[Task]) -> Result<HashMap<String, Outcome>
         let said = Arc::new(|said: &str| eprintln!("harness: eval: {said}"));
         batch = batch.with_breaker(Breaker::new(Duration::from_secs(300), said));
     }
-    run_batch(Arc::new(batch), plan, args, &mut out)?;
+    run_batch(Arc::new(batch), plan, args.concurrency, &mut out)?;
     drop(tools);
     drop(out);
     harness_eval::outcome::from_results(&results).map_err(usage)
 }
 
 /// The batch itself, with progress on stderr.
-fn run_batch(batch: Arc<Batch>, plan: harness_batch::Plan, args: &EvalArgs, out: &mut ResultsFile) -> Result<()> {
-    let concurrency = usize::from(args.concurrency).min(plan.todo.len()).max(1);
+fn run_batch(batch: Arc<Batch>, plan: harness_batch::Plan, concurrency: u16, out: &mut ResultsFile) -> Result<()> {
+    let concurrency = usize::from(concurrency).min(plan.todo.len()).max(1);
     let mut progress = Progress::new(plan.todo.len(), Duration::from_secs(10), crate::log::quiet());
     let threads = std::thread::available_parallelism().map_or(1, usize::from).min(concurrency).max(1);
     let rt = runtime(threads)?;

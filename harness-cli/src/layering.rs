@@ -13,38 +13,20 @@ use std::path::{Path, PathBuf};
 const KNOWN_EXCEPTIONS: &[&str] = &[
     // Command entry points handed their parsed arguments by `main`.
     "batch.rs::batch",
-    "batch.rs::merge",
     "completions.rs::completions",
     "eval.rs::eval",
     "completions.rs::man",
-    "lock_cmd.rs::lock",
     "mcp.rs::serve",
     "plugins.rs::check",
     "plugins.rs::inspect",
     "replay.rs::replay",
     "reply.rs::read",
-    "run.rs::run",
-    "tools_cmd.rs::call",
     // Helpers of those entry points that read the flags or the file again.
-    "approve.rs::policy",
-    "batch.rs::engine",
-    "batch.rs::provider_of",
     "batch.rs::run_batch",
-    "config.rs::trusted_where_a_child_writes",
     "config_cmd.rs::show",
     "config_cmd/powers.rs::policy",
     "config_cmd/powers.rs::powers",
-    "eval.rs::run_batch",
     "eval.rs::run_tasks",
-    "mcp.rs::http_setup",
-    "run.rs::approvals_of",
-    "run.rs::resumable",
-    "run.rs::resumed_provider",
-    "tools_cmd.rs::arguments",
-    "wiring.rs::of",
-    "wiring.rs::reply_format",
-    "wiring.rs::resolve",
-    "wiring.rs::run_options",
 ];
 
 /// The files allowed to take them: where clap parses, and where the layers are resolved

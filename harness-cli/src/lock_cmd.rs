@@ -8,7 +8,6 @@ use harness_mcp::{McpTool, McpToolState};
 use serde_json::json;
 
 use crate::Result;
-use crate::config::LoadedConfig;
 use crate::error::CliError;
 use crate::settings::ToolSettings;
 use crate::setup::PluginArgs;
@@ -18,7 +17,7 @@ use crate::tools::{Tools, Wants};
 #[derive(Debug, Args)]
 pub(crate) struct LockArgs {
     #[command(flatten)]
-    plugins: PluginArgs,
+    pub(crate) plugins: PluginArgs,
 }
 
 /// The lock of what is offered now.
@@ -101,12 +100,10 @@ pub(crate) fn check(tools: &Tools, settings: &ToolSettings, locked: bool) -> Res
     Ok(())
 }
 
-/// Runs `harness lock`.
-pub(crate) fn lock(args: LockArgs) -> Result<u8> {
-    let config = LoadedConfig::load(args.plugins.config.as_deref())?;
-    let settings = ToolSettings::resolve(&args.plugins, &config)?;
-    let tools = Tools::wire(&settings, Wants { report: true, mcp: true, ..Wants::default() })?;
-    let lock = current(&tools, &settings);
+/// Runs `harness lock` with the resolved plugin settings.
+pub(crate) fn lock(settings: &ToolSettings) -> Result<u8> {
+    let tools = Tools::wire(settings, Wants { report: true, mcp: true, ..Wants::default() })?;
+    let lock = current(&tools, settings);
     drop(tools);
     let path = &settings.project.lock_path;
     lock.write(path).map_err(|e| CliError::Failure(e.to_string()))?;

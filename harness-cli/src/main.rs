@@ -153,7 +153,13 @@ fn main() -> ExitCode {
         return ExitCode::from(exit::RunExit::Usage.code());
     }
     let outcome = match cli.command {
-        Command::Run(args) => run::run(*args),
+        Command::Run(args) => {
+            // The first schema compile builds jsonschema's metaschema validator (most of a
+            // start-up's work): started now, it overlaps reading the configuration, the script
+            // and the plugins.
+            harness_core::prepare_schema_compiler();
+            settings::RunSettings::resolve(*args).and_then(run::run)
+        }
         Command::Plugins { command } => plugins::plugins(command),
         Command::Mcp { command } => mcp::mcp(command),
         Command::Batch(args) => batch::batch(*args),
@@ -162,7 +168,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => replay::replay(*args),
         Command::Reply { command } => reply::reply(command),
         Command::Config { command } => config_cmd::config(command),
-        Command::Lock(args) => lock_cmd::lock(*args),
+        Command::Lock(args) => settings::ToolSettings::load(&args.plugins).and_then(|s| lock_cmd::lock(&s)),
         Command::Tools { command } => tools_cmd::tools(command),
         Command::Completions(args) => completions::completions(&args, Cli::command()),
         Command::Man(args) => completions::man(&args, Cli::command()),

@@ -8,7 +8,7 @@ use std::io::BufWriter;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use harness_core::{Decision, RunOptions, TraceSink, TraceWriter, printable};
+use harness_core::{Decision, TraceSink, TraceWriter, printable};
 use harness_mcp::{HttpOptions, McpSources, McpToolState, ServeOptions, ToolServer};
 use serde_json::{Value, json};
 
@@ -81,12 +81,11 @@ pub(crate) fn mcp(command: McpCommand) -> Result<u8> {
 
 fn serve(args: ServeArgs) -> Result<u8> {
     let config = LoadedConfig::load(args.plugins.config.as_deref())?;
-    let policy = crate::approve::policy(&args.policy, &config, None)?;
+    let policy = crate::settings::approval_policy(&args.policy, &config, None)?;
     // Only the plugins' tools are served: the configured MCP servers are a run's sources.
-    let mut tools = Tools::wire(
-        &crate::settings::ToolSettings::resolve(&args.plugins, &config)?,
-        Wants { report: true, otlp: Some(args.otlp.as_deref()), ..Wants::default() },
-    )?;
+    let settings = crate::settings::ToolSettings::resolve(&args.plugins, &config)?;
+    let mut tools =
+        Tools::wire(&settings, Wants { report: true, otlp: Some(args.otlp.as_deref()), ..Wants::default() })?;
     let otlp = tools.otlp();
     let mut sinks = harness_trace::Tee::new();
     if let Some(path) = &args.trace {
@@ -98,11 +97,7 @@ fn serve(args: ServeArgs) -> Result<u8> {
         sinks.push(otlp.sink());
     }
     let trace: Option<Box<dyn TraceSink>> = (args.trace.is_some() || otlp.is_some()).then(|| Box::new(sinks) as _);
-    let options = ServeOptions {
-        max_arguments_bytes: config.config.limits.arguments_bytes.unwrap_or(RunOptions::default().max_arguments_bytes),
-        trace,
-        policy,
-    };
+    let options = ServeOptions { max_arguments_bytes: settings.max_arguments_bytes, trace, policy };
     let registry = tools.take_registry();
     let count = registry.definitions().len().saturating_sub(1);
     let server = ToolServer::new(registry, options);
@@ -117,7 +112,13 @@ fn serve(args: ServeArgs) -> Result<u8> {
         builder.enable_all().build().map_err(|e| CliError::Failure(format!("cannot start the async runtime: {e}")))?;
     let served = match &args.http {
         Some(addr) => {
-            let (listener, options) = http_setup(addr, &args)?;
+            let (listener, token) = http_setup(addr, args.token_env.as_deref())?;
+            let mut options = HttpOptions::new(token);
+            options.stateless = args.stateless;
+            options.allowed_origins.clone_from(&args.allow_origin);
+            options.max_connections = args.max_connections as usize;
+            options.max_sessions = args.max_sessions as usize;
+            options.request_timeout = std::time::Duration::from_secs(args.request_timeout);
             let local = listener.local_addr().map_or_else(|_| addr.clone(), |a| a.to_string());
             crate::log::notice!(
                 "harness: serving {count} tools over MCP (Streamable HTTP) at http://{local}/mcp; SIGTERM drains and stops"
@@ -153,8 +154,8 @@ fn served_text(decisions: &[(String, Decision)]) -> String {
 }
 
 /// The listener on `addr` and the token: from `--token-env`, else random and printed once.
-fn http_setup(addr: &str, args: &ServeArgs) -> Result<(std::net::TcpListener, HttpOptions)> {
-    let token = match &args.token_env {
+fn http_setup(addr: &str, token_env: Option<&str>) -> Result<(std::net::TcpListener, String)> {
+    let token = match token_env {
         Some(name) => std::env::var(name).ok().filter(|t| !t.is_empty()).ok_or_else(|| {
             CliError::Usage(format!("--token-env {name}: the variable is not set or empty; export the token in it"))
         })?,
@@ -166,13 +167,7 @@ fn http_setup(addr: &str, args: &ServeArgs) -> Result<(std::net::TcpListener, Ht
     };
     let listener = std::net::TcpListener::bind(addr)
         .map_err(|e| CliError::Usage(format!("--http {addr}: cannot listen there: {e}")))?;
-    let mut options = HttpOptions::new(token);
-    options.stateless = args.stateless;
-    options.allowed_origins.clone_from(&args.allow_origin);
-    options.max_connections = args.max_connections as usize;
-    options.max_sessions = args.max_sessions as usize;
-    options.request_timeout = std::time::Duration::from_secs(args.request_timeout);
-    Ok((listener, options))
+    Ok((listener, token))
 }
 
 /// 32 random bytes from the kernel, as hex.

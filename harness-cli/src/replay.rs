@@ -15,9 +15,10 @@ use harness_trace::{ReplayReport, Trace, cut, printable};
 use crate::Result;
 use crate::config::LoadedConfig;
 use crate::error::CliError;
+use crate::settings::reply_format;
 use crate::setup::PluginArgs;
 use crate::tools::{Tools, Wants};
-use crate::wiring::{reply_format, runtime};
+use crate::wiring::runtime;
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -60,10 +61,10 @@ pub(crate) fn replay(args: ReplayArgs) -> Result<u8> {
         .ok_or_else(|| CliError::Usage(format!("{name}: {}", harness_trace::ReplayError::NoFirstLine)))?;
     let config = LoadedConfig::load(args.plugins.config.as_deref())?;
     let mut options = harness_trace::replay_options(start);
-    if let Some(format) = reply_format(None, &config, "reply_format")? {
+    if let Some(format) = reply_format(&config)? {
         options.reply_format = format;
     }
-    let policy = crate::approve::policy(&args.policy, &config, None)?;
+    let policy = crate::settings::approval_policy(&args.policy, &config, None)?;
     let servers = mcp_servers_needed(&trace, &policy);
     let wants = Wants { mcp: !servers.is_empty(), mcp_only: Some(&servers), ..Wants::default() };
     let tools = Tools::wire(&crate::settings::ToolSettings::resolve(&args.plugins, &config)?, wants)?;

@@ -16,8 +16,14 @@ use crate::config::Config;
 use crate::error::CliError;
 use crate::wiring::{LoopArgs, ProviderArgs};
 
+mod commands;
+mod policy;
+mod run;
 mod tooling;
 
+pub(crate) use commands::{CallSettings, RunSettings};
+pub(crate) use policy::approval_policy;
+pub(crate) use run::{Settings, batch_provider, reply_format, resumed_provider};
 pub(crate) use tooling::{ProjectFile, ToolSettings, signature_policy};
 
 /// Where a setting's value came from.

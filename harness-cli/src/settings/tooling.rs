@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use harness_abi::manifest::Effects;
+use harness_core::RunOptions;
 use harness_loader::isolation::Isolation;
 use harness_loader::{PluginSettings, Publisher, SignaturePolicy};
 use harness_mcp::McpServerConfig;
@@ -74,6 +75,9 @@ pub(crate) struct ToolSettings {
     pub(crate) allow_insecure: bool,
     /// `[limits] result_bytes`, when set.
     pub(crate) result_bytes: Option<usize>,
+    /// The largest arguments of one call (`[limits] arguments_bytes`, else the loop's default),
+    /// for the commands that call tools without the loop.
+    pub(crate) max_arguments_bytes: usize,
     /// Whose signatures are trusted, and whether one is required.
     pub(crate) signatures: SignaturePolicy,
     /// The configured MCP servers, a command given as a relative path made the file's.
@@ -81,6 +85,11 @@ pub(crate) struct ToolSettings {
 }
 
 impl ToolSettings {
+    /// Loads the layers the plugin flags name (`--config`), and resolves the plugin settings.
+    pub(crate) fn load(args: &PluginArgs) -> Result<Self> {
+        Self::resolve(args, &LoadedConfig::load(args.config.as_deref())?)
+    }
+
     /// Lays the plugin flags over the layers and types them; a bad value is a usage error
     /// naming its flag or its file and key.
     pub(crate) fn resolve(args: &PluginArgs, config: &LoadedConfig) -> Result<Self> {
@@ -128,6 +137,7 @@ impl ToolSettings {
             require_full_enforcement,
             allow_insecure: args.allow_insecure_plugins,
             result_bytes: file.limits.result_bytes,
+            max_arguments_bytes: file.limits.arguments_bytes.unwrap_or(RunOptions::default().max_arguments_bytes),
             signatures: signature_policy(config)?,
             // Their relative commands were made the file's when the file was read.
             mcp_servers: file.mcp.servers.clone(),
