@@ -162,16 +162,16 @@ fn main() -> ExitCode {
         }
         Command::Plugins { command } => plugins::plugins(command),
         Command::Mcp { command } => mcp::mcp(command),
-        Command::Batch(args) => batch::batch(*args),
-        Command::Eval(args) => eval::eval(*args),
+        Command::Batch(args) => settings::BatchJob::resolve(*args).and_then(batch::batch),
+        Command::Eval(args) => settings::EvalSettings::resolve(*args).and_then(eval::eval),
         Command::Trace { command } => trace_cmd::trace(command),
-        Command::Replay(args) => replay::replay(*args),
+        Command::Replay(args) => settings::ReplaySettings::resolve(*args).and_then(replay::replay),
         Command::Reply { command } => reply::reply(command),
         Command::Config { command } => config_cmd::config(command),
         Command::Lock(args) => settings::ToolSettings::load(&args.plugins).and_then(|s| lock_cmd::lock(&s)),
         Command::Tools { command } => tools_cmd::tools(command),
-        Command::Completions(args) => completions::completions(&args, Cli::command()),
-        Command::Man(args) => completions::man(&args, Cli::command()),
+        Command::Completions(args) => completions::completions(args.shell, Cli::command()),
+        Command::Man(args) => completions::man(args.out.as_deref(), Cli::command()),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

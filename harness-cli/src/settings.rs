@@ -21,7 +21,10 @@ mod policy;
 mod run;
 mod tooling;
 
-pub(crate) use commands::{CallSettings, RunSettings};
+pub(crate) use commands::{
+    BatchJob, BatchSettings, CallSettings, CheckSettings, EvalRuns, EvalSettings, ReplaySettings, RunSettings, Scored,
+    ServeSettings, ShowSettings,
+};
 pub(crate) use policy::approval_policy;
 pub(crate) use run::{Settings, batch_provider, reply_format, resumed_provider};
 pub(crate) use tooling::{ProjectFile, ToolSettings, signature_policy};

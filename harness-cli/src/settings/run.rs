@@ -29,6 +29,8 @@ pub(crate) struct Settings {
     pub(crate) values: Config,
     /// Where each of `values` came from, by dotted key.
     pub(crate) sources: BTreeMap<String, Source>,
+    /// Every key some layer set, as merged (what `config show` lists).
+    pub(crate) table: toml::Table,
 }
 
 impl Settings {
@@ -54,6 +56,7 @@ impl Settings {
             options,
             values,
             sources: layers.sources,
+            table: layers.table,
         })
     }
 
