@@ -19,7 +19,6 @@ use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
 use crate::Result;
-use crate::config::LoadedConfig;
 use crate::error::CliError;
 use crate::settings::ToolSettings;
 use crate::setup::{PluginArgs, discovery_options, user_plugin_dir};
@@ -539,7 +538,7 @@ fn stage(dir: &Path, library: &Path) -> Result<Staged> {
     // Checked before any of its code runs, over the copy that is installed.
     let signature_file = harness_loader::signature_path(library);
     let signature = harness_loader::read_signature(&signature_file).map_err(refused)?;
-    let policy = crate::settings::signature_policy(&LoadedConfig::load(None)?)?;
+    let policy = crate::settings::default_signature_policy()?;
     let signed_by = harness_loader::check_signature(&canonical, (&signature_file, signature.as_deref()), &policy)
         .map_err(refused)?;
     let read =
@@ -609,7 +608,7 @@ fn clash(dir: &Path, record: &Record, staged: &Staged, plan: &Plan) -> Result<Op
 
 /// Where discovery finds a plugin named `name` outside `dir`, with no flag given.
 fn found_elsewhere(dir: &Path, name: &str) -> Result<Option<PathBuf>> {
-    let settings = ToolSettings::resolve(&PluginArgs::none(), &LoadedConfig::load(None)?)?;
+    let settings = ToolSettings::load(&PluginArgs::none())?;
     let mut options = discovery_options(&settings)?;
     let ours = dunce::canonicalize(dir).unwrap_or_else(|_| dir.to_owned());
     options.dirs.retain(|d| dunce::canonicalize(d).map_or(true, |d| d != ours));

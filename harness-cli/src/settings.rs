@@ -27,7 +27,7 @@ pub(crate) use commands::{
 };
 pub(crate) use policy::approval_policy;
 pub(crate) use run::{Settings, batch_provider, reply_format, resumed_provider};
-pub(crate) use tooling::{ProjectFile, ToolSettings, signature_policy};
+pub(crate) use tooling::{ProjectFile, ToolSettings, default_signature_policy};
 
 /// Where a setting's value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -190,9 +190,14 @@ fn plugin_dirs(args: &PluginArgs, config: &LoadedConfig) -> Result<Vec<PathBuf>>
     Ok(dirs)
 }
 
+/// The signature policy of the layers with no flag given (`harness plugins install`).
+pub(crate) fn default_signature_policy() -> Result<SignaturePolicy> {
+    signature_policy(&LoadedConfig::load(None)?)
+}
+
 /// The `[trust]` table as the loader's signature policy; a key that is not a minisign public
 /// key is an error naming the file and the publisher.
-pub(crate) fn signature_policy(config: &LoadedConfig) -> Result<SignaturePolicy> {
+fn signature_policy(config: &LoadedConfig) -> Result<SignaturePolicy> {
     let trust = &config.config.trust;
     let at = config.path.as_ref().map_or_else(|| "config".to_owned(), |p| p.display().to_string());
     let publishers = trust
