@@ -18,14 +18,14 @@ use harness_core::{RunAbout, ToolRegistry};
 use harness_providers::{Breaker, OutageStats, RetryBudget};
 
 use crate::Result;
+use crate::discovery::PluginArgs;
 use crate::error::CliError;
-use crate::settings::{BatchJob, BatchSettings, Settings};
-use crate::setup::PluginArgs;
-use crate::tools::{Tools, Wants};
-use crate::wiring::{
+use crate::provider::{
     LoopArgs, ProviderArgs, ProviderKind, build_budgeted_provider, check_tool_choice, note_ignored_settings, run_about,
     runtime, script_path,
 };
+use crate::settings::{BatchJob, BatchSettings, Settings};
+use crate::tools::{Tools, Wants};
 use progress::{Progress, human_ms, human_secs};
 
 const EXIT_CODES: &str = "\

@@ -14,8 +14,8 @@ use harness_core::printable;
 use crate::Result;
 use crate::config::{IMPLICIT, Origin, parse};
 use crate::error::CliError;
+use crate::provider::{LoopArgs, ProviderArgs};
 use crate::settings::{self, ShowSettings, Source};
-use crate::wiring::{LoopArgs, ProviderArgs};
 
 /// `harness config` subcommands.
 #[derive(Debug, Subcommand)]

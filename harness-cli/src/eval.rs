@@ -15,11 +15,11 @@ use harness_providers::{Breaker, RetryBudget};
 
 use crate::Result;
 use crate::batch::progress::Progress;
+use crate::discovery::PluginArgs;
 use crate::error::CliError;
+use crate::provider::{LoopArgs, ProviderArgs, check_tool_choice, run_about, runtime};
 use crate::settings::{EvalRuns, EvalSettings, Scored};
-use crate::setup::PluginArgs;
 use crate::tools::{Tools, Wants};
-use crate::wiring::{LoopArgs, ProviderArgs, check_tool_choice, run_about, runtime};
 
 const EXIT_CODES: &str = "\
 Exit codes:

@@ -19,9 +19,9 @@ use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
 use crate::Result;
+use crate::discovery::{PluginArgs, discovery_options, user_plugin_dir};
 use crate::error::CliError;
 use crate::settings::ToolSettings;
-use crate::setup::{PluginArgs, discovery_options, user_plugin_dir};
 
 /// The record of installed plugins, in the user's plugin directory.
 const RECORD: &str = "installed.json";

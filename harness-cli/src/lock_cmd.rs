@@ -8,9 +8,9 @@ use harness_mcp::{McpTool, McpToolState};
 use serde_json::json;
 
 use crate::Result;
+use crate::discovery::PluginArgs;
 use crate::error::CliError;
 use crate::settings::ToolSettings;
-use crate::setup::PluginArgs;
 use crate::tools::{Tools, Wants};
 
 /// Arguments of `harness lock`.

@@ -10,6 +10,7 @@ mod color;
 mod completions;
 mod config;
 mod config_cmd;
+mod discovery;
 mod error;
 mod eval;
 mod exit;
@@ -20,16 +21,15 @@ mod lock_cmd;
 mod log;
 mod mcp;
 mod plugins;
+mod provider;
 mod replay;
 mod reply;
 mod run;
 mod settings;
-mod setup;
 mod signing;
 mod tools;
 mod tools_cmd;
 mod trace_cmd;
-mod wiring;
 
 use std::process::ExitCode;
 

@@ -13,9 +13,9 @@ use harness_mcp::{HttpOptions, McpSources, McpToolState, ServeOptions, ToolServe
 use serde_json::{Value, json};
 
 use crate::Result;
+use crate::discovery::PluginArgs;
 use crate::error::CliError;
 use crate::settings::ServeSettings;
-use crate::setup::PluginArgs;
 use crate::tools::{Tools, Wants};
 
 /// `harness mcp ...`

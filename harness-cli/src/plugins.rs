@@ -15,9 +15,9 @@ use harness_testkit::{CheckOptions, Executor};
 use serde_json::{Value, json};
 
 use crate::Result;
+use crate::discovery::{PluginArgs, load_plugins};
 use crate::error::CliError;
 use crate::settings::{CheckSettings, ToolSettings};
-use crate::setup::{PluginArgs, load_plugins};
 use crate::tools::{Tools, Wants};
 
 /// `harness plugins ...`
@@ -289,7 +289,7 @@ fn gap_lines(out: &mut String, p: &LoadedPlugin, indent: &str) {
 /// The record of the user's plugin directory (`plugins install`), with the directory,
 /// canonical: empty when nothing was installed, and a warning when it cannot be read.
 fn installed_record(warnings: &mut Vec<String>) -> Option<(PathBuf, crate::install::Record)> {
-    let dir = dunce::canonicalize(crate::setup::user_plugin_dir()?).ok()?;
+    let dir = dunce::canonicalize(crate::discovery::user_plugin_dir()?).ok()?;
     match crate::install::Record::load(&dir) {
         Ok(record) => Some((dir, record)),
         Err(e) => {

@@ -13,11 +13,11 @@ use harness_core::{ApprovalPolicy, Approvals, Decision, Effect};
 use harness_trace::{ReplayReport, Trace, cut, printable};
 
 use crate::Result;
+use crate::discovery::PluginArgs;
 use crate::error::CliError;
+use crate::provider::runtime;
 use crate::settings::ReplaySettings;
-use crate::setup::PluginArgs;
 use crate::tools::{Tools, Wants};
-use crate::wiring::runtime;
 
 const EXIT_CODES: &str = "\
 Exit codes:

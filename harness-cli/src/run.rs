@@ -12,11 +12,11 @@ use harness_trace::{Resumable, resumption};
 use serde_json::{Value, json};
 
 use crate::Result;
+use crate::discovery::{PluginArgs, report_late_failures};
 use crate::error::CliError;
+use crate::provider::{LoopArgs, ProviderArgs, build_provider, check_tool_choice, run_about, runtime};
 use crate::settings::RunSettings;
-use crate::setup::{PluginArgs, report_late_failures};
 use crate::tools::{Tools, Wants};
-use crate::wiring::{LoopArgs, ProviderArgs, build_provider, check_tool_choice, run_about, runtime};
 use harness_trace::{Tee, cut, printable};
 
 /// Arguments of `harness run`.
@@ -125,7 +125,7 @@ pub(crate) fn outage_wait(seconds: f64) -> Result<Option<std::time::Duration>> {
     if seconds == 0.0 {
         return Ok(None);
     }
-    crate::wiring::seconds("--max-outage", seconds).map(Some)
+    crate::provider::seconds("--max-outage", seconds).map(Some)
 }
 
 /// Runs `harness run` with its resolved settings and returns the exit code.

@@ -14,7 +14,7 @@ use harness_config::{ConfigFile, check_permissions};
 use crate::Result;
 use crate::config::Config;
 use crate::error::CliError;
-use crate::wiring::{LoopArgs, ProviderArgs};
+use crate::provider::{LoopArgs, ProviderArgs};
 
 mod commands;
 mod policy;

@@ -9,10 +9,10 @@ use harness_mcp::{McpSources, SourceOptions};
 use harness_trace::Otlp;
 
 use crate::Result;
+use crate::discovery::load_plugins_with;
 use crate::error::CliError;
+use crate::provider::otlp_export;
 use crate::settings::ToolSettings;
-use crate::setup::load_plugins_with;
-use crate::wiring::otlp_export;
 
 /// What a command asks to have wired.
 #[derive(Debug, Default, Clone, Copy)]

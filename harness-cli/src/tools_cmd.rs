@@ -15,9 +15,9 @@ use serde_json::Value;
 
 use crate::Result;
 use crate::approve::PolicyArgs;
+use crate::discovery::PluginArgs;
 use crate::error::CliError;
 use crate::settings::CallSettings;
-use crate::setup::PluginArgs;
 use crate::tools::{Tools, Wants};
 
 /// The exit codes of `tools call`, as its `--help` ends.
@@ -157,7 +157,7 @@ fn within(tool: &str, arguments: &Value, limit: usize) -> std::result::Result<()
 
 /// Validates and runs the call as a step would: schema, timeout, the result's own schema.
 fn run_one(registry: &ToolRegistry, tool: &str, arguments: Value) -> std::result::Result<Value, HarnessError> {
-    let runtime = crate::wiring::runtime(1)
+    let runtime = crate::provider::runtime(1)
         .map_err(|e| HarnessError::new(ErrorCode::ToolError, e.to_string(), serde_json::json!({ "tool": tool })))?;
     let outcome = runtime.block_on(call_tool(registry, tool, arguments));
     // A call abandoned at its timeout may still be running in-process: the process must not wait.

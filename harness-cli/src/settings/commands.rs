@@ -20,10 +20,10 @@ use crate::error::CliError;
 use crate::eval::EvalArgs;
 use crate::mcp::ServeArgs;
 use crate::plugins::CheckArgs;
+use crate::provider::{LoopArgs, ProviderArgs};
 use crate::replay::ReplayArgs;
 use crate::run::RunArgs;
 use crate::tools_cmd::CallArgs;
-use crate::wiring::{LoopArgs, ProviderArgs};
 
 /// What `harness run` works from: its request, provider, limits, policy, tools and outputs.
 pub(crate) struct RunSettings {
@@ -307,7 +307,7 @@ impl BatchSettings {
                 args.progress_every
             )));
         }
-        let max_outage = crate::wiring::seconds("--max-outage", args.max_outage)?;
+        let max_outage = crate::provider::seconds("--max-outage", args.max_outage)?;
         if !(args.retry_budget.is_finite() && args.retry_budget >= 0.0 && args.retry_budget <= 100.0) {
             return Err(CliError::Usage(format!(
                 "--retry-budget {}: give a share of the requests, from 0 (only the first 10 retries) to 100",

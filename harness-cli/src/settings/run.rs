@@ -1,6 +1,6 @@
 //! The settings of a run, resolved once: the provider flags and the limits laid over the
 //! other layers, then typed (the provider, its router mode, the loop's `RunOptions`). The
-//! provider is built from this (crate::wiring), never from the flags again.
+//! provider is built from this (crate::provider), never from the flags again.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -13,7 +13,7 @@ use super::Source;
 use crate::Result;
 use crate::config::{Config, LoadedConfig};
 use crate::error::CliError;
-use crate::wiring::{LoopArgs, ProviderArgs, ProviderKind};
+use crate::provider::{LoopArgs, ProviderArgs, ProviderKind};
 
 /// What the commands that run the loop read of their flags and the configuration, resolved
 /// once: the flags laid over the other layers (see [`crate::settings`]), then typed.

@@ -14,8 +14,8 @@ use harness_mcp::McpServerConfig;
 
 use crate::Result;
 use crate::config::LoadedConfig;
+use crate::discovery::{PluginArgs, user_plugin_dir};
 use crate::error::CliError;
-use crate::setup::{PluginArgs, user_plugin_dir};
 
 /// The project file in use, as the working objects need it: a name for messages, and what lies
 /// beside it.

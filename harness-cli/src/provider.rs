@@ -1,6 +1,6 @@
-//! What `harness run` and `harness batch` share: the provider flags and the loop's limits, and
-//! how the resolved [`Settings`] (crate::settings, where the flags are laid over the other
-//! layers once) become a provider.
+//! The model provider: the provider flags and the loop's limits (which `run`, `batch`, `eval`
+//! and `config show` flatten), and how the resolved [`Settings`] (crate::settings, where the
+//! flags are laid over the other layers once) become a provider, and the run's first line.
 
 use std::path::PathBuf;
 use std::sync::Arc;
