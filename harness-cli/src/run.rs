@@ -155,12 +155,7 @@ pub(crate) fn run(resolved: RunSettings) -> Result<u8> {
     let waits = max_outage.is_some() && settings.values.retries != Some(0);
     let guarded = waits.then(|| harness_providers::Guarded::new(provider.as_ref(), &breaker));
     let provider = guarded.as_ref().map_or(provider.as_ref(), |g| g as &dyn harness_core::ModelProvider);
-    let mut options = settings.options;
-    // One loop on a current-thread runtime: nothing else waits while an in-process plugin
-    // call runs, so the thread handoff (most of a step's cost) is skipped.
-    options.inline_calls = true;
-    // The process ends right after the run: the conversation is not freed piece by piece.
-    options.exits_after = true;
+    let options = settings.options;
     let approvals = approvals_of(policy, approved, reason, resumed.as_ref());
     let trace_path = trace;
     let mut trace_file = match &trace_path {

@@ -92,8 +92,8 @@ fn run_options(args: &LoopArgs, values: &Config) -> Result<RunOptions> {
             Some(s) if s.is_finite() && s > 0.0 && s <= 1e9 => Some(Duration::from_secs_f64(s)),
             Some(s) => return Err(CliError::Usage(format!("--max-seconds {s}: give a positive number of seconds"))),
         },
-        // Batch runs share a runtime: calls go to blocking threads. `harness run` turns it on,
-        // and exits_after too (a batch runs on after each run).
+        // Batch runs share a runtime: calls go to blocking threads. `RunSettings` turns it on
+        // for `harness run`, and exits_after too (a batch runs on after each run).
         inline_calls: false,
         exits_after: false,
         reply_format: match values.reply_format.as_deref() {
