@@ -209,3 +209,49 @@ fn signature_policy(config: &LoadedConfig) -> Result<SignaturePolicy> {
         .collect::<Result<Vec<_>>>()?;
     Ok(SignaturePolicy { publishers, require_signed: trust.require_signed.unwrap_or(false) })
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    /// The plugin flags, as every command takes them.
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        plugins: PluginArgs,
+    }
+
+    fn resolve(argv: &[&str], file: &str) -> Result<ToolSettings> {
+        let flags = Flags::try_parse_from(argv).expect("valid flags");
+        let config = LoadedConfig { config: toml::from_str(file).expect("a valid file"), ..LoadedConfig::default() };
+        ToolSettings::resolve(&flags.plugins, &config)
+    }
+
+    #[test]
+    fn the_flags_are_laid_over_the_file_once_for_plugins_and_mcp_servers_alike() {
+        let file =
+            "tool_timeout = 5\nisolation = \"process\"\n[plugins]\nenable = [\"a\"]\ndeny_effects = [\"network\"]\n";
+        let argv = ["h", "--no-default-plugins", "--tool-timeout", "2", "--enable", "b", "--deny-effects", "writes"];
+        let s = resolve(&argv, file).unwrap();
+        assert_eq!(s.tool_timeout, Some(Duration::from_secs(2)));
+        assert_eq!(s.enable, ["b", "a"]);
+        assert_eq!(s.deny_effects, [Effects::Writes, Effects::Network]);
+        assert_eq!((s.isolation, s.config_isolation), (None, Some(Isolation::Process)));
+        let s = resolve(&["h", "--no-default-plugins"], file).unwrap();
+        assert_eq!(s.tool_timeout, Some(Duration::from_secs(5)));
+    }
+
+    #[test]
+    fn a_bad_value_names_its_flag_or_its_key() {
+        let e = resolve(&["h", "--no-default-plugins", "--isolation", "proces"], "").err().map(|e| e.to_string());
+        assert!(e.as_deref().is_some_and(|e| e.contains("--isolation \"proces\" is not a mode")), "{e:?}");
+        let file = "[isolation]\nrequire = \"ful\"\n";
+        let e = resolve(&["h", "--no-default-plugins"], file).err().map(|e| e.to_string());
+        assert!(e.as_deref().is_some_and(|e| e.contains("[isolation] require = \"ful\" is not a level")), "{e:?}");
+        assert!(
+            resolve(&["h", "--no-default-plugins", "--require-enforcement"], file).unwrap().require_full_enforcement
+        );
+    }
+}
