@@ -1,14 +1,11 @@
-//! The approval policy from `[policy]` and `--allow/--ask/--deny`, and the terminal prompt.
+//! The policy flags (`--allow/--ask/--deny`, laid over `[policy]` in crate::settings), and the
+//! terminal prompt.
 
 use std::io::{BufRead, IsTerminal, Write};
 
 use clap::Args;
-use harness_core::{Answer, ApprovalPolicy, Approvals, Approver, Decision, Effect, PendingCall, printable};
+use harness_core::{Answer, ApprovalPolicy, Approvals, Approver, PendingCall, printable};
 use harness_trace::cut;
-
-use crate::Result;
-use crate::config::LoadedConfig;
-use crate::error::CliError;
 
 /// Which calls run without asking, for this run.
 #[derive(Debug, Args)]
@@ -24,55 +21,6 @@ pub(crate) struct PolicyArgs {
     /// takes the pending call's ID, to deny that call.
     #[arg(long, value_name = "CLASS|TOOL|ID")]
     pub(crate) deny: Vec<String>,
-}
-
-fn decision(value: &str, source: &str) -> Result<Decision> {
-    Decision::parse(value)
-        .ok_or_else(|| CliError::Usage(format!("{source} = {value:?}: use \"allow\", \"ask\" or \"deny\"")))
-}
-
-fn apply(policy: &mut ApprovalPolicy, target: &str, decision: Decision) {
-    match Effect::parse(target) {
-        Some(effect) => policy.set_class(effect, decision),
-        None => policy.set_tool(target, decision),
-    }
-}
-
-/// The policy: defaults, then the config's `[policy]`, then the flags (`skip` values excepted).
-pub(crate) fn policy(args: &PolicyArgs, config: &LoadedConfig, skip: Option<&str>) -> Result<ApprovalPolicy> {
-    let mut policy = ApprovalPolicy::default();
-    let file = &config.config.policy;
-    let name = config.path.as_ref().map_or_else(|| "config".to_owned(), |p| p.display().to_string());
-    for (effect, value) in [
-        (Effect::Pure, &file.pure),
-        (Effect::Reads, &file.reads),
-        (Effect::Writes, &file.writes),
-        (Effect::Network, &file.network),
-    ] {
-        if let Some(v) = value {
-            policy.set_class(effect, decision(v, &format!("{name}: policy.{}", effect.as_str()))?);
-        }
-    }
-    for (tool, value) in &file.tools {
-        if !tool.contains('.') {
-            return Err(CliError::Usage(format!(
-                "{name}: [policy.tools] {tool:?}: name a tool as \"plugin.tool\" or \"mcp_server.tool\""
-            )));
-        }
-        policy.set_tool(tool, decision(value, &format!("{name}: policy.tools.{tool:?}"))?);
-    }
-    for (list, d) in [(&args.allow, Decision::Allow), (&args.ask, Decision::Ask), (&args.deny, Decision::Deny)] {
-        for target in list.iter().filter(|t| Some(t.as_str()) != skip) {
-            if Effect::parse(target).is_none() && !target.contains('.') {
-                return Err(CliError::Usage(format!(
-                    "--{} {target:?}: give an effect class (pure, reads, writes, network) or a tool as plugin.tool",
-                    d.as_str()
-                )));
-            }
-            apply(&mut policy, target, d);
-        }
-    }
-    Ok(policy)
 }
 
 /// Asks on the terminal: the call, its arguments and effect; yes, no, or always for this run.

@@ -11,21 +11,21 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use harness_batch::{
-    Answers, Batch, DefaultScript, Earlier, Input, ResultsFile, Router, Scripts, Shard, ShardSpec, Tally, input, plan,
+    Answers, Batch, DefaultScript, Earlier, Input, ResultsFile, Router, Scripts, ShardSpec, Tally, input, plan,
     read_answers,
 };
 use harness_core::{RunAbout, ToolRegistry};
 use harness_providers::{Breaker, OutageStats, RetryBudget};
 
 use crate::Result;
-use crate::config::LoadedConfig;
+use crate::discovery::PluginArgs;
 use crate::error::CliError;
-use crate::setup::PluginArgs;
-use crate::tools::{Tools, Wants};
-use crate::wiring::{
-    LoopArgs, ProviderArgs, ProviderKind, Settings, build_budgeted_provider, check_tool_choice, note_ignored_settings,
-    run_about, runtime, script_path, seconds,
+use crate::provider::{
+    LoopArgs, ProviderArgs, ProviderKind, build_budgeted_provider, check_tool_choice, note_ignored_settings, run_about,
+    runtime, script_path,
 };
+use crate::settings::{BatchJob, BatchSettings, Settings};
+use crate::tools::{Tools, Wants};
 use progress::{Progress, human_ms, human_secs};
 
 const EXIT_CODES: &str = "\
@@ -47,14 +47,14 @@ Exit codes (when several apply, the first of 6, 5, 4):
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub(crate) struct BatchCli {
     #[command(subcommand)]
-    command: Option<BatchCommand>,
+    pub(crate) command: Option<BatchCommand>,
     #[command(flatten)]
-    run: BatchArgs,
+    pub(crate) run: BatchArgs,
 }
 
 /// What `harness batch` does besides running a batch.
 #[derive(Debug, Subcommand)]
-enum BatchCommand {
+pub(crate) enum BatchCommand {
     /// Join the results files of a batch's shards into one, as a single process would have written it.
     #[command(after_help = MERGE_EXIT_CODES)]
     Merge(MergeArgs),
@@ -70,19 +70,19 @@ Exit codes:
 
 /// Arguments of `harness batch merge`.
 #[derive(Debug, Args)]
-struct MergeArgs {
+pub(crate) struct MergeArgs {
     /// The shards' results files (each worker's --out).
     #[arg(required = true, value_name = "RESULTS")]
-    inputs: Vec<PathBuf>,
+    pub(crate) inputs: Vec<PathBuf>,
     /// The merged file; it must not exist (a merge never overwrites).
     #[arg(long, value_name = "FILE")]
-    out: PathBuf,
+    pub(crate) out: PathBuf,
     /// The requests file: check that every good line of it has a result.
     #[arg(long, value_name = "FILE")]
-    requests: Option<PathBuf>,
+    pub(crate) requests: Option<PathBuf>,
     /// Merge what there is, even when a shard or a request has no results.
     #[arg(long)]
-    partial: bool,
+    pub(crate) partial: bool,
 }
 
 /// Arguments of `harness batch`.
@@ -97,102 +97,79 @@ pub(crate) struct BatchArgs {
     /// JSON Lines file of requests: one {"id": ..., "request": "...", "max_steps": N} object a line.
     // An Option only so that `harness batch merge` can do without it; clap requires it otherwise.
     #[arg(required = true)]
-    requests: Option<PathBuf>,
+    pub(crate) requests: Option<PathBuf>,
     /// Runs in flight at once.
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..), help_heading = "Runs")]
-    concurrency: u16,
+    pub(crate) concurrency: u16,
     /// Run only every N-th line, starting at line I+1 (I from 0): N workers given 0/N .. N-1/N cover the file.
     /// `auto` reads a Slurm array task's SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT, or a Kubernetes indexed
     /// Job's JOB_COMPLETION_INDEX (with --shards N).
     #[arg(long, value_name = "I/N|auto", help_heading = "Runs")]
-    shard: Option<ShardSpec>,
+    pub(crate) shard: Option<ShardSpec>,
     /// With --shard auto: the number of shards, and the scheduler's index (JOB_COMPLETION_INDEX, SLURM_ARRAY_TASK_ID)
     /// is the shard. Needed under a Kubernetes indexed Job; under Slurm it lets one task resubmitted alone keep its place.
     #[arg(long, value_name = "N", requires = "shard", value_parser = clap::value_parser!(u32).range(1..), help_heading = "Runs")]
-    shards: Option<u32>,
+    pub(crate) shards: Option<u32>,
     /// At most N model requests a minute over the whole batch, spaced evenly (a hosted API's rate limit).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), help_heading = "Runs")]
-    rpm: Option<u32>,
+    pub(crate) rpm: Option<u32>,
     /// Also run again the requests whose latest line failed for the provider's reasons (status failed, error
     /// provider_error), appending their new lines.
     #[arg(long, help_heading = "Runs")]
-    retry_failed: bool,
+    pub(crate) retry_failed: bool,
     /// Exit 0 even when runs failed for the provider's reasons (otherwise 5).
     #[arg(long, help_heading = "Runs")]
-    allow_failures: bool,
+    pub(crate) allow_failures: bool,
     /// Seconds to wait out a model server that is down (no connection, no answer, 5xx) before the batch stops
     /// (exit 6, what did not run stays unrun). While it is down no run starts and the runs in flight wait.
     #[arg(long, value_name = "SECS", default_value_t = 300.0, help_heading = "Runs")]
-    max_outage: f64,
+    pub(crate) max_outage: f64,
     /// Retries over the whole batch, as a share of its model requests (0.5: one retry for every two requests;
     /// at least 10); past it, failed requests are not retried, and a notice says so.
     #[arg(long, value_name = "SHARE", default_value_t = 1.0, help_heading = "Runs")]
-    retry_budget: f64,
+    pub(crate) retry_budget: f64,
     #[command(flatten, next_help_heading = "Provider")]
-    provider: ProviderArgs,
+    pub(crate) provider: ProviderArgs,
     #[command(flatten, next_help_heading = "Limits")]
-    limits: LoopArgs,
+    pub(crate) limits: LoopArgs,
     #[command(flatten, next_help_heading = "Plugins and tools")]
-    plugins: PluginArgs,
+    pub(crate) plugins: PluginArgs,
     #[command(flatten, next_help_heading = "Policy")]
-    policy: crate::approve::PolicyArgs,
+    pub(crate) policy: crate::approve::PolicyArgs,
     /// JSON Lines answers to the calls that runs stopped before (status awaiting_approval):
     /// {"id": REQUEST_ID, "call": CALL_ID, "digest": DIGEST, "approve": true} (DIGEST: the result
     /// line's pending.digest, at least its first 16 hex digits) or {..., "approve": false, "reason": TEXT}.
     /// Those runs resume from their traces; awaiting runs without an answer keep waiting.
     #[arg(long, value_name = "FILE", help_heading = "Policy")]
-    approvals: Option<PathBuf>,
+    pub(crate) approvals: Option<PathBuf>,
     /// Results file (JSON Lines), one line per request as each run ends. Requests whose id already has a line
     /// in it are skipped: rerun with the same --out to resume.
     #[arg(long, value_name = "FILE", required = true, help_heading = "Output")]
-    out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     /// Seconds between progress lines when stderr is not a terminal.
     #[arg(long, value_name = "SECS", default_value_t = 10.0, help_heading = "Output")]
-    progress_every: f64,
+    pub(crate) progress_every: f64,
     /// Write each run's trace to DIR/ID.jsonl (the id percent-encoded for a file name).
     #[arg(long, value_name = "DIR", help_heading = "Traces")]
-    traces: Option<PathBuf>,
+    pub(crate) traces: Option<PathBuf>,
     /// Export each run's spans (OpenTelemetry GenAI conventions) over OTLP/HTTP to the collector at URL;
     /// OTEL_EXPORTER_OTLP_ENDPOINT does the same (see docs/traces.md).
     #[arg(long, value_name = "URL", help_heading = "Traces")]
-    otlp: Option<String>,
-}
-
-/// The provider flags of a batch: as given, except that a requests file with scripts, run with
-/// no provider named (by a flag or the configuration), is run by the scripted provider, and
-/// says so; scripts are never ignored silently.
-fn provider_of(args: &BatchArgs, config: &LoadedConfig, requests: &std::path::Path) -> Result<ProviderArgs> {
-    let mut chosen = args.provider.clone();
-    let named = chosen.provider.is_some() || chosen.script.is_some() || config.config.provider.is_some();
-    if !named && let Some(line) = harness_batch::input::first_script_line(requests)? {
-        if !crate::log::quiet() {
-            eprintln!(
-                "harness: batch: {}:{line} has a \"script\": the scripted provider replays it (no --provider was named)",
-                requests.display()
-            );
-        }
-        chosen.provider = Some("scripted".to_owned());
-    }
-    Ok(chosen)
+    pub(crate) otlp: Option<String>,
 }
 
 /// Runs `harness batch` (or `harness batch merge`) and returns the exit code.
-pub(crate) fn batch(cli: BatchCli) -> Result<u8> {
-    match (cli.command, cli.run.requests.clone(), cli.run.out.clone()) {
-        (Some(BatchCommand::Merge(args)), _, _) => merge(&args),
-        (None, Some(requests), Some(out)) => run_batch(cli.run, &requests, &out),
-        _ => Err(CliError::Usage(
-            "give a requests file and --out (harness batch REQUESTS --out FILE), or a subcommand (merge); see harness batch --help".to_owned(),
-        )),
+pub(crate) fn batch(job: BatchJob) -> Result<u8> {
+    match job {
+        BatchJob::Merge { inputs, out, requests, partial } => merge(&inputs, &out, requests.as_deref(), partial),
+        BatchJob::Run(settings) => run_batch(*settings),
     }
 }
 
 /// `harness batch merge`.
-fn merge(args: &MergeArgs) -> Result<u8> {
-    let merged =
-        harness_batch::merge(&args.inputs, &args.out, args.requests.as_deref(), args.partial).map_err(|e| {
-            if e.is_usage() { CliError::Usage(e.to_string()) } else { CliError::Failure(e.to_string()) }
-        })?;
+fn merge(inputs: &[PathBuf], out: &Path, requests: Option<&Path>, partial: bool) -> Result<u8> {
+    let merged = harness_batch::merge(inputs, out, requests, partial)
+        .map_err(|e| if e.is_usage() { CliError::Usage(e.to_string()) } else { CliError::Failure(e.to_string()) })?;
     let shards = match &merged.shards {
         Some((seen, count)) if *count > 1 => format!(", {} of {count} shards", seen.len()),
         _ => String::new(),
@@ -201,37 +178,38 @@ fn merge(args: &MergeArgs) -> Result<u8> {
     println!(
         "batch merge: {} results{batch} from {} files{shards}; written to {}",
         merged.records,
-        args.inputs.len(),
-        args.out.display()
+        inputs.len(),
+        out.display()
     );
     Ok(0)
 }
 
 /// Runs a batch and returns the exit code.
-fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
-    if !(args.progress_every.is_finite() && args.progress_every > 0.0 && args.progress_every <= 86_400.0) {
-        return Err(CliError::Usage(format!(
-            "--progress-every {}: give a number of seconds above 0, at most 86400",
-            args.progress_every
-        )));
-    }
-    let max_outage = seconds("--max-outage", args.max_outage)?;
-    if !(args.retry_budget.is_finite() && args.retry_budget >= 0.0 && args.retry_budget <= 100.0) {
-        return Err(CliError::Usage(format!(
-            "--retry-budget {}: give a share of the requests, from 0 (only the first 10 retries) to 100",
-            args.retry_budget
-        )));
-    }
-    let budget = Arc::new(RetryBudget::new(args.retry_budget));
-    let config = LoadedConfig::load(args.plugins.config.as_deref())?;
-    let provider_args = provider_of(&args, &config, requests)?;
-    let settings = Settings::resolve(&provider_args, &args.limits, &config)?;
-    let policy = crate::approve::policy(&args.policy, &config, None)?;
+fn run_batch(resolved: BatchSettings) -> Result<u8> {
+    let BatchSettings {
+        requests,
+        out: out_path,
+        run: settings,
+        policy,
+        tools: tool_settings,
+        max_outage,
+        retry_budget,
+        progress_every,
+        shard: spec,
+        shards,
+        approvals,
+        retry_failed,
+        allow_failures,
+        traces,
+        otlp,
+        concurrency,
+        rpm,
+    } = resolved;
+    let (requests, out_path) = (requests.as_path(), out_path.as_path());
+    let budget = Arc::new(RetryBudget::new(retry_budget));
     let name = settings.provider;
     let (router, scripts) = router(&settings, crate::log::quiet(), &budget)?;
 
-    let spec = args.shard.unwrap_or(ShardSpec::Fixed(Shard::ALL));
-    let shards = args.shards.map(|n| n as usize);
     let shard = spec.resolve(shards, |name| std::env::var(name).ok()).map_err(CliError::Usage)?;
     let input = input::read(requests, shard, scripts)?;
     let file = requests.display();
@@ -246,7 +224,7 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
     }
 
     let (mut out, mut earlier) = ResultsFile::open(out_path)?;
-    let retrying = if args.retry_failed { earlier.retry_provider_failures() } else { 0 };
+    let retrying = if retry_failed { earlier.retry_provider_failures() } else { 0 };
     let out_name = out_path.display();
     if let Some(error) = &earlier.unlocked {
         eprintln!("harness: warning: cannot lock {out_name}: {error}; make sure no other batch writes to it");
@@ -260,20 +238,19 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
             "harness: batch: {out_name}: cut off a torn last line (a batch was killed while writing it); its request runs again"
         );
     }
-    let answers = answers(args.approvals.as_deref(), &input, &earlier, crate::log::quiet())?;
+    let answers = answers(approvals.as_deref(), &input, &earlier, crate::log::quiet())?;
     let selected = input.requests.len();
     let fingerprint = input.fingerprint;
     let plan = plan(input.requests, &earlier, &answers, out_path)?;
     let (todo, skipped) = (plan.todo, plan.skipped);
     let resumed = todo.iter().filter(|j| j.resumes()).count();
-    if let Some(dir) = &args.traces {
+    if let Some(dir) = &traces {
         harness_batch::create_traces_dir(dir)?;
     }
 
     let mut tools = Tools::wire(
-        &args.plugins,
-        &config,
-        Wants { report: !crate::log::quiet(), mcp: true, otlp: Some(args.otlp.as_deref()), ..Wants::default() },
+        &tool_settings,
+        Wants { report: !crate::log::quiet(), mcp: true, otlp: Some(otlp.as_deref()), ..Wants::default() },
     )?;
     check_tool_choice(&settings, &tools.registry)?;
 
@@ -286,18 +263,18 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
         eprintln!(
             "harness: batch: {selected} requests{shard_text}, {skipped} already in {out_name}, {} to run{resuming}, {} at a time",
             todo.len(),
-            args.concurrency
+            concurrency
         );
     }
     let breaker = matches!(router, Router::Shared(_))
         .then(|| Breaker::new(max_outage, Arc::new(|said: &str| eprintln!("harness: batch: {said}"))));
-    let mut batch = engine(router, tools.take_registry(), settings.options, &args)
+    let mut batch = engine(router, tools.take_registry(), settings.options, traces.as_deref(), rpm)
         .with_policy(policy)
         .with_source(fingerprint, shard)
         .with_about(RunAbout {
             mcp_servers: tools.mcp().map(crate::mcp::peers).unwrap_or_default(),
             unenforced: tools.found.unenforced(),
-            ..run_about(&config, &settings)
+            ..run_about(&tool_settings.project, &settings)
         });
     if let Some(otlp) = tools.otlp() {
         let tracer = otlp.sink_factory();
@@ -308,8 +285,8 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
     }
     let batch = Arc::new(batch);
     let to_run = todo.len();
-    let concurrency = usize::from(args.concurrency).min(todo.len());
-    let mut progress = Progress::new(todo.len(), Duration::from_secs_f64(args.progress_every), crate::log::quiet());
+    let concurrency = usize::from(concurrency).min(todo.len());
+    let mut progress = Progress::new(todo.len(), Duration::from_secs_f64(progress_every), crate::log::quiet());
     let threads = std::thread::available_parallelism().map_or(1, usize::from).min(concurrency).max(1);
     let rt = runtime(threads)?;
     let ran = rt.block_on(batch.clone().run(todo, concurrency, &mut out, &mut progress));
@@ -329,7 +306,7 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
         waiting: plan.waiting + tally.awaiting,
         budget_spent: budget.spent().then(|| budget.retries()),
     };
-    Ok(ending.report(out_path, args.allow_failures))
+    Ok(ending.report(out_path, allow_failures))
 }
 
 /// Who answers a batch's runs (one provider, or each run's script), and what the requests'
@@ -419,12 +396,19 @@ fn answers(path: Option<&Path>, input: &Input, earlier: &Earlier, quiet: bool) -
 }
 
 /// The engine, with this invocation's traces directory and request pace.
-fn engine(router: Router, registry: ToolRegistry, options: harness_core::RunOptions, args: &BatchArgs) -> Batch {
+/// `traces` is `--traces DIR`, `rpm` is `--rpm`.
+fn engine(
+    router: Router,
+    registry: ToolRegistry,
+    options: harness_core::RunOptions,
+    traces: Option<&Path>,
+    rpm: Option<u32>,
+) -> Batch {
     let mut batch = Batch::new(router, registry, options);
-    if let Some(dir) = &args.traces {
-        batch = batch.with_traces(dir.clone());
+    if let Some(dir) = traces {
+        batch = batch.with_traces(dir.to_path_buf());
     }
-    if let Some(rpm) = args.rpm {
+    if let Some(rpm) = rpm {
         batch = batch.with_rpm(rpm);
     }
     batch

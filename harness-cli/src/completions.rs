@@ -19,7 +19,7 @@ use crate::error::CliError;
 pub(crate) struct CompletionsArgs {
     /// The shell to complete for.
     #[arg(value_enum)]
-    shell: Shell,
+    pub(crate) shell: Shell,
 }
 
 /// Arguments of `harness man`.
@@ -28,21 +28,21 @@ pub(crate) struct ManArgs {
     /// Write one page per command and subcommand (harness.1, harness-run.1, ...) into DIR,
     /// created if need be, instead of printing the main page on stdout.
     #[arg(long, value_name = "DIR")]
-    out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
 }
 
 /// Prints the completion script of `shell` for `cli`, the whole command line.
-pub(crate) fn completions(args: &CompletionsArgs, mut cli: clap::Command) -> Result<u8> {
+pub(crate) fn completions(shell: Shell, mut cli: clap::Command) -> Result<u8> {
     // Generated whole in memory first: clap_complete panics on a failed write (a closed pipe).
     let mut script = Vec::new();
-    clap_complete::generate(args.shell, &mut cli, "harness", &mut script);
+    clap_complete::generate(shell, &mut cli, "harness", &mut script);
     stdout(&script)?;
     Ok(0)
 }
 
-/// Prints the man page of `cli`, or with `--out DIR` writes one page per (sub)command.
-pub(crate) fn man(args: &ManArgs, cli: clap::Command) -> Result<u8> {
-    match &args.out {
+/// Prints the man page of `cli`, or with `--out DIR` (`out`) writes one page per (sub)command.
+pub(crate) fn man(out: Option<&Path>, cli: clap::Command) -> Result<u8> {
+    match out {
         Some(dir) => write_pages(dir, cli),
         None => {
             let mut page = Vec::new();

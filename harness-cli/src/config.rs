@@ -252,7 +252,7 @@ impl LoadedConfig {
             let table = settings::file_table(&file)?;
             if origin == Origin::Explicit {
                 let config = Layers::of(table.clone()).config()?;
-                trusted_where_a_child_writes(&file, &config)?;
+                trusted_where_a_child_writes(&file, &config.plugins.sections)?;
             }
             loaded.layers.lay(table, &Source::Project(file.canonical.clone()));
             (loaded.path, loaded.origin, loaded.file) = (Some(file.named.clone()), Some(origin), Some(file));
@@ -313,9 +313,9 @@ fn implicit() -> Result<Option<ConfigFile>, CliError> {
 /// A `--config` file that lies where one of its plugins' children may write (a section's
 /// `allow_paths`, else its `root`) could have been rewritten by a tool since the operator
 /// chose it: like `./harness.toml`, it is used only once trusted (`harness config trust`).
-fn trusted_where_a_child_writes(file: &ConfigFile, config: &Config) -> Result<(), CliError> {
+fn trusted_where_a_child_writes(file: &ConfigFile, sections: &BTreeMap<String, toml::Table>) -> Result<(), CliError> {
     let this = [harness_loader::guarded::Guarded::new(&file.canonical, "")];
-    let areas = config.plugins.sections.iter().flat_map(|(plugin, section)| {
+    let areas = sections.iter().flat_map(|(plugin, section)| {
         let (key, paths) = match (section.get("allow_paths"), section.get("root")) {
             (Some(toml::Value::Array(list)), _) => ("allow_paths", list.iter().filter_map(|p| p.as_str()).collect()),
             (None, Some(toml::Value::String(root))) => ("root", vec![root.as_str()]),

@@ -12,10 +12,10 @@ use serde_json::{Value, json};
 use harness_core::printable;
 
 use crate::Result;
-use crate::config::{IMPLICIT, LoadedConfig, Origin, parse};
+use crate::config::{IMPLICIT, Origin, parse};
 use crate::error::CliError;
-use crate::settings::{self, Source};
-use crate::wiring::{LoopArgs, ProviderArgs, Settings};
+use crate::provider::{LoopArgs, ProviderArgs};
+use crate::settings::{self, ShowSettings, Source};
 
 /// `harness config` subcommands.
 #[derive(Debug, Subcommand)]
@@ -53,7 +53,9 @@ pub(crate) fn config(command: ConfigCommand) -> Result<u8> {
     match command {
         ConfigCommand::Trust { file } => trust(&file),
         ConfigCommand::Untrust { file } => untrust(&file),
-        ConfigCommand::Show { config, json, provider, limits } => show(config.as_deref(), &provider, &limits, json),
+        ConfigCommand::Show { config, json, provider, limits } => {
+            ShowSettings::resolve(config.as_deref(), &provider, &limits, json).and_then(|s| show(&s))
+        }
     }
 }
 
@@ -99,17 +101,14 @@ struct Setting {
     source: String,
 }
 
-fn show(explicit: Option<&Path>, provider: &ProviderArgs, limits: &LoopArgs, as_json: bool) -> Result<u8> {
-    let mut loaded = LoadedConfig::load(explicit)?;
-    for (table, source) in settings::flag_layer(provider, limits) {
-        loaded.layers.lay(table, &source);
-    }
-    // The flags are checked as a run checks them: what is shown is what would run.
-    Settings::resolve(provider, limits, &loaded)?;
-    let mut table = loaded.layers.table.clone();
+/// `harness config show` with the settings resolved as a run resolves them: what is shown is
+/// what would run.
+fn show(shown: &ShowSettings) -> Result<u8> {
+    let as_json = shown.json;
+    let mut table = shown.settings.table.clone();
     hide_server_secrets(&mut table);
     let mut settings = Vec::new();
-    flatten("", &toml::Value::Table(table), &loaded.layers.sources, &mut settings);
+    flatten("", &toml::Value::Table(table), &shown.settings.sources, &mut settings);
     for (key, value) in settings::defaults() {
         if !settings.iter().any(|s| s.key == key || s.key.starts_with(&format!("{key}."))) {
             let value = serde_json::to_value(value).unwrap_or(Value::Null);
@@ -120,12 +119,12 @@ fn show(explicit: Option<&Path>, provider: &ProviderArgs, limits: &LoopArgs, as_
         let value = json!(path.to_string_lossy());
         settings.push(Setting { key: "plugins.dirs".into(), value, source: "env HARNESS_PLUGIN_PATH".into() });
     }
-    let file = match (&loaded.file, loaded.origin) {
+    let file = match (&shown.file, shown.origin) {
         (Some(f), Some(Origin::Explicit)) => json!({"path": f.canonical, "sha256": f.sha256, "chosen": "--config"}),
         (Some(f), _) => json!({"path": f.canonical, "sha256": f.sha256, "chosen": "trusted"}),
         (None, _) => Value::Null,
     };
-    let user = loaded.user.as_ref().map(|f| json!({"path": f.canonical}));
+    let user = shown.user.as_ref().map(|f| json!({"path": f.canonical}));
     let store = TrustStore::locate().ok().map(|s| s.path().to_path_buf());
     if as_json {
         let list: Vec<Value> =
@@ -133,11 +132,11 @@ fn show(explicit: Option<&Path>, provider: &ProviderArgs, limits: &LoopArgs, as_
         println!("{}", json!({"file": file, "user_file": user, "trust_store": store, "settings": list}));
         return Ok(0);
     }
-    match &loaded.file {
+    match &shown.file {
         Some(f) => println!("# project file: {} ({})", f.canonical.display(), file["chosen"].as_str().unwrap_or("")),
         None => println!("# project file: none"),
     }
-    match (&loaded.user, settings::user_file_path()) {
+    match (&shown.user, settings::user_file_path()) {
         (Some(f), _) => println!("# user file: {}", f.canonical.display()),
         (None, Some(path)) => println!("# user file: none ({} is absent)", path.display()),
         (None, None) => println!("# user file: none"),

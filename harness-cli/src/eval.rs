@@ -4,7 +4,7 @@
 //! `harness-batch`'s; this module parses the flags and wires them.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,11 +15,11 @@ use harness_providers::{Breaker, RetryBudget};
 
 use crate::Result;
 use crate::batch::progress::Progress;
-use crate::config::LoadedConfig;
+use crate::discovery::PluginArgs;
 use crate::error::CliError;
-use crate::setup::PluginArgs;
+use crate::provider::{LoopArgs, ProviderArgs, check_tool_choice, run_about, runtime};
+use crate::settings::{EvalRuns, EvalSettings, Scored};
 use crate::tools::{Tools, Wants};
-use crate::wiring::{LoopArgs, ProviderArgs, Settings, check_tool_choice, run_about, runtime};
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -38,50 +38,43 @@ Exit codes:
 )]
 pub(crate) struct EvalArgs {
     /// JSON Lines file of tasks: one {"id", "request", "expect", "tools"?, "steps"?, "script"?} object a line (docs/eval.md).
-    tasks: PathBuf,
+    pub(crate) tasks: PathBuf,
     /// Score these answers instead of running the tasks: one {"id", "answer", "steps"?, "tokens"?, "seconds"?,
     /// "error"?} object a line, produced elsewhere (another framework).
     #[arg(long, value_name = "FILE")]
-    answers: Option<PathBuf>,
+    pub(crate) answers: Option<PathBuf>,
     /// Keep the runs' results (a batch's results file) here; rerun with the same --out to resume, scoring what it holds.
     /// Without it the results go to a temporary file.
     #[arg(long, value_name = "FILE", conflicts_with = "answers")]
-    out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     /// Write each run's trace to DIR/ID.jsonl.
     #[arg(long, value_name = "DIR", conflicts_with = "answers")]
-    traces: Option<PathBuf>,
+    pub(crate) traces: Option<PathBuf>,
     /// Runs in flight at once (one llama-server slot serves one run at a time).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
-    concurrency: u16,
+    pub(crate) concurrency: u16,
     /// Print the report as JSON instead of a table.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
     /// Exit 1 when fewer than this share of the tasks (from 0 to 1) is answered right.
     #[arg(long, value_name = "SHARE")]
-    min_score: Option<f64>,
+    pub(crate) min_score: Option<f64>,
     #[command(flatten)]
-    policy: crate::approve::PolicyArgs,
+    pub(crate) policy: crate::approve::PolicyArgs,
     #[command(flatten)]
-    provider: ProviderArgs,
+    pub(crate) provider: ProviderArgs,
     #[command(flatten)]
-    limits: LoopArgs,
+    pub(crate) limits: LoopArgs,
     #[command(flatten)]
-    plugins: PluginArgs,
+    pub(crate) plugins: PluginArgs,
 }
 
-/// Runs `harness eval` and returns the exit code.
-pub(crate) fn eval(args: EvalArgs) -> Result<u8> {
-    if let Some(min) = args.min_score
-        && !(0.0..=1.0).contains(&min)
-    {
-        return Err(CliError::Usage(format!(
-            "--min-score {min}: give a share of the tasks, from 0 to 1 (0.75 for 75%)"
-        )));
-    }
+/// Runs `harness eval` with its resolved settings and returns the exit code.
+pub(crate) fn eval(args: EvalSettings) -> Result<u8> {
     let tasks = harness_eval::tasks::read(&args.tasks).map_err(usage)?;
-    let outcomes = match &args.answers {
-        Some(answers) => harness_eval::outcome::read_answers(answers, &tasks).map_err(usage)?,
-        None => run_tasks(&args, &tasks)?,
+    let outcomes = match args.scored {
+        Scored::Answers(answers) => harness_eval::outcome::read_answers(&answers, &tasks).map_err(usage)?,
+        Scored::Runs(runs) => run_tasks(&args.tasks, *runs, &tasks)?,
     };
     let report = Report::new(&tasks, &outcomes);
     if args.json {
@@ -110,16 +103,14 @@ fn usage(e: EvalError) -> CliError {
 
 /// Runs every task without a result in the results file through the batch engine, and reads
 /// back every task's outcome.
-fn run_tasks(args: &EvalArgs, tasks: &[Task]) -> Result<HashMap<String, Outcome>> {
-    let config = LoadedConfig::load(args.plugins.config.as_deref())?;
-    let settings = Settings::resolve(&args.provider, &args.limits, &config)?;
-    let policy = crate::approve::policy(&args.policy, &config, None)?;
+fn run_tasks(tasks_file: &Path, args: EvalRuns, tasks: &[Task]) -> Result<HashMap<String, Outcome>> {
+    let EvalRuns { run: settings, policy, tools: tool_settings, .. } = args;
     let budget = Arc::new(RetryBudget::new(1.0));
     let (router, scripts) = crate::batch::router(&settings, crate::log::quiet(), &budget)?;
     // The batch engine reads the same file for what it runs: ids, requests, budgets, scripts.
-    let input = input::read(&args.tasks, Shard::ALL, scripts)?;
+    let input = input::read(tasks_file, Shard::ALL, scripts)?;
     if !input.bad.is_empty() {
-        let name = args.tasks.display();
+        let name = tasks_file.display();
         let lines: Vec<String> = input.bad.iter().map(|b| format!("  {name}:line {}: {}", b.line, b.problem)).collect();
         return Err(CliError::Usage(format!("{name}: {} bad lines:\n{}", lines.len(), lines.join("\n"))));
     }
@@ -137,8 +128,7 @@ fn run_tasks(args: &EvalArgs, tasks: &[Task]) -> Result<HashMap<String, Outcome>
     if let Some(dir) = &args.traces {
         harness_batch::create_traces_dir(dir)?;
     }
-    let mut tools =
-        Tools::wire(&args.plugins, &config, Wants { report: !crate::log::quiet(), mcp: true, ..Wants::default() })?;
+    let mut tools = Tools::wire(&tool_settings, Wants { report: !crate::log::quiet(), mcp: true, ..Wants::default() })?;
     check_tool_choice(&settings, &tools.registry)?;
     if !crate::log::quiet() {
         eprintln!(
@@ -154,7 +144,7 @@ fn run_tasks(args: &EvalArgs, tasks: &[Task]) -> Result<HashMap<String, Outcome>
     let mut batch = Batch::new(router, tools.take_registry(), settings.options)
         .with_policy(policy)
         .with_source(input.fingerprint, Shard::ALL)
-        .with_about(run_about(&config, &settings));
+        .with_about(run_about(&tool_settings.project, &settings));
     if let Some(dir) = &args.traces {
         batch = batch.with_traces(dir.clone());
     }
@@ -162,15 +152,15 @@ fn run_tasks(args: &EvalArgs, tasks: &[Task]) -> Result<HashMap<String, Outcome>
         let said = Arc::new(|said: &str| eprintln!("harness: eval: {said}"));
         batch = batch.with_breaker(Breaker::new(Duration::from_secs(300), said));
     }
-    run_batch(Arc::new(batch), plan, args, &mut out)?;
+    run_batch(Arc::new(batch), plan, args.concurrency, &mut out)?;
     drop(tools);
     drop(out);
     harness_eval::outcome::from_results(&results).map_err(usage)
 }
 
 /// The batch itself, with progress on stderr.
-fn run_batch(batch: Arc<Batch>, plan: harness_batch::Plan, args: &EvalArgs, out: &mut ResultsFile) -> Result<()> {
-    let concurrency = usize::from(args.concurrency).min(plan.todo.len()).max(1);
+fn run_batch(batch: Arc<Batch>, plan: harness_batch::Plan, concurrency: u16, out: &mut ResultsFile) -> Result<()> {
+    let concurrency = usize::from(concurrency).min(plan.todo.len()).max(1);
     let mut progress = Progress::new(plan.todo.len(), Duration::from_secs(10), crate::log::quiet());
     let threads = std::thread::available_parallelism().map_or(1, usize::from).min(concurrency).max(1);
     let rt = runtime(threads)?;

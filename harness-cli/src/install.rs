@@ -19,9 +19,9 @@ use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
 use crate::Result;
-use crate::config::LoadedConfig;
+use crate::discovery::{PluginArgs, discovery_options, user_plugin_dir};
 use crate::error::CliError;
-use crate::setup::{PluginArgs, discovery_options, user_plugin_dir};
+use crate::settings::ToolSettings;
 
 /// The record of installed plugins, in the user's plugin directory.
 const RECORD: &str = "installed.json";
@@ -538,7 +538,7 @@ fn stage(dir: &Path, library: &Path) -> Result<Staged> {
     // Checked before any of its code runs, over the copy that is installed.
     let signature_file = harness_loader::signature_path(library);
     let signature = harness_loader::read_signature(&signature_file).map_err(refused)?;
-    let policy = crate::setup::signature_policy(&LoadedConfig::load(None)?)?;
+    let policy = crate::settings::default_signature_policy()?;
     let signed_by = harness_loader::check_signature(&canonical, (&signature_file, signature.as_deref()), &policy)
         .map_err(refused)?;
     let read =
@@ -608,9 +608,8 @@ fn clash(dir: &Path, record: &Record, staged: &Staged, plan: &Plan) -> Result<Op
 
 /// Where discovery finds a plugin named `name` outside `dir`, with no flag given.
 fn found_elsewhere(dir: &Path, name: &str) -> Result<Option<PathBuf>> {
-    let args = PluginArgs::none();
-    let config = LoadedConfig::load(None)?;
-    let mut options = discovery_options(&args, &config)?;
+    let settings = ToolSettings::load(&PluginArgs::none())?;
+    let mut options = discovery_options(&settings)?;
     let ours = dunce::canonicalize(dir).unwrap_or_else(|_| dir.to_owned());
     options.dirs.retain(|d| dunce::canonicalize(d).map_or(true, |d| d != ours));
     // Only the names matter: nothing offered, so nothing is started or initialised.

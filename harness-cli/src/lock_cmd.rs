@@ -8,20 +8,20 @@ use harness_mcp::{McpTool, McpToolState};
 use serde_json::json;
 
 use crate::Result;
-use crate::config::LoadedConfig;
+use crate::discovery::PluginArgs;
 use crate::error::CliError;
-use crate::setup::PluginArgs;
+use crate::settings::ToolSettings;
 use crate::tools::{Tools, Wants};
 
 /// Arguments of `harness lock`.
 #[derive(Debug, Args)]
 pub(crate) struct LockArgs {
     #[command(flatten)]
-    plugins: PluginArgs,
+    pub(crate) plugins: PluginArgs,
 }
 
 /// The lock of what is offered now.
-pub(crate) fn current(tools: &Tools, config: &LoadedConfig) -> ToolLock {
+pub(crate) fn current(tools: &Tools, settings: &ToolSettings) -> ToolLock {
     let (found, mcp) = (&tools.found, tools.mcp());
     let mut lock = ToolLock::default();
     for definition in tools.registry.definitions() {
@@ -43,7 +43,7 @@ pub(crate) fn current(tools: &Tools, config: &LoadedConfig) -> ToolLock {
                 }
             }
             ToolSource::Mcp { server } => {
-                let command = config.config.mcp.servers.iter().find(|s| s.name == *server);
+                let command = settings.mcp_servers.iter().find(|s| s.name == *server);
                 let command = command.map_or_else(String::new, harness_mcp::McpServerConfig::endpoint);
                 // The same hash a change mid-run is caught by (see harness_mcp::McpTool).
                 let offered = McpToolState::Offered { name: definition.name.clone() };
@@ -70,10 +70,10 @@ pub(crate) fn current(tools: &Tools, config: &LoadedConfig) -> ToolLock {
 
 /// Holds what is offered to `harness.lock`: a difference refuses to start when locked, and is
 /// a warning otherwise.
-pub(crate) fn check(tools: &Tools, config: &LoadedConfig, locked: bool) -> Result<()> {
-    let path = config.lock_path();
+pub(crate) fn check(tools: &Tools, settings: &ToolSettings, locked: bool) -> Result<()> {
+    let path = &settings.project.lock_path;
     let usage = |e: harness_config::ConfigError| CliError::Usage(e.to_string());
-    let Some(lock) = ToolLock::read(&path).map_err(usage)? else {
+    let Some(lock) = ToolLock::read(path).map_err(usage)? else {
         if locked {
             return Err(CliError::Usage(format!(
                 "--locked: there is no lock file {}; write it with `harness lock` once you have reviewed the tools",
@@ -82,7 +82,7 @@ pub(crate) fn check(tools: &Tools, config: &LoadedConfig, locked: bool) -> Resul
         }
         return Ok(());
     };
-    let diff = lock.diff(&current(tools, config));
+    let diff = lock.diff(&current(tools, settings));
     if diff.is_empty() {
         return Ok(());
     }
@@ -100,14 +100,13 @@ pub(crate) fn check(tools: &Tools, config: &LoadedConfig, locked: bool) -> Resul
     Ok(())
 }
 
-/// Runs `harness lock`.
-pub(crate) fn lock(args: LockArgs) -> Result<u8> {
-    let config = LoadedConfig::load(args.plugins.config.as_deref())?;
-    let tools = Tools::wire(&args.plugins, &config, Wants { report: true, mcp: true, ..Wants::default() })?;
-    let lock = current(&tools, &config);
+/// Runs `harness lock` with the resolved plugin settings.
+pub(crate) fn lock(settings: &ToolSettings) -> Result<u8> {
+    let tools = Tools::wire(settings, Wants { report: true, mcp: true, ..Wants::default() })?;
+    let lock = current(&tools, settings);
     drop(tools);
-    let path = config.lock_path();
-    lock.write(&path).map_err(|e| CliError::Failure(e.to_string()))?;
+    let path = &settings.project.lock_path;
+    lock.write(path).map_err(|e| CliError::Failure(e.to_string()))?;
     println!("wrote {}: {} tools", path.display(), lock.tools.len());
     Ok(0)
 }

@@ -10,6 +10,7 @@ mod color;
 mod completions;
 mod config;
 mod config_cmd;
+mod discovery;
 mod error;
 mod eval;
 mod exit;
@@ -20,16 +21,15 @@ mod lock_cmd;
 mod log;
 mod mcp;
 mod plugins;
+mod provider;
 mod replay;
 mod reply;
 mod run;
 mod settings;
-mod setup;
 mod signing;
 mod tools;
 mod tools_cmd;
 mod trace_cmd;
-mod wiring;
 
 use std::process::ExitCode;
 
@@ -153,19 +153,25 @@ fn main() -> ExitCode {
         return ExitCode::from(exit::RunExit::Usage.code());
     }
     let outcome = match cli.command {
-        Command::Run(args) => run::run(*args),
+        Command::Run(args) => {
+            // The first schema compile builds jsonschema's metaschema validator (most of a
+            // start-up's work): started now, it overlaps reading the configuration, the script
+            // and the plugins.
+            harness_core::prepare_schema_compiler();
+            settings::RunSettings::resolve(*args).and_then(run::run)
+        }
         Command::Plugins { command } => plugins::plugins(command),
         Command::Mcp { command } => mcp::mcp(command),
-        Command::Batch(args) => batch::batch(*args),
-        Command::Eval(args) => eval::eval(*args),
+        Command::Batch(args) => settings::BatchJob::resolve(*args).and_then(batch::batch),
+        Command::Eval(args) => settings::EvalSettings::resolve(*args).and_then(eval::eval),
         Command::Trace { command } => trace_cmd::trace(command),
-        Command::Replay(args) => replay::replay(*args),
+        Command::Replay(args) => settings::ReplaySettings::resolve(*args).and_then(replay::replay),
         Command::Reply { command } => reply::reply(command),
         Command::Config { command } => config_cmd::config(command),
-        Command::Lock(args) => lock_cmd::lock(*args),
+        Command::Lock(args) => settings::ToolSettings::load(&args.plugins).and_then(|s| lock_cmd::lock(&s)),
         Command::Tools { command } => tools_cmd::tools(command),
-        Command::Completions(args) => completions::completions(&args, Cli::command()),
-        Command::Man(args) => completions::man(&args, Cli::command()),
+        Command::Completions(args) => completions::completions(args.shell, Cli::command()),
+        Command::Man(args) => completions::man(args.out.as_deref(), Cli::command()),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

@@ -8,14 +8,14 @@ use std::io::BufWriter;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use harness_core::{Decision, RunOptions, TraceSink, TraceWriter, printable};
+use harness_core::{Decision, TraceSink, TraceWriter, printable};
 use harness_mcp::{HttpOptions, McpSources, McpToolState, ServeOptions, ToolServer};
 use serde_json::{Value, json};
 
 use crate::Result;
-use crate::config::LoadedConfig;
+use crate::discovery::PluginArgs;
 use crate::error::CliError;
-use crate::setup::PluginArgs;
+use crate::settings::ServeSettings;
 use crate::tools::{Tools, Wants};
 
 /// `harness mcp ...`
@@ -33,64 +33,60 @@ pub(crate) enum McpCommand {
 pub(crate) struct ServeArgs {
     /// Write one JSON object per call to FILE, as a run's trace does per step.
     #[arg(long, value_name = "FILE")]
-    trace: Option<PathBuf>,
+    pub(crate) trace: Option<PathBuf>,
     /// Export an execute_tool span per call over OTLP/HTTP to the collector at URL (see docs/traces.md);
     /// OTEL_EXPORTER_OTLP_ENDPOINT does the same.
     #[arg(long, value_name = "URL")]
-    otlp: Option<String>,
+    pub(crate) otlp: Option<String>,
     /// Serve over Streamable HTTP on ADDR (default 127.0.0.1:8765) instead of stdio; every
     /// request needs the bearer token.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8765")]
-    http: Option<String>,
+    pub(crate) http: Option<String>,
     /// With --http: the bearer token is this environment variable's value (else a random one,
     /// printed once on stderr).
     #[arg(long, value_name = "NAME", requires = "http")]
-    token_env: Option<String>,
+    pub(crate) token_env: Option<String>,
     /// With --http: keep no session between requests, so that replicas can sit behind any
     /// load balancer.
     #[arg(long, requires = "http")]
-    stateless: bool,
+    pub(crate) stateless: bool,
     /// With --http: a browser origin allowed besides this machine's (repeatable).
     #[arg(long, value_name = "ORIGIN", requires = "http")]
-    allow_origin: Vec<String>,
+    pub(crate) allow_origin: Vec<String>,
     /// Which calls run: the config's `[policy]`, then these flags. No one can answer an `ask`
     /// over MCP, so only what is allowed runs; the rest is refused with call_denied.
     #[command(flatten)]
-    policy: crate::approve::PolicyArgs,
+    pub(crate) policy: crate::approve::PolicyArgs,
     /// With --http: connections open at once (lowered to leave room in the descriptor limit);
     /// over it, one that never showed the token is closed to make room, or else 503.
     #[arg(long, value_name = "N", requires = "http", default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..))]
-    max_connections: u32,
+    pub(crate) max_connections: u32,
     /// With --http: MCP sessions open at once; over it, `initialize` is answered 503.
     #[arg(long, value_name = "N", requires = "http", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
-    max_sessions: u32,
+    pub(crate) max_sessions: u32,
     /// With --http: seconds a client has to send a request's head (an idle connection is
     /// closed after as long), and then its body.
     #[arg(long, value_name = "SECS", requires = "http", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
-    request_timeout: u64,
+    pub(crate) request_timeout: u64,
     #[command(flatten)]
-    plugins: PluginArgs,
+    pub(crate) plugins: PluginArgs,
 }
 
 /// Runs `harness mcp ...` and returns the exit code.
 pub(crate) fn mcp(command: McpCommand) -> Result<u8> {
     match command {
-        McpCommand::Serve(args) => serve(args),
+        McpCommand::Serve(args) => crate::settings::ServeSettings::resolve(args).and_then(serve),
     }
 }
 
-fn serve(args: ServeArgs) -> Result<u8> {
-    let config = LoadedConfig::load(args.plugins.config.as_deref())?;
-    let policy = crate::approve::policy(&args.policy, &config, None)?;
+/// `harness mcp serve` with its resolved settings.
+fn serve(resolved: ServeSettings) -> Result<u8> {
+    let ServeSettings { trace: trace_path, otlp, http, policy, tools: settings } = resolved;
     // Only the plugins' tools are served: the configured MCP servers are a run's sources.
-    let mut tools = Tools::wire(
-        &args.plugins,
-        &config,
-        Wants { report: true, otlp: Some(args.otlp.as_deref()), ..Wants::default() },
-    )?;
+    let mut tools = Tools::wire(&settings, Wants { report: true, otlp: Some(otlp.as_deref()), ..Wants::default() })?;
     let otlp = tools.otlp();
     let mut sinks = harness_trace::Tee::new();
-    if let Some(path) = &args.trace {
+    if let Some(path) = &trace_path {
         let file = harness_core::no_follow::create_file(path)
             .map_err(|e| CliError::Usage(format!("cannot create trace file {}: {e}", path.display())))?;
         sinks.push(TraceWriter::new(BufWriter::new(file)));
@@ -98,27 +94,30 @@ fn serve(args: ServeArgs) -> Result<u8> {
     if let Some(otlp) = otlp {
         sinks.push(otlp.sink());
     }
-    let trace: Option<Box<dyn TraceSink>> = (args.trace.is_some() || otlp.is_some()).then(|| Box::new(sinks) as _);
-    let options = ServeOptions {
-        max_arguments_bytes: config.config.limits.arguments_bytes.unwrap_or(RunOptions::default().max_arguments_bytes),
-        trace,
-        policy,
-    };
+    let trace: Option<Box<dyn TraceSink>> = (trace_path.is_some() || otlp.is_some()).then(|| Box::new(sinks) as _);
+    let options = ServeOptions { max_arguments_bytes: settings.max_arguments_bytes, trace, policy };
     let registry = tools.take_registry();
     let count = registry.definitions().len().saturating_sub(1);
     let server = ToolServer::new(registry, options);
     crate::log::notice!("harness: {}", served_text(&server.decisions()));
     // Many HTTP clients are served at once; one stdio client needs no more than one thread.
-    let mut builder = if args.http.is_some() {
+    let mut builder = if http.is_some() {
         tokio::runtime::Builder::new_multi_thread()
     } else {
         tokio::runtime::Builder::new_current_thread()
     };
     let runtime =
         builder.enable_all().build().map_err(|e| CliError::Failure(format!("cannot start the async runtime: {e}")))?;
-    let served = match &args.http {
-        Some(addr) => {
-            let (listener, options) = http_setup(addr, &args)?;
+    let served = match http {
+        Some(http) => {
+            let addr = &http.addr;
+            let (listener, token) = http_setup(addr, http.token_env.as_deref())?;
+            let mut options = HttpOptions::new(token);
+            options.stateless = http.stateless;
+            options.allowed_origins = http.allow_origin;
+            options.max_connections = http.max_connections;
+            options.max_sessions = http.max_sessions;
+            options.request_timeout = http.request_timeout;
             let local = listener.local_addr().map_or_else(|_| addr.clone(), |a| a.to_string());
             crate::log::notice!(
                 "harness: serving {count} tools over MCP (Streamable HTTP) at http://{local}/mcp; SIGTERM drains and stops"
@@ -154,8 +153,8 @@ fn served_text(decisions: &[(String, Decision)]) -> String {
 }
 
 /// The listener on `addr` and the token: from `--token-env`, else random and printed once.
-fn http_setup(addr: &str, args: &ServeArgs) -> Result<(std::net::TcpListener, HttpOptions)> {
-    let token = match &args.token_env {
+fn http_setup(addr: &str, token_env: Option<&str>) -> Result<(std::net::TcpListener, String)> {
+    let token = match token_env {
         Some(name) => std::env::var(name).ok().filter(|t| !t.is_empty()).ok_or_else(|| {
             CliError::Usage(format!("--token-env {name}: the variable is not set or empty; export the token in it"))
         })?,
@@ -167,13 +166,7 @@ fn http_setup(addr: &str, args: &ServeArgs) -> Result<(std::net::TcpListener, Ht
     };
     let listener = std::net::TcpListener::bind(addr)
         .map_err(|e| CliError::Usage(format!("--http {addr}: cannot listen there: {e}")))?;
-    let mut options = HttpOptions::new(token);
-    options.stateless = args.stateless;
-    options.allowed_origins.clone_from(&args.allow_origin);
-    options.max_connections = args.max_connections as usize;
-    options.max_sessions = args.max_sessions as usize;
-    options.request_timeout = std::time::Duration::from_secs(args.request_timeout);
-    Ok((listener, options))
+    Ok((listener, token))
 }
 
 /// 32 random bytes from the kernel, as hex.

@@ -1,7 +1,6 @@
 //! `harness plugins list`, `inspect`, `check` and `new` (and `install`, `remove`, `upgrade`:
 //! see the `install` module).
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
@@ -16,9 +15,9 @@ use harness_testkit::{CheckOptions, Executor};
 use serde_json::{Value, json};
 
 use crate::Result;
-use crate::config::LoadedConfig;
+use crate::discovery::{PluginArgs, load_plugins};
 use crate::error::CliError;
-use crate::setup::{PluginArgs, load_plugins};
+use crate::settings::{CheckSettings, ToolSettings};
 use crate::tools::{Tools, Wants};
 
 /// `harness plugins ...`
@@ -131,33 +130,33 @@ pub(crate) enum PluginsCommand {
 #[derive(Debug, Args)]
 pub(crate) struct CheckArgs {
     /// The plugin library file; it alone is loaded.
-    file: PathBuf,
+    pub(crate) file: PathBuf,
     /// One JSON object with every check instead of a table.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
     /// Also write the results as JUnit XML to FILE (one testcase per check and tool).
     #[arg(long, value_name = "FILE")]
-    junit: Option<PathBuf>,
+    pub(crate) junit: Option<PathBuf>,
     /// Argument objects generated per tool.
     #[arg(long, value_name = "N", default_value_t = harness_testkit::DEFAULT_CASES)]
-    cases: usize,
+    pub(crate) cases: usize,
     /// The generator's seed: the same seed gives the same cases.
     #[arg(long, value_name = "S", default_value_t = harness_testkit::DEFAULT_SEED)]
-    seed: u64,
+    pub(crate) seed: u64,
     /// Configuration file (TOML) whose [plugins.<name>] section configures the plugin; ./harness.toml is read when
     /// present and trusted (`harness config trust`).
     #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
+    pub(crate) config: Option<PathBuf>,
     /// Every call's time limit in seconds, unless the plugin's section sets its own.
     #[arg(long, value_name = "SECS", default_value_t = harness_testkit::DEFAULT_TOOL_TIMEOUT.as_secs_f64())]
-    tool_timeout: f64,
+    pub(crate) tool_timeout: f64,
     /// Where the manifest is read and calls run: process (children confined as a run confines
     /// the plugin, one per effect class; a crash or a hang fails one call) or in-process.
     #[arg(long, value_name = "MODE", default_value = "process")]
-    isolation: String,
+    pub(crate) isolation: String,
     /// Check the file even when it or its directories are writable by others (warns).
     #[arg(long)]
-    allow_insecure_plugins: bool,
+    pub(crate) allow_insecure_plugins: bool,
 }
 
 /// Appends a line to the output gathered for one write (see [`emit`]).
@@ -290,7 +289,7 @@ fn gap_lines(out: &mut String, p: &LoadedPlugin, indent: &str) {
 /// The record of the user's plugin directory (`plugins install`), with the directory,
 /// canonical: empty when nothing was installed, and a warning when it cannot be read.
 fn installed_record(warnings: &mut Vec<String>) -> Option<(PathBuf, crate::install::Record)> {
-    let dir = dunce::canonicalize(crate::setup::user_plugin_dir()?).ok()?;
+    let dir = dunce::canonicalize(crate::discovery::user_plugin_dir()?).ok()?;
     match crate::install::Record::load(&dir) {
         Ok(record) => Some((dir, record)),
         Err(e) => {
@@ -413,9 +412,8 @@ fn print_library(out: &mut String, library: &Shown<'_>, tools: Option<&LoadedPlu
 pub(crate) fn plugins(command: PluginsCommand) -> Result<u8> {
     match command {
         PluginsCommand::List { json, plugins } => {
-            let config = LoadedConfig::load(plugins.config.as_deref())?;
             // The MCP servers are started as a run starts them, their tools named after the plugins'.
-            let tools = Tools::wire(&plugins, &config, Wants { mcp: true, ..Wants::default() })?;
+            let tools = Tools::wire(&ToolSettings::load(&plugins)?, Wants { mcp: true, ..Wants::default() })?;
             let mut out = String::new();
             list(&mut out, &tools.found, json);
             if let Some(sources) = tools.mcp() {
@@ -423,9 +421,16 @@ pub(crate) fn plugins(command: PluginsCommand) -> Result<u8> {
             }
             emit(&out)
         }
-        PluginsCommand::Check(args) => check(*args),
+        PluginsCommand::Check(args) => CheckSettings::resolve(*args).and_then(check),
         PluginsCommand::New { name, path, sdk_path, sdk_version } => new_plugin(&name, path, sdk_path, sdk_version),
-        PluginsCommand::Inspect { target, json, plugins } => inspect(&target, json, &plugins),
+        PluginsCommand::Inspect { target, json, plugins } => {
+            // A path is a library file, read through a confined child; a bare name is looked
+            // up only among the plugins discovered, never as a file here.
+            if target.contains(std::path::MAIN_SEPARATOR) || target.contains('/') {
+                return inspect_file(Path::new(&target), json, plugins.allow_insecure_plugins);
+            }
+            ToolSettings::load(&plugins).and_then(|settings| inspect(&target, json, &settings))
+        }
         PluginsCommand::Install { source, path, krate, registry, force } => {
             let from = match (source, path, krate) {
                 (_, _, Some(spec)) => crate::install::From::Registry(spec, registry),
@@ -446,14 +451,9 @@ pub(crate) fn plugins(command: PluginsCommand) -> Result<u8> {
     }
 }
 
-/// `plugins inspect`: a path (it has a `/`) is a library file, read through a confined child;
-/// a bare name is looked up only among the plugins discovered, never as a file here.
-fn inspect(target: &str, as_json: bool, plugins: &PluginArgs) -> Result<u8> {
-    if target.contains(std::path::MAIN_SEPARATOR) || target.contains('/') {
-        return inspect_file(Path::new(target), as_json, plugins.allow_insecure_plugins);
-    }
-    let config = LoadedConfig::load(plugins.config.as_deref())?;
-    let found = load_plugins(plugins, &config, false)?;
+/// `plugins inspect NAME`: the plugin of that name among those discovered.
+fn inspect(target: &str, as_json: bool, settings: &ToolSettings) -> Result<u8> {
+    let found = load_plugins(settings, false)?;
     let Some(p) = found.plugins.iter().find(|p| p.manifest.name == target) else {
         return Err(no_plugin_named(target, &found));
     };
@@ -535,39 +535,21 @@ fn list_mcp_servers(out: &mut String, sources: &McpSources, as_json: bool) {
 }
 
 /// Runs the test kit on one file and prints its report; the exit code is the verdict.
-fn check(args: CheckArgs) -> Result<u8> {
-    let config = LoadedConfig::load(args.config.as_deref())?;
-    let config_name = config.path.as_ref().map_or_else(|| "config".to_owned(), |p| p.display().to_string());
-    let mut sections = BTreeMap::new();
-    for (name, table) in &config.config.plugins.sections {
-        let value = serde_json::to_value(table).map_err(|e| {
-            CliError::Usage(format!("{config_name}: [plugins.{name}] cannot be passed to the plugin: {e}"))
-        })?;
-        sections.insert(name.clone(), value);
-    }
-    let secs = args.tool_timeout;
-    if !(secs.is_finite() && secs > 0.0 && secs <= 86_400.0) {
-        return Err(CliError::Usage(format!("--tool-timeout {secs}: give a number of seconds between 0 and 86400")));
-    }
-    let file = plugin_file(&args.file, args.allow_insecure_plugins)?;
-    let executor = match Isolation::parse(&args.isolation) {
-        Some(Isolation::InProcess) => Executor::InProcess,
-        Some(Isolation::Process) => process_executor()?,
-        None => {
-            return Err(CliError::Usage(format!(
-                "--isolation {:?} is not a mode; use process or in-process",
-                args.isolation
-            )));
-        }
+/// `harness plugins check` with its resolved settings.
+fn check(args: CheckSettings) -> Result<u8> {
+    let file = plugin_file(&args.file, args.allow_insecure)?;
+    let executor = match args.isolation {
+        Isolation::InProcess => Executor::InProcess,
+        Isolation::Process => process_executor()?,
     };
     let options = CheckOptions {
         cases: args.cases,
         seed: args.seed,
-        tool_timeout: std::time::Duration::from_secs_f64(secs),
-        sections,
+        tool_timeout: args.tool_timeout,
+        sections: args.sections,
         executor,
         never_call: Vec::new(),
-        max_result_bytes: config.config.limits.result_bytes.unwrap_or(CheckOptions::default().max_result_bytes),
+        max_result_bytes: args.result_bytes.unwrap_or(CheckOptions::default().max_result_bytes),
     };
     let report = harness_testkit::check(&file, &options).map_err(|e| CliError::Usage(e.to_string()))?;
     if let Some(junit) = &args.junit {

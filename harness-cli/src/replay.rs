@@ -13,11 +13,11 @@ use harness_core::{ApprovalPolicy, Approvals, Decision, Effect};
 use harness_trace::{ReplayReport, Trace, cut, printable};
 
 use crate::Result;
-use crate::config::LoadedConfig;
+use crate::discovery::PluginArgs;
 use crate::error::CliError;
-use crate::setup::PluginArgs;
+use crate::provider::runtime;
+use crate::settings::ReplaySettings;
 use crate::tools::{Tools, Wants};
-use crate::wiring::{reply_format, runtime};
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -31,20 +31,20 @@ Exit codes:
 #[command(after_help = EXIT_CODES)]
 pub(crate) struct ReplayArgs {
     /// The trace of a run (`harness run --trace FILE`); - reads standard input.
-    trace: PathBuf,
+    pub(crate) trace: PathBuf,
     /// Print the report as one JSON object.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
     /// Which recorded calls run: the config's `[policy]`, then these flags, as for `harness
     /// run`; replay never asks, so a call the policy would ask about stops it awaiting_approval.
     #[command(flatten)]
-    policy: crate::approve::PolicyArgs,
+    pub(crate) policy: crate::approve::PolicyArgs,
     #[command(flatten)]
-    plugins: PluginArgs,
+    pub(crate) plugins: PluginArgs,
 }
 
-/// Runs `harness replay` and returns the exit code.
-pub(crate) fn replay(args: ReplayArgs) -> Result<u8> {
+/// Runs `harness replay` with its resolved settings and returns the exit code.
+pub(crate) fn replay(args: ReplaySettings) -> Result<u8> {
     let trace = harness_trace::read(&args.trace).map_err(|e| CliError::Usage(e.to_string()))?;
     let name = args.trace.display().to_string();
     for (line, why) in &trace.bad {
@@ -58,15 +58,14 @@ pub(crate) fn replay(args: ReplayArgs) -> Result<u8> {
         .as_ref()
         .map(|s| &s.value)
         .ok_or_else(|| CliError::Usage(format!("{name}: {}", harness_trace::ReplayError::NoFirstLine)))?;
-    let config = LoadedConfig::load(args.plugins.config.as_deref())?;
     let mut options = harness_trace::replay_options(start);
-    if let Some(format) = reply_format(None, &config, "reply_format")? {
+    if let Some(format) = args.reply_format {
         options.reply_format = format;
     }
-    let policy = crate::approve::policy(&args.policy, &config, None)?;
+    let policy = args.policy;
     let servers = mcp_servers_needed(&trace, &policy);
     let wants = Wants { mcp: !servers.is_empty(), mcp_only: Some(&servers), ..Wants::default() };
-    let tools = Tools::wire(&args.plugins, &config, wants)?;
+    let tools = Tools::wire(&args.tools, wants)?;
     let runtime = runtime(1)?;
     let approvals = Approvals::new(policy, None);
     let replayed = runtime.block_on(harness_trace::replay(&trace, &tools.registry, &options, approvals));

@@ -43,18 +43,22 @@ pub(crate) struct ReadArgs {
 /// Runs a `harness reply` command.
 pub(crate) fn reply(command: ReplyCommand) -> Result<u8> {
     match command {
-        ReplyCommand::Read(args) => read(&args),
+        ReplyCommand::Read(args) => {
+            read(args.tools.as_deref(), args.finish_reason.as_deref(), &args.reply_format, args.file.as_deref())
+        }
     }
 }
 
-fn read(args: &ReadArgs) -> Result<u8> {
-    let format: ReplyFormat = args.reply_format.parse().map_err(|e| CliError::Usage(format!("--reply-format: {e}")))?;
-    let tools = match &args.tools {
+/// Reads the reply in `file` (or stdin) as `reply_format` says, the offered tools from `tools`,
+/// cut when `finish_reason` says so; prints what was read.
+fn read(tools: Option<&Path>, finish_reason: Option<&str>, reply_format: &str, file: Option<&Path>) -> Result<u8> {
+    let format: ReplyFormat = reply_format.parse().map_err(|e| CliError::Usage(format!("--reply-format: {e}")))?;
+    let tools = match tools {
         Some(path) => load_tools(path)?,
         None => Vec::new(),
     };
-    let text = read_input(args.file.as_deref())?;
-    let truncated = args.finish_reason.as_deref().is_some_and(|r| matches!(r, "length" | "max_tokens"));
+    let text = read_input(file)?;
+    let truncated = finish_reason.is_some_and(|r| matches!(r, "length" | "max_tokens"));
     let read = read_reply(&text, &ReadOptions { format, truncated, tools: &tools, forced: None });
     let calls: Vec<Value> = read.calls.iter().map(|c| json!({ "name": c.name, "arguments": c.arguments })).collect();
     let out = json!({

@@ -5,17 +5,18 @@ use std::path::PathBuf;
 
 use clap::Args;
 use harness_core::{
-    Answer, Approvals, Compaction, Loop, RunAbout, RunEnd, RunStart, StepStatus, TraceEntry, TraceSink, TraceWriter,
+    Answer, ApprovalPolicy, Approvals, Compaction, Loop, RunAbout, RunEnd, RunStart, StepStatus, TraceEntry, TraceSink,
+    TraceWriter,
 };
 use harness_trace::{Resumable, resumption};
 use serde_json::{Value, json};
 
 use crate::Result;
-use crate::config::LoadedConfig;
+use crate::discovery::{PluginArgs, report_late_failures};
 use crate::error::CliError;
-use crate::setup::{PluginArgs, report_late_failures};
+use crate::provider::{LoopArgs, ProviderArgs, build_provider, check_tool_choice, run_about, runtime};
+use crate::settings::RunSettings;
 use crate::tools::{Tools, Wants};
-use crate::wiring::{LoopArgs, ProviderArgs, Settings, build_provider, check_tool_choice, run_about, runtime};
 use harness_trace::{Tee, cut, printable};
 
 /// Arguments of `harness run`.
@@ -25,46 +26,46 @@ pub(crate) struct RunArgs {
     /// The request for the agent; `-` reads it from standard input (UTF-8, one trailing newline
     /// dropped). Not with --resume: the trace holds it.
     #[arg(required_unless_present = "resume")]
-    request: Option<String>,
+    pub(crate) request: Option<String>,
     #[command(flatten, next_help_heading = "Provider")]
-    provider: ProviderArgs,
+    pub(crate) provider: ProviderArgs,
     /// Seconds to wait out a model server that is still down after a request's retries (no connection, no
     /// answer, 5xx), probing it with backoff, within --max-seconds. 0, the default, fails at once (exit 1);
     /// `batch` waits out 300 s by default.
     #[arg(long, value_name = "SECS", default_value_t = 0.0, help_heading = "Provider")]
-    max_outage: f64,
+    pub(crate) max_outage: f64,
     #[command(flatten, next_help_heading = "Limits")]
-    limits: LoopArgs,
+    pub(crate) limits: LoopArgs,
     #[command(flatten, next_help_heading = "Plugins and tools")]
-    plugins: PluginArgs,
+    pub(crate) plugins: PluginArgs,
     /// Refuse to start when the offered tools differ from harness.lock (see `harness lock`).
     #[arg(long, help_heading = "Plugins and tools")]
-    locked: bool,
+    pub(crate) locked: bool,
     #[command(flatten, next_help_heading = "Policy")]
-    policy: crate::approve::PolicyArgs,
+    pub(crate) policy: crate::approve::PolicyArgs,
     /// Print one JSON object with status, answer, steps and error instead of the answer alone.
     #[arg(long, help_heading = "Output")]
-    json: bool,
+    pub(crate) json: bool,
     /// Write the trace to FILE: a first line saying what was asked and with what, one line per step, a last
     /// line saying how the run ended (see docs/traces.md).
     #[arg(long, value_name = "FILE", help_heading = "Trace and resume")]
-    trace: Option<PathBuf>,
+    pub(crate) trace: Option<PathBuf>,
     /// Export the run's spans (OpenTelemetry GenAI conventions) over OTLP/HTTP to the collector at URL, such as
     /// http://localhost:4318; OTEL_EXPORTER_OTLP_ENDPOINT does the same (see docs/traces.md).
     #[arg(long, value_name = "URL", help_heading = "Trace and resume")]
-    otlp: Option<String>,
+    pub(crate) otlp: Option<String>,
     /// Continue a run that stopped for approval, from its trace (rewritten in place unless --trace
     /// names another file); give --approve ID or --deny ID for its pending call.
     #[arg(long, value_name = "TRACE", conflicts_with = "request", help_heading = "Trace and resume")]
-    resume: Option<PathBuf>,
+    pub(crate) resume: Option<PathBuf>,
     /// With --resume: run the pending call with this id. `ID@DIGEST`, as the stopped run's hint
     /// prints it, also holds the trace's call to the digest (a prefix of 16 or more hex digits)
     /// of the call that was shown, should the trace have been edited since.
     #[arg(long, value_name = "ID", requires = "resume", help_heading = "Trace and resume")]
-    approve: Option<String>,
+    pub(crate) approve: Option<String>,
     /// With --resume and --deny ID: the reason the model is told.
     #[arg(long, value_name = "TEXT", requires = "resume", help_heading = "Trace and resume")]
-    reason: Option<String>,
+    pub(crate) reason: Option<String>,
 }
 
 /// Tees each step to the trace file and, unless quiet, a progress line on stderr.
@@ -120,36 +121,33 @@ impl TraceSink for Progress<'_> {
 }
 
 /// `--max-outage`: `None` for 0 (no wait), else the longest outage waited out.
-fn outage_wait(seconds: f64) -> Result<Option<std::time::Duration>> {
+pub(crate) fn outage_wait(seconds: f64) -> Result<Option<std::time::Duration>> {
     if seconds == 0.0 {
         return Ok(None);
     }
-    crate::wiring::seconds("--max-outage", seconds).map(Some)
+    crate::provider::seconds("--max-outage", seconds).map(Some)
 }
 
-/// Runs `harness run` and returns the exit code.
-pub(crate) fn run(mut args: RunArgs) -> Result<u8> {
-    if args.request.as_deref() == Some("-") {
-        args.request = Some(from_stdin("the request")?);
-    }
-    // The first schema compile builds jsonschema's metaschema validator (most of a start-up's
-    // work): started now, it overlaps reading the configuration, the script and the plugins.
-    harness_core::prepare_schema_compiler();
-    let config = LoadedConfig::load(args.plugins.config.as_deref())?;
-    let resumed = match &args.resume {
-        Some(path) => Some(resumable(path, &args)?),
-        None => None,
-    };
-    let provider_args = match &resumed {
-        Some(r) => resumed_provider(&args.provider, r, crate::log::quiet())?,
-        None => args.provider.clone(),
-    };
-    let settings = Settings::resolve(&provider_args, &args.limits, &config)?;
+/// Runs `harness run` with its resolved settings and returns the exit code.
+pub(crate) fn run(resolved: RunSettings) -> Result<u8> {
+    let RunSettings {
+        request,
+        resumed,
+        run: settings,
+        max_outage,
+        policy,
+        approved,
+        reason,
+        trace,
+        otlp,
+        tools,
+        locked,
+        json,
+    } = resolved;
     let provider = build_provider(&settings, crate::log::quiet())?;
     // A single run fails as soon as its request's retries are spent, as people expect of a
     // command; an outage is waited out only when asked for (--max-outage), within the run's
     // time budget.
-    let max_outage = outage_wait(args.max_outage)?;
     let breaker = harness_providers::Breaker::new(
         max_outage.unwrap_or_default(),
         std::sync::Arc::new(|said: &str| eprintln!("harness: {said}")),
@@ -157,14 +155,9 @@ pub(crate) fn run(mut args: RunArgs) -> Result<u8> {
     let waits = max_outage.is_some() && settings.values.retries != Some(0);
     let guarded = waits.then(|| harness_providers::Guarded::new(provider.as_ref(), &breaker));
     let provider = guarded.as_ref().map_or(provider.as_ref(), |g| g as &dyn harness_core::ModelProvider);
-    let mut options = settings.options;
-    // One loop on a current-thread runtime: nothing else waits while an in-process plugin
-    // call runs, so the thread handoff (most of a step's cost) is skipped.
-    options.inline_calls = true;
-    // The process ends right after the run: the conversation is not freed piece by piece.
-    options.exits_after = true;
-    let approvals = approvals_of(&args, &config, resumed.as_ref())?;
-    let trace_path = args.trace.clone().or_else(|| args.resume.clone());
+    let options = settings.options;
+    let approvals = approvals_of(policy, approved, reason, resumed.as_ref());
+    let trace_path = trace;
     let mut trace_file = match &trace_path {
         Some(path) => {
             let mut file = harness_core::no_follow::create_file(path)
@@ -185,13 +178,13 @@ pub(crate) fn run(mut args: RunArgs) -> Result<u8> {
         report: !crate::log::quiet(),
         open_lazily: true,
         mcp: true,
-        otlp: Some(args.otlp.as_deref()),
+        otlp: Some(otlp.as_deref()),
         mcp_only: None,
     };
-    let tools = Tools::wire(&args.plugins, &config, wants)?;
+    let tool_settings = tools;
+    let tools = Tools::wire(&tool_settings, wants)?;
     check_tool_choice(&settings, &tools.registry)?;
-    let locked = args.locked || config.config.locked.unwrap_or(false);
-    crate::lock_cmd::check(&tools, &config, locked)?;
+    crate::lock_cmd::check(&tools, &tool_settings, locked)?;
 
     let runtime = runtime(1)?;
     let mut sinks = Tee::new();
@@ -205,13 +198,13 @@ pub(crate) fn run(mut args: RunArgs) -> Result<u8> {
     let about = RunAbout {
         mcp_servers: tools.mcp().map(crate::mcp::peers).unwrap_or_default(),
         unenforced: tools.found.unenforced(),
-        ..run_about(&config, &settings)
+        ..run_about(&tool_settings.project, &settings)
     };
     let mut agent = Loop::new(provider, &tools.registry).options(options).approvals(approvals);
     let outcome = match resumed {
         Some(r) => runtime.block_on(agent.resume_traced(r.resumption, &mut progress)),
         None => {
-            let request = args.request.as_deref().unwrap_or_default();
+            let request = request.as_deref().unwrap_or_default();
             runtime.block_on(agent.run_traced(request, &about, &mut progress))
         }
     };
@@ -228,7 +221,7 @@ pub(crate) fn run(mut args: RunArgs) -> Result<u8> {
     let stdout = io::stdout();
     let mut out = stdout.lock();
     let status = outcome.status.as_str();
-    let printed = if args.json {
+    let printed = if json {
         let mut obj = json!({ "status": status, "answer": outcome.answer, "steps": outcome.steps, "usage": outcome.usage, "usage_by_step": usage_by_step, "retries": outcome.retries, "context": outcome.context });
         if let Some(e) = &outcome.error {
             obj["error"] = e.to_value();
@@ -342,11 +335,13 @@ fn approves(given: &str, r: &Resumable, path: &std::path::Path) -> std::result::
 }
 
 /// The stopped run in `path`, checked against the answer given for its pending call.
-fn resumable(path: &std::path::Path, args: &RunArgs) -> Result<Resumable> {
+/// `deny` is what `--deny` lists (the pending call's id among them, to deny it), `approve`
+/// what `--approve` gives.
+pub(crate) fn resumable(path: &std::path::Path, deny: &[String], approve: Option<&str>) -> Result<Resumable> {
     let trace = harness_trace::read(path).map_err(|e| CliError::Usage(e.to_string()))?;
     let r = resumption(&trace).map_err(|e| CliError::Usage(format!("--resume {}: {e}", path.display())))?;
-    let denied = args.policy.deny.contains(&r.pending_id);
-    let answered = match &args.approve {
+    let denied = deny.contains(&r.pending_id);
+    let answered = match approve {
         Some(given) => {
             approves(given, &r, path)
                 .map_err(|why| CliError::Usage(format!("--approve {}: {why}", printable(given))))?;
@@ -365,54 +360,20 @@ fn resumable(path: &std::path::Path, args: &RunArgs) -> Result<Resumable> {
     Ok(r)
 }
 
-/// The provider a resumed run asks: the one its trace names, with its model, unless the flags
-/// name another (then they win, and the run says so). A scripted run cannot go on without its
-/// script, which the trace does not hold: refused with the fix, never replaced by another router.
-fn resumed_provider(flags: &ProviderArgs, resumed: &Resumable, quiet: bool) -> Result<ProviderArgs> {
-    let mut chosen = flags.clone();
-    let named = flags.provider.clone().or_else(|| flags.script.as_ref().map(|_| "scripted".to_owned()));
-    match named {
-        Some(name) if name != resumed.provider => {
-            if !quiet {
-                eprintln!(
-                    "harness: resuming with provider {} (--provider), where the trace ran {}",
-                    printable(&name),
-                    printable(&resumed.provider)
-                );
-            }
-        }
-        Some(_) => {}
-        None if resumed.provider == "scripted" => {
-            return Err(CliError::Usage(
-                "--resume: the trace ran with the scripted provider; give --script FILE with the replies to go on with (or name another --provider)".to_owned(),
-            ));
-        }
-        None => {
-            chosen.provider = Some(resumed.provider.clone());
-            if chosen.model.is_none() {
-                chosen.model.clone_from(&resumed.model);
-            }
-            if !quiet {
-                let model = chosen.model.as_deref().map(|m| format!(", model {}", printable(m))).unwrap_or_default();
-                eprintln!(
-                    "harness: resuming with provider {}{model}, as the trace ran (--provider and --model change them)",
-                    printable(&resumed.provider)
-                );
-            }
-        }
-    }
-    Ok(chosen)
-}
-
-/// The run's approvals: the policy, a terminal prompt, and the answer given for a resumed call.
-fn approvals_of(args: &RunArgs, config: &LoadedConfig, resumed: Option<&Resumable>) -> Result<Approvals> {
-    let pending = resumed.map(|r| r.pending_id.as_str());
-    let mut approvals = crate::approve::approvals(crate::approve::policy(&args.policy, config, pending)?);
+/// The run's approvals: the policy, a terminal prompt, and the answer given for a resumed call
+/// (`approved` with `--approve`, else denied with `reason`).
+fn approvals_of(
+    policy: ApprovalPolicy,
+    approved: bool,
+    reason: Option<String>,
+    resumed: Option<&Resumable>,
+) -> Approvals {
+    let mut approvals = crate::approve::approvals(policy);
     if let Some(r) = resumed {
-        let answer = if args.approve.is_some() { Answer::Yes } else { Answer::No(args.reason.clone()) };
+        let answer = if approved { Answer::Yes } else { Answer::No(reason) };
         approvals.decide(&r.pending_id, answer);
         // The call the resumed loop reads again must be the one the trace recorded as shown.
         approvals.bind(&r.pending_id, &r.pending_digest);
     }
-    Ok(approvals)
+    approvals
 }

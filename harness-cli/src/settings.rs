@@ -14,7 +14,20 @@ use harness_config::{ConfigFile, check_permissions};
 use crate::Result;
 use crate::config::Config;
 use crate::error::CliError;
-use crate::wiring::{LoopArgs, ProviderArgs};
+use crate::provider::{LoopArgs, ProviderArgs};
+
+mod commands;
+mod policy;
+mod run;
+mod tooling;
+
+pub(crate) use commands::{
+    BatchJob, BatchSettings, CallSettings, CheckSettings, EvalRuns, EvalSettings, ReplaySettings, RunSettings, Scored,
+    ServeSettings, ShowSettings,
+};
+pub(crate) use policy::approval_policy;
+pub(crate) use run::{Settings, batch_provider, reply_format, resumed_provider};
+pub(crate) use tooling::{ProjectFile, ToolSettings, default_signature_policy};
 
 /// Where a setting's value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]

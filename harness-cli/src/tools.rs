@@ -3,18 +3,16 @@
 //! started. Dropping the value closes the servers and flushes the exporter, so that every way
 //! out of a command (an early `?` included) tears them down.
 
-use std::path::Path;
-
 use harness_core::{ToolRegistry, printable};
 use harness_loader::Discovery;
 use harness_mcp::{McpSources, SourceOptions};
 use harness_trace::Otlp;
 
 use crate::Result;
-use crate::config::LoadedConfig;
+use crate::discovery::load_plugins_with;
 use crate::error::CliError;
-use crate::setup::{PluginArgs, load_plugins_with};
-use crate::wiring::otlp_export;
+use crate::provider::otlp_export;
+use crate::settings::ToolSettings;
 
 /// What a command asks to have wired.
 #[derive(Debug, Default, Clone, Copy)]
@@ -44,8 +42,8 @@ pub(crate) struct Tools {
 
 impl Tools {
     /// Discovers and registers the plugins, then starts what `wants` asks for.
-    pub(crate) fn wire(args: &PluginArgs, config: &LoadedConfig, wants: Wants<'_>) -> Result<Self> {
-        let found = load_plugins_with(args, config, wants.report, wants.open_lazily)?;
+    pub(crate) fn wire(settings: &ToolSettings, wants: Wants<'_>) -> Result<Self> {
+        let found = load_plugins_with(settings, wants.report, wants.open_lazily)?;
         let mut registry = ToolRegistry::new();
         for problem in found.register_tools(&mut registry) {
             crate::log::notice!("harness: warning: {problem}");
@@ -54,7 +52,7 @@ impl Tools {
         // still has the ones started before it closed by the drop.
         let mut tools = Self { found, registry, mcp: None, otlp: None };
         if wants.mcp {
-            tools.mcp = Some(add_mcp_tools(args, config, &mut tools.registry, wants)?);
+            tools.mcp = Some(add_mcp_tools(settings, &mut tools.registry, wants)?);
         }
         if let Some(flag) = wants.otlp {
             tools.otlp = otlp_export(flag)?;
@@ -93,38 +91,22 @@ impl Drop for Tools {
 /// Starts the configured MCP servers and registers their tools after whatever `registry` holds
 /// (the plugins'). A server that does not start is not an error: with `report`, it is a warning
 /// on stderr, and servers' own stderr is forwarded. Call `shutdown` on the result when done.
-fn add_mcp_tools(
-    args: &PluginArgs,
-    config: &LoadedConfig,
-    registry: &mut ToolRegistry,
-    wants: Wants<'_>,
-) -> Result<McpSources> {
+fn add_mcp_tools(settings: &ToolSettings, registry: &mut ToolRegistry, wants: Wants<'_>) -> Result<McpSources> {
     let report = wants.report;
-    let file = &config.config;
-    let config_name = config.path.as_ref().map_or_else(|| "config".to_owned(), |p| p.display().to_string());
-    // Commands given as relative paths are relative to the configuration file, like plugins.dirs,
-    // and the servers start in its directory: a relative argument (`server.py`) is the file's.
-    let base = config.base_dir().unwrap_or(Path::new(""));
-    let servers: Vec<_> = file
-        .mcp
-        .servers
+    let config_name = &settings.project.name;
+    let servers: Vec<_> = settings
+        .mcp_servers
         .iter()
         .filter(|server| wants.mcp_only.is_none_or(|only| only.contains(&server.name)))
         .cloned()
-        .map(|mut server| {
-            if server.command.contains('/') && Path::new(&server.command).is_relative() {
-                server.command = base.join(&server.command).to_string_lossy().into_owned();
-            }
-            server
-        })
         .collect();
     let defaults = SourceOptions::default();
     let options = SourceOptions {
-        // Already checked by the plugin setup, which runs first.
-        call_timeout: crate::settings::tool_timeout(args.tool_timeout, file)?,
-        max_result_bytes: file.limits.result_bytes.unwrap_or(defaults.max_result_bytes),
+        call_timeout: settings.tool_timeout,
+        max_result_bytes: settings.result_bytes.unwrap_or(defaults.max_result_bytes),
         forward_stderr: report,
-        working_dir: config.base_dir().map(Path::to_path_buf),
+        // The servers start in the file's directory: a relative argument (`server.py`) is the file's.
+        working_dir: settings.project.base_dir.clone(),
         ..defaults
     };
     let mut sources = McpSources::start(&servers, options).map_err(|e| match e {

@@ -8,16 +8,16 @@ use std::time::Instant;
 
 use clap::{Args, Subcommand};
 use harness_core::{
-    Decision, ErrorCode, FINISH, HarnessError, RegisteredTool, RunOptions, StepStatus, ToolRegistry, ToolSource,
-    TraceEntry, TraceSink, TraceWriter, call_tool, printable,
+    Decision, ErrorCode, FINISH, HarnessError, RegisteredTool, StepStatus, ToolRegistry, ToolSource, TraceEntry,
+    TraceSink, TraceWriter, call_tool, printable,
 };
 use serde_json::Value;
 
 use crate::Result;
 use crate::approve::PolicyArgs;
-use crate::config::LoadedConfig;
+use crate::discovery::PluginArgs;
 use crate::error::CliError;
-use crate::setup::PluginArgs;
+use crate::settings::CallSettings;
 use crate::tools::{Tools, Wants};
 
 /// The exit codes of `tools call`, as its `--help` ends.
@@ -47,36 +47,35 @@ pub(crate) enum ToolsCommand {
 pub(crate) struct CallArgs {
     /// The tool, as a run offers it to the model (`harness plugins list` shows them).
     #[arg(value_name = "NAME")]
-    tool: String,
+    pub(crate) tool: String,
     /// The arguments, a JSON object; `-` reads them from standard input. Default: `{}`.
     #[arg(value_name = "JSON", conflicts_with = "args_file")]
-    arguments: Option<String>,
+    pub(crate) arguments: Option<String>,
     /// Read the arguments from FILE, a JSON object.
     #[arg(long = "args", value_name = "FILE")]
-    args_file: Option<PathBuf>,
+    pub(crate) args_file: Option<PathBuf>,
     /// Which calls run: the config's `[policy]`, then these flags. No one is asked: a call the
     /// policy asks about is refused unless --allow names its tool or effect class.
     #[command(flatten)]
-    policy: PolicyArgs,
+    pub(crate) policy: PolicyArgs,
     /// Write the call to FILE as one trace step, as a run's trace records a step.
     #[arg(long, value_name = "FILE")]
-    trace: Option<PathBuf>,
+    pub(crate) trace: Option<PathBuf>,
     #[command(flatten)]
-    plugins: PluginArgs,
+    pub(crate) plugins: PluginArgs,
 }
 
 /// Runs `harness tools ...` and returns the exit code.
 pub(crate) fn tools(command: ToolsCommand) -> Result<u8> {
     match command {
-        ToolsCommand::Call(args) => call(&args),
+        ToolsCommand::Call(args) => crate::settings::CallSettings::resolve(&args).and_then(call),
     }
 }
 
-fn call(args: &CallArgs) -> Result<u8> {
-    let arguments = arguments(args)?;
-    let config = LoadedConfig::load(args.plugins.config.as_deref())?;
-    let policy = crate::approve::policy(&args.policy, &config, None)?;
-    let mut trace = match &args.trace {
+/// `harness tools call` with its resolved settings.
+fn call(resolved: CallSettings) -> Result<u8> {
+    let CallSettings { tool, arguments, policy, trace: trace_path, tools: settings } = resolved;
+    let mut trace = match &trace_path {
         Some(path) => Some(TraceWriter::new(
             harness_core::no_follow::create_file(path)
                 .map_err(|e| CliError::Usage(format!("cannot create trace file {}: {e}", path.display())))?,
@@ -85,30 +84,31 @@ fn call(args: &CallArgs) -> Result<u8> {
     };
     // The MCP servers are started too: a run offers their tools with the plugins'.
     let wants = Wants { report: !crate::log::quiet(), open_lazily: true, mcp: true, ..Wants::default() };
-    let tools = Tools::wire(&args.plugins, &config, wants)?;
+    let tools = Tools::wire(&settings, wants)?;
     let registry = &tools.registry;
-    let Some(found) = registry.get(&args.tool).filter(|t| t.definition.name != FINISH) else {
-        return Err(CliError::Usage(unknown(&args.tool, registry)));
+    let Some(found) = registry.get(&tool).filter(|t| t.definition.name != FINISH) else {
+        return Err(CliError::Usage(unknown(&tool, registry)));
     };
-    let limit = config.config.limits.arguments_bytes.unwrap_or(RunOptions::default().max_arguments_bytes);
+    let limit = settings.max_arguments_bytes;
     let started = Instant::now();
     let outcome = match refused(&found, &policy) {
         Some(refusal) => Err(refusal),
-        None => within(&args.tool, &arguments, limit).and_then(|()| run_one(registry, &args.tool, arguments.clone())),
+        None => within(&tool, &arguments, limit).and_then(|()| run_one(registry, &tool, arguments.clone())),
     };
-    if let (Some(trace), Some(path)) = (trace.as_mut(), &args.trace) {
+    if let (Some(trace), Some(path)) = (trace.as_mut(), &trace_path) {
         record(trace, &found, &arguments, &outcome, started)
             .map_err(|e| CliError::Failure(format!("cannot write trace file {}: {e}", path.display())))?;
     }
     drop(tools);
-    finish(&args.tool, outcome)
+    finish(&tool, outcome)
 }
 
-/// The arguments: the JSON given, `-` (stdin), `--args FILE`, or `{}`; not JSON is a usage error.
-fn arguments(args: &CallArgs) -> Result<Value> {
-    let (text, from) = match (&args.arguments, &args.args_file) {
-        (Some(dash), None) if dash == "-" => (crate::run::from_stdin("the arguments")?, "stdin".to_owned()),
-        (Some(text), None) => (text.clone(), "the JSON argument".to_owned()),
+/// The arguments: the JSON given (`given`), `-` (stdin), `--args FILE` (`file`), or `{}`; not
+/// JSON is a usage error.
+pub(crate) fn arguments(given: Option<&str>, file: Option<&std::path::Path>) -> Result<Value> {
+    let (text, from) = match (given, file) {
+        (Some("-"), None) => (crate::run::from_stdin("the arguments")?, "stdin".to_owned()),
+        (Some(text), None) => (text.to_owned(), "the JSON argument".to_owned()),
         (_, Some(path)) => {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| CliError::Usage(format!("--args {}: cannot read it: {e}", path.display())))?;
@@ -157,7 +157,7 @@ fn within(tool: &str, arguments: &Value, limit: usize) -> std::result::Result<()
 
 /// Validates and runs the call as a step would: schema, timeout, the result's own schema.
 fn run_one(registry: &ToolRegistry, tool: &str, arguments: Value) -> std::result::Result<Value, HarnessError> {
-    let runtime = crate::wiring::runtime(1)
+    let runtime = crate::provider::runtime(1)
         .map_err(|e| HarnessError::new(ErrorCode::ToolError, e.to_string(), serde_json::json!({ "tool": tool })))?;
     let outcome = runtime.block_on(call_tool(registry, tool, arguments));
     // A call abandoned at its timeout may still be running in-process: the process must not wait.

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use harness_core::printable;
 
-use crate::config::Config;
+use crate::config::{Config, PolicyConfig};
 
 /// The lines, in the order: commands, code, network, isolation, policy, plugin grants.
 pub(crate) fn powers(config: &Config, base: &Path) -> Vec<String> {
@@ -40,7 +40,7 @@ pub(crate) fn powers(config: &Config, base: &Path) -> Vec<String> {
     if config.isolation.as_ref().and_then(|i| i.mode()) == Some("in-process") {
         out.push("runs every plugin in-process (isolation = \"in-process\"): unconfined, in the harness".to_owned());
     }
-    policy(config, &mut out);
+    policy(&config.policy, &mut out);
     for (plugin, section) in &config.plugins.sections {
         plugin_grants(&word(plugin), section, &mut out);
     }
@@ -89,8 +89,7 @@ fn mcp_server(server: &harness_mcp::McpServerConfig, base: &Path, out: &mut Vec<
 }
 
 /// `[policy]` entries that run calls without asking.
-fn policy(config: &Config, out: &mut Vec<String>) {
-    let p = &config.policy;
+fn policy(p: &PolicyConfig, out: &mut Vec<String>) {
     for (class, value) in [("pure", &p.pure), ("reads", &p.reads), ("writes", &p.writes), ("network", &p.network)] {
         if value.as_deref() == Some("allow") {
             out.push(format!("runs {class} calls without asking ([policy] {class} = \"allow\")"));

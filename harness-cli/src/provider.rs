@@ -1,23 +1,21 @@
-//! What `harness run` and `harness batch` share: the provider flags and the loop's limits, and
-//! how each becomes a provider or `RunOptions`: the flags laid over the other layers of the
-//! settings once ([`Settings::resolve`]), then the libraries' defaults.
+//! The model provider: the provider flags and the loop's limits (which `run`, `batch`, `eval`
+//! and `config show` flatten), and how the resolved [`Settings`] (crate::settings, where the
+//! flags are laid over the other layers once) become a provider, and the run's first line.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use harness_core::{EarlyFinish, ModelProvider, ReplyFormat, RunAbout, RunOptions, ToolRegistry};
+use harness_core::{ModelProvider, RunAbout, ToolRegistry};
 use harness_providers::{
     DEFAULT_MAX_REPLY_TOKENS, HttpProvider, HttpProviderConfig, HttpSettings, OfflineRouter, Preset, RetryBudget,
     RouterMode, ScriptedProvider, parse_tool_choice,
 };
 
 use crate::Result;
-use crate::config::{Config, LoadedConfig};
 use crate::error::CliError;
-use crate::settings::{self, Source};
+use crate::settings::{ProjectFile, Settings};
 
 /// Which model provider answers, and how it is reached.
 #[derive(Debug, Clone, Args)]
@@ -107,9 +105,9 @@ pub(crate) enum ProviderKind {
 }
 
 impl ProviderKind {
-    /// The provider the merged settings name; `offline` when none does.
-    pub(crate) fn of(values: &Config) -> Result<Self> {
-        Ok(match values.provider.as_deref().unwrap_or("offline") {
+    /// The provider `name` names; `offline` for none.
+    pub(crate) fn named(name: Option<&str>) -> Result<Self> {
+        Ok(match name.unwrap_or("offline") {
             "offline" => Self::Offline,
             "scripted" => Self::Scripted,
             other => Self::Api(other.parse::<Preset>().map_err(|e| CliError::Usage(e.to_string()))?),
@@ -128,58 +126,6 @@ impl std::fmt::Display for ProviderKind {
             Self::Offline => f.write_str("offline"),
             Self::Scripted => f.write_str("scripted"),
             Self::Api(preset) => preset.fmt(f),
-        }
-    }
-}
-
-/// What the commands that run the loop read of their flags and the configuration, resolved
-/// once: the flags laid over the other layers (see [`crate::settings`]), then typed.
-#[derive(Debug, Clone)]
-pub(crate) struct Settings {
-    /// Which provider answers.
-    pub(crate) provider: ProviderKind,
-    /// How the tool choice is forced, when some layer says.
-    pub(crate) router_mode: Option<RouterMode>,
-    /// The loop's limits.
-    pub(crate) options: RunOptions,
-    /// Every layer merged, the flags included: what the provider is built from.
-    pub(crate) values: Config,
-    /// Where each of `values` came from, by dotted key.
-    sources: BTreeMap<String, Source>,
-}
-
-impl Settings {
-    /// Lays the provider flags and the limits over the configuration's layers, and types them.
-    pub(crate) fn resolve(provider: &ProviderArgs, limits: &LoopArgs, config: &LoadedConfig) -> Result<Self> {
-        let mut layers = config.layers.clone();
-        for (table, source) in settings::flag_layer(provider, limits) {
-            layers.lay(table, &source);
-        }
-        let mut values = layers.config()?;
-        // The flag's path as given: it need not be UTF-8, as its layer's copy must.
-        if let Some(script) = &provider.script {
-            values.script = Some(script.clone());
-        }
-        let router_mode = match values.router_mode.as_ref() {
-            Some(mode) => Some(mode.parse::<RouterMode>().map_err(|e| CliError::Usage(e.to_string()))?),
-            None => None,
-        };
-        let options = run_options(limits, &values)?;
-        Ok(Self { provider: ProviderKind::of(&values)?, router_mode, options, values, sources: layers.sources })
-    }
-
-    /// Whether `key` was given by a flag.
-    fn by_flag(&self, key: &str) -> bool {
-        matches!(self.sources.get(key), Some(Source::Flag(_)))
-    }
-
-    /// How an error names the setting `key`: its flag when a flag gave it, else the key and
-    /// where it came from.
-    fn named(&self, key: &str) -> String {
-        match self.sources.get(key) {
-            Some(Source::Flag(flag)) => (*flag).to_owned(),
-            Some(source) => format!("{key} ({source})"),
-            None => key.to_owned(),
         }
     }
 }
@@ -329,54 +275,6 @@ pub(crate) fn check_tool_choice(settings: &Settings, registry: &ToolRegistry) ->
     Ok(())
 }
 
-/// The loop's limits from the merged settings, then the defaults.
-fn run_options(args: &LoopArgs, values: &Config) -> Result<RunOptions> {
-    let defaults = RunOptions::default();
-    let limits = &values.limits;
-    let options = RunOptions {
-        max_steps: values.max_steps.unwrap_or(defaults.max_steps),
-        max_repeats: values.max_repeats.unwrap_or(defaults.max_repeats),
-        max_truncated: values.max_truncated.unwrap_or(defaults.max_truncated),
-        max_reply_bytes: limits.reply_bytes.unwrap_or(defaults.max_reply_bytes),
-        max_arguments_bytes: limits.arguments_bytes.unwrap_or(defaults.max_arguments_bytes),
-        max_conversation_bytes: limits.conversation_bytes.unwrap_or(defaults.max_conversation_bytes),
-        max_duration: match values.max_seconds {
-            None => None,
-            Some(s) if s.is_finite() && s > 0.0 && s <= 1e9 => Some(Duration::from_secs_f64(s)),
-            Some(s) => return Err(CliError::Usage(format!("--max-seconds {s}: give a positive number of seconds"))),
-        },
-        // Batch runs share a runtime: calls go to blocking threads. `harness run` turns it on,
-        // and exits_after too (a batch runs on after each run).
-        inline_calls: false,
-        exits_after: false,
-        reply_format: match values.reply_format.as_deref() {
-            Some(name) => name.parse::<ReplyFormat>().map_err(|e| CliError::Usage(format!("--reply-format: {e}")))?,
-            None => defaults.reply_format,
-        },
-        early_finish: match args.early_finish.as_deref() {
-            Some("allow") => EarlyFinish::Allowed,
-            Some("refuse") => EarlyFinish::Refused,
-            _ => EarlyFinish::Provider,
-        },
-    };
-    if options.max_steps == 0 {
-        return Err(CliError::Usage("--max-steps must be at least 1".to_owned()));
-    }
-    if options.max_repeats == 1 {
-        return Err(CliError::Usage(
-            "--max-repeats 1 would reject every call as a repeat; use 0 to turn the check off, or 2 or more".to_owned(),
-        ));
-    }
-    Ok(options)
-}
-
-/// The reply format from a flag (named `at` in errors) or the config, when either gives one.
-pub(crate) fn reply_format(flag: Option<&String>, config: &LoadedConfig, at: &str) -> Result<Option<ReplyFormat>> {
-    flag.or(config.config.reply_format.as_ref())
-        .map(|name| name.parse::<ReplyFormat>().map_err(|e| CliError::Usage(format!("{at}: {e}"))))
-        .transpose()
-}
-
 /// An async runtime for the loop: a current-thread one for `threads` of 1, else a pool of that many.
 pub(crate) fn runtime(threads: usize) -> Result<tokio::runtime::Runtime> {
     let mut builder = if threads <= 1 {
@@ -390,9 +288,9 @@ pub(crate) fn runtime(threads: usize) -> Result<tokio::runtime::Runtime> {
 }
 
 /// What the trace's first line says about this harness, its model and its configuration.
-pub(crate) fn run_about(config: &LoadedConfig, settings: &Settings) -> RunAbout {
+pub(crate) fn run_about(project: &ProjectFile, settings: &Settings) -> RunAbout {
     let runs_a_model = settings.provider.runs_a_model();
-    let (config_source, config_hash) = match &config.path {
+    let (config_source, config_hash) = match &project.named {
         // The bytes are read again for the hash: the file was just read and parsed, so a
         // failure here is a race with an editor, and the hash is then left out.
         Some(path) => {
@@ -426,8 +324,11 @@ pub(crate) fn otlp_export(flag: Option<&str>) -> Result<Option<harness_trace::Ot
 #[cfg(test)]
 mod tests {
     use clap::Parser;
+    use harness_core::RunOptions;
 
     use super::*;
+    use crate::config::LoadedConfig;
+    use crate::settings::Source;
 
     /// The provider flags and the limits, as `harness run` takes them.
     #[derive(Parser)]

@@ -1,0 +1,58 @@
+//! The approval policy, resolved once: the defaults, then the layers' `[policy]`, then the
+//! flags (`--allow`, `--ask`, `--deny`).
+
+use harness_core::{ApprovalPolicy, Decision, Effect};
+
+use crate::Result;
+use crate::approve::PolicyArgs;
+use crate::config::LoadedConfig;
+use crate::error::CliError;
+
+fn decision(value: &str, source: &str) -> Result<Decision> {
+    Decision::parse(value)
+        .ok_or_else(|| CliError::Usage(format!("{source} = {value:?}: use \"allow\", \"ask\" or \"deny\"")))
+}
+
+fn apply(policy: &mut ApprovalPolicy, target: &str, decision: Decision) {
+    match Effect::parse(target) {
+        Some(effect) => policy.set_class(effect, decision),
+        None => policy.set_tool(target, decision),
+    }
+}
+
+/// The policy: defaults, then the config's `[policy]`, then the flags (`skip` values excepted).
+pub(crate) fn approval_policy(args: &PolicyArgs, config: &LoadedConfig, skip: Option<&str>) -> Result<ApprovalPolicy> {
+    let mut policy = ApprovalPolicy::default();
+    let file = &config.config.policy;
+    let name = config.path.as_ref().map_or_else(|| "config".to_owned(), |p| p.display().to_string());
+    for (effect, value) in [
+        (Effect::Pure, &file.pure),
+        (Effect::Reads, &file.reads),
+        (Effect::Writes, &file.writes),
+        (Effect::Network, &file.network),
+    ] {
+        if let Some(v) = value {
+            policy.set_class(effect, decision(v, &format!("{name}: policy.{}", effect.as_str()))?);
+        }
+    }
+    for (tool, value) in &file.tools {
+        if !tool.contains('.') {
+            return Err(CliError::Usage(format!(
+                "{name}: [policy.tools] {tool:?}: name a tool as \"plugin.tool\" or \"mcp_server.tool\""
+            )));
+        }
+        policy.set_tool(tool, decision(value, &format!("{name}: policy.tools.{tool:?}"))?);
+    }
+    for (list, d) in [(&args.allow, Decision::Allow), (&args.ask, Decision::Ask), (&args.deny, Decision::Deny)] {
+        for target in list.iter().filter(|t| Some(t.as_str()) != skip) {
+            if Effect::parse(target).is_none() && !target.contains('.') {
+                return Err(CliError::Usage(format!(
+                    "--{} {target:?}: give an effect class (pure, reads, writes, network) or a tool as plugin.tool",
+                    d.as_str()
+                )));
+            }
+            apply(&mut policy, target, d);
+        }
+    }
+    Ok(policy)
+}
