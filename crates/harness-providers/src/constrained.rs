@@ -161,12 +161,21 @@ fn grounded_finish(values: &[Value]) -> Value {
 pub(crate) fn grounded_answers(conversation: &[Message]) -> Vec<Value> {
     let mut values: Vec<Value> = Vec::new();
     let mut any = false;
+    let request = match conversation.first() {
+        Some(Message::User { content }) => content.as_str(),
+        _ => "",
+    };
     for message in conversation {
-        let Message::ToolResult { content, is_error: false, .. } = message else { continue };
+        let Message::ToolResult { content, is_error: false, tool, .. } = message else { continue };
         any = true;
-        match content {
-            Value::Object(members) => members.values().for_each(|v| offer(&mut values, v)),
-            scalar => offer(&mut values, scalar),
+        // The member the result note suggests, where the request names one: shown the
+        // formula last in a worked exchange, SmolLM2 finished "molecular weight of aspirin"
+        // with the formula it had been told was not the answer.
+        let suggested = tool.as_deref().and_then(|tool| crate::prompt::answer_in(tool, content, request));
+        match (content, suggested) {
+            (Value::Object(_), Some(member)) => offer(&mut values, member),
+            (Value::Object(members), None) => members.values().for_each(|v| offer(&mut values, v)),
+            (scalar, _) => offer(&mut values, scalar),
         }
     }
     if any && !values.iter().any(Value::is_boolean) {
@@ -409,6 +418,33 @@ mod tests {
 
     fn result(content: Value, is_error: bool) -> Message {
         Message::ToolResult { call_id: None, tool: None, content, is_error }
+    }
+
+    #[test]
+    fn the_member_the_request_names_is_the_only_answer_of_an_object_result() {
+        let weight = json!({"molecular_weight": 180.159, "formula": "C9H8O4"});
+        let answered = |request: &str| {
+            let content = weight.clone();
+            let tool = Some("molecular_weight".to_owned());
+            grounded_answers(&[
+                Message::User { content: request.into() },
+                Message::ToolResult { call_id: None, tool, content, is_error: false },
+            ])
+        };
+        let weights = answered("molecular weight of aspirin CC(=O)Oc1ccccc1C(=O)O");
+        assert_eq!(weights[..2], [json!(180.159), json!("180.159")]);
+        assert!(!weights.contains(&json!("C9H8O4")), "{weights:?}");
+        assert_eq!(answered("the formula of CC(=O)Oc1ccccc1C(=O)O")[0], json!("C9H8O4"));
+        // Nothing named: the member named like the tool, as the result note suggests.
+        assert_eq!(answered("tell me about aspirin")[0], json!(180.159));
+        // Nor that: every member is an answer.
+        let validity = json!({"valid": true, "formula": "C2H6O"});
+        let tool = Some("validate_smiles".to_owned());
+        let open = grounded_answers(&[
+            Message::User { content: "tell me about CCO".into() },
+            Message::ToolResult { call_id: None, tool, content: validity, is_error: false },
+        ]);
+        assert!(open.contains(&json!(true)) && open.contains(&json!("C2H6O")), "{open:?}");
     }
 
     #[test]

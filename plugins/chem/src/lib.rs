@@ -191,16 +191,22 @@ impl Plugin for Chem {
                 |_: &Chem, args: SmilesArgs| molecular_weight(&args.smiles),
             )
             .output::<MolecularWeight>()
-            // Shown to a small model as worked exchanges: the SMILES alone, the member asked for.
+            // Shown to a small model as worked exchanges: the SMILES alone, the member asked for; the
+            // weight last, as most requests ask it (a small model follows the last one shown).
+            .worked_example(
+                "What is the formula of carbon dioxide (O=C=O)?",
+                json!({"smiles": "O=C=O"}),
+                json!({"molecular_weight": 44.009, "formula": "CO2"}),
+            )
             .worked_example(
                 "What is the molecular weight of propane, CCC?",
                 json!({"smiles": "CCC"}),
                 json!({"molecular_weight": 44.097, "formula": "C3H8"}),
             )
             .worked_example(
-                "What is the formula of carbon dioxide (O=C=O)?",
-                json!({"smiles": "O=C=O"}),
-                json!({"molecular_weight": 44.009, "formula": "CO2"}),
+                "How heavy is ethylene (C=C), in g/mol?",
+                json!({"smiles": "C=C"}),
+                json!({"molecular_weight": 28.054, "formula": "C2H4"}),
             )
             .example(json!({"smiles": "c1ccccc1"}), json!({"molecular_weight": 78.114, "formula": "C6H6"}))
             .example(
