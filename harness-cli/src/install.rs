@@ -224,11 +224,12 @@ pub(crate) fn install(from: From, force: bool) -> Result<u8> {
         }
     };
     prepare_dir(&dir)?;
+    let _lock = lock(&dir)?;
     let staged = stage(&dir, &plan.library)?;
     let mut record = Record::load(&dir)?;
     match clash(&dir, &record, &staged, &plan)? {
         Some(why) if !force => return Err(CliError::Usage(why)),
-        Some(why) => eprintln!("harness: warning: installing anyway (--force): {why}"),
+        Some(why) => crate::log::notice!("harness: warning: installing anyway (--force): {why}"),
         None => {}
     }
     let old = record.plugins.get(&staged.name).map(|i| i.version.clone());
@@ -247,6 +248,10 @@ pub(crate) fn install(from: From, force: bool) -> Result<u8> {
 /// `harness plugins remove NAME`.
 pub(crate) fn remove(name: &str) -> Result<u8> {
     let dir = data_dir()?;
+    let _lock = match dir.is_dir() {
+        true => Some(lock(&dir)?),
+        false => None,
+    };
     let mut record = Record::load(&dir)?;
     let installed = record.get(name, &dir)?.clone();
     let library = dir.join(&installed.file);
@@ -265,6 +270,10 @@ pub(crate) fn remove(name: &str) -> Result<u8> {
 /// `harness plugins upgrade [NAME]`: each from its recorded source, a crate rebuilt.
 pub(crate) fn upgrade(name: Option<&str>) -> Result<u8> {
     let dir = data_dir()?;
+    let _lock = match dir.is_dir() {
+        true => Some(lock(&dir)?),
+        false => None,
+    };
     let record = Record::load(&dir)?;
     let names: Vec<String> = match name {
         Some(name) => vec![record.get(name, &dir)?.name.clone()],
@@ -441,7 +450,11 @@ fn build_dir() -> Result<PathBuf> {
 fn build_crate(manifest: &Path) -> Result<PathBuf> {
     let target = build_dir()?;
     let cargo = cargo_program();
-    eprintln!("harness: building {} with cargo build --release (in {})", manifest.display(), target.display());
+    crate::log::notice!(
+        "harness: building {} with cargo build --release (in {})",
+        manifest.display(),
+        target.display()
+    );
     let output = Command::new(&cargo)
         .args(["build", "--release", "--message-format=json-render-diagnostics", "--manifest-path"])
         .arg(manifest)
@@ -498,6 +511,27 @@ fn cdylibs(messages: &str, manifest: &Path) -> Vec<PathBuf> {
     out.sort();
     out.dedup();
     out
+}
+
+/// The lock file beside the record, held by each command that changes the directory.
+const LOCK: &str = ".installed.lock";
+
+/// Takes the plugin directory's lock, waiting for another install, removal or upgrade to end:
+/// each reads the record, changes the directory and writes the record back, and two at once
+/// would lose one's entry. Released when the file is dropped.
+fn lock(dir: &Path) -> Result<std::fs::File> {
+    let path = dir.join(LOCK);
+    let fail = |e: std::io::Error| CliError::Failure(format!("cannot lock {}: {e}", path.display()));
+    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(fail)?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            crate::log::notice!("harness: waiting for another install, removal or upgrade in {}", dir.display());
+            file.lock().map_err(fail)?;
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(fail(e)),
+    }
+    Ok(file)
 }
 
 /// Makes the plugin directory (mode 0755 where it is new).
@@ -694,5 +728,20 @@ fn remove_docs(dir: &Path, name: &str) -> Result<()> {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(CliError::Failure(format!("cannot remove {}: {e}", docs.display()))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_change_to_the_plugin_directory_at_a_time() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let held = lock(dir.path()).expect("the lock");
+        let other = std::fs::File::open(dir.path().join(LOCK)).expect("the lock file");
+        assert!(matches!(other.try_lock(), Err(std::fs::TryLockError::WouldBlock)), "held by the first");
+        drop(held);
+        assert!(other.try_lock().is_ok(), "free once the first ends");
     }
 }

@@ -69,10 +69,12 @@ fn a_file_installed_is_found_listed_run_upgraded_and_removed() {
     assert_eq!(entry["abi_version"], "1.0.0");
     assert_eq!(entry["source"], json!({"kind": "file", "path": file.canonicalize().unwrap()}));
     assert_eq!(entry["sha256"].as_str().unwrap().len(), 64);
-    // No temporary file is left beside it.
-    let names: Vec<String> =
+    // No temporary file is left beside it: the library, the record and the lock that keeps two
+    // installs from losing each other's record entry.
+    let mut names: Vec<String> =
         std::fs::read_dir(data_dir(&s)).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into()).collect();
-    assert_eq!(names.len(), 2, "{names:?}");
+    names.sort();
+    assert_eq!(names, [".installed.lock", "installed.json", "libconformance.so"]);
 
     let found = listed(&s, "conformance", &[]).expect("discovery finds the installed plugin");
     assert_eq!(found["path"], json!(installed.canonicalize().unwrap()));
@@ -143,8 +145,12 @@ fn files_that_are_not_plugins_other_abis_and_taken_names_are_refused() {
         .usage_error(&["libnotes.so", "not a loadable shared library"]);
     let future = downloaded(&s, "abi-future", "downloads");
     ran(s.harness().args(["plugins", "install"]).arg(&future)).usage_error(&["libabi_future.so", "ABI 2.0.0"]);
-    // Nothing half-installed: the directory holds no library and no record.
-    let left: Vec<_> = std::fs::read_dir(data_dir(&s)).unwrap().collect();
+    // Nothing half-installed: the directory holds no library and no record (only the lock).
+    let left: Vec<_> = std::fs::read_dir(data_dir(&s))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n != ".installed.lock")
+        .collect();
     assert!(left.is_empty(), "{left:?}");
 
     // A plugin found beside the binary already: the installed one would never load.

@@ -298,3 +298,34 @@ fn the_smiles_request_that_once_ran_out_of_context_ends_with_a_reason() -> Resul
     assert!(!s.trace("t.jsonl").iter().any(|step| step["error"]["code"] == "provider_error"));
     Ok(())
 }
+
+/// The first request body `-vv` logged (`request body: {...}`).
+fn first_request_body(stderr: &str) -> Value {
+    let line = stderr.lines().find_map(|l| l.split_once("request body: ").map(|(_, body)| body));
+    serde_json::from_str(line.unwrap_or_else(|| panic!("no request body logged:\n{stderr}"))).unwrap()
+}
+
+#[test]
+fn a_small_model_is_shown_worked_exchanges_and_quotes_its_requests_smiles() -> Result<(), Missing> {
+    let server = LlamaServer::start(4096)?;
+    let s = Scratch::new();
+    let request = "What is the molecular weight of propanol, CCCO?";
+    let r = ran(harness(&s, &server, request).args(["--enable", "chem", "--max-steps", "2", "-vv"]));
+    assert!(matches!(r.code, 0 | 3), "exit {}: {}\n{}", r.code, r.stderr, server.logs());
+    let body = first_request_body(&r.stderr);
+    let messages = body["messages"].as_array().unwrap();
+    // The system prompt, then the plugins' worked exchanges (calc's first), then the request.
+    let texts: Vec<&str> = messages.iter().map(|m| m["content"].as_str().unwrap_or_default()).collect();
+    assert_eq!(texts[1], "What is 7 times 8?", "{texts:#?}");
+    assert_eq!(texts[2], r#"{"tool": "calculate", "arguments": {"expression":"7*8"}}"#);
+    assert!(texts.contains(&"What is the formula of carbon dioxide (O=C=O)?"), "{texts:#?}");
+    assert_eq!(texts.last(), Some(&request));
+    // molecular_weight's SMILES, which its worked examples quote from their requests, is one of
+    // this request's words in the grammar (the request shortlists molecular_weight).
+    let branches = body["response_format"]["json_schema"]["schema"]["oneOf"].as_array().unwrap();
+    let weight = branches.iter().find(|b| b["properties"]["tool"]["const"] == "molecular_weight");
+    let smiles = weight.and_then(|b| b["properties"]["arguments"]["properties"]["smiles"]["enum"].as_array());
+    let smiles = smiles.unwrap_or_else(|| panic!("no enum of words for molecular_weight's smiles: {branches:#?}"));
+    assert!(smiles.contains(&Value::from("CCCO")) && !smiles.contains(&Value::from("O=C=O")), "{smiles:?}");
+    Ok(())
+}
