@@ -127,36 +127,74 @@ const WORKED_PER_TOOL: usize = 3;
 /// the call, its result as [`prompt::text_result`] writes it, and `finish` with the answer,
 /// turn by turn. A small model copies what it is shown; shown how a request becomes arguments
 /// (`What is 10% of 50?` to `10/100*50`), it translates the next one instead of copying its
-/// words. They depend on the tools alone, so a server's prompt cache keeps them.
-pub(crate) fn worked_exchanges(tools: &[ToolDefinition]) -> Vec<Turn<'static>> {
-    let mut turns = Vec::new();
+/// words. The examples most like `request` come last, nearest it: a small model follows the
+/// last exchange it saw, and with the chemistry examples last SmolLM2-135M and Gemma 3 270M
+/// sent "how much is 12 times 17" to `molecular_weight`. The order depends on the request
+/// alone, so it stays the same from step to step and a server's prompt cache keeps it.
+pub(crate) fn worked_exchanges(tools: &[ToolDefinition], request: &str) -> Vec<Turn<'static>> {
+    let mut worked: Vec<(&str, &str, &Value, &Value)> = Vec::new();
     for tool in tools {
-        let worked =
+        let examples =
             tool.examples.iter().filter_map(|e| Some((e.request.as_deref()?, &e.arguments, e.result.as_ref()?)));
-        for (request, arguments, result) in worked.take(WORKED_PER_TOOL) {
-            let call = |name: &str, arguments: &Value| {
-                let text = format!("{{\"tool\": {}, \"arguments\": {}}}", Value::from(name), arguments);
-                Turn::Assistant { text: Some(text), calls: Vec::new() }
-            };
-            turns.push(Turn::User(request.to_owned()));
-            turns.push(call(&tool.name, arguments));
-            turns.push(Turn::User(prompt::text_result(
-                Some((&tool.name, Some(arguments))),
-                result,
-                false,
-                false,
-                request,
-            )));
-            let answer = prompt::answer_in(&tool.name, result, request).unwrap_or(result);
-            turns.push(call(harness_core::FINISH, &json!({ "answer": answer })));
-        }
+        worked.extend(
+            examples
+                .take(WORKED_PER_TOOL)
+                .map(|(asked, arguments, result)| (tool.name.as_str(), asked, arguments, result)),
+        );
+    }
+    let likeness = likeness(request, worked.iter().map(|w| w.1));
+    let mut order: Vec<usize> = (0..worked.len()).collect();
+    // Stable: examples alike to the request keep the listing's order.
+    order.sort_by(|a, b| likeness[*a].total_cmp(&likeness[*b]));
+    let mut turns = Vec::new();
+    for (tool, asked, arguments, result) in order.into_iter().map(|i| worked[i]) {
+        let call = |name: &str, arguments: &Value| {
+            let text = format!("{{\"tool\": {}, \"arguments\": {}}}", Value::from(name), arguments);
+            Turn::Assistant { text: Some(text), calls: Vec::new() }
+        };
+        turns.push(Turn::User(asked.to_owned()));
+        turns.push(call(tool, arguments));
+        turns.push(Turn::User(prompt::text_result(Some((tool, Some(arguments))), result, false, false, asked)));
+        let answer = prompt::answer_in(tool, result, asked).unwrap_or(result);
+        turns.push(call(harness_core::FINISH, &json!({ "answer": answer })));
     }
     turns
 }
 
+/// How like `request` each of the `examples` is: the words they share, each weighted by how
+/// few examples hold it (a word every example holds says nothing).
+fn likeness<'e>(request: &str, examples: impl Iterator<Item = &'e str>) -> Vec<f64> {
+    let asked = example_words(request);
+    let examples: Vec<Vec<String>> = examples.map(example_words).collect();
+    let holding = |word: &String| examples.iter().filter(|e| e.contains(word)).count();
+    let n = examples.len() as f64;
+    examples
+        .iter()
+        .map(|e| e.iter().filter(|w| asked.contains(w)).map(|w| ((n + 1.0) / holding(w) as f64).ln()).sum())
+        .collect()
+}
+
+/// The words of a request that say what it asks: lower-cased runs of letters of three or more,
+/// and `#` for any run that holds a digit (the numbers of an arithmetic request), once each.
+fn example_words(text: &str) -> Vec<String> {
+    const STOP: [&str; 12] =
+        ["what", "the", "how", "much", "many", "and", "for", "with", "does", "are", "this", "that"];
+    let mut words: Vec<String> = Vec::new();
+    for run in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+        let word = match run.chars().any(|c| c.is_ascii_digit()) {
+            true => "#".to_owned(),
+            false => run.to_lowercase(),
+        };
+        if (word == "#" || word.chars().count() >= 3) && !STOP.contains(&word.as_str()) && !words.contains(&word) {
+            words.push(word);
+        }
+    }
+    words
+}
+
 /// The text of [`worked_exchanges`], for counting its tokens.
 pub(crate) fn worked_text(tools: &[ToolDefinition]) -> String {
-    let texts = worked_exchanges(tools).into_iter().filter_map(|turn| match turn {
+    let texts = worked_exchanges(tools, "").into_iter().filter_map(|turn| match turn {
         Turn::User(text) | Turn::Assistant { text: Some(text), .. } => Some(text),
         _ => None,
     });
@@ -268,7 +306,7 @@ mod tests {
             example(None, "17/100*2340", json!(397.8)),
             example(Some("What is 10% of 50?"), "10/100*50", json!(5)),
         ]);
-        let turns: Vec<String> = worked_exchanges(&[tool]).iter().map(text).collect();
+        let turns: Vec<String> = worked_exchanges(&[tool], "").iter().map(text).collect();
         assert_eq!(
             turns,
             [
@@ -281,9 +319,32 @@ mod tests {
     }
 
     #[test]
+    fn the_worked_exchange_most_like_the_request_comes_last() {
+        let calc = tool_with(vec![
+            example(Some("What is 7 times 8?"), "7*8", json!(56)),
+            example(Some("What is 10% of 50?"), "10/100*50", json!(5)),
+        ]);
+        let weight = ToolDefinition {
+            name: "molecular_weight".into(),
+            examples: vec![example(Some("What is the molecular weight of propane, CCC?"), "CCC", json!(44.097))],
+            ..tool_with(vec![])
+        };
+        let tools = [calc, weight];
+        let first_of_last = |request: &str| text(&worked_exchanges(&tools, request)[8]);
+        assert_eq!(first_of_last("how much is 12 times 17"), "What is 7 times 8?");
+        assert_eq!(first_of_last("what's 15% of 80?"), "What is 10% of 50?");
+        assert_eq!(
+            first_of_last("molecular weight of benzene c1ccccc1"),
+            "What is the molecular weight of propane, CCC?"
+        );
+        // Nothing alike: the listing's order.
+        assert_eq!(first_of_last("hello"), "What is the molecular weight of propane, CCC?");
+    }
+
+    #[test]
     fn worked_exchanges_are_few_a_tool() {
         let many = (0..5).map(|i| example(Some("What is 1+1?"), "1+1", json!(i))).collect();
-        assert_eq!(worked_exchanges(&[tool_with(many)]).len(), 4 * WORKED_PER_TOOL);
+        assert_eq!(worked_exchanges(&[tool_with(many)], "").len(), 4 * WORKED_PER_TOOL);
         assert!(worked_text(&[tool_with(vec![example(None, "1", json!(1))])]).is_empty());
     }
 

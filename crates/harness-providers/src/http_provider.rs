@@ -127,7 +127,10 @@ impl Outgoing<'_> {
         if self.mode == RouterMode::Native {
             return conversation::native(self.conversation);
         }
-        let mut turns = if self.worked { conversation::worked_exchanges(self.tools) } else { Vec::new() };
+        let mut turns = match self.worked {
+            true => conversation::worked_exchanges(self.tools, first_request(self.conversation)),
+            false => Vec::new(),
+        };
         turns.extend(conversation::text_only(self.conversation));
         // A named choice, or "required" with one tool offered (how the loop forces `finish`).
         let forced = match (self.choice, self.tools) {
