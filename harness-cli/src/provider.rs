@@ -316,6 +316,24 @@ mod tests {
     }
 
     #[test]
+    fn a_limit_out_of_range_names_the_layer_that_gave_it() {
+        let mut config = LoadedConfig::default();
+        let table = toml::from_str("max_steps = 0\nmax_seconds = -1.0\n").unwrap();
+        config.layers.lay(table, &Source::Project("/p/harness.toml".into()));
+        let flags = Flags::try_parse_from(["harness", "--max-steps", "2"]).expect("valid flags");
+        let e = Settings::resolve(&flags.provider, &flags.limits, &config).err().map(|e| e.to_string());
+        assert_eq!(
+            e.as_deref(),
+            Some("max_seconds (project file /p/harness.toml) -1: give a positive number of seconds")
+        );
+        let flags = Flags::try_parse_from(["harness", "--max-seconds", "5"]).expect("valid flags");
+        let e = Settings::resolve(&flags.provider, &flags.limits, &config).err().map(|e| e.to_string());
+        assert_eq!(e.as_deref(), Some("max_steps (project file /p/harness.toml) must be at least 1"));
+        let e = settings(&["harness", "--max-repeats", "1"]).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.starts_with("--max-repeats 1 would reject every call"), "{e}");
+    }
+
+    #[test]
     fn a_number_only_another_provider_reads_is_not_refused() {
         let mut config = LoadedConfig::default();
         config.layers.lay(

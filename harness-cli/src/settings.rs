@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use harness_config::{ConfigFile, check_permissions};
 
 use crate::Result;
-use crate::config::Config;
+use crate::config::{Config, LoadedConfig};
 use crate::error::CliError;
 use crate::provider::{LoopArgs, ProviderArgs};
 
@@ -425,16 +425,20 @@ pub(crate) fn flag_layer(p: &ProviderArgs, l: &LoopArgs) -> Vec<(toml::Table, So
 }
 
 /// The tool timeout, resolved once for plugins and MCP servers alike: `--tool-timeout`, else
-/// the configuration's `tool_timeout`; `None` when neither sets one. A value outside (0, 86400]
-/// seconds is a usage error naming the flag.
-pub(crate) fn tool_timeout(flag: Option<f64>, config: &Config) -> Result<Option<std::time::Duration>> {
-    match flag.or(config.tool_timeout) {
+/// the layers' `tool_timeout`; `None` when neither sets one. A value outside (0, 86400]
+/// seconds is a usage error naming the flag, or the key and the layer that gave it.
+pub(crate) fn tool_timeout(flag: Option<f64>, config: &LoadedConfig) -> Result<Option<std::time::Duration>> {
+    match flag.or(config.config.tool_timeout) {
         None => Ok(None),
         Some(secs) if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 => {
             Ok(Some(std::time::Duration::from_secs_f64(secs)))
         }
         Some(secs) => {
-            Err(CliError::Usage(format!("--tool-timeout {secs}: give a number of seconds between 0 and 86400")))
+            let named = match config.layers.sources.get("tool_timeout").filter(|_| flag.is_none()) {
+                Some(source) => format!("tool_timeout ({source})"),
+                None => "--tool-timeout".to_owned(),
+            };
+            Err(CliError::Usage(format!("{named} {secs}: give a number of seconds between 0 and 86400")))
         }
     }
 }

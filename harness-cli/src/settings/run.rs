@@ -123,7 +123,7 @@ impl Settings {
             app_title: values.openrouter.x_title.clone(),
             // The flag's path as given: it need not be UTF-8, as its layer's copy must.
             script: provider.script.clone().or_else(|| values.script.clone()),
-            options: run_options(limits, &values, reply_format)?,
+            options: run_options(limits, &values, reply_format, &sources)?,
             sources,
             table: layers.table,
         };
@@ -157,11 +157,16 @@ impl Settings {
     /// How an error names the setting `key`: its flag when a flag gave it, else the key and
     /// where it came from.
     pub(crate) fn named(&self, key: &str) -> String {
-        match self.sources.get(key) {
-            Some(Source::Flag(flag)) => (*flag).to_owned(),
-            Some(source) => format!("{key} ({source})"),
-            None => key.to_owned(),
-        }
+        named(&self.sources, key)
+    }
+}
+
+/// How an error names the setting `key` of `sources`: see [`Settings::named`].
+fn named(sources: &BTreeMap<String, Source>, key: &str) -> String {
+    match sources.get(key) {
+        Some(Source::Flag(flag)) => (*flag).to_owned(),
+        Some(source) => format!("{key} ({source})"),
+        None => key.to_owned(),
     }
 }
 
@@ -176,7 +181,13 @@ fn typed<T>(
 }
 
 /// The loop's limits from the merged settings, then the defaults.
-fn run_options(args: &LoopArgs, values: &Config, reply_format: Option<ReplyFormat>) -> Result<RunOptions> {
+/// A number out of range is named with the layer that gave it.
+fn run_options(
+    args: &LoopArgs,
+    values: &Config,
+    reply_format: Option<ReplyFormat>,
+    sources: &BTreeMap<String, Source>,
+) -> Result<RunOptions> {
     let defaults = RunOptions::default();
     let limits = &values.limits;
     let options = RunOptions {
@@ -189,7 +200,10 @@ fn run_options(args: &LoopArgs, values: &Config, reply_format: Option<ReplyForma
         max_duration: match values.max_seconds {
             None => None,
             Some(s) if s.is_finite() && s > 0.0 && s <= 1e9 => Some(Duration::from_secs_f64(s)),
-            Some(s) => return Err(CliError::Usage(format!("--max-seconds {s}: give a positive number of seconds"))),
+            Some(s) => {
+                let key = named(sources, "max_seconds");
+                return Err(CliError::Usage(format!("{key} {s}: give a positive number of seconds")));
+            }
         },
         // Batch runs share a runtime: calls go to blocking threads. `RunSettings` turns it on
         // for `harness run`, and exits_after too (a batch runs on after each run).
@@ -203,12 +217,13 @@ fn run_options(args: &LoopArgs, values: &Config, reply_format: Option<ReplyForma
         },
     };
     if options.max_steps == 0 {
-        return Err(CliError::Usage("--max-steps must be at least 1".to_owned()));
+        return Err(CliError::Usage(format!("{} must be at least 1", named(sources, "max_steps"))));
     }
     if options.max_repeats == 1 {
-        return Err(CliError::Usage(
-            "--max-repeats 1 would reject every call as a repeat; use 0 to turn the check off, or 2 or more".to_owned(),
-        ));
+        return Err(CliError::Usage(format!(
+            "{} 1 would reject every call as a repeat; use 0 to turn the check off, or 2 or more",
+            named(sources, "max_repeats")
+        )));
     }
     Ok(options)
 }

@@ -112,7 +112,7 @@ impl ToolSettings {
         }
         let isolation = args.isolation.as_deref().map(isolation_flag).transpose()?;
         let config_isolation = isolation_of(config)?;
-        let tool_timeout = super::tool_timeout(args.tool_timeout, file)?;
+        let tool_timeout = super::tool_timeout(args.tool_timeout, config)?;
         let require = file.isolation.as_ref().and_then(|i| i.require());
         let sources = &config.layers.sources;
         let required =
@@ -268,6 +268,11 @@ mod tests {
         let e = resolve(&["h", "--no-default-plugins"], file).err().map(|e| e.to_string());
         let expected = "isolation.require = \"ful\" in /p/h.toml: no such enforcement level; did you mean full?";
         assert!(e.as_deref().is_some_and(|e| e.starts_with(expected)), "{e:?}");
+        let e = resolve(&["h", "--no-default-plugins"], "tool_timeout = 0\n").err().map(|e| e.to_string());
+        let expected = "tool_timeout (project file /p/h.toml) 0: give a number of seconds";
+        assert!(e.as_deref().is_some_and(|e| e.starts_with(expected)), "{e:?}");
+        let e = resolve(&["h", "--no-default-plugins", "--tool-timeout", "0"], "").err().map(|e| e.to_string());
+        assert!(e.as_deref().is_some_and(|e| e.starts_with("--tool-timeout 0: give")), "{e:?}");
         let file = "[isolation]\nrequire = \"best-effort\"\n";
         assert!(!resolve(&["h", "--no-default-plugins"], file).unwrap().require_full_enforcement);
         let flagged = resolve(&["h", "--no-default-plugins", "--require-enforcement"], file).unwrap();
