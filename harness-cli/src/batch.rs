@@ -21,10 +21,9 @@ use crate::Result;
 use crate::discovery::PluginArgs;
 use crate::error::CliError;
 use crate::provider::{
-    LoopArgs, ProviderArgs, ProviderKind, build_budgeted_provider, check_tool_choice, note_ignored_settings, run_about,
-    runtime, script_path,
+    LoopArgs, ProviderArgs, build_budgeted_provider, check_tool_choice, note_ignored_settings, run_about, runtime,
 };
-use crate::settings::{BatchJob, BatchSettings, Settings};
+use crate::settings::{BatchJob, BatchSettings, ProviderKind, Settings};
 use crate::tools::{Tools, Wants};
 use progress::{Progress, human_ms, human_secs};
 
@@ -318,8 +317,8 @@ pub(crate) fn router(settings: &Settings, quiet: bool, budget: &Arc<RetryBudget>
         return Ok((Router::Shared(shared), Scripts::Ignored));
     }
     note_ignored_settings(settings, quiet);
-    Ok(match script_path(settings) {
-        Some(path) => (Router::Scripted(Some(DefaultScript::read(&path)?)), Scripts::Optional),
+    Ok(match &settings.script {
+        Some(path) => (Router::Scripted(Some(DefaultScript::read(path)?)), Scripts::Optional),
         None => (Router::Scripted(None), Scripts::Required),
     })
 }

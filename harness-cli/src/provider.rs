@@ -4,18 +4,17 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use clap::Args;
-use harness_core::{ModelProvider, RunAbout, ToolRegistry};
+use harness_core::{ModelProvider, RunAbout, ToolChoice, ToolRegistry};
 use harness_providers::{
     DEFAULT_MAX_REPLY_TOKENS, HttpProvider, HttpProviderConfig, HttpSettings, OfflineRouter, Preset, RetryBudget,
-    RouterMode, ScriptedProvider, parse_tool_choice,
+    RouterMode, ScriptedProvider,
 };
 
 use crate::Result;
 use crate::error::CliError;
-use crate::settings::{ProjectFile, Settings};
+use crate::settings::{ProjectFile, ProviderKind, Settings};
 
 /// Which model provider answers, and how it is reached.
 #[derive(Debug, Clone, Args)]
@@ -93,55 +92,13 @@ pub(crate) struct LoopArgs {
     pub(crate) reply_format: Option<String>,
 }
 
-/// Which provider answers, resolved once from `--provider`, `--script` and the config.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ProviderKind {
-    /// The offline router: a deterministic matcher, no model (the default).
-    Offline,
-    /// Replies read from a script file.
-    Scripted,
-    /// A model behind an HTTP API.
-    Api(Preset),
-}
-
-impl ProviderKind {
-    /// The provider `name` names; `offline` for none.
-    pub(crate) fn named(name: Option<&str>) -> Result<Self> {
-        Ok(match name.unwrap_or("offline") {
-            "offline" => Self::Offline,
-            "scripted" => Self::Scripted,
-            other => Self::Api(other.parse::<Preset>().map_err(|e| CliError::Usage(e.to_string()))?),
-        })
-    }
-
-    /// Whether a model answers (so that model, router mode and tool choice mean something).
-    pub(crate) fn runs_a_model(self) -> bool {
-        matches!(self, Self::Api(_))
-    }
-}
-
-impl std::fmt::Display for ProviderKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Offline => f.write_str("offline"),
-            Self::Scripted => f.write_str("scripted"),
-            Self::Api(preset) => preset.fmt(f),
-        }
-    }
-}
-
-/// The script file of the scripted provider, from any layer.
-pub(crate) fn script_path(settings: &Settings) -> Option<PathBuf> {
-    settings.values.script.clone()
-}
-
 /// Says on stderr which given settings the `offline` and `scripted` providers ignore.
 pub(crate) fn note_ignored_settings(settings: &Settings, quiet: bool) {
     let name = settings.provider;
     if quiet || name.runs_a_model() {
         return;
     }
-    if let Some(model) = settings.values.model.as_ref() {
+    if let Some(model) = settings.model.as_ref() {
         crate::log::notice!("harness: note: model {model:?} is ignored: the {name} provider runs no model");
     }
     let http_flags = [
@@ -187,11 +144,13 @@ pub(crate) fn build_budgeted_provider(
             Ok(Box::new(OfflineRouter))
         }
         ProviderKind::Scripted => {
-            let path = script_path(settings)
+            let path = settings
+                .script
+                .as_ref()
                 .ok_or_else(|| CliError::Usage("--provider scripted needs --script FILE".to_owned()))?;
-            let mut script = ScriptedProvider::from_file(&path).map_err(|e| CliError::Usage(e.to_string()))?;
-            if let Some(tokens) = context_tokens(settings)? {
-                let reply = settings.values.max_reply_tokens.unwrap_or(DEFAULT_MAX_REPLY_TOKENS);
+            let mut script = ScriptedProvider::from_file(path).map_err(|e| CliError::Usage(e.to_string()))?;
+            if let Some(tokens) = settings.context_tokens {
+                let reply = settings.max_reply_tokens.unwrap_or(DEFAULT_MAX_REPLY_TOKENS);
                 script = script.with_context(tokens, u64::from(reply));
             }
             Ok(Box::new(script))
@@ -212,48 +171,27 @@ pub(crate) fn build_budgeted_provider(
     }
 }
 
-/// The model's context from any layer, when one is given: at least 1 token.
-fn context_tokens(settings: &Settings) -> Result<Option<u64>> {
-    match settings.values.context_tokens {
-        Some(0) => Err(CliError::Usage(format!(
-            "{} 0 leaves no room for any request; give the model's context size in tokens",
-            settings.named("context_tokens")
-        ))),
-        tokens => Ok(tokens),
-    }
-}
-
-/// Seconds from a flag or the config, as a duration.
-pub(crate) fn seconds(flag: &str, value: f64) -> Result<Duration> {
-    Duration::try_from_secs_f64(value)
-        .ok()
-        .filter(|d| !d.is_zero() && value <= 1e6)
-        .ok_or_else(|| CliError::Usage(format!("{flag} {value}: give a positive number of seconds")))
-}
-
 /// An HTTP provider from the settings, then the preset's defaults.
 fn http_provider(preset: Preset, settings: &Settings, budget: Option<Arc<RetryBudget>>) -> Result<HttpProvider> {
-    let values = &settings.values;
     let defaults = HttpSettings::default();
-    let retries = values.retries.unwrap_or(defaults.retries);
-    let mut http = HttpSettings { retries, budget, ..defaults };
-    if let Some(t) = values.timeout {
-        http.timeout = seconds(&settings.named("timeout"), t)?;
-    }
-    if let Some(t) = values.connect_timeout {
-        http.connect_timeout = seconds(&settings.named("connect_timeout"), t)?;
-    }
+    let http = HttpSettings {
+        timeout: settings.timeout.unwrap_or(defaults.timeout),
+        connect_timeout: settings.connect_timeout.unwrap_or(defaults.connect_timeout),
+        retries: settings.retries.unwrap_or(defaults.retries),
+        budget,
+        ..defaults
+    };
     let provider_config = HttpProviderConfig {
         preset,
-        base_url: values.base_url.clone(),
-        model: values.model.clone(),
-        api_key_env: values.api_key_env.clone(),
-        tool_choice: values.tool_choice.as_deref().map(parse_tool_choice),
+        base_url: settings.base_url.clone(),
+        model: settings.model.clone(),
+        api_key_env: settings.api_key_env.clone(),
+        tool_choice: settings.tool_choice.clone(),
         router_mode: settings.router_mode.unwrap_or_default(),
-        max_reply_tokens: values.max_reply_tokens,
-        context_tokens: context_tokens(settings)?,
-        app_url: values.openrouter.http_referer.clone(),
-        app_title: values.openrouter.x_title.clone(),
+        max_reply_tokens: settings.max_reply_tokens,
+        context_tokens: settings.context_tokens,
+        app_url: settings.app_url.clone(),
+        app_title: settings.app_title.clone(),
         http,
     };
     HttpProvider::new(provider_config).map_err(|e| CliError::Usage(e.to_string()))
@@ -261,16 +199,16 @@ fn http_provider(preset: Preset, settings: &Settings, budget: Option<Arc<RetryBu
 
 /// A tool choice naming a tool must name a loaded one, for providers that send it to a model.
 pub(crate) fn check_tool_choice(settings: &Settings, registry: &ToolRegistry) -> Result<()> {
-    if let Some(name) = settings.values.tool_choice.as_ref() {
-        let named = !matches!(name.as_str(), "required" | "auto" | "none");
-        if named && registry.get(name).is_none() && settings.provider.runs_a_model() {
-            let tools: Vec<&str> = registry.definitions().iter().map(|t| t.name.as_str()).collect();
-            return Err(CliError::Usage(format!(
-                "{} {name:?} is no loaded tool; use required, auto, none or one of: {}",
-                settings.named("tool_choice"),
-                tools.join(", ")
-            )));
-        }
+    if let Some(ToolChoice::Tool(name)) = settings.tool_choice.as_ref()
+        && registry.get(name).is_none()
+        && settings.provider.runs_a_model()
+    {
+        let tools: Vec<&str> = registry.definitions().iter().map(|t| t.name.as_str()).collect();
+        return Err(CliError::Usage(format!(
+            "{} {name:?} is no loaded tool; use required, auto, none or one of: {}",
+            settings.named("tool_choice"),
+            tools.join(", ")
+        )));
     }
     Ok(())
 }
@@ -300,7 +238,7 @@ pub(crate) fn run_about(project: &ProjectFile, settings: &Settings) -> RunAbout 
     };
     RunAbout {
         harness_version: env!("CARGO_PKG_VERSION").to_owned(),
-        model: settings.values.model.clone().filter(|_| runs_a_model),
+        model: settings.model.clone().filter(|_| runs_a_model),
         router_mode: settings
             .router_mode
             .or_else(|| runs_a_model.then(RouterMode::default))
@@ -368,9 +306,67 @@ mod tests {
         let table = toml::from_str("provider = \"openai\"\nmodel = \"m\"\nmax_steps = 4\ntimeout = 0\n").unwrap();
         config.layers.lay(table, &Source::Project("/p/harness.toml".into()));
         let flags = Flags::try_parse_from(["harness", "--max-steps", "6"]).expect("valid flags");
+        let e = Settings::resolve(&flags.provider, &flags.limits, &config).err().map(|e| e.to_string());
+        let e = e.unwrap_or_default();
+        assert!(e.contains("timeout (project file /p/harness.toml) 0: give a positive number"), "{e}");
+        let flags = Flags::try_parse_from(["harness", "--max-steps", "6", "--timeout", "9"]).expect("valid flags");
         let s = Settings::resolve(&flags.provider, &flags.limits, &config).unwrap();
         assert_eq!((s.provider, s.options.max_steps), (ProviderKind::Api(Preset::OpenAi), 6));
-        let e = build_provider(&s, true).err().map(|e| e.to_string()).unwrap_or_default();
-        assert!(e.contains("timeout (project file /p/harness.toml) 0: give a positive number"), "{e}");
+        assert_eq!((s.timeout, s.model.as_deref()), (Some(std::time::Duration::from_secs(9)), Some("m")));
+    }
+
+    #[test]
+    fn a_limit_out_of_range_names_the_layer_that_gave_it() {
+        let mut config = LoadedConfig::default();
+        let table = toml::from_str("max_steps = 0\nmax_seconds = -1.0\n").unwrap();
+        config.layers.lay(table, &Source::Project("/p/harness.toml".into()));
+        let flags = Flags::try_parse_from(["harness", "--max-steps", "2"]).expect("valid flags");
+        let e = Settings::resolve(&flags.provider, &flags.limits, &config).err().map(|e| e.to_string());
+        assert_eq!(
+            e.as_deref(),
+            Some("max_seconds (project file /p/harness.toml) -1: give a positive number of seconds")
+        );
+        let flags = Flags::try_parse_from(["harness", "--max-seconds", "5"]).expect("valid flags");
+        let e = Settings::resolve(&flags.provider, &flags.limits, &config).err().map(|e| e.to_string());
+        assert_eq!(e.as_deref(), Some("max_steps (project file /p/harness.toml) must be at least 1"));
+        let e = settings(&["harness", "--max-repeats", "1"]).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.starts_with("--max-repeats 1 would reject every call"), "{e}");
+    }
+
+    #[test]
+    fn a_number_only_another_provider_reads_is_not_refused() {
+        let mut config = LoadedConfig::default();
+        config.layers.lay(
+            toml::from_str(
+                "timeout = 0
+",
+            )
+            .unwrap(),
+            &Source::User("/u/config.toml".into()),
+        );
+        let flags = Flags::try_parse_from(["harness"]).expect("valid flags");
+        let s = Settings::resolve(&flags.provider, &flags.limits, &config).unwrap();
+        assert_eq!((s.provider, s.timeout), (ProviderKind::Offline, None));
+    }
+
+    #[test]
+    fn a_bad_word_names_its_flag_or_its_variable_and_the_nearest_word() {
+        let e = settings(&["harness", "--provider", "opnai"]).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.starts_with("--provider \"opnai\": no such provider; did you mean openai?"), "{e}");
+        let e = settings(&["harness", "--reply-format", "hermez"]).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.starts_with("--reply-format \"hermez\": no such reply format; did you mean hermes?"), "{e}");
+        let mut config = LoadedConfig::default();
+        config.layers.lay(toml::from_str("router_mode = \"promt\"\n").unwrap(), &Source::Env("HARNESS_ROUTER_MODE"));
+        let flags = Flags::try_parse_from(["harness"]).expect("valid flags");
+        let e = Settings::resolve(&flags.provider, &flags.limits, &config).err().map(|e| e.to_string());
+        let e = e.unwrap_or_default();
+        assert!(e.starts_with("HARNESS_ROUTER_MODE=\"promt\": no such router mode; did you mean prompt?"), "{e}");
+    }
+
+    #[test]
+    fn the_tool_choice_is_typed_once() {
+        let s = settings(&["harness", "--tool-choice", "calc.add"]).unwrap();
+        assert_eq!(s.tool_choice, Some(ToolChoice::Tool("calc.add".to_owned())));
+        assert_eq!(settings(&["harness", "--tool-choice", "none"]).unwrap().tool_choice, Some(ToolChoice::None));
     }
 }

@@ -52,7 +52,7 @@ pub(crate) fn reply(command: ReplyCommand) -> Result<u8> {
 /// Reads the reply in `file` (or stdin) as `reply_format` says, the offered tools from `tools`,
 /// cut when `finish_reason` says so; prints what was read.
 fn read(tools: Option<&Path>, finish_reason: Option<&str>, reply_format: &str, file: Option<&Path>) -> Result<u8> {
-    let format: ReplyFormat = reply_format.parse().map_err(|e| CliError::Usage(format!("--reply-format: {e}")))?;
+    let format: ReplyFormat = crate::settings::reply_format_flag(reply_format)?;
     let tools = match tools {
         Some(path) => load_tools(path)?,
         None => Vec::new(),

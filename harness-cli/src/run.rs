@@ -120,14 +120,6 @@ impl TraceSink for Progress<'_> {
     }
 }
 
-/// `--max-outage`: `None` for 0 (no wait), else the longest outage waited out.
-pub(crate) fn outage_wait(seconds: f64) -> Result<Option<std::time::Duration>> {
-    if seconds == 0.0 {
-        return Ok(None);
-    }
-    crate::provider::seconds("--max-outage", seconds).map(Some)
-}
-
 /// Runs `harness run` with its resolved settings and returns the exit code.
 pub(crate) fn run(resolved: RunSettings) -> Result<u8> {
     let RunSettings {
@@ -152,7 +144,7 @@ pub(crate) fn run(resolved: RunSettings) -> Result<u8> {
         max_outage.unwrap_or_default(),
         std::sync::Arc::new(|said: &str| eprintln!("harness: {said}")),
     );
-    let waits = max_outage.is_some() && settings.values.retries != Some(0);
+    let waits = max_outage.is_some() && settings.retries != Some(0);
     let guarded = waits.then(|| harness_providers::Guarded::new(provider.as_ref(), &breaker));
     let provider = guarded.as_ref().map_or(provider.as_ref(), |g| g as &dyn harness_core::ModelProvider);
     let options = settings.options;

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use harness_config::{ConfigFile, check_permissions};
 
 use crate::Result;
-use crate::config::Config;
+use crate::config::{Config, LoadedConfig};
 use crate::error::CliError;
 use crate::provider::{LoopArgs, ProviderArgs};
 
@@ -26,7 +26,7 @@ pub(crate) use commands::{
     ServeSettings, ShowSettings,
 };
 pub(crate) use policy::approval_policy;
-pub(crate) use run::{Settings, batch_provider, reply_format, resumed_provider};
+pub(crate) use run::{ProviderKind, Settings, batch_provider, reply_format, reply_format_flag, resumed_provider};
 pub(crate) use tooling::{ProjectFile, ToolSettings, default_signature_policy};
 
 /// Where a setting's value came from.
@@ -287,6 +287,14 @@ fn words() -> Vec<(&'static str, &'static str, Vec<&'static str>)> {
     ]
 }
 
+/// What a word of `key` is and the words there are; a `[policy.tools]` value is a decision.
+fn words_of(key: &str) -> (&'static str, Vec<&'static str>) {
+    if key.starts_with("policy.tools.") {
+        return ("decision", vec!["allow", "ask", "deny"]);
+    }
+    words().into_iter().find(|(k, _, _)| *k == key).map_or(("value", Vec::new()), |(_, what, valid)| (what, valid))
+}
+
 /// Every key of [`words`] that `table` (of the file `path`) sets to a string is one of its
 /// words; `policy.tools`' values are decisions.
 fn check_words(table: &toml::Table, path: &str) -> std::result::Result<(), String> {
@@ -311,8 +319,34 @@ fn check_word(what: &str, value: &str, valid: &[&str]) -> std::result::Result<()
     if valid.contains(&value) {
         return Ok(());
     }
-    let near = nearest(value, valid).map(|n| format!("did you mean {n}? ")).unwrap_or_default();
-    Err(format!("no such {what}; {near}Use one of: {}", valid.join(", ")))
+    let all = valid.join(", ");
+    Err(match nearest(value, valid) {
+        Some(near) => format!("no such {what}; did you mean {near}? Use one of: {all}"),
+        None => format!("no such {what}; use one of: {all}"),
+    })
+}
+
+/// `text`, the value of `key` that `source` gave, as `parse` types it: the one place a word
+/// of the settings becomes its type. Else an error naming the key as its layer spells it (the
+/// flag, the variable, or the key and its file), the nearest valid word, and all of them.
+pub(crate) fn word<T>(
+    key: &str,
+    text: &str,
+    source: Option<&Source>,
+    parse: impl FnOnce(&str) -> Option<T>,
+) -> Result<T> {
+    if let Some(value) = parse(text) {
+        return Ok(value);
+    }
+    let (what, valid) = words_of(key);
+    // A word of the list that `parse` refuses is a list out of step with the type: still named.
+    let why = check_word(what, text, &valid).err().unwrap_or_else(|| format!("no such {what}"));
+    Err(CliError::Usage(match source {
+        Some(Source::Flag(flag)) => format!("{flag} {text:?}: {why}"),
+        Some(Source::Env(var)) => format!("{var}={text:?}: {why}; fix or unset the variable"),
+        Some(Source::User(path) | Source::Project(path)) => format!("{key} = {text:?} in {}: {why}", path.display()),
+        Some(Source::Default) | None => format!("{key} = {text:?}: {why}"),
+    }))
 }
 
 /// The `HARNESS_*` settings `env` gives, checked, as a layer with each value's variable.
@@ -339,7 +373,7 @@ fn env_value(key: &str, kind: Kind, text: &str) -> std::result::Result<toml::Val
     match kind {
         Kind::Text => Ok(toml::Value::String(text.to_owned())),
         Kind::Word => {
-            let (_, what, valid) = words().into_iter().find(|(k, _, _)| *k == key).unwrap_or(("", "word", Vec::new()));
+            let (what, valid) = words_of(key);
             check_word(what, text, &valid).map(|()| toml::Value::String(text.to_owned()))
         }
         Kind::Count => whole(u64::from(u32::MAX)),
@@ -391,18 +425,30 @@ pub(crate) fn flag_layer(p: &ProviderArgs, l: &LoopArgs) -> Vec<(toml::Table, So
 }
 
 /// The tool timeout, resolved once for plugins and MCP servers alike: `--tool-timeout`, else
-/// the configuration's `tool_timeout`; `None` when neither sets one. A value outside (0, 86400]
-/// seconds is a usage error naming the flag.
-pub(crate) fn tool_timeout(flag: Option<f64>, config: &Config) -> Result<Option<std::time::Duration>> {
-    match flag.or(config.tool_timeout) {
+/// the layers' `tool_timeout`; `None` when neither sets one. A value outside (0, 86400]
+/// seconds is a usage error naming the flag, or the key and the layer that gave it.
+pub(crate) fn tool_timeout(flag: Option<f64>, config: &LoadedConfig) -> Result<Option<std::time::Duration>> {
+    match flag.or(config.config.tool_timeout) {
         None => Ok(None),
         Some(secs) if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 => {
             Ok(Some(std::time::Duration::from_secs_f64(secs)))
         }
         Some(secs) => {
-            Err(CliError::Usage(format!("--tool-timeout {secs}: give a number of seconds between 0 and 86400")))
+            let named = match config.layers.sources.get("tool_timeout").filter(|_| flag.is_none()) {
+                Some(source) => format!("tool_timeout ({source})"),
+                None => "--tool-timeout".to_owned(),
+            };
+            Err(CliError::Usage(format!("{named} {secs}: give a number of seconds between 0 and 86400")))
         }
     }
+}
+
+/// Seconds of a setting named `named` (its flag, or its key and source), as a duration.
+pub(crate) fn seconds(named: &str, value: f64) -> Result<std::time::Duration> {
+    std::time::Duration::try_from_secs_f64(value)
+        .ok()
+        .filter(|d| !d.is_zero() && value <= 1e6)
+        .ok_or_else(|| CliError::Usage(format!("{named} {value}: give a positive number of seconds")))
 }
 
 /// What a setting nobody gives is: the libraries' own defaults, for `config show`.

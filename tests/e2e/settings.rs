@@ -152,6 +152,39 @@ fn a_bad_word_in_a_file_names_its_key_its_file_and_the_nearest_word() {
 }
 
 #[test]
+fn a_bad_word_of_each_layer_names_its_key_its_source_and_the_nearest_word() {
+    let s = Scratch::new();
+    let stderr = |env: &[(&str, &str)], args: &[&str]| {
+        let r = ran(s.harness().envs(env.iter().copied()).args(args));
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        r.stderr
+    };
+    let user = user_file(&s, "provider = \"opnai\"\n");
+    let e = stderr(&[], &["run", "x"]);
+    let expected = format!("provider = \"opnai\" in {}: no such provider; did you mean openai?", user.display());
+    assert!(e.contains(&expected), "{e}");
+    std::fs::remove_file(&user).unwrap();
+    s.write("harness.toml", "[isolation]\nmode = \"proces\"\n");
+    let e = stderr(&[], &["config", "show", "--config", "harness.toml"]);
+    let expected = "isolation.mode = \"proces\" in harness.toml: no such isolation mode; did you mean process?";
+    assert!(e.contains(expected), "{e}");
+    let e = stderr(&[("HARNESS_REPLY_FORMAT", "hermez")], &["run", "x"]);
+    assert!(e.contains("HARNESS_REPLY_FORMAT=\"hermez\": no such reply format; did you mean hermes?"), "{e}");
+    for (flag, value, near) in [
+        ("--provider", "opnai", "openai"),
+        ("--reply-format", "hermez", "hermes"),
+        ("--isolation", "proces", "process"),
+    ] {
+        let e = stderr(&[], &["run", "x", flag, value]);
+        assert!(e.contains(&format!("{flag} \"{value}\": no such ")), "{e}");
+        assert!(e.contains(&format!("did you mean {near}?")), "{e}");
+    }
+    // A word nowhere near any is named with all the words there are.
+    let e = stderr(&[], &["config", "show", "--provider", "gemini"]);
+    assert!(e.contains("--provider \"gemini\": no such provider; use one of: offline, scripted"), "{e}");
+}
+
+#[test]
 fn a_user_file_others_can_write_is_refused_with_the_fix() {
     use std::os::unix::fs::PermissionsExt;
     let s = Scratch::new();

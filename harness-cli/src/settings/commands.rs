@@ -75,7 +75,7 @@ impl RunSettings {
         run.options.inline_calls = true;
         // The process ends right after the run: the conversation is not freed piece by piece.
         run.options.exits_after = true;
-        let max_outage = crate::run::outage_wait(args.max_outage)?;
+        let max_outage = outage_wait(args.max_outage)?;
         let pending = resumed.as_ref().map(|r| r.pending_id.as_str());
         let policy = approval_policy(&args.policy, &config, pending)?;
         let tools = ToolSettings::resolve(&args.plugins, &config)?;
@@ -94,6 +94,14 @@ impl RunSettings {
             json: args.json,
         })
     }
+}
+
+/// `run --max-outage`: `None` for 0 (no wait), else the longest outage waited out.
+fn outage_wait(seconds: f64) -> Result<Option<Duration>> {
+    if seconds == 0.0 {
+        return Ok(None);
+    }
+    super::seconds("--max-outage", seconds).map(Some)
 }
 
 /// What `harness tools call` works from: the tool, its arguments, the policy and the tools.
@@ -312,7 +320,7 @@ impl BatchSettings {
                 args.progress_every
             )));
         }
-        let max_outage = crate::provider::seconds("--max-outage", args.max_outage)?;
+        let max_outage = super::seconds("--max-outage", args.max_outage)?;
         if !(args.retry_budget.is_finite() && args.retry_budget >= 0.0 && args.retry_budget <= 100.0) {
             return Err(CliError::Usage(format!(
                 "--retry-budget {}: give a share of the requests, from 0 (only the first 10 retries) to 100",
@@ -414,9 +422,7 @@ impl CheckSettings {
                 "--tool-timeout {secs}: give a number of seconds between 0 and 86400"
             )));
         }
-        let isolation = Isolation::parse(&args.isolation).ok_or_else(|| {
-            CliError::Usage(format!("--isolation {:?} is not a mode; use process or in-process", args.isolation))
-        })?;
+        let isolation = super::tooling::isolation_flag(&args.isolation)?;
         Ok(Self {
             file: args.file,
             json: args.json,

@@ -3,14 +3,15 @@
 
 use harness_core::{ApprovalPolicy, Decision, Effect};
 
+use super::word;
 use crate::Result;
 use crate::approve::PolicyArgs;
 use crate::config::LoadedConfig;
 use crate::error::CliError;
 
-fn decision(value: &str, source: &str) -> Result<Decision> {
-    Decision::parse(value)
-        .ok_or_else(|| CliError::Usage(format!("{source} = {value:?}: use \"allow\", \"ask\" or \"deny\"")))
+/// The decision `value` of `key`, named with the layer that gave it when it is none.
+fn decision(config: &LoadedConfig, key: &str, value: &str) -> Result<Decision> {
+    word(key, value, config.layers.sources.get(key), Decision::parse)
 }
 
 fn apply(policy: &mut ApprovalPolicy, target: &str, decision: Decision) {
@@ -32,7 +33,7 @@ pub(crate) fn approval_policy(args: &PolicyArgs, config: &LoadedConfig, skip: Op
         (Effect::Network, &file.network),
     ] {
         if let Some(v) = value {
-            policy.set_class(effect, decision(v, &format!("{name}: policy.{}", effect.as_str()))?);
+            policy.set_class(effect, decision(config, &format!("policy.{}", effect.as_str()), v)?);
         }
     }
     for (tool, value) in &file.tools {
@@ -41,7 +42,7 @@ pub(crate) fn approval_policy(args: &PolicyArgs, config: &LoadedConfig, skip: Op
                 "{name}: [policy.tools] {tool:?}: name a tool as \"plugin.tool\" or \"mcp_server.tool\""
             )));
         }
-        policy.set_tool(tool, decision(value, &format!("{name}: policy.tools.{tool:?}"))?);
+        policy.set_tool(tool, decision(config, &format!("policy.tools.{tool}"), value)?);
     }
     for (list, d) in [(&args.allow, Decision::Allow), (&args.ask, Decision::Ask), (&args.deny, Decision::Deny)] {
         for target in list.iter().filter(|t| Some(t.as_str()) != skip) {

@@ -12,8 +12,9 @@ use harness_loader::isolation::Isolation;
 use harness_loader::{PluginSettings, Publisher, SignaturePolicy};
 use harness_mcp::McpServerConfig;
 
+use super::{Source, word};
 use crate::Result;
-use crate::config::LoadedConfig;
+use crate::config::{IsolationConfig, LoadedConfig};
 use crate::discovery::{PluginArgs, user_plugin_dir};
 use crate::error::CliError;
 
@@ -109,20 +110,14 @@ impl ToolSettings {
             configs.insert(plugin.clone(), value);
             sections.insert(plugin.clone(), settings);
         }
-        let isolation = isolation_mode(args.isolation.as_deref(), "--isolation")?;
-        let config_isolation =
-            isolation_mode(file.isolation.as_ref().and_then(|i| i.mode()), &format!("{name}: isolation"))?;
-        let tool_timeout = super::tool_timeout(args.tool_timeout, file)?;
-        let require_full_enforcement = match file.isolation.as_ref().and_then(|i| i.require()) {
-            _ if args.require_enforcement => true,
-            None | Some("best-effort") => false,
-            Some("full") => true,
-            Some(other) => {
-                return Err(CliError::Usage(format!(
-                    "{name}: [isolation] require = {other:?} is not a level; use \"full\" or \"best-effort\""
-                )));
-            }
-        };
+        let isolation = args.isolation.as_deref().map(isolation_flag).transpose()?;
+        let config_isolation = isolation_of(config)?;
+        let tool_timeout = super::tool_timeout(args.tool_timeout, config)?;
+        let require = file.isolation.as_ref().and_then(|i| i.require());
+        let sources = &config.layers.sources;
+        let required =
+            require.map(|r| word("isolation.require", r, sources.get("isolation.require"), full)).transpose()?;
+        let require_full_enforcement = args.require_enforcement || required.unwrap_or(false);
         let dirs = plugin_dirs(args, config)?;
         Ok(Self {
             dirs,
@@ -157,13 +152,29 @@ fn effects(names: &[String], source: &str) -> Result<Vec<Effects>> {
         .collect()
 }
 
-/// Parses an isolation mode given at `at`.
-fn isolation_mode(name: Option<&str>, at: &str) -> Result<Option<Isolation>> {
-    name.map(|name| {
-        Isolation::parse(name)
-            .ok_or_else(|| CliError::Usage(format!("{at} {name:?} is not a mode; use in-process or process")))
-    })
-    .transpose()
+/// `--isolation`, as every command that loads plugins takes it.
+pub(crate) fn isolation_flag(mode: &str) -> Result<Isolation> {
+    word("isolation", mode, Some(&Source::Flag("--isolation")), Isolation::parse)
+}
+
+/// The layers' default isolation mode (`isolation`, or `[isolation] mode`), when one is set.
+fn isolation_of(config: &LoadedConfig) -> Result<Option<Isolation>> {
+    let key = match &config.config.isolation {
+        None => return Ok(None),
+        Some(IsolationConfig::Mode(_)) => "isolation",
+        Some(IsolationConfig::Table(_)) => "isolation.mode",
+    };
+    let mode = config.config.isolation.as_ref().and_then(IsolationConfig::mode);
+    mode.map(|mode| word(key, mode, config.layers.sources.get(key), Isolation::parse)).transpose()
+}
+
+/// `[isolation] require`: whether only plugins the kernel confines in full are offered.
+fn full(level: &str) -> Option<bool> {
+    match level {
+        "full" => Some(true),
+        "best-effort" => Some(false),
+        _ => None,
+    }
 }
 
 /// The plugin search directories in priority order: `--plugins-dir`, `HARNESS_PLUGIN_PATH`,
@@ -225,7 +236,9 @@ mod tests {
 
     fn resolve(argv: &[&str], file: &str) -> Result<ToolSettings> {
         let flags = Flags::try_parse_from(argv).expect("valid flags");
-        let config = LoadedConfig { config: toml::from_str(file).expect("a valid file"), ..LoadedConfig::default() };
+        let mut config = LoadedConfig::default();
+        config.layers.lay(toml::from_str(file).expect("a valid file"), &Source::Project("/p/h.toml".into()));
+        config.config = config.layers.config()?;
         ToolSettings::resolve(&flags.plugins, &config)
     }
 
@@ -246,12 +259,23 @@ mod tests {
     #[test]
     fn a_bad_value_names_its_flag_or_its_key() {
         let e = resolve(&["h", "--no-default-plugins", "--isolation", "proces"], "").err().map(|e| e.to_string());
-        assert!(e.as_deref().is_some_and(|e| e.contains("--isolation \"proces\" is not a mode")), "{e:?}");
+        let expected = "--isolation \"proces\": no such isolation mode; did you mean process?";
+        assert!(e.as_deref().is_some_and(|e| e.starts_with(expected)), "{e:?}");
+        let e = resolve(&["h", "--no-default-plugins"], "isolation = \"in-proces\"\n").err().map(|e| e.to_string());
+        let expected = "isolation = \"in-proces\" in /p/h.toml: no such isolation mode; did you mean in-process?";
+        assert!(e.as_deref().is_some_and(|e| e.starts_with(expected)), "{e:?}");
         let file = "[isolation]\nrequire = \"ful\"\n";
         let e = resolve(&["h", "--no-default-plugins"], file).err().map(|e| e.to_string());
-        assert!(e.as_deref().is_some_and(|e| e.contains("[isolation] require = \"ful\" is not a level")), "{e:?}");
-        assert!(
-            resolve(&["h", "--no-default-plugins", "--require-enforcement"], file).unwrap().require_full_enforcement
-        );
+        let expected = "isolation.require = \"ful\" in /p/h.toml: no such enforcement level; did you mean full?";
+        assert!(e.as_deref().is_some_and(|e| e.starts_with(expected)), "{e:?}");
+        let e = resolve(&["h", "--no-default-plugins"], "tool_timeout = 0\n").err().map(|e| e.to_string());
+        let expected = "tool_timeout (project file /p/h.toml) 0: give a number of seconds";
+        assert!(e.as_deref().is_some_and(|e| e.starts_with(expected)), "{e:?}");
+        let e = resolve(&["h", "--no-default-plugins", "--tool-timeout", "0"], "").err().map(|e| e.to_string());
+        assert!(e.as_deref().is_some_and(|e| e.starts_with("--tool-timeout 0: give")), "{e:?}");
+        let file = "[isolation]\nrequire = \"best-effort\"\n";
+        assert!(!resolve(&["h", "--no-default-plugins"], file).unwrap().require_full_enforcement);
+        let flagged = resolve(&["h", "--no-default-plugins", "--require-enforcement"], file).unwrap();
+        assert!(flagged.require_full_enforcement);
     }
 }
