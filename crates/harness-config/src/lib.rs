@@ -29,9 +29,7 @@ mod trust;
 
 pub use file::{ConfigFile, sha256_hex};
 pub use lock::{LockEntry, ToolLock};
-pub use permissions::check_permissions;
-#[cfg(windows)]
-pub use permissions::judge_windows_acl;
+pub use permissions::{Exposure, check_permissions, exposure};
 pub use trust::{TrustStatus, TrustStore};
 
 /// A per-user base directory as the XDG convention finds it: `$<xdg_var>` when set and

@@ -13,61 +13,79 @@ mod windows;
 
 use crate::ConfigError;
 
-/// Checks `canonical` (a canonical path) and every directory above it.
+/// How a path breaks the owner and mode rule: the one definition of the rule, which plugin
+/// files (harness-loader) are held to as well as configuration files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exposure {
+    /// Owned by the user of this id, neither the current user nor root.
+    ForeignOwner(u32),
+    /// Writable by others, and not a directory with the sticky bit.
+    Writable {
+        /// Who could write it, as messages name them: `everyone` or `its group`.
+        writers: &'static str,
+    },
+    /// Windows: its owner or its access list lets someone else change it; the reason with its fix.
+    AccessList(String),
+}
+
+/// Whether `p`, whose metadata (followed through links) is `meta`, could be changed by
+/// someone other than the operator: on Unix, owned by neither the current user nor root, or
+/// writable by group or others (unless a directory with the sticky bit); on Windows, its
+/// owner and access list. Only `p` itself: callers walk the directories above it.
 #[cfg(unix)]
-pub fn check_permissions(canonical: &Path) -> Result<(), ConfigError> {
+pub fn exposure(_p: &Path, meta: &std::fs::Metadata) -> Option<Exposure> {
     use std::os::unix::fs::MetadataExt;
-    let refuse = |reason: String| ConfigError::Insecure { file: canonical.to_owned(), reason };
     // SAFETY: geteuid has no preconditions and cannot fail.
     let me = unsafe { libc::geteuid() };
-    let mut at = Some(canonical);
-    while let Some(p) = at {
-        let meta = std::fs::metadata(p).map_err(|e| refuse(format!("cannot check {}: {e}", p.display())))?;
-        let mode = meta.mode();
-        let sticky_dir = meta.is_dir() && mode & 0o1000 != 0;
-        if meta.uid() != me && meta.uid() != 0 {
-            return Err(refuse(format!(
-                "{} is owned by user {}, neither you nor root; chown it to yourself",
-                p.display(),
-                meta.uid()
-            )));
-        }
-        if mode & 0o022 != 0 && !sticky_dir {
-            return Err(refuse(format!(
-                "{} is writable by {}, who could change what the harness runs; run chmod go-w {}",
-                p.display(),
-                if mode & 0o002 != 0 { "everyone" } else { "its group" },
-                p.display()
-            )));
-        }
-        at = p.parent();
+    let mode = meta.mode();
+    let sticky_dir = meta.is_dir() && mode & 0o1000 != 0;
+    if meta.uid() != me && meta.uid() != 0 {
+        return Some(Exposure::ForeignOwner(meta.uid()));
     }
-    Ok(())
+    if mode & 0o022 != 0 && !sticky_dir {
+        let writers = if mode & 0o002 != 0 { "everyone" } else { "its group" };
+        return Some(Exposure::Writable { writers });
+    }
+    None
 }
 
-/// Windows: the file and every directory above it owned by you, Administrators, SYSTEM or
-/// TrustedInstaller, and writable by none of Everyone, Users and Authenticated Users.
+/// Windows: the owner and access list (the `windows` module).
 #[cfg(windows)]
-pub fn check_permissions(canonical: &Path) -> Result<(), ConfigError> {
-    let mut at = Some(canonical);
-    while let Some(p) = at {
-        let is_dir = p.is_dir();
-        windows::judge(p, is_dir).map_err(|reason| ConfigError::Insecure { file: canonical.to_owned(), reason })?;
-        at = p.parent();
-    }
-    Ok(())
-}
-
-/// Why `p` alone (a directory when `is_dir`) could be changed by someone other than the
-/// operator on Windows, if it could: its owner or its access list, with the fix.
-#[cfg(windows)]
-pub fn judge_windows_acl(p: &Path, is_dir: bool) -> Result<(), String> {
-    windows::judge(p, is_dir)
+pub fn exposure(p: &Path, meta: &std::fs::Metadata) -> Option<Exposure> {
+    windows::judge(p, meta.is_dir()).err().map(Exposure::AccessList)
 }
 
 /// Other platforms: no check (their permission models differ); documented in docs/security.md.
 #[cfg(not(any(unix, windows)))]
-pub fn check_permissions(_: &Path) -> Result<(), ConfigError> {
+pub fn exposure(_: &Path, _: &std::fs::Metadata) -> Option<Exposure> {
+    None
+}
+
+/// Checks `canonical` (a canonical path) and every directory above it.
+pub fn check_permissions(canonical: &Path) -> Result<(), ConfigError> {
+    let refuse = |reason: String| ConfigError::Insecure { file: canonical.to_owned(), reason };
+    let mut at = Some(canonical);
+    while let Some(p) = at {
+        let meta = std::fs::metadata(p).map_err(|e| refuse(format!("cannot check {}: {e}", p.display())))?;
+        match exposure(p, &meta) {
+            None => {}
+            Some(Exposure::ForeignOwner(uid)) => {
+                return Err(refuse(format!(
+                    "{} is owned by user {uid}, neither you nor root; chown it to yourself",
+                    p.display()
+                )));
+            }
+            Some(Exposure::Writable { writers }) => {
+                return Err(refuse(format!(
+                    "{} is writable by {writers}, who could change what the harness runs; run chmod go-w {}",
+                    p.display(),
+                    p.display()
+                )));
+            }
+            Some(Exposure::AccessList(reason)) => return Err(refuse(reason)),
+        }
+        at = p.parent();
+    }
     Ok(())
 }
 
