@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use harness_trace::{Ending, Status, Trace, brief, cut, printable};
+use harness_trace::{Ending, StepStatus as Status, Trace, brief, cut, printable};
 use serde_json::Value;
 
 use super::human_us;
