@@ -205,7 +205,8 @@ impl Discovery {
     }
 }
 
-/// The core's effect class of a declared effect, for the approval policy.
+/// The core's effect class of a declared effect, for the approval policy: the one border
+/// between the ABI's `Effects` (the plugin's side) and the core's `Effect` (the host's).
 fn effect_class(effects: Effects) -> harness_core::Effect {
     match effects {
         Effects::Pure => harness_core::Effect::Pure,
@@ -226,5 +227,20 @@ pub(crate) struct Hosts(pub(crate) HashMap<String, BTreeMap<Effects, Arc<dyn Too
 impl std::fmt::Debug for Hosts {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_set().entries(self.0.keys()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_declared_effect_becomes_the_core_class_of_the_same_name() {
+        let declared = [Effects::Pure, Effects::Reads, Effects::Writes, Effects::Network];
+        let classes: Vec<harness_core::Effect> = declared.iter().map(|&e| effect_class(e)).collect();
+        assert_eq!(classes, harness_core::Effect::ALL, "the core's classes in the ABI's order");
+        for e in declared {
+            assert_eq!(effect_class(e).as_str(), e.as_str());
+        }
     }
 }
