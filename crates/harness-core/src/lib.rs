@@ -53,7 +53,7 @@ pub use provider::{
 };
 pub use registry::{
     CompiledSchema, EXTERNAL_REF_REFUSED, FINISH, RegisteredTool, RegistryError, ToolDefinition, ToolExample,
-    ToolFailure, ToolHandler, ToolRegistry, ToolSource, compile_schema, prepare_schema_compiler,
+    ToolFailure, ToolHandler, ToolRegistry, ToolSource, ToolSpec, compile_schema, prepare_schema_compiler,
 };
 /// How to read one reply, with the registry's tool definitions as the tools offered.
 pub type ReadOptions<'a> = harness_reply::ReadOptions<'a, ToolDefinition>;

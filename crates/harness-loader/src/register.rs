@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use harness_abi::manifest::Effects;
 
-use harness_core::{ToolDefinition, ToolExample, ToolHandler, ToolRegistry, ToolSource};
+use harness_core::{ToolDefinition, ToolExample, ToolHandler, ToolRegistry, ToolSource, ToolSpec};
 use serde_json::Value;
 
 use crate::discover::{Discovery, LoadedPlugin};
@@ -177,28 +177,17 @@ impl Discovery {
                 };
                 let Some(handler) = handlers.get(&tool.effects) else { continue };
                 // Compiled when the manifest was checked: registered as they are, not compiled again.
-                let registered = match schemas {
-                    Some(s) => registry.register_compiled(definition, s.parameters.clone(), handler.clone()),
-                    None => registry.register(definition, handler.clone()),
+                let spec = ToolSpec {
+                    parameters: schemas.map(|s| s.parameters.clone()),
+                    output: tool.output.clone(),
+                    output_compiled: schemas.and_then(|s| s.output.clone()),
+                    effect: Some(effect_class(tool.effects)),
+                    timeout: timeouts.of(&tool.name),
+                    ..ToolSpec::new(definition, handler.clone())
                 };
-                if let Err(e) = registered {
-                    problems.push(format!("plugin {}: {e}", manifest.name));
-                    continue;
-                }
-                let output = match (schemas.and_then(|s| s.output.clone()), &tool.output) {
-                    (Some(compiled), Some(output)) if compiled.source() == output => {
-                        registry.set_compiled_output_schema(&tool.name, compiled)
-                    }
-                    (_, Some(output)) => registry.set_output_schema(&tool.name, output),
-                    (_, None) => Ok(()),
-                };
-                if let Err(e) = output {
+                if let Err(e) = registry.register(spec) {
                     problems.push(format!("plugin {}: {e}", manifest.name));
                 }
-                if let Some(limit) = timeouts.of(&tool.name) {
-                    registry.set_timeout(&tool.name, limit);
-                }
-                registry.set_effect(&tool.name, effect_class(tool.effects));
             }
         }
         problems
