@@ -134,7 +134,7 @@ pub(crate) fn run(mut args: RunArgs) -> Result<u8> {
     }
     // The first schema compile builds jsonschema's metaschema validator (most of a start-up's
     // work): started now, it overlaps reading the configuration, the script and the plugins.
-    harness_core::prepare_schema_compiler();
+    harness_loader::prepare_schema_compiler();
     let config = LoadedConfig::load(args.plugins.config.as_deref())?;
     let resumed = match &args.resume {
         Some(path) => Some(resumable(path, &args)?),

@@ -220,15 +220,16 @@ pub fn compile_schema(schema: &Value) -> Result<jsonschema::Validator, String> {
     jsonschema::options().with_retriever(RefuseExternal).build(schema).map_err(|e| e.to_string())
 }
 
-/// A schema's validator: compiled already, or being compiled on the schema thread.
+/// A schema's validator: compiled already, or compiled at its first use (or ahead of it, by
+/// whoever warms it: harness-loader's schema warm-up thread).
 struct Deferred {
     source: Value,
     cell: std::sync::OnceLock<Result<Arc<jsonschema::Validator>, String>>,
 }
 
 impl Deferred {
-    /// The validator; compiles it here when the schema thread has not (yet). A caller that
-    /// comes while the schema thread compiles it waits for that compile, never runs a second.
+    /// The validator; compiles it here when no one has (yet). A caller that comes while
+    /// another thread compiles it waits for that compile, never runs a second.
     fn get(&self) -> Result<&jsonschema::Validator, &str> {
         match self.cell.get_or_init(|| compile_schema(&self.source).map(Arc::new)) {
             Ok(v) => Ok(v),
@@ -253,14 +254,24 @@ impl CompiledSchema {
     }
 
     /// A schema already known to compile with this build (the built-in `finish`'s, or a
-    /// plugin's that compiled when its unchanged file was admitted before), compiled on the
-    /// schema thread: no start-up waits for it, only the first check of a value, if it comes
-    /// before the compile is done. Should it not compile after all, every check of a value
-    /// against it fails, saying so.
+    /// plugin's that compiled when its unchanged file was admitted before), compiled at its
+    /// first use, or before by [`compile_ahead`](Self::compile_ahead) on another thread: no
+    /// start-up waits for it. Should it not compile after all, every check of a value against
+    /// it fails, saying so.
     pub fn deferred(schema: &Value) -> Self {
-        let validator = Arc::new(Deferred { source: schema.clone(), cell: std::sync::OnceLock::new() });
-        schema_thread::queue(validator.clone());
-        Self { validator }
+        Self { validator: Arc::new(Deferred { source: schema.clone(), cell: std::sync::OnceLock::new() }) }
+    }
+
+    /// Compiles a deferred schema now, unless it is compiled already (or being compiled: then
+    /// this waits for that compile). For a warm-up thread, so that its first use does not.
+    pub fn compile_ahead(&self) {
+        let _ = self.validator.get();
+    }
+
+    /// Whether the schema is compiled (or known not to compile): false for a deferred one
+    /// not used, nor compiled ahead, yet.
+    pub fn is_compiled(&self) -> bool {
+        self.validator.cell.get().is_some()
     }
 
     /// The schema document it was compiled from.
@@ -287,53 +298,6 @@ impl std::fmt::Debug for CompiledSchema {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CompiledSchema").field("source", &self.validator.source).finish_non_exhaustive()
     }
-}
-
-/// The schema thread: it builds jsonschema's metaschema validator, which the first compile in
-/// a process needs (about 70 % of a start-up's instructions), then compiles deferred schemas
-/// in the order they came, so that neither is on the way to a run's first model request.
-mod schema_thread {
-    use std::sync::mpsc::{Sender, channel};
-    use std::sync::{Arc, OnceLock};
-
-    use super::{Deferred, compile_schema};
-
-    static QUEUE: OnceLock<Option<Sender<Arc<Deferred>>>> = OnceLock::new();
-
-    /// Starts the thread, once; `None` when it cannot start (then each schema compiles at
-    /// its first use, as without the thread).
-    pub(super) fn start() -> Option<&'static Sender<Arc<Deferred>>> {
-        QUEUE
-            .get_or_init(|| {
-                let (tx, rx) = channel::<Arc<Deferred>>();
-                let creator_cpu = crate::placement::current_cpu();
-                let spawned = std::thread::Builder::new().name("schema-warmup".into()).spawn(move || {
-                    // Off the starting thread's CPU first, or that thread may wait for the
-                    // metaschema build below (crate::placement).
-                    let _ = crate::placement::leave_cpu(creator_cpu);
-                    let _ = compile_schema(&serde_json::json!({ "type": "object" }));
-                    for deferred in rx {
-                        let _ = deferred.get();
-                    }
-                });
-                spawned.ok().map(|_| tx)
-            })
-            .as_ref()
-    }
-
-    /// Hands `deferred` to the thread; if there is none, its first use compiles it.
-    pub(super) fn queue(deferred: Arc<Deferred>) {
-        if let Some(tx) = start() {
-            let _ = tx.send(deferred);
-        }
-    }
-}
-
-/// Starts the schema thread (see [`CompiledSchema::deferred`]), which first builds
-/// jsonschema's metaschema validator, so that this overlaps whatever the caller does before
-/// its first compile. Cheap to call more than once.
-pub fn prepare_schema_compiler() {
-    let _ = schema_thread::start();
 }
 
 /// `compiled` when it was compiled from `schema`, else `schema` compiled now.
@@ -366,7 +330,8 @@ impl ToolRegistry {
             source: ToolSource::Builtin,
         };
         // The built-in schema is a constant that compiles (a test holds it to that): it is
-        // compiled on the schema thread, not on the way to the first model request.
+        // compiled ahead on a warm-up thread (harness-loader's), not on the way to the first
+        // model request.
         let validator = CompiledSchema::deferred(&finish.parameters).validator;
         registry.insert(finish, Compiled { validator, output: None, effect: None, handler: None, timeout: None });
         registry
@@ -408,6 +373,13 @@ impl ToolRegistry {
         self.index.insert(definition.name.clone(), self.definitions.len());
         self.definitions.push(definition);
         self.compiled.push(compiled);
+    }
+
+    /// Every schema of the registry not compiled yet (the built-in `finish`'s, a cached
+    /// plugin's), for a warm-up thread to compile ahead of its first use.
+    pub fn uncompiled_schemas(&self) -> Vec<CompiledSchema> {
+        let all = self.compiled.iter().flat_map(|c| std::iter::once(&c.validator).chain(c.output.as_ref()));
+        all.map(|v| CompiledSchema { validator: Arc::clone(v) }).filter(|s| !s.is_compiled()).collect()
     }
 
     /// Every tool, `finish` first.
@@ -748,6 +720,17 @@ mod tests {
         r.register(tool).unwrap();
         let t = r.get("t").unwrap();
         assert_eq!((t.effect, t.timeout), (Some(crate::approval::Effect::Reads), Some(limit)));
+    }
+
+    #[test]
+    fn deferred_schemas_are_listed_until_compiled_ahead() {
+        let mut r = ToolRegistry::new();
+        r.register(ToolSpec::new(def("t", json!({"type": "object"})), Arc::new(Echo))).unwrap();
+        let pending = r.uncompiled_schemas();
+        assert_eq!(pending.len(), 1, "only finish's schema waits: t's compiled at registration");
+        assert_eq!(pending[0].source(), &r.get(FINISH).unwrap().definition.parameters);
+        pending[0].compile_ahead();
+        assert!(r.uncompiled_schemas().is_empty());
     }
 
     #[test]

@@ -374,7 +374,7 @@ struct Taken {
 pub fn discover(options: &DiscoveryOptions) -> Discovery {
     // Checking the first manifest needs jsonschema's metaschema validator: it is built while
     // the files are listed and probed, not after.
-    harness_core::prepare_schema_compiler();
+    crate::schema_warmup::prepare_schema_compiler();
     let mut found = Discovery { options: options.clone(), ..Discovery::default() };
     found.cache = options.cache_dir.as_deref().filter(|_| options.host_command.is_some()).and_then(|dir| {
         Cache::open(dir)

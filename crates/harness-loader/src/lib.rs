@@ -19,6 +19,7 @@
 #![deny(missing_docs)]
 
 mod cache;
+mod cpu_affinity;
 mod discover;
 pub mod guarded;
 mod handler;
@@ -31,6 +32,7 @@ mod permissions;
 mod placement;
 mod preflight;
 mod register;
+mod schema_warmup;
 mod settings;
 mod signature;
 
@@ -43,5 +45,6 @@ pub use library::{
 pub use options::{DiscoveryOptions, ToolState};
 pub use permissions::check_plugin_file;
 pub use placement::Placement;
+pub use schema_warmup::prepare_schema_compiler;
 pub use settings::{PluginSettings, RESERVED_KEYS, Timeouts};
 pub use signature::{Publisher, SignaturePolicy, check_signature, read_signature, signature_path};

@@ -190,6 +190,8 @@ impl Discovery {
                 }
             }
         }
+        // The built-in `finish`'s schema too, before the first model request.
+        crate::schema_warmup::compile_ahead(registry);
         problems
     }
 }
