@@ -26,7 +26,7 @@ use crate::wiring::{
     LoopArgs, ProviderArgs, ProviderKind, Settings, build_budgeted_provider, check_tool_choice, note_ignored_settings,
     run_about, runtime, script_path, seconds,
 };
-use progress::{Progress, human_ms, human_secs};
+use progress::{BatchProgress, human_ms, human_secs};
 
 const EXIT_CODES: &str = "\
 Exit codes (when several apply, the first of 6, 5, 4):
@@ -309,7 +309,8 @@ fn run_batch(args: BatchArgs, requests: &Path, out_path: &Path) -> Result<u8> {
     let batch = Arc::new(batch);
     let to_run = todo.len();
     let concurrency = usize::from(args.concurrency).min(todo.len());
-    let mut progress = Progress::new(todo.len(), Duration::from_secs_f64(args.progress_every), crate::log::quiet());
+    let mut progress =
+        BatchProgress::new(todo.len(), Duration::from_secs_f64(args.progress_every), crate::log::quiet());
     let threads = std::thread::available_parallelism().map_or(1, usize::from).min(concurrency).max(1);
     let rt = runtime(threads)?;
     let ran = rt.block_on(batch.clone().run(todo, concurrency, &mut out, &mut progress));

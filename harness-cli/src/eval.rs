@@ -14,7 +14,7 @@ use harness_eval::{EvalError, Outcome, Report, Task};
 use harness_providers::{Breaker, RetryBudget};
 
 use crate::Result;
-use crate::batch::progress::Progress;
+use crate::batch::progress::BatchProgress;
 use crate::config::LoadedConfig;
 use crate::error::CliError;
 use crate::setup::PluginArgs;
@@ -171,7 +171,7 @@ fn run_tasks(args: &EvalArgs, tasks: &[Task]) -> Result<HashMap<String, Outcome>
 /// The batch itself, with progress on stderr.
 fn run_batch(batch: Arc<Batch>, plan: harness_batch::Plan, args: &EvalArgs, out: &mut ResultsFile) -> Result<()> {
     let concurrency = usize::from(args.concurrency).min(plan.todo.len()).max(1);
-    let mut progress = Progress::new(plan.todo.len(), Duration::from_secs(10), crate::log::quiet());
+    let mut progress = BatchProgress::new(plan.todo.len(), Duration::from_secs(10), crate::log::quiet());
     let threads = std::thread::available_parallelism().map_or(1, usize::from).min(concurrency).max(1);
     let rt = runtime(threads)?;
     let ran = rt.block_on(batch.clone().run(plan.todo, concurrency, out, &mut progress));

@@ -208,7 +208,7 @@ fn files(options: &DiscoveryOptions, found: &mut Discovery) -> Vec<Listed> {
             if !seen_paths.insert(path.clone()) || identity.is_some_and(|id| !seen_files.insert(id.file())) {
                 continue;
             }
-            if let Err(why) = crate::permissions::check(&path, &meta, &mut safe_dirs) {
+            if let Err(why) = crate::trusted_path::check(&path, &meta, &mut safe_dirs) {
                 if !options.allow_insecure {
                     found.skipped.push(Skipped { path, reason: format!("insecure: {why}"), detail: None });
                     continue;

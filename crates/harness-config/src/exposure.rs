@@ -1,6 +1,8 @@
-//! Refuses a configuration file that someone other than the operator could have changed.
+//! Whether someone other than the operator could have changed a file ([`exposure`], the one
+//! definition of the rule, which plugin files are held to as well), and the refusal of a
+//! configuration file that breaks it ([`check_permissions`]).
 //!
-//! The rule plugin files already follow (and OpenSSH's for key files): the file and every
+//! The rule is OpenSSH's for key files: the file and every
 //! directory above it are owned by the current user or root and not writable by group or
 //! others, except a directory with the sticky bit (like `/tmp`), where others cannot rename or
 //! remove what is not theirs. On Windows the same rule reads the owner and the access list
