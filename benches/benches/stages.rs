@@ -19,7 +19,7 @@ use divan::counter::ItemsCount;
 use harness_bench as fixtures;
 use harness_core::{
     ModelProvider, ReadOptions, ReplyFormat, RouterRequest, RunOptions, StepStatus, ToolChoice, ToolDefinition,
-    ToolFailure, ToolHandler, ToolRegistry, ToolSource, TraceEntry, TraceSink, TraceWriter, read_reply,
+    ToolFailure, ToolHandler, ToolRegistry, ToolSource, ToolSpec, TraceEntry, TraceSink, TraceWriter, read_reply,
 };
 use harness_loader::isolation::confine::{Confinement, EffectSet, Grants};
 use harness_loader::isolation::{HostCommand, ProcessHandler};
@@ -101,7 +101,9 @@ fn calc_registry() -> ToolRegistry {
     let calc = PLUGINS.calc.clone();
     let mut registry = ToolRegistry::new();
     let definition = plugin_definition(&calc, "calculate");
-    registry.register(definition, Arc::new(PluginHandler::new(calc, max_result_bytes()))).expect("calculate registers");
+    registry
+        .register(ToolSpec::new(definition, Arc::new(PluginHandler::new(calc, max_result_bytes()))))
+        .expect("calculate registers");
     registry
 }
 
@@ -110,7 +112,7 @@ fn calc_registry() -> ToolRegistry {
 fn noop_registry() -> ToolRegistry {
     let mut registry = ToolRegistry::new();
     let definition = plugin_definition(&PLUGINS.calc, "calculate");
-    registry.register(definition, Arc::new(Noop)).expect("calculate registers");
+    registry.register(ToolSpec::new(definition, Arc::new(Noop))).expect("calculate registers");
     registry
 }
 
@@ -218,7 +220,7 @@ mod validate {
             examples: Vec::new(),
             source: ToolSource::Builtin,
         };
-        registry.register(definition, Arc::new(Noop)).expect("the schema compiles");
+        registry.register(ToolSpec::new(definition, Arc::new(Noop))).expect("the schema compiles");
         registry
     }
 

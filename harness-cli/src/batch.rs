@@ -25,7 +25,7 @@ use crate::provider::{
 };
 use crate::settings::{BatchJob, BatchSettings, ProviderKind, Settings};
 use crate::tools::{Tools, Wants};
-use progress::{Progress, human_ms, human_secs};
+use progress::{BatchProgress, human_ms, human_secs};
 
 const EXIT_CODES: &str = "\
 Exit codes (when several apply, the first of 6, 5, 4):
@@ -285,7 +285,7 @@ fn run_batch(resolved: BatchSettings) -> Result<u8> {
     let batch = Arc::new(batch);
     let to_run = todo.len();
     let concurrency = usize::from(concurrency).min(todo.len());
-    let mut progress = Progress::new(todo.len(), Duration::from_secs_f64(progress_every), crate::log::quiet());
+    let mut progress = BatchProgress::new(todo.len(), Duration::from_secs_f64(progress_every), crate::log::quiet());
     let threads = std::thread::available_parallelism().map_or(1, usize::from).min(concurrency).max(1);
     let rt = runtime(threads)?;
     let ran = rt.block_on(batch.clone().run(todo, concurrency, &mut out, &mut progress));

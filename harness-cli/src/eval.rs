@@ -14,7 +14,7 @@ use harness_eval::{EvalError, Outcome, Report, Task};
 use harness_providers::{Breaker, RetryBudget};
 
 use crate::Result;
-use crate::batch::progress::Progress;
+use crate::batch::progress::BatchProgress;
 use crate::discovery::PluginArgs;
 use crate::error::CliError;
 use crate::provider::{LoopArgs, ProviderArgs, check_tool_choice, run_about, runtime};
@@ -161,7 +161,7 @@ fn run_tasks(tasks_file: &Path, args: EvalRuns, tasks: &[Task]) -> Result<HashMa
 /// The batch itself, with progress on stderr.
 fn run_batch(batch: Arc<Batch>, plan: harness_batch::Plan, concurrency: u16, out: &mut ResultsFile) -> Result<()> {
     let concurrency = usize::from(concurrency).min(plan.todo.len()).max(1);
-    let mut progress = Progress::new(plan.todo.len(), Duration::from_secs(10), crate::log::quiet());
+    let mut progress = BatchProgress::new(plan.todo.len(), Duration::from_secs(10), crate::log::quiet());
     let threads = std::thread::available_parallelism().map_or(1, usize::from).min(concurrency).max(1);
     let rt = runtime(threads)?;
     let ran = rt.block_on(batch.clone().run(plan.todo, concurrency, out, &mut progress));

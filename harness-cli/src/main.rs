@@ -157,7 +157,7 @@ fn main() -> ExitCode {
             // The first schema compile builds jsonschema's metaschema validator (most of a
             // start-up's work): started now, it overlaps reading the configuration, the script
             // and the plugins.
-            harness_core::prepare_schema_compiler();
+            harness_loader::prepare_schema_compiler();
             settings::RunSettings::resolve(*args).and_then(run::run)
         }
         Command::Plugins { command } => plugins::plugins(command),

@@ -43,7 +43,10 @@ pub struct ToolManifest {
     pub examples: Vec<ToolExample>,
 }
 
-/// The class of side effects a tool may have; operators can deny whole classes.
+/// The class of side effects a tool may have, as a plugin declares it; operators can deny
+/// whole classes. The host's own type is `harness_core::Effect` (this crate depends on nothing
+/// of ours, the core on nothing of the plugin's side): the loader converts one to the other in
+/// one place, `effect_class` in harness-loader's `register.rs`, whose test holds the names equal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Effects {

@@ -22,16 +22,14 @@
 
 #![deny(missing_docs)]
 
+mod exposure;
 mod file;
 mod lock;
-mod permissions;
 mod trust;
 
+pub use exposure::{Exposure, check_permissions, exposure};
 pub use file::{ConfigFile, sha256_hex};
 pub use lock::{LockEntry, ToolLock};
-pub use permissions::check_permissions;
-#[cfg(windows)]
-pub use permissions::judge_windows_acl;
 pub use trust::{TrustStatus, TrustStore};
 
 /// A per-user base directory as the XDG convention finds it: `$<xdg_var>` when set and

@@ -18,7 +18,10 @@ use serde_json::{Value, json};
 
 use crate::error::{ErrorCode, HarnessError};
 
-/// What a tool may do, as its source declares it (MCP tools: `network` unless configured).
+/// What a tool may do, as its source declares it (MCP tools: `network` unless configured):
+/// the host's one effect type. A plugin declares `harness_abi::manifest::Effects`, the same
+/// classes on the plugin's side of the ABI, which harness-loader converts to this at one
+/// border (`effect_class` in its `register.rs`) when it registers the plugin's tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Effect {

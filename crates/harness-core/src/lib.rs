@@ -28,6 +28,7 @@
 //! # });
 //! ```
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod approval;
 mod digest;
@@ -35,7 +36,6 @@ mod error;
 mod json_text;
 pub mod no_follow;
 mod parse;
-mod placement;
 mod printable;
 mod provider;
 mod registry;
@@ -54,7 +54,7 @@ pub use provider::{
 };
 pub use registry::{
     CompiledSchema, EXTERNAL_REF_REFUSED, FINISH, RegisteredTool, RegistryError, ToolDefinition, ToolExample,
-    ToolFailure, ToolHandler, ToolRegistry, ToolSource, compile_schema, prepare_schema_compiler,
+    ToolFailure, ToolHandler, ToolRegistry, ToolSource, ToolSpec, compile_schema,
 };
 /// How to read one reply, with the registry's tool definitions as the tools offered.
 pub type ReadOptions<'a> = harness_reply::ReadOptions<'a, ToolDefinition>;

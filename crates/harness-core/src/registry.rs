@@ -135,9 +135,36 @@ pub enum RegistryError {
         /// What the compiler said.
         reason: String,
     },
-    /// No tool of this name is registered.
-    #[error("no tool named {0:?} is registered")]
-    NoSuchTool(String),
+}
+
+/// A tool to register and everything the registry holds of it, given in one piece so that
+/// [`ToolRegistry::register`] registers all of it or nothing: a schema that does not compile
+/// never leaves half a tool behind.
+pub struct ToolSpec {
+    /// What the router is offered.
+    pub definition: ToolDefinition,
+    /// What runs a call.
+    pub handler: Arc<dyn ToolHandler>,
+    /// The definition's parameters schema, compiled already (at load): not compiled again,
+    /// unless it was compiled from another document than the definition's.
+    pub parameters: Option<CompiledSchema>,
+    /// The declared output schema: every result is checked against it, and a result that
+    /// breaks it is `invalid_result`, never fed back as a result.
+    pub output: Option<Value>,
+    /// `output` compiled already (at load), on the same terms as `parameters`.
+    pub output_compiled: Option<CompiledSchema>,
+    /// The declared effect class, which the approval policy governs (`network` when `None`).
+    pub effect: Option<crate::approval::Effect>,
+    /// How long each call may take, when limited.
+    pub timeout: Option<std::time::Duration>,
+}
+
+impl ToolSpec {
+    /// A tool with its definition and handler alone: schemas compiled at registration, no
+    /// output schema, no declared effect, no time limit.
+    pub fn new(definition: ToolDefinition, handler: Arc<dyn ToolHandler>) -> Self {
+        Self { definition, handler, parameters: None, output: None, output_compiled: None, effect: None, timeout: None }
+    }
 }
 
 struct Compiled {
@@ -195,15 +222,16 @@ pub fn compile_schema(schema: &Value) -> Result<jsonschema::Validator, String> {
     jsonschema::options().with_retriever(RefuseExternal).build(schema).map_err(|e| e.to_string())
 }
 
-/// A schema's validator: compiled already, or being compiled on the schema thread.
+/// A schema's validator: compiled already, or compiled at its first use (or ahead of it, by
+/// whoever warms it: harness-loader's schema warm-up thread).
 struct Deferred {
     source: Value,
     cell: std::sync::OnceLock<Result<Arc<jsonschema::Validator>, String>>,
 }
 
 impl Deferred {
-    /// The validator; compiles it here when the schema thread has not (yet). A caller that
-    /// comes while the schema thread compiles it waits for that compile, never runs a second.
+    /// The validator; compiles it here when no one has (yet). A caller that comes while
+    /// another thread compiles it waits for that compile, never runs a second.
     fn get(&self) -> Result<&jsonschema::Validator, &str> {
         match self.cell.get_or_init(|| compile_schema(&self.source).map(Arc::new)) {
             Ok(v) => Ok(v),
@@ -228,14 +256,24 @@ impl CompiledSchema {
     }
 
     /// A schema already known to compile with this build (the built-in `finish`'s, or a
-    /// plugin's that compiled when its unchanged file was admitted before), compiled on the
-    /// schema thread: no start-up waits for it, only the first check of a value, if it comes
-    /// before the compile is done. Should it not compile after all, every check of a value
-    /// against it fails, saying so.
+    /// plugin's that compiled when its unchanged file was admitted before), compiled at its
+    /// first use, or before by [`compile_ahead`](Self::compile_ahead) on another thread: no
+    /// start-up waits for it. Should it not compile after all, every check of a value against
+    /// it fails, saying so.
     pub fn deferred(schema: &Value) -> Self {
-        let validator = Arc::new(Deferred { source: schema.clone(), cell: std::sync::OnceLock::new() });
-        schema_thread::queue(validator.clone());
-        Self { validator }
+        Self { validator: Arc::new(Deferred { source: schema.clone(), cell: std::sync::OnceLock::new() }) }
+    }
+
+    /// Compiles a deferred schema now, unless it is compiled already (or being compiled: then
+    /// this waits for that compile). For a warm-up thread, so that its first use does not.
+    pub fn compile_ahead(&self) {
+        let _ = self.validator.get();
+    }
+
+    /// Whether the schema is compiled (or known not to compile): false for a deferred one
+    /// not used, nor compiled ahead, yet.
+    pub fn is_compiled(&self) -> bool {
+        self.validator.cell.get().is_some()
     }
 
     /// The schema document it was compiled from.
@@ -264,51 +302,12 @@ impl std::fmt::Debug for CompiledSchema {
     }
 }
 
-/// The schema thread: it builds jsonschema's metaschema validator, which the first compile in
-/// a process needs (about 70 % of a start-up's instructions), then compiles deferred schemas
-/// in the order they came, so that neither is on the way to a run's first model request.
-mod schema_thread {
-    use std::sync::mpsc::{Sender, channel};
-    use std::sync::{Arc, OnceLock};
-
-    use super::{Deferred, compile_schema};
-
-    static QUEUE: OnceLock<Option<Sender<Arc<Deferred>>>> = OnceLock::new();
-
-    /// Starts the thread, once; `None` when it cannot start (then each schema compiles at
-    /// its first use, as without the thread).
-    pub(super) fn start() -> Option<&'static Sender<Arc<Deferred>>> {
-        QUEUE
-            .get_or_init(|| {
-                let (tx, rx) = channel::<Arc<Deferred>>();
-                let creator_cpu = crate::placement::current_cpu();
-                let spawned = std::thread::Builder::new().name("schema-warmup".into()).spawn(move || {
-                    // Off the starting thread's CPU first, or that thread may wait for the
-                    // metaschema build below (crate::placement).
-                    let _ = crate::placement::leave_cpu(creator_cpu);
-                    let _ = compile_schema(&serde_json::json!({ "type": "object" }));
-                    for deferred in rx {
-                        let _ = deferred.get();
-                    }
-                });
-                spawned.ok().map(|_| tx)
-            })
-            .as_ref()
+/// `compiled` when it was compiled from `schema`, else `schema` compiled now.
+fn compiled_or_now(compiled: Option<CompiledSchema>, schema: &Value) -> Result<Arc<Deferred>, String> {
+    match compiled {
+        Some(compiled) => compiled.validator_for(schema),
+        None => CompiledSchema::compile(schema).map(|c| c.validator),
     }
-
-    /// Hands `deferred` to the thread; if there is none, its first use compiles it.
-    pub(super) fn queue(deferred: Arc<Deferred>) {
-        if let Some(tx) = start() {
-            let _ = tx.send(deferred);
-        }
-    }
-}
-
-/// Starts the schema thread (see [`CompiledSchema::deferred`]), which first builds
-/// jsonschema's metaschema validator, so that this overlaps whatever the caller does before
-/// its first compile. Cheap to call more than once.
-pub fn prepare_schema_compiler() {
-    let _ = schema_thread::start();
 }
 
 impl Default for ToolRegistry {
@@ -333,53 +332,56 @@ impl ToolRegistry {
             source: ToolSource::Builtin,
         };
         // The built-in schema is a constant that compiles (a test holds it to that): it is
-        // compiled on the schema thread, not on the way to the first model request.
-        let schema = CompiledSchema::deferred(&finish.parameters);
-        if let Err(e) = registry.insert(finish, Some(schema), None) {
-            unreachable!("the finish tool is the first registered: {e}");
-        }
+        // compiled ahead on a warm-up thread (harness-loader's), not on the way to the first
+        // model request.
+        let validator = CompiledSchema::deferred(&finish.parameters).validator;
+        registry.insert(finish, Compiled { validator, output: None, effect: None, handler: None, timeout: None });
         registry
     }
 
-    fn insert(
-        &mut self,
-        definition: ToolDefinition,
-        parameters: Option<CompiledSchema>,
-        handler: Option<Arc<dyn ToolHandler>>,
-    ) -> Result<(), RegistryError> {
-        if let Some(&i) = self.index.get(&definition.name) {
-            let existing = match &self.definitions[i].source {
-                ToolSource::Builtin => "the harness itself".to_owned(),
-                ToolSource::Plugin { name, .. } => format!("plugin {name:?}"),
-                ToolSource::Mcp { server } => format!("MCP server {server:?}"),
-            };
-            return Err(RegistryError::Duplicate { name: definition.name, existing });
-        }
-        let validator = match parameters {
-            Some(compiled) => compiled.validator_for(&definition.parameters),
-            None => CompiledSchema::compile(&definition.parameters).map(|c| c.validator),
-        }
-        .map_err(|reason| RegistryError::InvalidSchema { name: definition.name.clone(), reason })?;
-        self.index.insert(definition.name.clone(), self.definitions.len());
-        self.definitions.push(definition);
-        self.compiled.push(Compiled { validator, output: None, effect: None, handler, timeout: None });
+    /// Registers a tool with its schemas, effect and time limit in one call: every schema is
+    /// compiled (or taken as compiled at load) before anything is inserted, so a tool whose
+    /// name is taken, or whose parameters or output schema fails, is not registered at all.
+    pub fn register(&mut self, tool: ToolSpec) -> Result<(), RegistryError> {
+        let ToolSpec { definition, handler, parameters, output, output_compiled, effect, timeout } = tool;
+        self.refuse_duplicate(&definition.name)?;
+        let name = &definition.name;
+        let validator = compiled_or_now(parameters, &definition.parameters)
+            .map_err(|reason| RegistryError::InvalidSchema { name: name.clone(), reason })?;
+        let output = match &output {
+            Some(schema) => Some(
+                compiled_or_now(output_compiled, schema)
+                    .map_err(|reason| RegistryError::InvalidOutputSchema { name: name.clone(), reason })?,
+            ),
+            None => None,
+        };
+        self.insert(definition, Compiled { validator, output, effect, handler: Some(handler), timeout });
         Ok(())
     }
 
-    /// Registers a tool, compiling its schema now so that no call ever compiles it.
-    pub fn register(&mut self, definition: ToolDefinition, handler: Arc<dyn ToolHandler>) -> Result<(), RegistryError> {
-        self.insert(definition, None, Some(handler))
+    /// `Duplicate` when a tool of this name is registered already, naming who registered it.
+    fn refuse_duplicate(&self, name: &str) -> Result<(), RegistryError> {
+        let Some(&i) = self.index.get(name) else { return Ok(()) };
+        let existing = match &self.definitions[i].source {
+            ToolSource::Builtin => "the harness itself".to_owned(),
+            ToolSource::Plugin { name, .. } => format!("plugin {name:?}"),
+            ToolSource::Mcp { server } => format!("MCP server {server:?}"),
+        };
+        Err(RegistryError::Duplicate { name: name.to_owned(), existing })
     }
 
-    /// Registers a tool whose parameters schema was compiled already (at load): no compile
-    /// here, unless `parameters` was compiled from another document than the definition's.
-    pub fn register_compiled(
-        &mut self,
-        definition: ToolDefinition,
-        parameters: CompiledSchema,
-        handler: Arc<dyn ToolHandler>,
-    ) -> Result<(), RegistryError> {
-        self.insert(definition, Some(parameters), Some(handler))
+    /// Adds a tool that passed every check.
+    fn insert(&mut self, definition: ToolDefinition, compiled: Compiled) {
+        self.index.insert(definition.name.clone(), self.definitions.len());
+        self.definitions.push(definition);
+        self.compiled.push(compiled);
+    }
+
+    /// Every schema of the registry not compiled yet (the built-in `finish`'s, a cached
+    /// plugin's), for a warm-up thread to compile ahead of its first use.
+    pub fn uncompiled_schemas(&self) -> Vec<CompiledSchema> {
+        let all = self.compiled.iter().flat_map(|c| std::iter::once(&c.validator).chain(c.output.as_ref()));
+        all.map(|v| CompiledSchema { validator: Arc::clone(v) }).filter(|s| !s.is_compiled()).collect()
     }
 
     /// Every tool, `finish` first.
@@ -403,46 +405,6 @@ impl ToolRegistry {
             handler: self.compiled[i].handler.as_ref(),
             timeout: self.compiled[i].timeout,
         })
-    }
-
-    /// Declares a tool's output schema: from now on every result of the tool is checked
-    /// against it, and a result that breaks it is `invalid_result`, never fed back as a result.
-    pub fn set_output_schema(&mut self, name: &str, schema: &Value) -> Result<(), RegistryError> {
-        let &i = self.index.get(name).ok_or_else(|| RegistryError::NoSuchTool(name.to_owned()))?;
-        let compiled = CompiledSchema::compile(schema)
-            .map_err(|reason| RegistryError::InvalidOutputSchema { name: name.to_owned(), reason })?;
-        self.compiled[i].output = Some(compiled.validator);
-        Ok(())
-    }
-
-    /// Declares a tool's output schema compiled already (at load), as
-    /// [`set_output_schema`](Self::set_output_schema) does without compiling it again.
-    pub fn set_compiled_output_schema(&mut self, name: &str, schema: CompiledSchema) -> Result<(), RegistryError> {
-        let &i = self.index.get(name).ok_or_else(|| RegistryError::NoSuchTool(name.to_owned()))?;
-        self.compiled[i].output = Some(schema.validator);
-        Ok(())
-    }
-
-    /// Declares a tool's effect class, which the approval policy governs; false when no such tool.
-    pub fn set_effect(&mut self, name: &str, effect: crate::approval::Effect) -> bool {
-        match self.index.get(name) {
-            Some(&i) => {
-                self.compiled[i].effect = Some(effect);
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Limits how long each call of a tool may take; false when no such tool is registered.
-    pub fn set_timeout(&mut self, name: &str, timeout: std::time::Duration) -> bool {
-        match self.index.get(name) {
-            Some(&i) => {
-                self.compiled[i].timeout = Some(timeout);
-                true
-            }
-            None => false,
-        }
     }
 }
 
@@ -598,21 +560,37 @@ mod tests {
     fn a_deferred_schema_checks_as_a_compiled_one_and_one_that_does_not_compile_fails_every_check() {
         let mut registry = ToolRegistry::new();
         let deferred = CompiledSchema::deferred(&five_properties());
-        registry.register_compiled(def("t", five_properties()), deferred, Arc::new(Echo)).unwrap();
+        registry.register(compiled(def("t", five_properties()), deferred, None)).unwrap();
         let t = registry.get("t").unwrap();
         assert!(t.validate(&json!({"a": "x", "b": 1})).is_ok());
         assert_eq!(t.validate(&json!({"a": "x"})).unwrap_err().code, ErrorCode::InvalidArguments);
 
         let broken = json!({"type": 5});
         let deferred = CompiledSchema::deferred(&broken);
-        registry.register_compiled(def("u", broken), deferred.clone(), Arc::new(Echo)).unwrap();
+        registry.register(compiled(def("u", broken), deferred.clone(), None)).unwrap();
         let e = registry.get("u").unwrap().validate(&json!({})).unwrap_err();
         assert_eq!(e.code, ErrorCode::ToolError);
         assert!(e.message.contains("parameters schema of tool \"u\" does not compile"), "{}", e.message);
         assert!(!deferred.is_valid(&json!({})));
-        registry.set_compiled_output_schema("t", deferred).unwrap();
-        let e = registry.get("t").unwrap().check_result(&json!(1)).unwrap_err();
-        assert!(e.message.contains("output schema of tool \"t\" does not compile"), "{}", e.message);
+        let parameters = CompiledSchema::deferred(&five_properties());
+        registry.register(compiled(def("w", five_properties()), parameters, Some(deferred))).unwrap();
+        let e = registry.get("w").unwrap().check_result(&json!(1)).unwrap_err();
+        assert!(e.message.contains("output schema of tool \"w\" does not compile"), "{}", e.message);
+    }
+
+    /// A tool whose schemas were compiled at load.
+    fn compiled(definition: ToolDefinition, parameters: CompiledSchema, output: Option<CompiledSchema>) -> ToolSpec {
+        ToolSpec {
+            parameters: Some(parameters),
+            output: output.as_ref().map(|o| o.source().clone()),
+            output_compiled: output,
+            ..ToolSpec::new(definition, Arc::new(Echo))
+        }
+    }
+
+    /// A tool with an output schema, compiled at registration.
+    fn with_output(definition: ToolDefinition, output: Value) -> ToolSpec {
+        ToolSpec { output: Some(output), ..ToolSpec::new(definition, Arc::new(Echo)) }
     }
 
     fn five_properties() -> Value {
@@ -630,7 +608,7 @@ mod tests {
     #[test]
     fn every_violation_is_reported_with_its_pointer() {
         let mut r = ToolRegistry::new();
-        r.register(def("t", five_properties()), Arc::new(Echo)).unwrap();
+        r.register(ToolSpec::new(def("t", five_properties()), Arc::new(Echo))).unwrap();
         let tool = r.get("t").unwrap();
         assert!(tool.validate(&json!({"a": "x", "b": 1, "e": [1.5]})).is_ok());
         let e = tool.validate(&json!({"b": -1, "c": "no", "d": "z", "e": [1, "two"], "extra": 1})).unwrap_err();
@@ -647,13 +625,16 @@ mod tests {
     #[test]
     fn duplicates_and_bad_schemas_are_refused() {
         let mut r = ToolRegistry::new();
-        let e = r.register(def("finish", json!({"type": "object"})), Arc::new(Echo)).unwrap_err();
+        let e = r.register(ToolSpec::new(def("finish", json!({"type": "object"})), Arc::new(Echo))).unwrap_err();
         assert!(e.to_string().contains("the harness itself"));
-        r.register(def("t", json!({"type": "object"})), Arc::new(Echo)).unwrap();
-        assert!(matches!(r.register(def("t", json!({})), Arc::new(Echo)), Err(RegistryError::Duplicate { .. })));
-        let e = r.register(def("u", json!({"type": "no-such-type"})), Arc::new(Echo)).unwrap_err();
+        r.register(ToolSpec::new(def("t", json!({"type": "object"})), Arc::new(Echo))).unwrap();
+        assert!(matches!(
+            r.register(ToolSpec::new(def("t", json!({})), Arc::new(Echo))),
+            Err(RegistryError::Duplicate { .. })
+        ));
+        let e = r.register(ToolSpec::new(def("u", json!({"type": "no-such-type"})), Arc::new(Echo))).unwrap_err();
         assert!(matches!(e, RegistryError::InvalidSchema { .. }), "{e}");
-        assert!(r.register(def("v", json!(true)), Arc::new(Echo)).is_err());
+        assert!(r.register(ToolSpec::new(def("v", json!(true)), Arc::new(Echo))).is_err());
     }
 
     #[test]
@@ -661,25 +642,23 @@ mod tests {
         let mut r = ToolRegistry::new();
         let parameters = CompiledSchema::compile(&five_properties()).unwrap();
         let output = CompiledSchema::compile(&json!({"type": "integer"})).unwrap();
-        r.register_compiled(def("t", five_properties()), parameters.clone(), Arc::new(Echo)).unwrap();
-        r.set_compiled_output_schema("t", output.clone()).unwrap();
+        r.register(compiled(def("t", five_properties()), parameters.clone(), Some(output.clone()))).unwrap();
         let i = r.index["t"];
         assert!(Arc::ptr_eq(&r.compiled[i].validator, &parameters.validator), "the parameters were compiled again");
         assert!(r.compiled[i].output.as_ref().is_some_and(|o| Arc::ptr_eq(o, &output.validator)));
         let tool = r.get("t").unwrap();
         assert!(tool.validate(&json!({"a": "x", "b": 1})).is_ok() && tool.validate(&json!({"a": 1})).is_err());
         assert!(tool.check_result(&json!(1)).is_ok() && tool.check_result(&json!("1")).is_err());
-        assert!(matches!(r.set_compiled_output_schema("nope", output), Err(RegistryError::NoSuchTool(_))));
     }
 
     #[test]
     fn a_schema_compiled_from_another_document_is_not_trusted() {
         let mut r = ToolRegistry::new();
         let other = CompiledSchema::compile(&json!({"type": "object"})).unwrap();
-        r.register_compiled(def("t", five_properties()), other.clone(), Arc::new(Echo)).unwrap();
+        r.register(compiled(def("t", five_properties()), other.clone(), None)).unwrap();
         assert!(!Arc::ptr_eq(&r.compiled[r.index["t"]].validator, &other.validator));
         assert!(r.get("t").unwrap().validate(&json!({})).is_err(), "validated against the definition's schema");
-        let e = r.register_compiled(def("u", json!({"type": 7})), other, Arc::new(Echo)).unwrap_err();
+        let e = r.register(compiled(def("u", json!({"type": 7})), other, None)).unwrap_err();
         assert!(matches!(e, RegistryError::InvalidSchema { .. }), "{e}");
     }
 
@@ -697,31 +676,63 @@ mod tests {
             .enumerate()
         {
             let schema = json!({"type": "object", "properties": {"x": {"$ref": uri}}});
-            let e = r.register(def(&format!("t{i}"), schema), Arc::new(Echo)).unwrap_err().to_string();
+            let e = r.register(ToolSpec::new(def(&format!("t{i}"), schema), Arc::new(Echo))).unwrap_err().to_string();
             assert!(e.contains(EXTERNAL_REF_REFUSED) && e.contains("$defs"), "{uri}: {e}");
         }
         // References inside the document still resolve.
         let local =
             json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/n"}}, "$defs": {"n": {"type": "integer"}}});
-        r.register(def("local", local), Arc::new(Echo)).unwrap();
+        r.register(ToolSpec::new(def("local", local), Arc::new(Echo))).unwrap();
         assert!(r.get("local").unwrap().validate(&json!({"x": "no"})).is_err());
     }
 
     #[test]
     fn results_are_checked_against_a_declared_output_schema() {
         let mut r = ToolRegistry::new();
-        r.register(def("t", json!({"type": "object"})), Arc::new(Echo)).unwrap();
+        r.register(ToolSpec::new(def("t", json!({"type": "object"})), Arc::new(Echo))).unwrap();
         assert!(r.get("t").unwrap().check_result(&json!("anything")).is_ok(), "no schema, no check");
         let output = json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
-        r.set_output_schema("t", &output).unwrap();
-        let tool = r.get("t").unwrap();
+        r.register(with_output(def("u", json!({"type": "object"})), output)).unwrap();
+        let tool = r.get("u").unwrap();
         assert!(tool.check_result(&json!({"n": 1})).is_ok());
         let e = tool.check_result(&json!({"n": "one"})).unwrap_err();
         assert_eq!(e.code, ErrorCode::InvalidResult);
         assert_eq!(e.details["violations"][0]["pointer"], "/n");
-        assert!(matches!(r.set_output_schema("nope", &output), Err(RegistryError::NoSuchTool(_))));
-        let e = r.set_output_schema("t", &json!({"type": 7})).unwrap_err();
+    }
+
+    #[test]
+    fn a_tool_whose_output_schema_fails_is_not_registered_at_all() {
+        let mut r = ToolRegistry::new();
+        let e = r.register(with_output(def("t", json!({"type": "object"})), json!({"type": 7}))).unwrap_err();
         assert!(matches!(e, RegistryError::InvalidOutputSchema { .. }), "{e}");
+        assert!(r.get("t").is_none(), "half a tool was left registered");
+        assert_eq!(r.definitions().len(), 1, "only finish is offered");
+        r.register(ToolSpec::new(def("t", json!({"type": "object"})), Arc::new(Echo))).unwrap();
+    }
+
+    #[test]
+    fn effect_and_timeout_come_with_the_registration() {
+        let mut r = ToolRegistry::new();
+        let limit = std::time::Duration::from_millis(5);
+        let tool = ToolSpec {
+            effect: Some(crate::approval::Effect::Reads),
+            timeout: Some(limit),
+            ..ToolSpec::new(def("t", json!({"type": "object"})), Arc::new(Echo))
+        };
+        r.register(tool).unwrap();
+        let t = r.get("t").unwrap();
+        assert_eq!((t.effect, t.timeout), (Some(crate::approval::Effect::Reads), Some(limit)));
+    }
+
+    #[test]
+    fn deferred_schemas_are_listed_until_compiled_ahead() {
+        let mut r = ToolRegistry::new();
+        r.register(ToolSpec::new(def("t", json!({"type": "object"})), Arc::new(Echo))).unwrap();
+        let pending = r.uncompiled_schemas();
+        assert_eq!(pending.len(), 1, "only finish's schema waits: t's compiled at registration");
+        assert_eq!(pending[0].source(), &r.get(FINISH).unwrap().definition.parameters);
+        pending[0].compile_ahead();
+        assert!(r.uncompiled_schemas().is_empty());
     }
 
     #[test]

@@ -8,7 +8,7 @@ mod step_line;
 
 use std::io::{self, Write};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::HarnessError;
@@ -19,8 +19,8 @@ pub use lines::{
     Limits, McpPeer, OfferedTool, RunAbout, RunEnd, RunStart, TRACE_FORMAT, Unenforced, definition_hash, rfc3339,
 };
 
-/// How a step ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// How a step ended: the one definition, which the loop writes and harness-trace reads back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StepStatus {
     /// The tool ran and returned a result.
@@ -33,6 +33,23 @@ pub enum StepStatus {
     Finished,
     /// The call waits for the operator's approval; the run stopped before it.
     AwaitingApproval,
+}
+
+impl StepStatus {
+    /// Every status, in the order summaries list them.
+    pub const ALL: [StepStatus; 5] =
+        [StepStatus::Ok, StepStatus::Rejected, StepStatus::Error, StepStatus::Finished, StepStatus::AwaitingApproval];
+
+    /// The name written in the trace.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepStatus::Ok => "ok",
+            StepStatus::Rejected => "rejected",
+            StepStatus::Error => "error",
+            StepStatus::Finished => "finished",
+            StepStatus::AwaitingApproval => "awaiting_approval",
+        }
+    }
 }
 
 /// One step of a run, as written to the trace.

@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use harness_core::{
     EarlyFinish, ErrorCode, FINISH, Loop, Message, ModelProvider, ModelReply, NoTrace, ProposedCall, ProviderError,
     RouterRequest, RunOptions, RunOutcome, RunStatus, StepStatus, ToolChoice, ToolDefinition, ToolFailure, ToolHandler,
-    ToolRegistry, ToolSource, TraceEntry, TraceSink, Usage,
+    ToolRegistry, ToolSource, ToolSpec, TraceEntry, TraceSink, Usage,
 };
 use serde_json::{Value, json};
 
@@ -170,6 +170,11 @@ fn definition(name: &str, parameters: Value, source: ToolSource) -> ToolDefiniti
 
 impl Kit {
     fn new() -> Self {
+        Self::with_sleep_limit(None)
+    }
+
+    /// The kit, its `sleep` tool limited to `limit` when given.
+    fn with_sleep_limit(limit: Option<Duration>) -> Self {
         let echo = Arc::new(Echo::default());
         let typed = Arc::new(Echo::default());
         let fail = Arc::new(Fail { code: "tool_error", calls: AtomicUsize::new(0) });
@@ -197,22 +202,25 @@ impl Kit {
         });
         let open = json!({ "type": "object" });
         registry
-            .register(definition("echo", text_schema, plugin("textkit", "1.2.3")), echo.clone())
+            .register(ToolSpec::new(definition("echo", text_schema, plugin("textkit", "1.2.3")), echo.clone()))
             .expect("the test tools register");
         registry
-            .register(definition("typed", typed_schema, plugin("textkit", "1.2.3")), typed.clone())
+            .register(ToolSpec::new(definition("typed", typed_schema, plugin("textkit", "1.2.3")), typed.clone()))
             .expect("the test tools register");
         registry
-            .register(definition("fail", open.clone(), plugin("faulty", "0.1.0")), fail.clone())
+            .register(ToolSpec::new(definition("fail", open.clone(), plugin("faulty", "0.1.0")), fail.clone()))
             .expect("the test tools register");
         registry
-            .register(definition("odd_fail", open.clone(), plugin("faulty", "0.1.0")), odd_fail.clone())
+            .register(ToolSpec::new(definition("odd_fail", open.clone(), plugin("faulty", "0.1.0")), odd_fail.clone()))
             .expect("the test tools register");
         registry
-            .register(definition("panic", open.clone(), plugin("faulty", "0.1.0")), panics.clone())
+            .register(ToolSpec::new(definition("panic", open.clone(), plugin("faulty", "0.1.0")), panics.clone()))
             .expect("the test tools register");
         registry
-            .register(definition("sleep", open, plugin("clock", "2.0.0")), sleeps.clone())
+            .register(ToolSpec {
+                timeout: limit,
+                ..ToolSpec::new(definition("sleep", open, plugin("clock", "2.0.0")), sleeps.clone())
+            })
             .expect("the test tools register");
         Self { registry, echo, typed, fail, odd_fail, panics, sleeps }
     }
@@ -1386,8 +1394,7 @@ async fn arguments_over_the_size_limit_are_rejected_and_not_traced() {
 
 #[tokio::test]
 async fn a_tool_past_its_timeout_is_abandoned_as_tool_timeout() {
-    let mut kit = Kit::new();
-    assert!(kit.registry.set_timeout("sleep", std::time::Duration::from_millis(5)));
+    let kit = Kit::with_sleep_limit(Some(Duration::from_millis(5)));
     let (outcome, trace, _) =
         drive(&kit, vec![call("sleep", json!({})), finish(json!(1))], RunOptions::default()).await;
     assert_eq!(outcome.status, RunStatus::Finished);
@@ -1462,11 +1469,11 @@ async fn where_ran(
     let handler = Arc::new(WhereRan { panic, ..WhereRan::default() });
     let mut registry = ToolRegistry::new();
     registry
-        .register(definition("here", json!({"type": "object"}), plugin("p", "1.0.0")), handler.clone())
+        .register(ToolSpec {
+            timeout,
+            ..ToolSpec::new(definition("here", json!({"type": "object"}), plugin("p", "1.0.0")), handler.clone())
+        })
         .expect("registers");
-    if let Some(t) = timeout {
-        registry.set_timeout("here", t);
-    }
     let provider = Replay::new(vec![call("here", json!({})), finish(json!(1))]);
     let mut trace: Vec<Value> = Vec::new();
     let outcome = Loop::new(&provider, &registry).options(options).run(REQUEST, &mut trace).await;

@@ -81,7 +81,7 @@ proptest! {
             examples: vec![],
             source: ToolSource::Builtin,
         };
-        registry.register(definition, std::sync::Arc::new(Nothing)).expect("the schema compiles");
+        registry.register(harness_core::ToolSpec::new(definition, std::sync::Arc::new(Nothing))).expect("the schema compiles");
         let tool = registry.get("t").expect("registered");
         let first = tool.validate(&instance).err().map(|e| serde_json::to_string(&e).expect("serialises"));
         let second = tool.validate(&instance).err().map(|e| serde_json::to_string(&e).expect("serialises"));

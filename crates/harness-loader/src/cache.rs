@@ -218,7 +218,7 @@ impl Cache {
         let harness = Identity::of(&exe).ok_or_else(|| format!("cannot read {}", exe.display()))?;
         create_private_dir(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let dir = dunce::canonicalize(dir).map_err(|e| format!("cannot resolve {}: {e}", dir.display()))?;
-        crate::permissions::check_or(&dir, "", &mut Default::default())?;
+        crate::trusted_path::check_or(&dir, "", &mut Default::default())?;
         Ok(Self { dir, harness, pruned: std::sync::Once::new() })
     }
 

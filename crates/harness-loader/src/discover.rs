@@ -208,7 +208,7 @@ fn files(options: &DiscoveryOptions, found: &mut Discovery) -> Vec<Listed> {
             if !seen_paths.insert(path.clone()) || identity.is_some_and(|id| !seen_files.insert(id.file())) {
                 continue;
             }
-            if let Err(why) = crate::permissions::check(&path, &meta, &mut safe_dirs) {
+            if let Err(why) = crate::trusted_path::check(&path, &meta, &mut safe_dirs) {
                 if !options.allow_insecure {
                     found.skipped.push(Skipped { path, reason: format!("insecure: {why}"), detail: None });
                     continue;
@@ -374,7 +374,7 @@ struct Taken {
 pub fn discover(options: &DiscoveryOptions) -> Discovery {
     // Checking the first manifest needs jsonschema's metaschema validator: it is built while
     // the files are listed and probed, not after.
-    harness_core::prepare_schema_compiler();
+    crate::schema_warmup::prepare_schema_compiler();
     let mut found = Discovery { options: options.clone(), ..Discovery::default() };
     found.cache = options.cache_dir.as_deref().filter(|_| options.host_command.is_some()).and_then(|dir| {
         Cache::open(dir)

@@ -19,6 +19,7 @@
 #![deny(missing_docs)]
 
 mod cache;
+mod cpu_affinity;
 mod discover;
 pub mod guarded;
 mod handler;
@@ -27,12 +28,13 @@ mod late;
 mod library;
 mod library_file;
 mod options;
-mod permissions;
 mod placement;
 mod preflight;
 mod register;
+mod schema_warmup;
 mod settings;
 mod signature;
+mod trusted_path;
 
 pub use discover::{Discovery, LoadedPlugin, Skipped, discover, library_extension};
 pub use handler::PluginHandler;
@@ -41,7 +43,8 @@ pub use library::{
     LoadError, PluginLibrary, ToolSchemas, check_abi, compile_schemas, parse_manifest, parse_manifest_schemas_unchecked,
 };
 pub use options::{DiscoveryOptions, ToolState};
-pub use permissions::check_plugin_file;
 pub use placement::Placement;
+pub use schema_warmup::prepare_schema_compiler;
 pub use settings::{PluginSettings, RESERVED_KEYS, Timeouts};
 pub use signature::{Publisher, SignaturePolicy, check_signature, read_signature, signature_path};
+pub use trusted_path::check_plugin_file;

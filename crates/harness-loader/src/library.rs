@@ -281,13 +281,14 @@ pub fn compile_schemas(m: &Manifest) -> Result<Vec<ToolSchemas>, LoadError> {
 }
 
 /// Each tool's schemas as [`CompiledSchema::deferred`]: for a manifest whose schemas are known
-/// to compile with this build (the plugin cache says so), compiled off the start-up path.
+/// to compile with this build (the plugin cache says so), compiled off the start-up path (on
+/// the warm-up thread, `schema_warmup`).
 pub(crate) fn deferred_schemas(m: &Manifest) -> Vec<ToolSchemas> {
     m.tools
         .iter()
         .map(|t| ToolSchemas {
-            parameters: CompiledSchema::deferred(&t.parameters),
-            output: t.output.as_ref().map(CompiledSchema::deferred),
+            parameters: crate::schema_warmup::deferred(&t.parameters),
+            output: t.output.as_ref().map(crate::schema_warmup::deferred),
         })
         .collect()
 }

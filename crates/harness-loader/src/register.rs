@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use harness_abi::manifest::Effects;
 
-use harness_core::{ToolDefinition, ToolExample, ToolHandler, ToolRegistry, ToolSource};
+use harness_core::{ToolDefinition, ToolExample, ToolHandler, ToolRegistry, ToolSource, ToolSpec};
 use serde_json::Value;
 
 use crate::discover::{Discovery, LoadedPlugin};
@@ -181,35 +181,27 @@ impl Discovery {
                 };
                 let Some(handler) = handlers.get(&tool.effects) else { continue };
                 // Compiled when the manifest was checked: registered as they are, not compiled again.
-                let registered = match schemas {
-                    Some(s) => registry.register_compiled(definition, s.parameters.clone(), handler.clone()),
-                    None => registry.register(definition, handler.clone()),
+                let spec = ToolSpec {
+                    parameters: schemas.map(|s| s.parameters.clone()),
+                    output: tool.output.clone(),
+                    output_compiled: schemas.and_then(|s| s.output.clone()),
+                    effect: Some(effect_class(tool.effects)),
+                    timeout: timeouts.of(&tool.name),
+                    ..ToolSpec::new(definition, handler.clone())
                 };
-                if let Err(e) = registered {
-                    problems.push(format!("plugin {}: {e}", manifest.name));
-                    continue;
-                }
-                let output = match (schemas.and_then(|s| s.output.clone()), &tool.output) {
-                    (Some(compiled), Some(output)) if compiled.source() == output => {
-                        registry.set_compiled_output_schema(&tool.name, compiled)
-                    }
-                    (_, Some(output)) => registry.set_output_schema(&tool.name, output),
-                    (_, None) => Ok(()),
-                };
-                if let Err(e) = output {
+                if let Err(e) = registry.register(spec) {
                     problems.push(format!("plugin {}: {e}", manifest.name));
                 }
-                if let Some(limit) = timeouts.of(&tool.name) {
-                    registry.set_timeout(&tool.name, limit);
-                }
-                registry.set_effect(&tool.name, effect_class(tool.effects));
             }
         }
+        // The built-in `finish`'s schema too, before the first model request.
+        crate::schema_warmup::compile_ahead(registry);
         problems
     }
 }
 
-/// The core's effect class of a declared effect, for the approval policy.
+/// The core's effect class of a declared effect, for the approval policy: the one border
+/// between the ABI's `Effects` (the plugin's side) and the core's `Effect` (the host's).
 fn effect_class(effects: Effects) -> harness_core::Effect {
     match effects {
         Effects::Pure => harness_core::Effect::Pure,
@@ -230,5 +222,20 @@ pub(crate) struct Hosts(pub(crate) HashMap<String, BTreeMap<Effects, Arc<dyn Too
 impl std::fmt::Debug for Hosts {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_set().entries(self.0.keys()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_declared_effect_becomes_the_core_class_of_the_same_name() {
+        let declared = [Effects::Pure, Effects::Reads, Effects::Writes, Effects::Network];
+        let classes: Vec<harness_core::Effect> = declared.iter().map(|&e| effect_class(e)).collect();
+        assert_eq!(classes, harness_core::Effect::ALL, "the core's classes in the ABI's order");
+        for e in declared {
+            assert_eq!(effect_class(e).as_str(), e.as_str());
+        }
     }
 }

@@ -365,7 +365,7 @@ mod tests {
                 examples: vec![],
                 source: ToolSource::Plugin { name: "test".into(), version: "1.2.3".into() },
             };
-            r.register(definition, Arc::new(Echo)).unwrap();
+            r.register(harness_core::ToolSpec::new(definition, Arc::new(Echo))).unwrap();
         }
         r
     }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness_core::{ToolDefinition, ToolRegistry, ToolSource};
+use harness_core::{ToolDefinition, ToolRegistry, ToolSource, ToolSpec};
 
 use crate::config::{McpServerConfig, is_model_tool_name, qualified_name, validate_servers};
 use crate::connection::{self, Connection, Driver};
@@ -207,11 +207,8 @@ impl McpSources {
                     timeout: call_timeout,
                     max_result_bytes: self.options.max_result_bytes,
                 });
-                match registry.register(definition, handler) {
+                match registry.register(ToolSpec { timeout: call_timeout, ..ToolSpec::new(definition, handler) }) {
                     Ok(()) => {
-                        if let Some(limit) = call_timeout {
-                            registry.set_timeout(&name, limit);
-                        }
                         offered.push((tool.clone(), name.clone()));
                         tool.state = McpToolState::Offered { name };
                     }

@@ -15,9 +15,9 @@ use serde_json::Value;
 
 use crate::constrained;
 use crate::conversation::{self, Turn};
-use crate::http::{Answer, Failure, HttpError, Notice, Transport};
 use crate::preset::Preset;
 use crate::prompt;
+use crate::transport::{Answer, Failure, HttpError, Notice, Transport};
 
 /// Contexts smaller than this, in tokens, get the compact tool listing in the text modes.
 pub(crate) const COMPACT_BELOW: u64 = 8192;

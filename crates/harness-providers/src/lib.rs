@@ -34,7 +34,6 @@ mod anthropic;
 mod budget;
 mod constrained;
 mod conversation;
-mod http;
 mod http_provider;
 mod offline;
 mod openai;
@@ -44,11 +43,12 @@ mod prompt;
 mod scripted;
 #[cfg(test)]
 mod testing;
+mod transport;
 
 pub use budget::{RetryBudget, Spent};
-pub use http::{HttpSettings, Notice, Notify};
 pub use http_provider::{DEFAULT_MAX_REPLY_TOKENS, HttpProvider, RouterMode, UnknownRouterMode, parse_tool_choice};
 pub use offline::OfflineRouter;
 pub use outage::{Breaker, Guarded, OutageStats, Say};
 pub use preset::{ConfigError, HttpProviderConfig, Preset};
 pub use scripted::{ScriptError, ScriptedProvider};
+pub use transport::{HttpSettings, Notice, Notify};

@@ -8,9 +8,9 @@ use harness_core::ToolChoice;
 use reqwest::Url;
 
 use crate::anthropic::{self, Messages};
-use crate::http::{HeaderProblem, Hints, HttpSettings, Secret, Transport};
 use crate::http_provider::{DEFAULT_MAX_REPLY_TOKENS, HttpProvider, RouterMode, Wire};
 use crate::openai::ChatCompletions;
+use crate::transport::{HeaderProblem, Hints, HttpSettings, Secret, Transport};
 
 /// An HTTP provider by name: an API and its defaults, every one of which a setting overrides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,38 +4,8 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-/// How a step ended, as the trace says it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    /// The tool ran and returned a result.
-    Ok,
-    /// The call never ran.
-    Rejected,
-    /// The tool ran and failed, or the provider failed.
-    Error,
-    /// The router called `finish`.
-    Finished,
-    /// The call waits for the operator's approval; the run stopped before it.
-    AwaitingApproval,
-}
-
-impl Status {
-    /// Every status, in the order summaries list them.
-    pub const ALL: [Status; 5] =
-        [Status::Ok, Status::Rejected, Status::Error, Status::Finished, Status::AwaitingApproval];
-
-    /// The name written in the trace.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Ok => "ok",
-            Status::Rejected => "rejected",
-            Status::Error => "error",
-            Status::Finished => "finished",
-            Status::AwaitingApproval => "awaiting_approval",
-        }
-    }
-}
+/// How a step ended: the loop's own type, read back as it was written.
+pub use harness_core::StepStatus;
 
 /// A step's or a run's error object.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -114,7 +84,7 @@ pub struct Step {
     /// Its arguments, when a call could be parsed.
     pub arguments: Option<Value>,
     /// How the step ended.
-    pub status: Status,
+    pub status: StepStatus,
     /// The tool's result, or `finish`'s answer.
     #[serde(default, deserialize_with = "present")]
     pub result: Option<Value>,

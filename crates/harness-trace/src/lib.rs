@@ -23,7 +23,7 @@ mod resume;
 mod sink;
 mod text;
 
-pub use format::{EndRecord, ErrorObject, ReplyRecord, RunStatus, StartRecord, Status, Step, Tokens};
+pub use format::{EndRecord, ErrorObject, ReplyRecord, RunStatus, StartRecord, Step, StepStatus, Tokens};
 pub use otlp::{CAPTURE_CONTENT, Otlp, OtlpError, OtlpSettings, OtlpSink, OtlpSinks};
 pub use read::{Ending, Line, Numbered, ReadError, Summary, Trace, parse, read};
 pub use replay::{Drift, ReplayError, ReplayReport, ReplayRouter, ToolChange, UnreadLine, replay, replay_options};

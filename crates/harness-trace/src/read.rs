@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::format::{EndRecord, ErrorObject, StartRecord, Status, Step, Tokens};
+use crate::format::{EndRecord, ErrorObject, StartRecord, Step, StepStatus, Tokens};
 
 /// Why a trace could not be read at all.
 #[derive(Debug, thiserror::Error)]
@@ -136,7 +136,7 @@ fn check_step(value: Value) -> Result<Step, String> {
     if step.step == 0 {
         return Err("not a trace step: \"step\" counts from 1".to_owned());
     }
-    let failed = matches!(step.status, Status::Rejected | Status::Error | Status::AwaitingApproval);
+    let failed = matches!(step.status, StepStatus::Rejected | StepStatus::Error | StepStatus::AwaitingApproval);
     match (failed, &step.error) {
         (true, None) => Err(format!("not a trace step: status {:?} without an \"error\" object", step.status.as_str())),
         (false, Some(_)) => {
@@ -166,8 +166,8 @@ pub enum Ending<'a> {
 /// What a whole trace adds up to.
 #[derive(Debug, Clone)]
 pub struct Summary<'a> {
-    /// Steps, by status, in [`Status::ALL`] order.
-    pub counts: [usize; Status::ALL.len()],
+    /// Steps, by status, in [`StepStatus::ALL`] order.
+    pub counts: [usize; StepStatus::ALL.len()],
     /// Wall time of the run (its last line's), or over every step, in microseconds.
     pub duration_us: u64,
     /// Model time over every step, in microseconds.
@@ -190,12 +190,12 @@ impl Trace {
     pub fn summary(&self) -> Summary<'_> {
         // One count per status: a fixed 4 left `awaiting_approval` out, and `trace show` of a
         // stopped run panicked.
-        let mut counts = [0; Status::ALL.len()];
+        let mut counts = [0; StepStatus::ALL.len()];
         let (mut duration_us, mut model_us) = (0u64, 0u64);
         let mut tokens = Tokens::default();
         for line in &self.lines {
             let s = &line.value;
-            if let Some(i) = Status::ALL.iter().position(|&x| x == s.status) {
+            if let Some(i) = StepStatus::ALL.iter().position(|&x| x == s.status) {
                 counts[i] += 1;
             }
             duration_us = duration_us.saturating_add(s.duration_us);
@@ -221,7 +221,7 @@ impl Trace {
         }
         match self.lines.last().map(|l| &l.value) {
             None => Ending::Empty,
-            Some(s) if s.status == Status::Finished => Ending::Finished(s.result.as_ref()),
+            Some(s) if s.status == StepStatus::Finished => Ending::Finished(s.result.as_ref()),
             Some(Step { error: Some(e), .. }) if e.code == "provider_error" || e.code == "trace_error" => {
                 Ending::Failed(e)
             }

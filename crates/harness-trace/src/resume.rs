@@ -5,7 +5,7 @@ use harness_core::{Message, ModelReply, Resumption, Usage};
 
 use serde_json::json;
 
-use crate::format::{ReplyRecord, Status};
+use crate::format::{ReplyRecord, StepStatus};
 use crate::read::Trace;
 use crate::replay::model_reply;
 
@@ -58,7 +58,7 @@ pub fn resumption(trace: &Trace) -> Result<Resumable, ResumeError> {
     let Some((last, before)) = trace.lines.split_last() else {
         return Err(ResumeError::NotAwaiting("without a step".into()));
     };
-    if last.value.status != Status::AwaitingApproval {
+    if last.value.status != StepStatus::AwaitingApproval {
         return Err(ResumeError::NotAwaiting(format!("with a step that is {}", last.value.status.as_str())));
     }
     let mut conversation = vec![Message::User { content: start.value.request.clone() }];

@@ -34,7 +34,7 @@ fn registry(add: Arc<Add>) -> ToolRegistry {
         examples: vec![],
         source: ToolSource::Plugin { name: "adder".into(), version: "1.0.0".into() },
     };
-    registry.register(definition, add).unwrap();
+    registry.register(harness_core::ToolSpec::new(definition, add)).unwrap();
     registry
 }
 

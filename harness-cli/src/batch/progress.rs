@@ -18,14 +18,15 @@ enum Shown {
     Quiet,
 }
 
-/// Progress of the runs this invocation makes.
-pub(crate) struct Progress {
+/// What a batch (or an eval) shows of its runs on stderr while it makes them: not `harness
+/// run`'s progress lines, which a trace sink in run.rs writes step by step.
+pub(crate) struct BatchProgress {
     shown: Shown,
     total: usize,
     started: Instant,
 }
 
-impl Progress {
+impl BatchProgress {
     /// A bar when stderr is a terminal, plain lines every `every` otherwise, or nothing when quiet.
     pub(crate) fn new(total: usize, every: Duration, quiet: bool) -> Self {
         let shown = if quiet {
@@ -74,7 +75,7 @@ impl Progress {
     }
 }
 
-impl Observer for Progress {
+impl Observer for BatchProgress {
     /// Shows the tally after a run ends.
     fn ran(&mut self, tally: &Tally) {
         match &mut self.shown {

@@ -8,7 +8,7 @@ use base64::Engine as _;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use harness_trace::{Ending, Line, Status, Trace, brief};
+use harness_trace::{Ending, Line, StepStatus as Status, Trace, brief};
 
 use super::human_us;
 

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use comfy_table::presets::NOTHING;
 use comfy_table::{CellAlignment, ColumnConstraint, ContentArrangement, Table, Width};
-use harness_trace::{Ending, Status, Trace, brief, cut, printable};
+use harness_trace::{Ending, StepStatus as Status, Trace, brief, cut, printable};
 use serde_json::Value;
 
 use super::human_us;

@@ -53,7 +53,7 @@ pub fn registry() -> ToolRegistry {
         examples: vec![],
         source: ToolSource::Plugin { name: "test".into(), version: "0.1.0".into() },
     };
-    registry.register(add, Arc::new(Add)).unwrap();
+    registry.register(harness_core::ToolSpec::new(add, Arc::new(Add))).unwrap();
     registry
 }
 

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use harness_abi::manifest::{Manifest, ToolManifest};
-use harness_core::{ToolDefinition, ToolFailure, ToolHandler, ToolRegistry, ToolSource};
+use harness_core::{ToolDefinition, ToolFailure, ToolHandler, ToolRegistry, ToolSource, ToolSpec};
 use harness_loader::{PluginSettings, Timeouts};
 use serde_json::Value;
 
@@ -101,8 +101,18 @@ impl<'a> Subject<'a> {
         let mut params = ToolRegistry::new();
         let mut unvalidated = Vec::new();
         for t in &manifest.tools {
-            let handler: Arc<dyn ToolHandler> = Arc::new(ValidationOnly);
-            let why = match params.register(definition(manifest, &t.name, &t.description, &t.parameters), handler) {
+            // The output schema is held against results as the loop holds it (`invalid_result`).
+            let spec = |output: Option<&Value>| ToolSpec {
+                output: output.cloned(),
+                ..ToolSpec::new(definition(manifest, &t.name, &t.description, &t.parameters), Arc::new(ValidationOnly))
+            };
+            let registered = match params.register(spec(t.output.as_ref())) {
+                // An output schema that does not compile is the schemas check's finding; the
+                // parameters are still held against arguments.
+                Err(harness_core::RegistryError::InvalidOutputSchema { .. }) => params.register(spec(None)),
+                other => other,
+            };
+            let why = match registered {
                 Ok(()) => None,
                 Err(harness_core::RegistryError::Duplicate { existing, .. }) if existing.contains("harness") => {
                     Some("its name is the harness's own `finish` (see manifest)".to_owned())
@@ -112,12 +122,6 @@ impl<'a> Subject<'a> {
                 }
                 Err(_) => Some("its parameters schema does not compile (see schemas)".to_owned()),
             };
-            // The output schema is held against results as the loop holds it (`invalid_result`).
-            if why.is_none()
-                && let Some(output) = &t.output
-            {
-                let _ = params.set_output_schema(&t.name, output);
-            }
             unvalidated.push(why);
         }
         Self { manifest, options, params, unvalidated, caller, timeouts, cases: HashMap::new(), called: HashMap::new() }

@@ -1,4 +1,4 @@
-//! Where a helper thread runs first.
+//! Where a helper thread runs first (the schema warm-up thread's CPU affinity).
 //!
 //! Linux puts a new thread on its creator's CPU and, often, runs it there at once: the
 //! creator waits until the new thread blocks or the scheduler moves one of them. The schema

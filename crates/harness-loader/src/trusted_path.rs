@@ -3,7 +3,9 @@
 //! As OpenSSH does with key files: the file and every directory on its path must be owned by
 //! the current user or root, and not writable by group or others. A directory with the sticky
 //! bit (like `/tmp`) is allowed to be world-writable: others cannot rename or remove what is
-//! not theirs in it. On Windows: the owner and the access list, as configuration files.
+//! not theirs in it. On Windows: the owner and the access list. The rule itself is
+//! harness-config's (`exposure`), the one configuration files are held to; this file walks
+//! the path and words the fix for a plugin file.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -51,38 +53,20 @@ fn check_one(p: &Path, escape: &str) -> Result<(), String> {
     judge(p, &meta, escape)
 }
 
-/// Why `p`, whose metadata (followed through links) is `meta`, is not safe, if it is not.
-#[cfg(unix)]
+/// Why `p`, whose metadata (followed through links) is `meta`, is not safe, if it is not:
+/// harness-config's rule ([`harness_config::exposure`]), in the words of a plugin file.
 fn judge(p: &Path, meta: &std::fs::Metadata, escape: &str) -> Result<(), String> {
-    use std::os::unix::fs::MetadataExt;
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let me = unsafe { libc::geteuid() };
-    let mode = meta.mode();
-    let sticky_dir = meta.is_dir() && mode & 0o1000 != 0;
-    if meta.uid() != me && meta.uid() != 0 {
-        return Err(format!("{} is owned by user {}, neither you nor root; chown it{escape}", p.display(), meta.uid()));
+    use harness_config::Exposure;
+    match harness_config::exposure(p, meta) {
+        None => Ok(()),
+        Some(Exposure::ForeignOwner(uid)) => {
+            Err(format!("{} is owned by user {uid}, neither you nor root; chown it{escape}", p.display()))
+        }
+        Some(Exposure::Writable { writers }) => {
+            Err(format!("{} is writable by {writers}; run chmod go-w {}{escape}", p.display(), p.display()))
+        }
+        Some(Exposure::AccessList(why)) => Err(format!("{why}{escape}")),
     }
-    if mode & 0o022 != 0 && !sticky_dir {
-        return Err(format!(
-            "{} is writable by {}; run chmod go-w {}{escape}",
-            p.display(),
-            if mode & 0o002 != 0 { "everyone" } else { "its group" },
-            p.display()
-        ));
-    }
-    Ok(())
-}
-
-/// Windows: the owner and access list, as configuration files are held to (harness-config).
-#[cfg(windows)]
-fn judge(p: &Path, meta: &std::fs::Metadata, escape: &str) -> Result<(), String> {
-    harness_config::judge_windows_acl(p, meta.is_dir()).map_err(|why| format!("{why}{escape}"))
-}
-
-/// Other platforms: no check (their permission models differ); documented in docs/security.md.
-#[cfg(not(any(unix, windows)))]
-fn judge(_: &Path, _: &std::fs::Metadata, _: &str) -> Result<(), String> {
-    Ok(())
 }
 
 #[cfg(all(test, unix))]
