@@ -14,11 +14,13 @@
 //! cargo xtask list                  the prerequisites and what each is for
 //! cargo xtask fuzz [TARGET[=SECS]...] the fuzz/ targets for a fixed time each, on stable
 //! cargo xtask tidy                  the docs against the workspace (also a unit test)
+//! cargo xtask deny [CHECK...]       cargo deny check: licenses bans sources (advisories needs GitHub)
 //! cargo xtask step-cost             a step at 8,000 steps costs at most twice one at 1,000
 //! cargo xtask windows               cross-build for Windows, then end-to-end checks under Wine
 //! ```
 #![forbid(unsafe_code)]
 
+mod deny;
 mod fuzz;
 mod prereq;
 mod step_cost;
@@ -53,6 +55,7 @@ fn main() -> ExitCode {
         "setup" => prereq::ensure(&context, rest).map(|_| ()),
         "env" => print_env(&context, rest),
         "fuzz" => fuzz::fuzz(&context, rest),
+        "deny" => deny::deny(&context, rest),
         "list" => {
             prereq::list();
             Ok(())
@@ -70,7 +73,7 @@ fn main() -> ExitCode {
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: cargo xtask test [-- CARGO_TEST_ARGS...] | setup [NAME...] | env [NAME...] | list | fuzz [TARGET[=SECS]...] | tidy | step-cost | windows"
+        "usage: cargo xtask test [-- CARGO_TEST_ARGS...] | setup [NAME...] | env [NAME...] | list | fuzz [TARGET[=SECS]...] | deny [CHECK...] | tidy | step-cost | windows"
     );
     ExitCode::from(2)
 }
@@ -198,6 +201,27 @@ pub(crate) fn run(command: &mut Command) -> Result<(), String> {
     let shown = format!("{command:?}");
     let status = command.status().map_err(|e| format!("cannot start {shown}: {e}"))?;
     if status.success() { Ok(()) } else { Err(format!("{shown} failed ({status})")) }
+}
+
+/// The cargo subcommand `name` at `version`, from the cache directory (outside the clone, so
+/// that a fresh clone does not build it again), installed there from crates.io the first time.
+pub(crate) fn cached_install(context: &Context, name: &str, version: &str) -> Result<PathBuf, String> {
+    let root = context.cache.join(format!("{name}-{version}"));
+    let binary = root.join("bin").join(name);
+    if binary.is_file() {
+        return Ok(binary);
+    }
+    eprintln!("== installing {name} {version} into {} (once, a few minutes)", root.display());
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    run(Command::new(cargo).args(["install", name, "--locked", "--version", version, "--root"]).arg(&root)).map_err(
+        |e| {
+            format!(
+                "{e}; install it by hand with: cargo install {name} --locked --version {version} --root {}",
+                root.display()
+            )
+        },
+    )?;
+    if binary.is_file() { Ok(binary) } else { Err(format!("{} is missing after the install", binary.display())) }
 }
 
 /// Whether a program is on PATH.
