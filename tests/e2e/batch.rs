@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::support::{BATCH_TIMINGS, Scratch, ran, snapshot};
+use crate::wait::wait_for_lines;
 
 fn call(tool: &str, arguments: Value) -> Value {
     json!({ "tool": tool, "arguments": arguments })
@@ -94,11 +95,7 @@ fn a_batch_killed_midway_resumes_and_every_id_is_done_exactly_once() {
         cmd
     };
     let mut child = batch().stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let count = || std::fs::read_to_string(s.path("out.jsonl")).map_or(0, |t| t.lines().count());
-    while count() < 40 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_for_lines(&s.path("out.jsonl"), 40, Duration::from_secs(30));
     child.kill().unwrap(); // SIGKILL: no chance to tidy up
     child.wait().unwrap();
     let before = std::fs::read_to_string(s.path("out.jsonl")).unwrap();

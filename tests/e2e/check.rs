@@ -256,6 +256,7 @@ fn cargo(command: &str, manifest: &Path, target: &Path) {
         .args([command, "--quiet", "--manifest-path"])
         .arg(manifest)
         .env("CARGO_TARGET_DIR", target)
+        .env_remove(crate::support::BOOTSTRAP)
         .status()
         .expect("cargo runs");
     assert!(status.success(), "cargo {command} failed on the scaffolded plugin");

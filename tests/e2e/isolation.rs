@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::support::{Scratch, error_details, fixture, plugin, ran, snapshot};
+use crate::wait::wait_for_lines;
 
 fn call(tool: &str, arguments: Value) -> Value {
     json!({ "tool": tool, "arguments": arguments })
@@ -152,11 +153,7 @@ fn a_run_killed_midway_leaves_a_trace_whose_every_line_is_complete() {
         .spawn()
         .unwrap();
     // Wait for some steps to be traced, then kill without warning.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::fs::read_to_string(s.path("t.jsonl")).map_or(0, |t| t.lines().count()) < 20 && Instant::now() < deadline
-    {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_lines(&s.path("t.jsonl"), 20, Duration::from_secs(20));
     child.kill().unwrap();
     child.wait().unwrap();
     let text = std::fs::read_to_string(s.path("t.jsonl")).unwrap();
@@ -272,7 +269,9 @@ fn a_call_that_times_out_queued_behind_another_never_runs_and_keeps_its_argument
     }
     assert_eq!(timeouts, 3, "{out}");
     assert!(never_ran >= 1, "{out}");
-    // Give a call that was wrongly left running the time to finish, then count what ran.
+    // Give a call that was wrongly left running the time to finish, then count what ran. A
+    // fixed wait, as no event marks what should never happen: 1.5 s is past the 1 s a call of
+    // this tool sleeps before it writes its note.
     std::thread::sleep(Duration::from_millis(1500));
     let ran_calls = std::fs::read_to_string(&notes).unwrap();
     assert_eq!(ran_calls.lines().count(), 1, "only the first call ran: {ran_calls}");
@@ -323,10 +322,7 @@ fn a_child_refuses_a_100_mb_result_before_sending_it_and_the_harness_never_holds
         .spawn()
         .unwrap();
     // Once the big call is traced, the harness sleeps in the second call: read its peak then.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while std::fs::read_to_string(s.path("t.jsonl")).map_or(0, |t| t.lines().count()) < 1 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_lines(&s.path("t.jsonl"), 1, Duration::from_secs(60));
     let peak = peak_rss(child.id());
     assert!(child.wait().unwrap().success());
     let peak = peak.expect("the harness was still running");

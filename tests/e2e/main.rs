@@ -41,3 +41,4 @@ mod terminal;
 mod trace;
 mod trust;
 mod verbose;
+mod wait;

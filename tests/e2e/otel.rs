@@ -242,6 +242,18 @@ fn phoenix_shows_the_genai_spans_of_run_batch_and_mcp_serve() -> Result<(), Miss
     Ok(())
 }
 
+/// Reads the server's stdout into `seen` until it holds `wanted`, for 30 s at most.
+fn read_until(stdout: &mut impl Read, seen: &mut String, wanted: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut buf = [0u8; 4096];
+    while !seen.contains(wanted) {
+        assert!(Instant::now() < deadline, "no {wanted} from the server: {seen}");
+        let n = stdout.read(&mut buf).unwrap();
+        assert!(n > 0, "the server closed stdout before {wanted}: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+}
+
 /// One `tools/call` through `harness mcp serve`, spoken by hand over stdio.
 fn mcp_calls(s: &Scratch, phoenix: &Phoenix) {
     let mut child = exporting(s, phoenix, "mcp")
@@ -257,20 +269,15 @@ fn mcp_calls(s: &Scratch, phoenix: &Phoenix) {
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "calculate", "arguments": {"expression": "2+2"}}}),
     ];
     let mut stdin = child.stdin.take().unwrap();
-    for m in messages {
-        writeln!(stdin, "{m}").unwrap();
-        std::thread::sleep(Duration::from_millis(200));
-    }
     let mut stdout = child.stdout.take().unwrap();
     let mut seen = String::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut buf = [0u8; 4096];
-    while !seen.contains("\"id\":2") {
-        assert!(Instant::now() < deadline, "no answer to tools/call: {seen}");
-        let n = stdout.read(&mut buf).unwrap();
-        assert!(n > 0, "the server closed stdout: {seen}");
-        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    // As an MCP client does: the answer to `initialize` first, then the rest.
+    writeln!(stdin, "{}", messages[0]).unwrap();
+    read_until(&mut stdout, &mut seen, "\"id\":1");
+    for m in &messages[1..] {
+        writeln!(stdin, "{m}").unwrap();
     }
+    read_until(&mut stdout, &mut seen, "\"id\":2");
     assert!(seen.contains("4"), "{seen}");
     drop(stdin);
     let status = child.wait().unwrap();

@@ -98,6 +98,7 @@ fn accept(mut listener: TcpListener, addr: SocketAddr, b: &Behaviour, log: &Arc<
             && accepted == after
         {
             // Down: nothing listens, so connections are refused; then up again on the same port.
+            // The outage's length is the behaviour under test: a fixed time.
             drop(listener);
             std::thread::sleep(down);
             listener = loop {
@@ -143,6 +144,7 @@ fn answer(stream: TcpStream, b: &Behaviour, log: &Mutex<Log>, refusing: &AtomicU
             let _ = write_response(&mut stream, 500, r#"{"error": {"message": "failing on purpose"}}"#);
         }
         Some(Fault::Close) => {}
+        // A server that stalls past the client's timeout: the slowness is the fault under test.
         Some(Fault::Stall) => std::thread::sleep(Duration::from_secs(4)),
         Some(Fault::CutBody) => {
             // No Content-Length: the body ends where the connection does.
@@ -353,7 +355,8 @@ fn runs_failed_by_the_provider_exit_5_and_retry_failed_runs_them_again() {
 fn a_single_run_waits_out_a_short_outage_when_asked_to() {
     let s = Scratch::new();
     let addr = closed_port();
-    // Nothing listens for the first three seconds; one retry is over well before that.
+    // Nothing listens for the first three seconds; one retry is over well before that. The
+    // outage's length is the behaviour under test: a fixed time.
     let up = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_secs(3));
         ChaosApi::serve_on(TcpListener::bind(addr).unwrap(), Behaviour::default())

@@ -54,12 +54,17 @@ fn lib_file(name: &str) -> String {
     format!("{}{}{}", std::env::consts::DLL_PREFIX, name.replace('-', "_"), std::env::consts::DLL_SUFFIX)
 }
 
+/// Set in a test binary's environment by `cargo xtask test`, so that libtest prints each
+/// test's time (xtask/src/timing.rs); every cargo a test runs must go without it, or cargo
+/// would rebuild the tree (proc-macro2 and others probe for nightly features under it).
+pub(crate) const BOOTSTRAP: &str = "RUSTC_BOOTSTRAP";
+
 /// Builds the plugins and fixtures once for the whole test binary.
 fn ensure_built() {
     static BUILT: OnceLock<()> = OnceLock::new();
     BUILT.get_or_init(|| {
         let mut cmd = Command::new(env!("CARGO"));
-        cmd.arg("build").arg("--quiet");
+        cmd.arg("build").arg("--quiet").env_remove(BOOTSTRAP);
         for p in PLUGINS.iter().chain(FIXTURES) {
             cmd.args(["-p", p]);
         }
@@ -136,6 +141,8 @@ impl Scratch {
             .env("XDG_DATA_HOME", self.path("xdg-data"))
             .env("XDG_CACHE_HOME", self.path("xdg-cache"))
             .env_remove("CARGO_TARGET_DIR")
+            // `plugins install` builds with cargo.
+            .env_remove(BOOTSTRAP)
             // No diagnostics unless a test asks: they would change every snapshot of stderr.
             .env_remove("HARNESS_LOG")
             .env("HARNESS_PLUGIN_CACHE", self.path("plugin-cache"));

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::support::{Scratch, ran, snapshot};
+use crate::wait::wait_for_lines;
 
 fn call(tool: &str, arguments: Value) -> Value {
     json!({ "tool": tool, "arguments": arguments })
@@ -307,12 +308,8 @@ fn a_killed_run_ended_without_a_record() {
         .arg(&script)
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
     // Killed while step 2 sleeps: the first line and step 1 are on disk, the last line never is.
-    while std::fs::read_to_string(s.path("k.jsonl")).map_or(0, |t| t.lines().count()) < 2 {
-        assert!(Instant::now() < deadline, "the run never wrote its first step");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_lines(&s.path("k.jsonl"), 2, Duration::from_secs(60));
     child.kill().unwrap();
     child.wait().unwrap();
     let lines = s.trace_lines("k.jsonl");

@@ -10,10 +10,9 @@
 //! inputs earlier runs found. The input of a crash goes to the clone's `target/fuzz/`, and the
 //! failure names it.
 
-use std::path::PathBuf;
 use std::process::Command;
 
-use crate::{Context, run};
+use crate::{Context, cached_install, run};
 
 /// The cargo-fuzz release installed.
 const CARGO_FUZZ: &str = "0.13.2";
@@ -25,7 +24,7 @@ const TARGETS: &[(&str, u32)] = &[("reply_parser", 60), ("manifest_reader", 20),
 /// Runs `TARGET[=SECONDS]...` (all targets, at their own times, when none is named).
 pub(crate) fn fuzz(context: &Context, rest: &[String]) -> Result<(), String> {
     let chosen = chosen(rest)?;
-    let cargo_fuzz = install(context)?;
+    let cargo_fuzz = cached_install(context, "cargo-fuzz", CARGO_FUZZ)?;
     let kept = context.cache.join("fuzz");
     let fuzz = |args: &[&str]| {
         let mut command = Command::new(&cargo_fuzz);
@@ -81,25 +80,6 @@ fn chosen(rest: &[String]) -> Result<Vec<(String, u32)>, String> {
             Ok((name.to_owned(), seconds))
         })
         .collect()
-}
-
-/// cargo-fuzz from the cache, installed there first when it is missing.
-fn install(context: &Context) -> Result<PathBuf, String> {
-    let root = context.cache.join(format!("cargo-fuzz-{CARGO_FUZZ}"));
-    let binary = root.join("bin/cargo-fuzz");
-    if binary.is_file() {
-        return Ok(binary);
-    }
-    eprintln!("== installing cargo-fuzz {CARGO_FUZZ} into {} (once, about a minute)", root.display());
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    run(Command::new(cargo).args(["install", "cargo-fuzz", "--locked", "--version", CARGO_FUZZ, "--root"]).arg(&root))
-        .map_err(|e| {
-            format!(
-                "{e}; install it by hand with: cargo install cargo-fuzz --locked --version {CARGO_FUZZ} --root {}",
-                root.display()
-            )
-        })?;
-    if binary.is_file() { Ok(binary) } else { Err(format!("{} is missing after the install", binary.display())) }
 }
 
 #[cfg(test)]

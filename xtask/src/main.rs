@@ -7,21 +7,25 @@
 //!
 //! ```text
 //! cargo xtask test [-- ARGS...]     prerequisites, then cargo test --workspace --no-fail-fast ARGS
+//!                                   (without ARGS: each test timed, the slowest twenty printed)
 //! cargo xtask test --quick          no prerequisites: every test but those that need one (the list is printed)
 //! cargo xtask setup [NAME...]       prerequisites only (all, or the named ones)
 //! cargo xtask env [NAME...]         prerequisites, then print their variables as `export` lines
 //! cargo xtask list                  the prerequisites and what each is for
 //! cargo xtask fuzz [TARGET[=SECS]...] the fuzz/ targets for a fixed time each, on stable
 //! cargo xtask tidy                  the docs against the workspace (also a unit test)
+//! cargo xtask deny [CHECK...]       cargo deny check: licenses bans sources (advisories needs GitHub)
 //! cargo xtask step-cost             a step at 8,000 steps costs at most twice one at 1,000
 //! cargo xtask windows               cross-build for Windows, then end-to-end checks under Wine
 //! ```
 #![forbid(unsafe_code)]
 
+mod deny;
 mod fuzz;
 mod prereq;
 mod step_cost;
 mod tidy;
+mod timing;
 mod windows;
 
 use std::path::{Path, PathBuf};
@@ -51,6 +55,7 @@ fn main() -> ExitCode {
         "setup" => prereq::ensure(&context, rest).map(|_| ()),
         "env" => print_env(&context, rest),
         "fuzz" => fuzz::fuzz(&context, rest),
+        "deny" => deny::deny(&context, rest),
         "list" => {
             prereq::list();
             Ok(())
@@ -68,7 +73,7 @@ fn main() -> ExitCode {
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: cargo xtask test [-- CARGO_TEST_ARGS...] | setup [NAME...] | env [NAME...] | list | fuzz [TARGET[=SECS]...] | tidy | step-cost | windows"
+        "usage: cargo xtask test [-- CARGO_TEST_ARGS...] | setup [NAME...] | env [NAME...] | list | fuzz [TARGET[=SECS]...] | deny [CHECK...] | tidy | step-cost | windows"
     );
     ExitCode::from(2)
 }
@@ -120,30 +125,61 @@ fn test(context: &Context, rest: &[String]) -> Result<(), String> {
         Some((dashes, args)) if dashes == "--" => args,
         _ => rest,
     };
+    // Arguments of the user's own (a package, a filter) run as given, untimed.
+    let runner = if extra.is_empty() { timing::runner()? } else { None };
+    let filters = filters(extra, quick, runner.is_some());
+    let cargo_test = |targets: &[&str], args: &[&str]| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let shown = [targets, &filters.iter().map(String::as_str).collect::<Vec<_>>(), args].concat();
+        eprintln!("== cargo test --workspace --no-fail-fast {}", shown.join(" "));
+        let mut command = Command::new(cargo);
+        command
+            .current_dir(&context.root)
+            .args(["test", "--workspace", "--no-fail-fast"])
+            .args(shown)
+            .envs(vars.clone())
+            .envs(snapshot_env())
+            .env_remove("INSTA_FORCE_PASS");
+        command
+    };
+    let Some((key, runner)) = runner else {
+        return succeeded("cargo test", cargo_test(&[], &[]).status());
+    };
+    let mut timed = cargo_test(&["--tests"], &timing::REPORT_TIME);
+    timed.env(key, runner);
+    let (status, times) = timing::run_timed(timed)?;
+    // Doc tests run inside rustdoc, which takes no runner: apart, untimed.
+    let docs = cargo_test(&["--doc"], &[]).status();
+    for line in timing::slowest(times) {
+        eprintln!("{line}");
+    }
+    succeeded("cargo test", Ok(status)).and(succeeded("cargo test --doc", docs))
+}
+
+/// The test binaries' arguments, past cargo's own `--`: the user's, the skips of the quick
+/// tier (which it prints), and room for the timing flags when the run is timed.
+fn filters(extra: &[String], quick: bool, timed: bool) -> Vec<String> {
     let mut filters: Vec<String> = extra.to_vec();
+    if (quick || timed) && !filters.iter().any(|a| a == "--") {
+        filters.push("--".to_owned());
+    }
     if quick {
-        // The skips are the test binaries' arguments: after cargo's own, past a `--`.
-        if !filters.iter().any(|a| a == "--") {
-            filters.push("--".to_owned());
-        }
         eprintln!("== quick: the tests that need a prerequisite are left out (`cargo xtask test` runs them):");
         for (filter, needs) in NEEDS_PREREQUISITE {
             eprintln!("   {filter:55} needs {needs}");
             filters.extend(["--skip".to_owned(), (*filter).to_owned()]);
         }
     }
-    eprintln!("== cargo test --workspace --no-fail-fast {}", filters.join(" "));
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(cargo)
-        .current_dir(&context.root)
-        .args(["test", "--workspace", "--no-fail-fast"])
-        .args(&filters)
-        .envs(vars)
-        .envs(snapshot_env())
-        .env_remove("INSTA_FORCE_PASS")
-        .status()
-        .map_err(|e| format!("cannot run cargo test: {e}"))?;
-    if status.success() { Ok(()) } else { Err(format!("cargo test failed ({status})")) }
+    filters
+}
+
+/// Whether a command that ran succeeded; the error names it and how it ended.
+fn succeeded(what: &str, status: std::io::Result<std::process::ExitStatus>) -> Result<(), String> {
+    match status {
+        Ok(status) if status.success() => Ok(()),
+        Ok(status) => Err(format!("{what} failed ({status})")),
+        Err(e) => Err(format!("cannot run {what}: {e}")),
+    }
 }
 
 /// The snapshot tests (insta) compare and never write: a missing or changed snapshot fails the
@@ -165,6 +201,27 @@ pub(crate) fn run(command: &mut Command) -> Result<(), String> {
     let shown = format!("{command:?}");
     let status = command.status().map_err(|e| format!("cannot start {shown}: {e}"))?;
     if status.success() { Ok(()) } else { Err(format!("{shown} failed ({status})")) }
+}
+
+/// The cargo subcommand `name` at `version`, from the cache directory (outside the clone, so
+/// that a fresh clone does not build it again), installed there from crates.io the first time.
+pub(crate) fn cached_install(context: &Context, name: &str, version: &str) -> Result<PathBuf, String> {
+    let root = context.cache.join(format!("{name}-{version}"));
+    let binary = root.join("bin").join(name);
+    if binary.is_file() {
+        return Ok(binary);
+    }
+    eprintln!("== installing {name} {version} into {} (once, a few minutes)", root.display());
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    run(Command::new(cargo).args(["install", name, "--locked", "--version", version, "--root"]).arg(&root)).map_err(
+        |e| {
+            format!(
+                "{e}; install it by hand with: cargo install {name} --locked --version {version} --root {}",
+                root.display()
+            )
+        },
+    )?;
+    if binary.is_file() { Ok(binary) } else { Err(format!("{} is missing after the install", binary.display())) }
 }
 
 /// Whether a program is on PATH.

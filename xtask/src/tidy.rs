@@ -667,6 +667,65 @@ mod tests {
         assert_eq!(rust_version_problems(root()).unwrap(), Vec::<String>::new());
     }
 
+    /// A scratch workspace root of the given files, removed when dropped.
+    struct Planted(std::path::PathBuf);
+
+    impl Planted {
+        fn new(name: &str, files: &[(&str, &str)]) -> Self {
+            let dir = std::env::temp_dir().join(format!("xtask-tidy-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            for (path, text) in files {
+                let path = dir.join(path);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(path, text).unwrap();
+            }
+            Self(dir)
+        }
+    }
+
+    impl Drop for Planted {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[test]
+    fn a_stale_rust_version_planted_in_a_doc_fails_the_check() {
+        let planted = Planted::new(
+            "rust-version",
+            &[
+                ("Cargo.toml", "[workspace.package]\nrust-version = \"1.89\"\n"),
+                ("README.md", "Needs Rust 1.89 or newer.\n"),
+                ("CONTRIBUTING.md", "Build with Rust 1.85 or newer.\n"),
+                ("docs/operators.md", "rust-version = \"1.88\"\n"),
+            ],
+        );
+        assert_eq!(
+            rust_version_problems(&planted.0).unwrap(),
+            [
+                "CONTRIBUTING.md names Rust 1.85 as the minimum; the workspace's rust-version is 1.89",
+                "docs/operators.md names Rust 1.88 as the minimum; the workspace's rust-version is 1.89",
+            ]
+        );
+    }
+
+    #[test]
+    fn an_unsafe_block_in_a_crate_outside_the_allow_list_fails_the_check() {
+        let planted = Planted::new(
+            "unsafe",
+            &[
+                ("plugins/tidy/src/lib.rs", "//! Tidy.\n#![forbid(unsafe_code)]\npub fn f() {}\n"),
+                ("plugins/raw/src/lib.rs", "//! Raw.\npub fn f() -> u8 { unsafe { *std::ptr::null() } }\n"),
+            ],
+        );
+        let crates = ["plugins/tidy".to_owned(), "plugins/raw".to_owned()];
+        let found = unsafe_problems(&planted.0, &crates, &[]).unwrap();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].starts_with("plugins/raw does not forbid unsafe code"), "{found:?}");
+        // Named in the allow-list with why, it passes.
+        assert_eq!(unsafe_problems(&planted.0, &crates, &[("plugins/raw", "a test")]).unwrap(), Vec::<String>::new());
+    }
+
     #[test]
     fn exit_codes_are_read_from_the_enum_the_readme_and_the_table() {
         let exit_rs = "match self {\n    Self::Finished => (0, \"done\"),\n    Self::Failed => (1, \"x, y\"),\n}";

@@ -137,6 +137,7 @@ impl ToolHandler for Sleeps {
     fn call(&self, _: &str, _: &Value) -> Result<Value, ToolFailure> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         self.started.store(true, Ordering::SeqCst);
+        // A slow tool: the sleep is the behaviour under test (it must not hold the runtime).
         std::thread::sleep(SLEEP);
         self.finished.store(true, Ordering::SeqCst);
         Ok(json!("slept"))

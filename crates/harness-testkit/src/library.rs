@@ -47,6 +47,9 @@ pub enum BuildError {
 pub fn build_library(cargo: &str, package: &str) -> Result<PathBuf, BuildError> {
     let output = Command::new(cargo)
         .args(["build", "--lib", "--message-format=json-render-diagnostics", "-p", package])
+        // `cargo xtask test` sets it for the test binaries alone (so libtest prints each test's
+        // time); under it cargo would rebuild the tree, as proc-macro2 probes nightly features.
+        .env_remove("RUSTC_BOOTSTRAP")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .output()

@@ -7,11 +7,13 @@ use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use super::{call, fixture, python};
 use crate::support::{Scratch, bin_dir, ran};
+use crate::wait::{running_a_sleeping_tool, wait_for};
 
 /// The server on a free loopback port, with its address; killed when dropped.
 pub(super) struct Served(pub(super) Child, pub(super) String);
@@ -187,8 +189,10 @@ fn sigterm_lets_a_call_in_flight_finish_then_exits() {
         let addr = addr.clone();
         move || authorized_post(&addr, &tools_call(1, "fault_sleep", &json!({"ms": 4000})))
     });
-    // The call is on its way before the signal: the trace's step is the proof that it ran.
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // The call is running before the signal (its tool sleeps in the server or its plugin
+    // host); the trace's step is the proof that it ran to its end.
+    let pid = served.0.id();
+    wait_for("fault_sleep running in the server", Duration::from_secs(30), || running_a_sleeping_tool(pid));
     served.signal();
     let (code, body) = in_flight.join().unwrap();
     assert_eq!(code, 200, "{body}");

@@ -127,6 +127,7 @@ async fn answer(State(shared): State<Arc<Mutex<Shared>>>, request: Request) -> R
     // Running out is a test mistake: a status no provider retries.
     let canned =
         canned.unwrap_or_else(|| Canned::json(418, json!({"error": {"message": "mock: no canned reply left"}})));
+    // A slow server, where a test asks for one: the delay is the behaviour under test.
     tokio::time::sleep(canned.delay).await;
     let mut response = Response::builder().status(canned.status).header("content-type", "application/json");
     for (k, v) in &canned.headers {
