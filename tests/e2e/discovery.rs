@@ -231,8 +231,12 @@ fn inspect_shows_schemas_by_name_and_by_file() {
     let v = r.json();
     assert_eq!(v["name"], "calc");
     assert_eq!(v["tools"][0]["parameters"]["required"], json!(["expression"]));
-    assert_eq!(v["tools"][0]["examples"][0]["arguments"], json!({"expression": "17/100*2340"}));
-    assert_eq!(v["tools"][0]["examples"][0]["result"], 397.8);
+    let examples = v["tools"][0]["examples"].as_array().unwrap();
+    let percent = examples.iter().find(|e| e["arguments"] == json!({"expression": "17/100*2340"})).unwrap();
+    assert_eq!(percent["result"], 397.8);
+    // A worked example shows the request it answers.
+    assert_eq!(examples[0]["request"], "What is 7 times 8?", "{v}");
+    assert_eq!((&examples[0]["arguments"], &examples[0]["result"]), (&json!({"expression": "7*8"}), &json!(56)));
     assert!(v["tools"][0]["description"].as_str().unwrap().contains("true division"), "{v}");
     let r = ran(s.harness().args(["plugins", "inspect"]).arg(plugin("files")));
     assert_eq!(r.code, 0, "{}", r.stderr);
