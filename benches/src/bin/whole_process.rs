@@ -9,6 +9,7 @@
 //!   --repeats N          runs of each fast case [5]
 //!   --slow-repeats N     runs of the Python per-call case [3]
 //!   --startup-only       only the start-up runs (no scripted step runs)
+//!   --signed             exec to first router call also with the most plugins signed
 //! ```
 //!
 //! For each step count it writes one script (N-1 `calculate` calls, then `finish`) and runs,
@@ -172,6 +173,8 @@ struct Options {
     repeats: usize,
     slow_repeats: usize,
     startup_only: bool,
+    /// Also time exec to first router call with the most plugins signed by a trusted key.
+    signed: bool,
 }
 
 fn list(value: &str) -> Result<Vec<usize>, String> {
@@ -191,6 +194,7 @@ fn options() -> Result<Options, String> {
         repeats: 5,
         slow_repeats: 3,
         startup_only: false,
+        signed: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -204,6 +208,7 @@ fn options() -> Result<Options, String> {
             "--repeats" => o.repeats = value()?.parse().map_err(|e| format!("--repeats: {e}"))?,
             "--slow-repeats" => o.slow_repeats = value()?.parse().map_err(|e| format!("--slow-repeats: {e}"))?,
             "--startup-only" => o.startup_only = true,
+            "--signed" => o.signed = true,
             "-h" | "--help" => {
                 println!("see the comment at the top of benches/src/bin/whole_process.rs, or docs/benchmarks.md");
                 std::process::exit(0);
@@ -481,17 +486,60 @@ fn real_main() -> Result<(), String> {
 /// runs filled), `o.repeats * 4` runs each, interleaved: with the plugin cache filled by the
 /// runs before (as every start-up after the first finds it), and with the cache off (every
 /// file read through a plugin host, as the first start-up after a change).
+/// `startup-N-signed`: the plugins of `startup-N`, each signed with a key made for the run,
+/// and a user configuration (under the returned `XDG_CONFIG_HOME`) that trusts that key, so
+/// that every plugin is verified as a signed one.
+fn signed_copies(o: &Options, dir: &Path, n: usize) -> Result<PathBuf, String> {
+    let run = |args: &[&std::ffi::OsStr]| -> Result<String, String> {
+        let out = Command::new(&o.harness).args(args).output().map_err(|e| e.to_string())?;
+        match out.status.success() {
+            true => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
+            false => Err(format!("harness {args:?}: {}", String::from_utf8_lossy(&out.stderr))),
+        }
+    };
+    let key = dir.join("bench-signing.key");
+    if !key.exists() {
+        run(&["plugins".as_ref(), "keygen".as_ref(), "--out".as_ref(), key.as_os_str()])?;
+    }
+    let public = std::fs::read_to_string(key.with_extension("key.pub")).map_err(|e| e.to_string())?;
+    let public = public.lines().find(|l| l.starts_with("RW")).ok_or("no public key in the .pub file")?;
+    let config = dir.join("xdg");
+    std::fs::create_dir_all(config.join("harness")).map_err(|e| e.to_string())?;
+    let trust = format!("[[trust.publishers]]\nname = \"bench\"\nkey = \"{public}\"\n");
+    std::fs::write(config.join("harness/config.toml"), trust).map_err(|e| e.to_string())?;
+    let signed = dir.join(format!("startup-{n}-signed"));
+    std::fs::create_dir_all(&signed).map_err(|e| e.to_string())?;
+    for entry in std::fs::read_dir(dir.join(format!("startup-{n}"))).map_err(|e| e.to_string())? {
+        let from = entry.map_err(|e| e.to_string())?.path();
+        let to = signed.join(from.file_name().unwrap_or_default());
+        std::fs::copy(&from, &to).map_err(|e| e.to_string())?;
+        run(&["plugins".as_ref(), "sign".as_ref(), to.as_os_str(), "--key".as_ref(), key.as_os_str()])?;
+    }
+    Ok(config)
+}
+
 fn first_calls(o: &Options, counts: &[usize], dir: &Path, report: &mut String) -> Result<(), String> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
     let port = listener.local_addr().map_err(|e| e.to_string())?.port();
-    let cases: Vec<(usize, bool)> = counts.iter().flat_map(|&n| [(n, true), (n, false)]).collect();
+    let mut cases: Vec<(usize, bool, bool)> =
+        counts.iter().flat_map(|&n| [(n, true, false), (n, false, false)]).collect();
+    let mut config = None;
+    if let Some(&n) = counts.iter().max().filter(|_| o.signed) {
+        config = Some(signed_copies(o, dir, n)?);
+        cases.extend([(n, true, true), (n, false, true)]);
+    }
     let mut firsts: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
     let mut exits: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
     eprintln!("whole-process: exec to first router call");
     for _ in 0..o.repeats * 4 {
-        for (i, &(n, cached)) in cases.iter().enumerate() {
-            let plugins = dir.join(format!("startup-{n}"));
+        for (i, &(n, cached, signed)) in cases.iter().enumerate() {
+            let plugins = dir.join(if signed { format!("startup-{n}-signed") } else { format!("startup-{n}") });
             let mut cmd = first_call::harness_command(&o.harness, port, &plugins);
+            // Every run reads the same user configuration: the signed runs' trust is no
+            // difference between the series.
+            if let Some(config) = &config {
+                cmd.env("XDG_CONFIG_HOME", config);
+            }
             cmd.env("HARNESS_PLUGIN_CACHE", if cached { o.cache.as_os_str() } else { "off".as_ref() });
             let run = first_call::measure(&mut cmd, &listener)?;
             firsts[i].push(run.first_ms);
@@ -506,10 +554,11 @@ fn first_calls(o: &Options, counts: &[usize], dir: &Path, report: &mut String) -
         report,
         "| plugins | plugin cache | runs | first call ms (median) | min – max | exit ms (median) |\n|---|---|---|---|---|---|"
     );
-    for (i, &(n, cached)) in cases.iter().enumerate() {
+    for (i, &(n, cached, signed)) in cases.iter().enumerate() {
         let f = &firsts[i];
         let (min, max) = f.iter().fold((f64::INFINITY, 0.0f64), |(a, b), &x| (a.min(x), b.max(x)));
         let cache = if cached { "filled" } else { "off" };
+        let n = if signed { format!("{n} signed") } else { n.to_string() };
         let _ = writeln!(
             report,
             "| {n} | {cache} | {} | {:.2} | {min:.2} – {max:.2} | {:.2} |",
