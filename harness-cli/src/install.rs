@@ -248,10 +248,7 @@ pub(crate) fn install(from: From, force: bool) -> Result<u8> {
 /// `harness plugins remove NAME`.
 pub(crate) fn remove(name: &str) -> Result<u8> {
     let dir = data_dir()?;
-    let _lock = match dir.is_dir() {
-        true => Some(lock(&dir)?),
-        false => None,
-    };
+    let _lock = lock_if_there(&dir)?;
     let mut record = Record::load(&dir)?;
     let installed = record.get(name, &dir)?.clone();
     let library = dir.join(&installed.file);
@@ -270,10 +267,7 @@ pub(crate) fn remove(name: &str) -> Result<u8> {
 /// `harness plugins upgrade [NAME]`: each from its recorded source, a crate rebuilt.
 pub(crate) fn upgrade(name: Option<&str>) -> Result<u8> {
     let dir = data_dir()?;
-    let _lock = match dir.is_dir() {
-        true => Some(lock(&dir)?),
-        false => None,
-    };
+    let _lock = lock_if_there(&dir)?;
     let record = Record::load(&dir)?;
     let names: Vec<String> = match name {
         Some(name) => vec![record.get(name, &dir)?.name.clone()],
@@ -532,6 +526,11 @@ fn lock(dir: &Path) -> Result<std::fs::File> {
         Err(std::fs::TryLockError::Error(e)) => return Err(fail(e)),
     }
     Ok(file)
+}
+
+/// [`lock`] where the directory exists: a command that only reads or removes makes none.
+fn lock_if_there(dir: &Path) -> Result<Option<std::fs::File>> {
+    dir.is_dir().then(|| lock(dir)).transpose()
 }
 
 /// Makes the plugin directory (mode 0755 where it is new).

@@ -161,10 +161,7 @@ fn grounded_finish(values: &[Value]) -> Value {
 pub(crate) fn grounded_answers(conversation: &[Message]) -> Vec<Value> {
     let mut values: Vec<Value> = Vec::new();
     let mut any = false;
-    let request = match conversation.first() {
-        Some(Message::User { content }) => content.as_str(),
-        _ => "",
-    };
+    let request = crate::conversation::request_of(conversation);
     for message in conversation {
         let Message::ToolResult { content, is_error: false, tool, .. } = message else { continue };
         any = true;

@@ -89,10 +89,7 @@ pub(crate) fn text_only(conversation: &[Message]) -> Vec<Turn<'_>> {
     // so far, to say when one is made again.
     let mut calls: std::collections::VecDeque<(String, Option<Value>)> = Default::default();
     let mut made: Vec<(String, Option<Value>)> = Vec::new();
-    let request = match conversation.first() {
-        Some(Message::User { content }) => content.as_str(),
-        _ => "",
-    };
+    let request = request_of(conversation);
     for message in conversation {
         match message {
             Message::User { content } => push_note(&mut turns, content.clone()),
@@ -117,6 +114,20 @@ pub(crate) fn text_only(conversation: &[Message]) -> Vec<Turn<'_>> {
         }
     }
     turns
+}
+
+/// The user's request: the conversation's first message, when it is one; else empty.
+pub(crate) fn request_of(conversation: &[Message]) -> &str {
+    match conversation.first() {
+        Some(Message::User { content }) => content,
+        _ => "",
+    }
+}
+
+/// A call as the text modes write it, `{"tool": NAME, "arguments": {...}}`: written by hand so
+/// that the keys come in the order the prompt shows.
+fn call_text(name: &str, arguments: impl std::fmt::Display) -> String {
+    format!("{{\"tool\": {}, \"arguments\": {}}}", Value::from(name), arguments)
 }
 
 /// The most worked exchanges shown for one tool: enough to show the pattern, few enough that a
@@ -148,9 +159,9 @@ pub(crate) fn worked_exchanges(tools: &[ToolDefinition], request: &str) -> Vec<T
     order.sort_by(|a, b| likeness[*a].total_cmp(&likeness[*b]));
     let mut turns = Vec::new();
     for (tool, asked, arguments, result) in order.into_iter().map(|i| worked[i]) {
-        let call = |name: &str, arguments: &Value| {
-            let text = format!("{{\"tool\": {}, \"arguments\": {}}}", Value::from(name), arguments);
-            Turn::Assistant { text: Some(text), calls: Vec::new() }
+        let call = |name: &str, arguments: &Value| Turn::Assistant {
+            text: Some(call_text(name, arguments)),
+            calls: Vec::new(),
         };
         turns.push(Turn::User(asked.to_owned()));
         turns.push(call(tool, arguments));
@@ -226,8 +237,7 @@ fn calls_of(reply: &ModelReply) -> Vec<(String, Option<Value>)> {
 fn assistant_as_text(reply: &ModelReply) -> Turn<'static> {
     let mut parts: Vec<String> = reply.text.iter().filter(|t| !t.is_empty()).cloned().collect();
     for call in &reply.calls {
-        // Written by hand so that the keys come in the order the prompt shows.
-        parts.push(format!("{{\"tool\": {}, \"arguments\": {}}}", Value::from(call.name.as_str()), call.arguments));
+        parts.push(call_text(&call.name, &call.arguments));
     }
     Turn::Assistant { text: Some(parts.join("\n")).filter(|t| !t.is_empty()), calls: Vec::new() }
 }

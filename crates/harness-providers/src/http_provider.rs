@@ -128,7 +128,7 @@ impl Outgoing<'_> {
             return conversation::native(self.conversation);
         }
         let mut turns = match self.worked {
-            true => conversation::worked_exchanges(self.tools, first_request(self.conversation)),
+            true => conversation::worked_exchanges(self.tools, conversation::request_of(self.conversation)),
             false => Vec::new(),
         };
         turns.extend(conversation::text_only(self.conversation));
@@ -153,14 +153,6 @@ pub(crate) fn system_prompt(mode: RouterMode, tools: &[ToolDefinition], compact:
     match mode {
         RouterMode::Native => prompt::NATIVE.to_owned(),
         _ => prompt::prompt_mode(tools, compact),
-    }
-}
-
-/// The user's request: the conversation's first message, when it is one.
-fn first_request(conversation: &[Message]) -> &str {
-    match conversation.first() {
-        Some(Message::User { content }) => content,
-        _ => "",
     }
 }
 
@@ -359,7 +351,7 @@ impl HttpProvider {
                 .then(|| constrained::grounded_answers(request.conversation)),
             worked: self.compact(),
             spans: match mode == RouterMode::Constrained && self.needs_a_tool_first() {
-                true => constrained::request_spans(first_request(request.conversation)),
+                true => constrained::request_spans(conversation::request_of(request.conversation)),
                 false => Vec::new(),
             },
         });
