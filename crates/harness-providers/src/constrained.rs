@@ -36,15 +36,15 @@ const MAX_STRING_CAP: u64 = 2000;
 /// first).
 ///
 /// `grounded`, for a small model, holds the values its tools answered: once there are some,
-/// `finish` may answer only one of them (see [`grounded_answers`]). `spans`, for a small
-/// model, are the request's own words: an argument that the tool's worked examples always
+/// `finish` may answer only one of them (see [`grounded_answers`]). `quoting`, for a small
+/// model, holds the request's own words: an argument that the tool's worked examples always
 /// quote from their request may be only one of them (see [`quoted_arguments`]).
 pub(crate) fn response_format(
     tools: &[ToolDefinition],
     choice: &ToolChoice,
     max_tokens: u32,
     grounded: Option<&[Value]>,
-    spans: &[String],
+    quoting: &Quoting,
 ) -> Option<String> {
     let allowed: Vec<&ToolDefinition> = match choice {
         ToolChoice::Required => tools.iter().collect(),
@@ -55,52 +55,98 @@ pub(crate) fn response_format(
     };
     let bounds = Bounds { max_string: (u64::from(max_tokens) * 2).clamp(64, MAX_STRING_CAP) };
     let grounded = grounded.filter(|g| !g.is_empty());
-    let branches: Vec<String> = allowed.iter().map(|tool| branch(tool, &bounds, grounded, spans)).collect();
+    let mut branches: Vec<String> =
+        allowed.iter().filter_map(|tool| branch(tool, &bounds, grounded, quoting)).collect();
+    if branches.is_empty() {
+        // No word of the request is left for any allowed tool: the tools as they are, rather
+        // than a grammar that no reply can match.
+        branches = allowed.iter().filter_map(|tool| branch(tool, &bounds, grounded, &Quoting::default())).collect();
+    }
     Some(format!(
         r#"{{"type":"json_schema","json_schema":{{"name":"tool_call","schema":{{"oneOf":[{}]}}}}}}"#,
         branches.join(",")
     ))
 }
 
-/// One tool's call: `{"tool": NAME, "arguments": <its parameters, bounded>}`, nothing else.
-fn branch(tool: &ToolDefinition, bounds: &Bounds, grounded: Option<&[Value]>, spans: &[String]) -> String {
+/// One tool's call: `{"tool": NAME, "arguments": <its parameters, bounded>}`, nothing else;
+/// `None` when an argument it quotes has no word of the request left.
+fn branch(tool: &ToolDefinition, bounds: &Bounds, grounded: Option<&[Value]>, quoting: &Quoting) -> Option<String> {
     let arguments = match (tool.name == FINISH, grounded) {
         (true, Some(values)) => grounded_finish(values),
         (true, None) => finish_arguments(bounds),
-        (false, _) => bounds.schema(&quoted_arguments(tool, spans)),
+        (false, _) => bounds.schema(&quoted_arguments(tool, quoting)?),
     };
-    format!(
+    Some(format!(
         r#"{{"type":"object","properties":{{"tool":{{"const":{}}},"arguments":{}}},"required":["tool","arguments"],"additionalProperties":false}}"#,
         Value::from(tool.name.as_str()),
         arguments
-    )
+    ))
+}
+
+/// What a small model's quoted arguments may be: the request's words, less those a tool has
+/// already failed with. Empty (no narrowing) for a capable model.
+#[derive(Debug, Default)]
+pub(crate) struct Quoting {
+    /// The request's words ([`request_spans`]).
+    pub(crate) spans: Vec<String>,
+    /// The calls that ended in an error so far, as tool names and arguments
+    /// ([`crate::conversation::failed_calls`]).
+    pub(crate) failed: Vec<(String, Value)>,
 }
 
 /// The tool's parameters, with each argument that its worked examples always quote from their
-/// request (the SMILES of "Is CCN a valid SMILES?") narrowed to the request's own `spans`.
-/// Shown `molecular_weight` of `O=C=O` in a worked exchange, SmolLM2-135M asked for the weight
-/// of `O=C=O` whatever SMILES its own request held. An argument the examples compute
+/// request (the SMILES of "Is CCN a valid SMILES?") narrowed to the request's words that fit
+/// the argument's own schema and that this tool has not failed with. Shown `molecular_weight`
+/// of `O=C=O` in a worked exchange, SmolLM2-135M asked for the weight of `O=C=O` whatever
+/// SMILES its own request held; given "round 2/3 to 2 decimal places", it asked for the
+/// weight of `2`, and then again, the same failing call until the step budget ran out (greedy
+/// decoding writes the same reply to the same conversation). `None` when such an argument has
+/// no word left: the tool cannot be called with this request. An argument the examples compute
 /// (`10/100*50` for "10% of 50") is left open, and so is every argument when there are no
 /// spans (a capable model, or a request of no words).
-pub(crate) fn quoted_arguments(tool: &ToolDefinition, spans: &[String]) -> Value {
+pub(crate) fn quoted_arguments(tool: &ToolDefinition, quoting: &Quoting) -> Option<Value> {
     let mut parameters = tool.parameters.clone();
     let worked: Vec<(&str, &Value)> =
         tool.examples.iter().filter_map(|e| Some((e.request.as_deref()?, &e.arguments))).collect();
-    if spans.is_empty() || worked.is_empty() {
-        return parameters;
+    if quoting.spans.is_empty() || worked.is_empty() {
+        return Some(parameters);
     }
     let Some(Value::Object(properties)) = parameters.get_mut("properties") else {
-        return parameters;
+        return Some(parameters);
     };
     for (name, schema) in properties.iter_mut() {
         let quoted = worked.iter().all(|(request, arguments)| {
             arguments.get(name).and_then(Value::as_str).is_some_and(|v| !v.is_empty() && request.contains(v))
         });
         if quoted {
-            *schema = json!({ "type": "string", "enum": spans });
+            let words = quotable_words(&tool.name, name, schema, quoting);
+            if words.is_empty() {
+                return None;
+            }
+            *schema = json!({ "type": "string", "enum": words });
         }
     }
-    parameters
+    Some(parameters)
+}
+
+/// The request's words that argument `name` of `tool` may be: valid under the argument's own
+/// schema (where it compiles alone: chem's SMILES `pattern` refuses `benzene` and `12`), and
+/// not a value this tool has failed with.
+fn quotable_words<'q>(tool: &str, name: &str, schema: &Value, quoting: &'q Quoting) -> Vec<&'q str> {
+    let fits = harness_core::compile_schema(schema).ok();
+    let failed = |word: &str| {
+        quoting
+            .failed
+            .iter()
+            .any(|(t, arguments)| t == tool && arguments.get(name).and_then(Value::as_str) == Some(word))
+    };
+    quoting
+        .spans
+        .iter()
+        .map(String::as_str)
+        .filter(|word| fits.as_ref().is_none_or(|v| v.is_valid(&Value::from(*word))))
+        .filter(|word| !failed(word))
+        .collect()
 }
 
 /// The request's words as an argument may quote them: each word, with the punctuation that
@@ -115,11 +161,26 @@ pub(crate) fn request_spans(request: &str) -> Vec<String> {
                 word = inner;
             }
         }
+        word = unbracketed(word);
         if !word.is_empty() && !spans.iter().any(|s| s == word) && spans.len() < MAX_SPANS {
             spans.push(word.to_owned());
         }
     }
     spans
+}
+
+/// `word` without a bracket that opens or closes around more than the word: "(SMILES O)" is
+/// two words, `(SMILES` and `O)`, and Gemma 3 270M asked for the weight of `O)`. A SMILES's
+/// own brackets balance (`CC(=O)O`), so they stay.
+fn unbracketed(mut word: &str) -> &str {
+    let count = |w: &str, c: char| w.chars().filter(|&x| x == c).count();
+    while word.ends_with(')') && count(word, ')') > count(word, '(') {
+        word = &word[..word.len() - 1];
+    }
+    while word.starts_with('(') && count(word, '(') > count(word, ')') {
+        word = &word[1..];
+    }
+    word
 }
 
 /// The most words of a request an argument may choose from: a long request is no list.
@@ -308,26 +369,70 @@ mod tests {
         }
     }
 
+    /// A tool's parameters as the grammar bounds them for a reply of 1,024 tokens.
+    fn bounded(parameters: &Value) -> Value {
+        Bounds { max_string: 2000 }.schema(parameters)
+    }
+
+    fn quoting(request: &str, failed: &[(&str, &str)]) -> Quoting {
+        Quoting {
+            spans: request_spans(request),
+            failed: failed.iter().map(|(tool, smiles)| ((*tool).to_owned(), json!({ "smiles": smiles }))).collect(),
+        }
+    }
+
     #[test]
     fn an_argument_the_worked_examples_quote_is_one_of_the_requests_words() {
-        let spans = request_spans("How heavy is aspirin (CC(=O)Oc1ccccc1C(=O)O), in g/mol?");
+        let request = "How heavy is aspirin (CC(=O)Oc1ccccc1C(=O)O), in g/mol?";
+        let spans = request_spans(request);
         assert_eq!(spans, ["How", "heavy", "is", "aspirin", "CC(=O)Oc1ccccc1C(=O)O", "in", "g/mol"]);
-        let quoting = smiles_tool(&[(Some("Is CCN a valid SMILES?"), "CCN"), (None, "O")]);
+        let quoting_tool = smiles_tool(&[(Some("Is CCN a valid SMILES?"), "CCN"), (None, "O")]);
         assert_eq!(
-            quoted_arguments(&quoting, &spans)["properties"]["smiles"],
+            quoted_arguments(&quoting_tool, &quoting(request, &[])).unwrap()["properties"]["smiles"],
             json!({"type": "string", "enum": spans})
         );
         // A capable model (no spans), or examples that compute the argument, leave it open.
-        assert_eq!(quoted_arguments(&quoting, &[]), quoting.parameters);
+        assert_eq!(quoted_arguments(&quoting_tool, &Quoting::default()), Some(quoting_tool.parameters.clone()));
         let computing = smiles_tool(&[(Some("Is ethanol a valid SMILES?"), "CCO")]);
-        assert_eq!(quoted_arguments(&computing, &spans), computing.parameters);
-        assert_eq!(quoted_arguments(&smiles_tool(&[]), &spans), smiles_tool(&[]).parameters);
+        assert_eq!(quoted_arguments(&computing, &quoting(request, &[])), Some(computing.parameters.clone()));
+        let plain = smiles_tool(&[]);
+        assert_eq!(quoted_arguments(&plain, &quoting(request, &[])), Some(plain.parameters.clone()));
+    }
+
+    #[test]
+    fn a_quoted_argument_is_a_word_its_schema_takes_and_not_one_that_failed() {
+        let mut shaped = smiles_tool(&[(Some("Is CCN a valid SMILES?"), "CCN")]);
+        shaped.parameters["properties"]["smiles"]["pattern"] = json!("^[CNOc1=()]+$");
+        let words = |q: &Quoting| quoted_arguments(&shaped, q).map(|p| p["properties"]["smiles"]["enum"].clone());
+        // Only the words the argument's own schema takes.
+        let request = "what do 3 moles of water (SMILES O) weigh, in grams?";
+        assert_eq!(words(&quoting(request, &[])), Some(json!(["O"])));
+        // Less the words this tool failed with; another tool's failures do not count.
+        let two = "weigh CCO or CCN";
+        assert_eq!(words(&quoting(two, &[("molecular_weight", "CCO")])), Some(json!(["CCN"])));
+        assert_eq!(words(&quoting(two, &[("validate_smiles", "CCO")])), Some(json!(["CCO", "CCN"])));
+        // No word left: the tool cannot be called with this request, and leaves the grammar,
+        // unless no tool would be left, when the tools are offered as they are.
+        assert_eq!(words(&quoting("round 2/3 to 2 decimal places", &[])), None);
+        let tools = [shaped.clone(), tool("calculate")];
+        let quoting = quoting("average of 12 and 15", &[]);
+        let text = response_format(&tools, &ToolChoice::Required, 1024, None, &quoting).unwrap();
+        assert!(!text.contains("molecular_weight") && text.contains("calculate"), "{text}");
+        let text = response_format(&tools[..1], &ToolChoice::Required, 1024, None, &quoting).unwrap();
+        let value: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(value["json_schema"]["schema"]["oneOf"][0]["properties"]["arguments"], bounded(&shaped.parameters));
+    }
+
+    #[test]
+    fn a_bracket_that_opens_or_closes_around_more_than_the_word_is_not_part_of_it() {
+        assert_eq!(request_spans("(SMILES O), or (CCO) or CC(=O)O)."), ["SMILES", "O", "or", "CCO", "CC(=O)O"]);
+        assert_eq!(request_spans("C1CC(C)"), ["C1CC(C)"]);
     }
 
     #[test]
     fn the_schema_is_one_branch_per_allowed_tool_with_the_tool_named_first() {
         let tools = [tool("finish"), tool("add \"quoted\"")];
-        let text = response_format(&tools, &ToolChoice::Required, 1024, None, &[]).unwrap();
+        let text = response_format(&tools, &ToolChoice::Required, 1024, None, &Quoting::default()).unwrap();
         let value: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(value["type"], "json_schema");
         let branches = value["json_schema"]["schema"]["oneOf"].as_array().unwrap();
@@ -339,17 +444,19 @@ mod tests {
         let first = text.find(r#""tool":{"const""#).unwrap();
         assert!(first < text.find(r#""arguments":{"#).unwrap(), "{text}");
 
-        let forced = response_format(&tools, &ToolChoice::Tool("finish".into()), 1024, None, &[]).unwrap();
+        let forced =
+            response_format(&tools, &ToolChoice::Tool("finish".into()), 1024, None, &Quoting::default()).unwrap();
         let value: Value = serde_json::from_str(&forced).unwrap();
         assert_eq!(value["json_schema"]["schema"]["oneOf"].as_array().unwrap().len(), 1);
         assert_eq!(value["json_schema"]["schema"]["oneOf"][0]["properties"]["tool"]["const"], "finish");
         let shortlisted =
-            response_format(&tools, &ToolChoice::OneOf(vec!["add \"quoted\"".into()]), 1024, None, &[]).unwrap();
+            response_format(&tools, &ToolChoice::OneOf(vec!["add \"quoted\"".into()]), 1024, None, &Quoting::default())
+                .unwrap();
         let value: Value = serde_json::from_str(&shortlisted).unwrap();
         assert_eq!(value["json_schema"]["schema"]["oneOf"].as_array().unwrap().len(), 1);
         assert_eq!(value["json_schema"]["schema"]["oneOf"][0]["properties"]["tool"]["const"], "add \"quoted\"");
-        assert_eq!(response_format(&tools, &ToolChoice::Auto, 1024, None, &[]), None);
-        assert_eq!(response_format(&tools, &ToolChoice::None, 1024, None, &[]), None);
+        assert_eq!(response_format(&tools, &ToolChoice::Auto, 1024, None, &Quoting::default()), None);
+        assert_eq!(response_format(&tools, &ToolChoice::None, 1024, None, &Quoting::default()), None);
     }
 
     /// The deepest nesting of objects and arrays a schema's free-form values allow.
@@ -379,7 +486,7 @@ mod tests {
             "extra": {"description": "anything"},
         }});
         let tools = [finish.clone(), listing.clone()];
-        let text = response_format(&tools, &ToolChoice::Required, 100, None, &[]).unwrap();
+        let text = response_format(&tools, &ToolChoice::Required, 100, None, &Quoting::default()).unwrap();
         let value: Value = serde_json::from_str(&text).unwrap();
         let branches = &value["json_schema"]["schema"]["oneOf"];
         let names = &branches[1]["properties"]["arguments"]["properties"]["names"];
@@ -398,7 +505,9 @@ mod tests {
 
     #[test]
     fn finishs_answer_is_a_short_scalar_and_nothing_else() {
-        let text = response_format(&[tool("finish")], &ToolChoice::Tool("finish".into()), 1024, None, &[]).unwrap();
+        let text =
+            response_format(&[tool("finish")], &ToolChoice::Tool("finish".into()), 1024, None, &Quoting::default())
+                .unwrap();
         let value: Value = serde_json::from_str(&text).unwrap();
         let arguments = &value["json_schema"]["schema"]["oneOf"][0]["properties"]["arguments"];
         assert_eq!(arguments["additionalProperties"], false);
@@ -467,13 +576,13 @@ mod tests {
         assert!(grounded_answers(&conversation[..1]).is_empty(), "no tool answered: nothing to ground");
 
         let tools = [tool("finish"), tool("add")];
-        let text = response_format(&tools, &ToolChoice::Required, 1024, Some(&values), &[]).unwrap();
+        let text = response_format(&tools, &ToolChoice::Required, 1024, Some(&values), &Quoting::default()).unwrap();
         let value: Value = serde_json::from_str(&text).unwrap();
         let branches = value["json_schema"]["schema"]["oneOf"].as_array().unwrap();
         assert_eq!(branches[0]["properties"]["arguments"]["properties"]["answer"], json!({"enum": values}));
         assert_eq!(branches[1]["properties"]["arguments"], tools[1].parameters, "other tools keep their schemas");
         // Before any tool answered, the free scalar answer stays.
-        let text = response_format(&tools, &ToolChoice::Required, 1024, Some(&[]), &[]).unwrap();
+        let text = response_format(&tools, &ToolChoice::Required, 1024, Some(&[]), &Quoting::default()).unwrap();
         assert!(text.contains(r#""anyOf""#), "{text}");
     }
 }

@@ -116,6 +116,27 @@ pub(crate) fn text_only(conversation: &[Message]) -> Vec<Turn<'_>> {
     turns
 }
 
+/// The calls that ended in an error (a tool's error, a refused argument, a repeat refused), as
+/// tool names and arguments, in order: what a small model must not be offered again, since
+/// greedy decoding answers the same conversation with the same call.
+pub(crate) fn failed_calls(conversation: &[Message]) -> Vec<(String, Value)> {
+    let mut calls: std::collections::VecDeque<(String, Option<Value>)> = Default::default();
+    let mut failed = Vec::new();
+    for message in conversation {
+        match message {
+            Message::Assistant { reply } => calls = calls_of(reply).into(),
+            Message::ToolResult { tool, is_error, .. } => {
+                let call = calls.pop_front().filter(|(name, _)| Some(name) == tool.as_ref());
+                if let Some((name, Some(arguments))) = call.filter(|_| *is_error) {
+                    failed.push((name, arguments));
+                }
+            }
+            Message::User { .. } => {}
+        }
+    }
+    failed
+}
+
 /// The user's request: the conversation's first message, when it is one; else empty.
 pub(crate) fn request_of(conversation: &[Message]) -> &str {
     match conversation.first() {
@@ -372,6 +393,26 @@ mod tests {
 
     fn result(call_id: Option<&str>, tool: Option<&str>, content: Value, is_error: bool) -> Message {
         Message::ToolResult { call_id: call_id.map(str::to_owned), tool: tool.map(str::to_owned), content, is_error }
+    }
+
+    #[test]
+    fn the_calls_that_failed_are_those_an_error_answered() {
+        let text = |t: &str| Message::Assistant { reply: ModelReply { text: Some(t.into()), ..Default::default() } };
+        let conversation = vec![
+            Message::User { content: "weight of 12".into() },
+            text(r#"{"tool": "molecular_weight", "arguments": {"smiles": "12"}}"#),
+            result(None, Some("molecular_weight"), json!({"code": "tool_error"}), true),
+            text(r#"{"tool": "molecular_weight", "arguments": {"smiles": "C"}}"#),
+            result(None, Some("molecular_weight"), json!({"molecular_weight": 16.043}), false),
+            reply(&[(Some("a"), "calculate")], None),
+            result(Some("a"), Some("calculate"), json!({"code": "invalid_arguments"}), true),
+            text("not a call"),
+            result(None, None, json!({"code": "no_json"}), true),
+        ];
+        assert_eq!(
+            failed_calls(&conversation),
+            [("molecular_weight".to_owned(), json!({"smiles": "12"})), ("calculate".to_owned(), json!({}))]
+        );
     }
 
     #[test]

@@ -114,9 +114,9 @@ pub(crate) struct Outgoing<'a> {
     /// The text modes open with worked exchanges from the tools' examples
     /// ([`conversation::worked_exchanges`]): a small model's context.
     pub(crate) worked: bool,
-    /// The request's words, which an argument the tool's worked examples quote may only be
-    /// ([`constrained::quoted_arguments`]); empty for a capable model.
-    pub(crate) spans: Vec<String>,
+    /// The request's words, which an argument the tool's worked examples quote may only be, and
+    /// the calls that failed ([`constrained::quoted_arguments`]); empty for a capable model.
+    pub(crate) quoting: constrained::Quoting,
 }
 
 impl Outgoing<'_> {
@@ -350,9 +350,12 @@ impl HttpProvider {
             grounded: (mode == RouterMode::Constrained && self.needs_a_tool_first())
                 .then(|| constrained::grounded_answers(request.conversation)),
             worked: self.compact(),
-            spans: match mode == RouterMode::Constrained && self.needs_a_tool_first() {
-                true => constrained::request_spans(conversation::request_of(request.conversation)),
-                false => Vec::new(),
+            quoting: match mode == RouterMode::Constrained && self.needs_a_tool_first() {
+                true => constrained::Quoting {
+                    spans: constrained::request_spans(conversation::request_of(request.conversation)),
+                    failed: conversation::failed_calls(request.conversation),
+                },
+                false => constrained::Quoting::default(),
             },
         });
         self.transport.post(mode.as_str(), &body.bytes(), |value| self.wire.reply(value)).await

@@ -64,7 +64,7 @@ impl Wire for ChatCompletions {
                     out.choice,
                     out.max_tokens,
                     out.grounded.as_deref(),
-                    &out.spans,
+                    &out.quoting,
                 ) {
                     verbatim.push(("response_format", format));
                 }

@@ -76,7 +76,7 @@ pub(crate) fn sent(wire: &dyn Wire, conversation: &[Message], choice: &ToolChoic
         after_cut: false,
         grounded: None,
         worked: false,
-        spans: Vec::new(),
+        quoting: Default::default(),
     });
     match serde_json::from_slice(&body.bytes()) {
         Ok(value) => value,

@@ -64,6 +64,26 @@ pub struct SmilesArgs {
     pub smiles: String,
 }
 
+/// The shape of a SMILES as `molecular_weight` declares it: an atom first, then only the
+/// characters SMILES is written in (atoms, bonds, RDKit's dative `->` and any-bond `~`,
+/// branches, ring digits, bracket atoms), up to a blank, after which RDKit reads a name. It
+/// refuses a name or a number before the parser sees it, and it tells a harness which words
+/// of a request could be the SMILES: given "round 2/3 to 2 decimal places", a small model
+/// asked for the weight of `2`, and Gemma 3 270M for that of `benzene`, where the request
+/// held `c1ccccc1`. A string of this shape may still be invalid (`CC(C`): that is the
+/// parser's tool error, with the position.
+pub const SMILES_SHAPE: &str = r"^\s*(?:Cl|Br|[BCNOPSFIbcnops*]|\[[^\]]*\])(?:Cl|Br|[BCNOPSFIbcnops*]|\[[^\]]*\]|[0-9%=#$:/\\().@+\-~<>])*(?:\s.*)?$";
+
+/// Arguments of `molecular_weight`: a SMILES of [`SMILES_SHAPE`].
+#[derive(Deserialize, JsonSchema)]
+#[serde(crate = "harness_sdk::serde", deny_unknown_fields)]
+#[schemars(crate = "harness_sdk::schemars")]
+pub struct WeightArgs {
+    /// A SMILES string, e.g. `c1ccccc1` (benzene) or `CC(=O)O` (acetic acid); not a name.
+    #[schemars(length(max = MAX_SMILES_CHARS), regex(pattern = SMILES_SHAPE))]
+    pub smiles: String,
+}
+
 /// Result of `validate_smiles`.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(crate = "harness_sdk::serde")]
@@ -186,9 +206,10 @@ impl Plugin for Chem {
                  N 14.007, O 15.999, ...) with implicit hydrogens included; an isotope-labelled atom \
                  such as [13C] or [2H] weighs its isotope's exact mass. An invalid SMILES is a tool \
                  error giving the 0-based character position and the reason. Pass the SMILES alone: a \
-                 blank inside it (e.g. a name after it) makes it invalid.",
+                 blank inside it (e.g. a name after it) makes it invalid, and a name or a number is \
+                 refused before it is read.",
                 Effects::Pure,
-                |_: &Chem, args: SmilesArgs| molecular_weight(&args.smiles),
+                |_: &Chem, args: WeightArgs| molecular_weight(&args.smiles),
             )
             .output::<MolecularWeight>()
             // Shown to a small model as worked exchanges: the SMILES alone, the member asked for; the

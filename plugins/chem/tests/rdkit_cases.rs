@@ -129,3 +129,19 @@ fn the_plugin_agrees_with_rdkit_on_every_recorded_case() {
     );
     assert!(failures.is_empty(), "{} of {total} cases differ from RDKit:\n{}", failures.len(), failures.join("\n"));
 }
+
+/// `molecular_weight` refuses, by its schema, what does not look like a SMILES ([`chem::SMILES_SHAPE`]):
+/// that shape must never refuse a SMILES RDKit reads, or the tool could not weigh it.
+#[test]
+fn every_smiles_rdkit_reads_has_the_declared_shape() {
+    let shape = regex::Regex::new(chem::SMILES_SHAPE).expect("SMILES_SHAPE compiles");
+    let refused: Vec<String> = cases()
+        .iter()
+        .filter(|c| c.rdkit != Rdkit::Invalid && !shape.is_match(c.smiles))
+        .map(|c| format!("line {}: {}", c.line, c.smiles))
+        .collect();
+    assert!(refused.is_empty(), "{} valid SMILES refused by the shape:\n{}", refused.len(), refused.join("\n"));
+    for word in ["benzene", "12", "0.5", "round", "day", "SMILES", "aspirin"] {
+        assert!(!shape.is_match(word), "{word:?} looks like a SMILES to the shape");
+    }
+}
