@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use harness_batch::{Shard, ShardSpec};
-use harness_config::ConfigFile;
 use harness_core::{ApprovalPolicy, ReplyFormat};
 use harness_loader::isolation::Isolation;
 use harness_trace::Resumable;
+use harness_trust::ConfigFile;
 use serde_json::Value;
 
 use super::{Settings, ToolSettings, approval_policy, batch_provider, reply_format, resumed_provider};
