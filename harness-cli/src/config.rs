@@ -1,10 +1,10 @@
 //! The TOML configuration file: `--config FILE`, or `./harness.toml` when the operator has
-//! trusted it (`harness config trust`); see `harness_config` for the trust store.
+//! trusted it (`harness config trust`); see `harness_trust` for the trust store.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use harness_config::{ConfigFile, TrustStatus, TrustStore, check_permissions};
+use harness_trust::{ConfigFile, TrustStatus, TrustStore, check_permissions};
 use serde::Deserialize;
 
 use crate::error::CliError;

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
-use harness_config::{ConfigFile, TrustStore, check_permissions};
+use harness_trust::{ConfigFile, TrustStore, check_permissions};
 use serde_json::{Value, json};
 
 use harness_core::printable;

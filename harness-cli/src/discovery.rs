@@ -61,7 +61,7 @@ pub(crate) fn user_plugin_dir() -> Option<PathBuf> {
     let base = if cfg!(windows) {
         std::env::var_os("LOCALAPPDATA").filter(|v| !v.is_empty()).map(PathBuf::from).filter(|p| p.is_absolute())
     } else {
-        harness_config::user_dir("XDG_DATA_HOME", ".local/share")
+        harness_trust::user_dir("XDG_DATA_HOME", ".local/share")
     };
     Some(base?.join("harness").join("plugins"))
 }
@@ -127,7 +127,7 @@ fn guarded(project: &ProjectFile, dirs: &[PathBuf]) -> Vec<Guarded> {
     }
     guarded.push(Guarded::new(&project.lock_path, "the lock file"));
     guarded.extend(dirs.iter().map(|d| Guarded::new(d, "the plugin directory")));
-    if let Some(store) = harness_config::TrustStore::locate().ok().and_then(|s| s.path().parent().map(PathBuf::from)) {
+    if let Some(store) = harness_trust::TrustStore::locate().ok().and_then(|s| s.path().parent().map(PathBuf::from)) {
         guarded.push(Guarded::new(store, "the trust store"));
     }
     // Guarded before it exists too: a child that could create it could plant a library there.
@@ -152,7 +152,7 @@ fn harness_dir() -> Option<PathBuf> {
 /// The library hashes `harness.lock` pins, by plugin name: a plugin a configuration runs
 /// in-process runs so only as the file that was locked.
 fn library_pins(project: &ProjectFile) -> Result<BTreeMap<String, String>> {
-    let lock = harness_config::ToolLock::read(&project.lock_path).map_err(|e| CliError::Usage(e.to_string()))?;
+    let lock = harness_trust::ToolLock::read(&project.lock_path).map_err(|e| CliError::Usage(e.to_string()))?;
     let entries = lock.map(|l| l.tools.into_values()).into_iter().flatten();
     Ok(entries
         .filter_map(|e| {
@@ -168,7 +168,7 @@ fn plugin_cache_dir() -> Option<PathBuf> {
     match std::env::var_os("HARNESS_PLUGIN_CACHE").filter(|v| !v.is_empty()) {
         Some(dir) if dir == "off" => None,
         Some(dir) => Some(PathBuf::from(dir)),
-        None => Some(harness_config::user_dir("XDG_CACHE_HOME", ".cache")?.join("harness").join("plugins")),
+        None => Some(harness_trust::user_dir("XDG_CACHE_HOME", ".cache")?.join("harness").join("plugins")),
     }
 }
 

@@ -432,7 +432,7 @@ fn build_dir() -> Result<PathBuf> {
     let cache = if cfg!(windows) {
         std::env::var_os("LOCALAPPDATA").filter(|v| !v.is_empty()).map(PathBuf::from)
     } else {
-        harness_config::user_dir("XDG_CACHE_HOME", ".cache")
+        harness_trust::user_dir("XDG_CACHE_HOME", ".cache")
     };
     cache
         .map(|c| c.join("harness").join("build"))

@@ -2,9 +2,9 @@
 //! `harness.lock` beside the configuration and held against each start.
 
 use clap::Args;
-use harness_config::{LockEntry, ToolLock, sha256_hex};
 use harness_core::ToolSource;
 use harness_mcp::{McpTool, McpToolState};
+use harness_trust::{LockEntry, ToolLock, sha256_hex};
 use serde_json::json;
 
 use crate::Result;
@@ -72,7 +72,7 @@ pub(crate) fn current(tools: &Tools, settings: &ToolSettings) -> ToolLock {
 /// a warning otherwise.
 pub(crate) fn check(tools: &Tools, settings: &ToolSettings, locked: bool) -> Result<()> {
     let path = &settings.project.lock_path;
-    let usage = |e: harness_config::ConfigError| CliError::Usage(e.to_string());
+    let usage = |e: harness_trust::ConfigError| CliError::Usage(e.to_string());
     let Some(lock) = ToolLock::read(path).map_err(usage)? else {
         if locked {
             return Err(CliError::Usage(format!(

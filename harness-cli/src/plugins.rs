@@ -10,8 +10,8 @@ use harness_loader::isolation::confine::Enforcement;
 use harness_loader::isolation::{CHILD_ENV_ALLOWLIST, Isolation};
 use harness_loader::{Discovery, LoadedPlugin, ToolState};
 use harness_mcp::McpSources;
-use harness_testkit::scaffold::{self, Dependency, Scaffold, ScaffoldError};
-use harness_testkit::{CheckOptions, Executor};
+use harness_plugin_check::scaffold::{self, Dependency, Scaffold, ScaffoldError};
+use harness_plugin_check::{CheckOptions, Executor};
 use serde_json::{Value, json};
 
 use crate::Result;
@@ -138,17 +138,17 @@ pub(crate) struct CheckArgs {
     #[arg(long, value_name = "FILE")]
     pub(crate) junit: Option<PathBuf>,
     /// Argument objects generated per tool.
-    #[arg(long, value_name = "N", default_value_t = harness_testkit::DEFAULT_CASES)]
+    #[arg(long, value_name = "N", default_value_t = harness_plugin_check::DEFAULT_CASES)]
     pub(crate) cases: usize,
     /// The generator's seed: the same seed gives the same cases.
-    #[arg(long, value_name = "S", default_value_t = harness_testkit::DEFAULT_SEED)]
+    #[arg(long, value_name = "S", default_value_t = harness_plugin_check::DEFAULT_SEED)]
     pub(crate) seed: u64,
     /// Configuration file (TOML) whose [plugins.<name>] section configures the plugin; ./harness.toml is read when
     /// present and trusted (`harness config trust`).
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
     /// Every call's time limit in seconds, unless the plugin's section sets its own.
-    #[arg(long, value_name = "SECS", default_value_t = harness_testkit::DEFAULT_TOOL_TIMEOUT.as_secs_f64())]
+    #[arg(long, value_name = "SECS", default_value_t = harness_plugin_check::DEFAULT_TOOL_TIMEOUT.as_secs_f64())]
     pub(crate) tool_timeout: f64,
     /// Where the manifest is read and calls run: process (children confined as a run confines
     /// the plugin, one per effect class; a crash or a hang fails one call) or in-process.
@@ -534,7 +534,7 @@ fn list_mcp_servers(out: &mut String, sources: &McpSources, as_json: bool) {
     }
 }
 
-/// Runs the test kit on one file and prints its report; the exit code is the verdict.
+/// Runs the checks on one file and prints its report; the exit code is the verdict.
 /// `harness plugins check` with its resolved settings.
 fn check(args: CheckSettings) -> Result<u8> {
     let file = plugin_file(&args.file, args.allow_insecure)?;
@@ -551,7 +551,7 @@ fn check(args: CheckSettings) -> Result<u8> {
         never_call: Vec::new(),
         max_result_bytes: args.result_bytes.unwrap_or(CheckOptions::default().max_result_bytes),
     };
-    let report = harness_testkit::check(&file, &options).map_err(|e| CliError::Usage(e.to_string()))?;
+    let report = harness_plugin_check::check(&file, &options).map_err(|e| CliError::Usage(e.to_string()))?;
     if let Some(junit) = &args.junit {
         harness_core::no_follow::create_file(junit)
             .and_then(|mut f| std::io::Write::write_all(&mut f, report.junit().as_bytes()))
@@ -576,7 +576,7 @@ fn process_executor() -> Result<Executor> {
 /// Writes a new plugin crate and says what to do next.
 fn new_plugin(name: &str, path: Option<PathBuf>, sdk_path: Option<PathBuf>, sdk_version: Option<String>) -> Result<u8> {
     scaffold::check_name(name).map_err(|e| CliError::Usage(e.to_string()))?;
-    let (sdk, testkit) = match (sdk_path, sdk_version) {
+    let (sdk, plugin_check) = match (sdk_path, sdk_version) {
         (Some(dir), _) => {
             let dir =
                 dunce::canonicalize(&dir).map_err(|e| CliError::Usage(format!("--sdk-path {}: {e}", dir.display())))?;
@@ -586,10 +586,10 @@ fn new_plugin(name: &str, path: Option<PathBuf>, sdk_path: Option<PathBuf>, sdk_
                     dir.display()
                 )));
             }
-            // The kit beside the SDK, so that a checkout's tests check with the same code.
-            let testkit = dunce::canonicalize(dir.join("../harness-testkit"))
+            // harness-plugin-check beside the SDK, so that a checkout's tests check with the same code.
+            let plugin_check = dunce::canonicalize(dir.join("../harness-plugin-check"))
                 .map_or_else(|_| Dependency::Version(scaffold::default_requirement()), Dependency::Path);
-            (Dependency::Path(dir), testkit)
+            (Dependency::Path(dir), plugin_check)
         }
         (None, version) => {
             let version = version.unwrap_or_else(scaffold::default_requirement);
@@ -597,7 +597,7 @@ fn new_plugin(name: &str, path: Option<PathBuf>, sdk_path: Option<PathBuf>, sdk_
         }
     };
     let dir = path.unwrap_or_else(|| PathBuf::from(name));
-    let spec = Scaffold { name: name.to_owned(), dir: dir.clone(), sdk: sdk.clone(), testkit };
+    let spec = Scaffold { name: name.to_owned(), dir: dir.clone(), sdk: sdk.clone(), plugin_check };
     let written = scaffold::scaffold(&spec).map_err(|e| match e {
         ScaffoldError::Io { .. } => CliError::Failure(e.to_string()),
         _ => CliError::Usage(e.to_string()),

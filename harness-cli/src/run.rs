@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 use harness_core::{
-    Answer, ApprovalPolicy, Approvals, Compaction, Loop, RunAbout, RunEnd, RunStart, StepStatus, TraceEntry, TraceSink,
-    TraceWriter,
+    Answer, ApprovalPolicy, Approvals, Compaction, Loop, ProcessTuning, RunAbout, RunEnd, RunStart, StepStatus,
+    TraceEntry, TraceSink, TraceWriter,
 };
 use harness_trace::{Resumable, resumption};
 use serde_json::{Value, json};
@@ -192,7 +192,12 @@ pub(crate) fn run(resolved: RunSettings) -> Result<u8> {
         unenforced: tools.found.unenforced(),
         ..run_about(&tool_settings.project, &settings)
     };
-    let mut agent = Loop::new(provider, &tools.registry).options(options).approvals(approvals);
+    // One loop on a current-thread runtime: nothing else waits while an in-process plugin call
+    // runs, so the thread handoff (most of a step's cost) is skipped. And the process ends
+    // right after the run: the conversation is not freed piece by piece. (A batch runs many
+    // loops on a shared runtime and goes on after each: it keeps the defaults.)
+    let tuning = ProcessTuning { inline_calls: true, exits_after: true };
+    let mut agent = Loop::new(provider, &tools.registry).options(options).tuning(tuning).approvals(approvals);
     let outcome = match resumed {
         Some(r) => runtime.block_on(agent.resume_traced(r.resumption, &mut progress)),
         None => {

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use harness_config::{ConfigFile, check_permissions};
+use harness_trust::{ConfigFile, check_permissions};
 
 use crate::Result;
 use crate::config::{Config, LoadedConfig};
@@ -128,7 +128,7 @@ pub(crate) fn user_file_path() -> Option<PathBuf> {
         let var = |name| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
         var("XDG_CONFIG_HOME").filter(|p| p.is_absolute()).or_else(|| var("APPDATA"))
     } else {
-        harness_config::user_dir("XDG_CONFIG_HOME", ".config")
+        harness_trust::user_dir("XDG_CONFIG_HOME", ".config")
     };
     base.map(|b| b.join("harness").join("config.toml"))
 }

@@ -269,7 +269,7 @@ pub(crate) fn scaffold_greet(s: &Scratch) -> PathBuf {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains("harness plugins check target/debug/libgreet.so"), "{}", r.stdout);
     let toml = std::fs::read_to_string(s.path("greet/Cargo.toml")).unwrap();
-    assert!(toml.contains("[workspace]") && toml.contains("harness-testkit"), "{toml}");
+    assert!(toml.contains("[workspace]") && toml.contains("harness-plugin-check"), "{toml}");
     let lib = std::fs::read_to_string(s.path("greet/src/lib.rs")).unwrap();
     assert!(lib.contains("#[harness_sdk::tool(") && lib.contains("harness_sdk::plugin!(tools = [greet]);"), "{lib}");
     std::fs::copy(workspace_root().join("Cargo.lock"), s.path("greet/Cargo.lock")).unwrap();
@@ -359,9 +359,9 @@ fn a_scaffold_brings_its_ci_workflow_and_readme_and_depends_on_a_version() {
     }
 }
 
-/// The scaffold's own `cargo test`: its unit test, and `tests/testkit.rs`, which runs the kit
-/// on its library. It builds the kit's dependencies too, in the scaffold's own target
-/// directory: with that directory cold, this file's tests took 50 s on two cores.
+/// The scaffold's own `cargo test`: its unit test, and `tests/plugin_check.rs`, which runs the
+/// checks on its library. It builds harness-plugin-check's dependencies too, in the scaffold's
+/// own target directory: with that directory cold, this file's tests took 50 s on two cores.
 #[test]
 fn a_scaffolded_plugins_own_tests_pass() {
     let s = Scratch::new();

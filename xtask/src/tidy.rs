@@ -36,7 +36,7 @@ const LOADERS: &[&str] = &["libloading", "harness-loader"];
 /// The crates that may hold `unsafe` code, each with why; every other crate's root file says
 /// `#![forbid(unsafe_code)]`. Keep it short: a crate leaves the list when its last `unsafe` goes.
 const UNSAFE_ALLOWED: &[(&str, &str)] = &[
-    ("crates/harness-config", "geteuid and the Windows security API, for the owner of a trusted file"),
+    ("crates/harness-trust", "geteuid and the Windows security API, for the owner of a trusted file"),
     ("crates/harness-loader", "dlopen, Landlock, seccomp, the plugin-host child's set-up, the warm-up thread's CPU"),
     ("crates/harness-mcp", "dup/dup2 of stdout, so that only the protocol is written to it"),
     ("crates/harness-sdk", "export_plugin!'s static library header, read by the loader"),

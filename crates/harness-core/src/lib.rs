@@ -59,7 +59,7 @@ pub use registry::{
 /// How to read one reply, with the registry's tool definitions as the tools offered.
 pub type ReadOptions<'a> = harness_reply::ReadOptions<'a, ToolDefinition>;
 pub use run::{
-    Compaction, ContextUse, EarlyFinish, Loop, Resumption, RunOptions, RunOutcome, RunStatus, call_tool,
+    Compaction, ContextUse, EarlyFinish, Loop, ProcessTuning, Resumption, RunOptions, RunOutcome, RunStatus, call_tool,
     estimate_tokens,
 };
 pub use trace::{

@@ -101,7 +101,7 @@ pub trait ToolHandler: Send + Sync {
     }
 
     /// Whether a call may run on the loop's own thread when the run allows it
-    /// ([`crate::RunOptions::inline_calls`]): true for short calls that never wait on the async
+    /// ([`crate::ProcessTuning::inline_calls`]): true for short calls that never wait on the async
     /// runtime themselves. False by default.
     fn may_run_inline(&self) -> bool {
         false

@@ -32,7 +32,8 @@ pub use context::{Compaction, ContextUse, estimate_tokens};
 pub use entry::{Loop, Resumption};
 pub use execute::call_tool;
 
-/// Limits of one run.
+/// What one run is: its limits, how its replies are read, when it may finish. How the process
+/// running it tunes the loop is apart, in [`ProcessTuning`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RunOptions {
     /// Steps the run may take; the last one offers `finish` alone.
@@ -50,6 +51,20 @@ pub struct RunOptions {
     pub max_conversation_bytes: usize,
     /// Wall-clock limit of the run: past it, `time_budget_exhausted`.
     pub max_duration: Option<Duration>,
+    /// How to read a reply's text: `Auto` detects the model family's call format from its
+    /// markers; a family reads that format only.
+    pub reply_format: ReplyFormat,
+    /// Whether `finish` may end the run before any tool has answered.
+    pub early_finish: EarlyFinish,
+}
+
+/// How the process that runs the loop lets it use that process: not what a run is (that is
+/// [`RunOptions`], which the trace records), but shortcuts only the process's owner can know
+/// to be safe. Both off by default, for a process that runs many loops (a batch, a service);
+/// given to the loop by [`Loop::tuning`]. A run's steps, trace and outcome are the same
+/// either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ProcessTuning {
     /// Call tools whose handlers allow it ([`ToolHandler::may_run_inline`]) on the loop's own
     /// thread instead of a blocking thread, saving the thread handoff (two wake-ups, about
     /// 20 us a call here). Only for a process that runs one loop at a time and has nothing
@@ -62,11 +77,6 @@ pub struct RunOptions {
     /// the OS, which takes the memory back at once, instead of being freed message by message
     /// (about 1,200 instructions a step of a scripted run, by callgrind).
     pub exits_after: bool,
-    /// How to read a reply's text: `Auto` detects the model family's call format from its
-    /// markers; a family reads that format only.
-    pub reply_format: ReplyFormat,
-    /// Whether `finish` may end the run before any tool has answered.
-    pub early_finish: EarlyFinish,
 }
 
 /// Whether `finish` is offered before any tool has answered (where tools other than `finish`
@@ -95,8 +105,6 @@ impl Default for RunOptions {
             max_arguments_bytes: 256 << 10,
             max_conversation_bytes: 16 << 20,
             max_duration: None,
-            inline_calls: false,
-            exits_after: false,
             reply_format: ReplyFormat::Auto,
             early_finish: EarlyFinish::Provider,
         }
@@ -219,7 +227,9 @@ async fn drive(
         let tool = proposed.and_then(|c| registry.get(&c.tool));
         let (call, outcome) = match read.call {
             Ok(mut call) => {
-                let outcome = check_and_execute(registry, tool, &mut run.gate, run.options, &step, &mut call).await;
+                let inline = run.tuning.inline_calls;
+                let outcome =
+                    check_and_execute(registry, tool, &mut run.gate, run.options, inline, &step, &mut call).await;
                 let small = run.guards_a_small_model(provider);
                 let outcome = check::copied_answer(&run.conversation, registry, small, outcome);
                 (Some(call), outcome)
@@ -248,12 +258,14 @@ async fn drive(
     run.step_budget_exhausted()
 }
 
-/// Checks a call that was read and, when it passes, executes it.
+/// Checks a call that was read and, when it passes, executes it (on the loop's thread when
+/// `inline` and the tool allows it: [`ProcessTuning::inline_calls`]).
 async fn check_and_execute(
     registry: &ToolRegistry,
     tool: Option<RegisteredTool<'_>>,
     gate: &mut Gate<'_>,
     options: &RunOptions,
+    inline: bool,
     step: &Step,
     call: &mut StepCall<'_>,
 ) -> StepOutcome {
@@ -279,7 +291,7 @@ async fn check_and_execute(
                 Verdict::Wait(error) => return StepOutcome::Failed(error, StepStatus::AwaitingApproval),
             }
             let timeout = execute::within(timeout, gate.remaining());
-            let outcome = execute::execute(handler, call, timeout, options.inline_calls).await;
+            let outcome = execute::execute(handler, call, timeout, inline).await;
             let outcome = check::check_result(tool, outcome);
             if let StepOutcome::Ran(result) = &outcome {
                 gate.answered = true;
@@ -388,6 +400,7 @@ const MAX_RESERVED_STEPS: u32 = 1 << 16;
 /// What the loop carries from one step to the next.
 struct Run<'o> {
     options: &'o RunOptions,
+    tuning: ProcessTuning,
     conversation: Vec<Message>,
     /// Bytes of the conversation so far; past the limit, only `finish` is offered.
     conversation_bytes: usize,
@@ -403,7 +416,7 @@ struct Run<'o> {
 
 impl Drop for Run<'_> {
     fn drop(&mut self) {
-        if self.options.exits_after {
+        if self.tuning.exits_after {
             std::mem::forget(std::mem::take(&mut self.conversation));
         }
     }
@@ -456,7 +469,7 @@ struct CurrentReply {
 }
 
 impl<'o> Run<'o> {
-    fn start(request: &str, options: &'o RunOptions, approvals: &'o mut Approvals) -> Self {
+    fn start(request: &str, options: &'o RunOptions, tuning: ProcessTuning, approvals: &'o mut Approvals) -> Self {
         // A run that takes all its steps holds the request and two messages a step (more
         // only for replies with several calls). Reserved at once, that capacity costs no
         // memory until it is written (the pages are not touched), and the vector never grows
@@ -467,6 +480,7 @@ impl<'o> Run<'o> {
         conversation.push(Message::User { content: request.to_owned() });
         Self {
             options,
+            tuning,
             conversation,
             conversation_bytes: request.len(),
             usage: Usage::default(),

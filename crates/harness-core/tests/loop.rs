@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use harness_core::{
-    EarlyFinish, ErrorCode, FINISH, Loop, Message, ModelProvider, ModelReply, NoTrace, ProposedCall, ProviderError,
-    RouterRequest, RunOptions, RunOutcome, RunStatus, StepStatus, ToolChoice, ToolDefinition, ToolFailure, ToolHandler,
-    ToolRegistry, ToolSource, ToolSpec, TraceEntry, TraceSink, Usage,
+    EarlyFinish, ErrorCode, FINISH, Loop, Message, ModelProvider, ModelReply, NoTrace, ProcessTuning, ProposedCall,
+    ProviderError, RouterRequest, RunOptions, RunOutcome, RunStatus, StepStatus, ToolChoice, ToolDefinition,
+    ToolFailure, ToolHandler, ToolRegistry, ToolSource, ToolSpec, TraceEntry, TraceSink, Usage,
 };
 use serde_json::{Value, json};
 
@@ -1463,7 +1463,7 @@ impl ToolHandler for WhereRan {
 }
 
 async fn where_ran(
-    options: RunOptions,
+    tuning: ProcessTuning,
     timeout: Option<Duration>,
     panic: bool,
 ) -> (Vec<std::thread::ThreadId>, Vec<Value>) {
@@ -1477,7 +1477,7 @@ async fn where_ran(
         .expect("registers");
     let provider = Replay::new(vec![call("here", json!({})), finish(json!(1))]);
     let mut trace: Vec<Value> = Vec::new();
-    let outcome = Loop::new(&provider, &registry).options(options).run(REQUEST, &mut trace).await;
+    let outcome = Loop::new(&provider, &registry).tuning(tuning).run(REQUEST, &mut trace).await;
     assert_eq!(outcome.status, RunStatus::Finished);
     let threads = handler.threads.lock().expect("not poisoned").clone();
     (threads, trace)
@@ -1486,10 +1486,10 @@ async fn where_ran(
 #[tokio::test]
 async fn inline_calls_run_on_the_loops_thread_only_when_allowed_and_untimed() {
     let me = std::thread::current().id();
-    let inline = RunOptions { inline_calls: true, ..RunOptions::default() };
+    let inline = ProcessTuning { inline_calls: true, ..ProcessTuning::default() };
     let (threads, _) = where_ran(inline, None, false).await;
     assert_eq!(threads, [me], "inline: the call ran on the loop's thread");
-    let (threads, _) = where_ran(RunOptions::default(), None, false).await;
+    let (threads, _) = where_ran(ProcessTuning::default(), None, false).await;
     assert_ne!(threads, [me], "by default calls go to a blocking thread");
     let (threads, _) = where_ran(inline, Some(Duration::from_secs(5)), false).await;
     assert_ne!(threads, [me], "a call with a timeout it does not enforce is never inline: it could not be abandoned");

@@ -4,7 +4,7 @@
 //! the current user or root, and not writable by group or others. A directory with the sticky
 //! bit (like `/tmp`) is allowed to be world-writable: others cannot rename or remove what is
 //! not theirs in it. On Windows: the owner and the access list. The rule itself is
-//! harness-config's (`exposure`), the one configuration files are held to; this file walks
+//! harness-trust's (`exposure`), the one configuration files are held to; this file walks
 //! the path and words the fix for a plugin file.
 
 use std::collections::HashSet;
@@ -54,10 +54,10 @@ fn check_one(p: &Path, escape: &str) -> Result<(), String> {
 }
 
 /// Why `p`, whose metadata (followed through links) is `meta`, is not safe, if it is not:
-/// harness-config's rule ([`harness_config::exposure`]), in the words of a plugin file.
+/// harness-trust's rule ([`harness_trust::exposure`]), in the words of a plugin file.
 fn judge(p: &Path, meta: &std::fs::Metadata, escape: &str) -> Result<(), String> {
-    use harness_config::Exposure;
-    match harness_config::exposure(p, meta) {
+    use harness_trust::Exposure;
+    match harness_trust::exposure(p, meta) {
         None => Ok(()),
         Some(Exposure::ForeignOwner(uid)) => {
             Err(format!("{} is owned by user {uid}, neither you nor root; chown it{escape}", p.display()))

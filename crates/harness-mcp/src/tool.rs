@@ -56,6 +56,6 @@ impl McpTool {
     pub fn definition_sha256(&self, offered_as: &str) -> String {
         let canonical = serde_json::json!({"name": offered_as, "description": self.description,
             "parameters": self.parameters, "output": self.output, "effects": "network"});
-        harness_config::sha256_hex(canonical.to_string().as_bytes())
+        harness_trust::sha256_hex(canonical.to_string().as_bytes())
     }
 }

@@ -9,8 +9,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, PoisonError};
 
-use harness_config::sha256_hex;
 use harness_core::ToolFailure;
+use harness_trust::sha256_hex;
 use rmcp::{Peer, RoleClient};
 use serde_json::Value;
 

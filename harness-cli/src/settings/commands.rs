@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use harness_batch::{Shard, ShardSpec};
-use harness_config::ConfigFile;
 use harness_core::{ApprovalPolicy, ReplyFormat};
 use harness_loader::isolation::Isolation;
 use harness_trace::Resumable;
+use harness_trust::ConfigFile;
 use serde_json::Value;
 
 use super::{Settings, ToolSettings, approval_policy, batch_provider, reply_format, resumed_provider};
@@ -69,12 +69,7 @@ impl RunSettings {
             Some(r) => resumed_provider(&args.provider, r, crate::log::quiet())?,
             None => args.provider.clone(),
         };
-        let mut run = Settings::resolve(&provider, &args.limits, &config)?;
-        // One loop on a current-thread runtime: nothing else waits while an in-process plugin
-        // call runs, so the thread handoff (most of a step's cost) is skipped.
-        run.options.inline_calls = true;
-        // The process ends right after the run: the conversation is not freed piece by piece.
-        run.options.exits_after = true;
+        let run = Settings::resolve(&provider, &args.limits, &config)?;
         let max_outage = outage_wait(args.max_outage)?;
         let pending = resumed.as_ref().map(|r| r.pending_id.as_str());
         let policy = approval_policy(&args.policy, &config, pending)?;

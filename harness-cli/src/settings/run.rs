@@ -205,10 +205,6 @@ fn run_options(
                 return Err(CliError::Usage(format!("{key} {s}: give a positive number of seconds")));
             }
         },
-        // Batch runs share a runtime: calls go to blocking threads. `RunSettings` turns it on
-        // for `harness run`, and exits_after too (a batch runs on after each run).
-        inline_calls: false,
-        exits_after: false,
         reply_format: reply_format.unwrap_or(defaults.reply_format),
         early_finish: match args.early_finish.as_deref() {
             Some("allow") => EarlyFinish::Allowed,

@@ -409,7 +409,7 @@ mod tests {
     #[test]
     fn a_prompt_that_fits_is_left_alone_and_one_that_does_not_is_compacted_oldest_first() {
         let (options, mut approvals) = (RunOptions::default(), Approvals::allow_all());
-        let mut run = Run::start("request", &options, &mut approvals);
+        let mut run = Run::start("request", &options, Default::default(), &mut approvals);
         run.context.used.window = Some(window(1000));
         let mut lines: Vec<Value> = Vec::new();
         for n in 1..=5 {
@@ -448,7 +448,7 @@ mod tests {
     #[test]
     fn the_running_total_of_text_is_what_a_rescan_of_the_conversation_counts() {
         let (options, mut approvals) = (RunOptions::default(), Approvals::allow_all());
-        let mut run = Run::start("request", &options, &mut approvals);
+        let mut run = Run::start("request", &options, Default::default(), &mut approvals);
         run.context.used.window = Some(window(1000));
         let mut lines: Vec<Value> = Vec::new();
         let rescan = |run: &Run<'_>| run.conversation.iter().map(text_tokens).sum::<u64>();
@@ -463,7 +463,7 @@ mod tests {
     #[test]
     fn a_prompt_that_cannot_fit_even_compacted_ends_the_run_context_exhausted() {
         let (options, mut approvals) = (RunOptions::default(), Approvals::allow_all());
-        let mut run = Run::start(&"q".repeat(900), &options, &mut approvals);
+        let mut run = Run::start(&"q".repeat(900), &options, Default::default(), &mut approvals);
         run.context.used.window = Some(window(400));
         let mut lines: Vec<Value> = Vec::new();
         let outcome = before_ask(&mut run, &Step::begin(1, false), &mut lines).expect("the run ends");
@@ -477,7 +477,7 @@ mod tests {
     #[test]
     fn the_servers_count_corrects_the_estimate_of_the_messages_text() {
         let (options, mut approvals) = (RunOptions::default(), Approvals::allow_all());
-        let mut run = Run::start("request", &options, &mut approvals);
+        let mut run = Run::start("request", &options, Default::default(), &mut approvals);
         run.context.used.window = Some(window(100_000));
         for n in 1..=3 {
             add_step(&mut run, n);

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use super::{CurrentReply, Run, RunOptions, RunOutcome, RunStatus, Step, drive, message_size, read};
+use super::{CurrentReply, ProcessTuning, Run, RunOptions, RunOutcome, RunStatus, Step, drive, message_size, read};
 use crate::approval::Approvals;
 use crate::error::{ErrorCode, HarnessError};
 use crate::provider::{Message, ModelProvider, Usage};
@@ -42,19 +42,33 @@ pub struct Loop<'a> {
     provider: &'a dyn ModelProvider,
     registry: &'a ToolRegistry,
     options: RunOptions,
+    tuning: ProcessTuning,
     approvals: Approvals,
 }
 
 impl<'a> Loop<'a> {
     /// A loop over these tools with default limits, every call allowed.
     pub fn new(provider: &'a dyn ModelProvider, registry: &'a ToolRegistry) -> Self {
-        Self { provider, registry, options: RunOptions::default(), approvals: Approvals::allow_all() }
+        Self {
+            provider,
+            registry,
+            options: RunOptions::default(),
+            tuning: ProcessTuning::default(),
+            approvals: Approvals::allow_all(),
+        }
     }
 
     /// The same loop with these limits.
     #[must_use]
     pub fn options(mut self, options: RunOptions) -> Self {
         self.options = options;
+        self
+    }
+
+    /// The same loop with these shortcuts of the process it runs in (none by default).
+    #[must_use]
+    pub fn tuning(mut self, tuning: ProcessTuning) -> Self {
+        self.tuning = tuning;
         self
     }
 
@@ -67,7 +81,7 @@ impl<'a> Loop<'a> {
 
     /// Runs the loop for one request, writing its steps to `trace`.
     pub async fn run(&mut self, request: &str, trace: &mut dyn TraceSink) -> RunOutcome {
-        let run = Run::start(request, &self.options, &mut self.approvals);
+        let run = Run::start(request, &self.options, self.tuning, &mut self.approvals);
         drive(self.provider, self.registry, run, 1, None, trace).await
     }
 
@@ -76,7 +90,7 @@ impl<'a> Loop<'a> {
     /// answered is asked of the model again.
     pub async fn resume(&mut self, from: Resumption, trace: &mut dyn TraceSink) -> RunOutcome {
         let (taken, fresh) = (from.steps_taken, from.fresh);
-        let mut run = Run::start("", &self.options, &mut self.approvals);
+        let mut run = Run::start("", &self.options, self.tuning, &mut self.approvals);
         if let Err(error) = resume_into(&mut run, from, self.registry) {
             return run.failed(taken, error);
         }

@@ -36,7 +36,7 @@ struct Stored {
 pub(crate) fn path(url: &str, client_id: &str) -> Option<PathBuf> {
     let digest = Sha256::digest(format!("{url}\n{client_id}").as_bytes());
     let name: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
-    let base = harness_config::user_dir("XDG_CACHE_HOME", ".cache")?;
+    let base = harness_trust::user_dir("XDG_CACHE_HOME", ".cache")?;
     Some(base.join("harness").join("mcp-oauth").join(format!("{name}.json")))
 }
 

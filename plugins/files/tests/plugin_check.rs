@@ -1,8 +1,8 @@
 //! The checks of `harness plugins check`, run on this plugin's freshly built library file,
 //! confined to a scratch root so that generated paths can only ever read what is put there.
 
+use harness_plugin_check::{CheckOptions, build_library, check};
 use harness_sdk::serde_json::json;
-use harness_testkit::{CheckOptions, build_library, check};
 
 #[test]
 fn the_library_passes_the_harness_checks() {

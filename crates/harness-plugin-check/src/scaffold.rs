@@ -2,7 +2,7 @@
 //!
 //! The crate is a `cdylib` (and `rlib`, for unit tests) with its own `[workspace]` table, one
 //! example tool in the SDK's short form (a `#[tool]` function with a declared example, and
-//! `plugin!`), a unit test, `tests/testkit.rs`, which builds the library and runs
+//! `plugin!`), a unit test, `tests/plugin_check.rs`, which builds the library and runs
 //! [`crate::check`] on it, a README on building, checking and shipping it, and a GitHub Actions
 //! workflow that builds the `.so` and the `.dll` and runs `harness plugins check --junit`.
 
@@ -12,14 +12,14 @@ use harness_abi::manifest::is_valid_plugin_name;
 
 const CARGO_TOML: &str = include_str!("../templates/plugin/Cargo.toml.in");
 const LIB_RS: &str = include_str!("../templates/plugin/lib.rs.in");
-const TESTKIT_RS: &str = include_str!("../templates/plugin/testkit.rs.in");
+const PLUGIN_CHECK_RS: &str = include_str!("../templates/plugin/plugin_check.rs.in");
 const GITIGNORE: &str = include_str!("../templates/plugin/gitignore.in");
 const RUSTFMT_TOML: &str = include_str!("../templates/plugin/rustfmt.toml.in");
 const README_MD: &str = include_str!("../templates/plugin/README.md.in");
 const CI_YML: &str = include_str!("../templates/plugin/ci.yml.in");
 
-/// The version requirement on `harness-sdk` and `harness-testkit` when no path is given: this
-/// release's `MAJOR.MINOR`, which cargo reads as `^MAJOR.MINOR` (for 0.x, the same minor).
+/// The version requirement on `harness-sdk` and `harness-plugin-check` when no path is given:
+/// this release's `MAJOR.MINOR`, which cargo reads as `^MAJOR.MINOR` (for 0.x, the same minor).
 pub fn default_requirement() -> String {
     let version = env!("CARGO_PKG_VERSION");
     let mut parts = version.split('.');
@@ -47,8 +47,8 @@ pub struct Scaffold {
     pub dir: PathBuf,
     /// Where `harness-sdk` comes from.
     pub sdk: Dependency,
-    /// Where `harness-testkit` (a dev-dependency) comes from.
-    pub testkit: Dependency,
+    /// Where `harness-plugin-check` (a dev-dependency) comes from.
+    pub plugin_check: Dependency,
 }
 
 /// Why the crate could not be written.
@@ -137,7 +137,7 @@ const RESERVED: &[&str] = &[
     "std",
     "test",
     "harness_sdk",
-    "harness_testkit",
+    "harness_plugin_check",
 ];
 
 /// Checks that `name` can name both a plugin and its crate.
@@ -200,12 +200,12 @@ pub fn scaffold(spec: &Scaffold) -> Result<Vec<PathBuf>, ScaffoldError> {
             .replace("{{rust_version}}", env!("CARGO_PKG_RUST_VERSION"))
             .replace("{{harness_git}}", env!("CARGO_PKG_REPOSITORY"))
             .replace("{{sdk}}", &dependency_line("harness-sdk", &spec.sdk))
-            .replace("{{testkit}}", &dependency_line("harness-testkit", &spec.testkit))
+            .replace("{{plugin_check}}", &dependency_line("harness-plugin-check", &spec.plugin_check))
     };
     let files = [
         ("Cargo.toml", fill(CARGO_TOML)),
         ("src/lib.rs", fill(LIB_RS)),
-        ("tests/testkit.rs", fill(TESTKIT_RS)),
+        ("tests/plugin_check.rs", fill(PLUGIN_CHECK_RS)),
         ("README.md", fill(README_MD)),
         (".github/workflows/ci.yml", fill(CI_YML)),
         (".gitignore", GITIGNORE.to_owned()),
@@ -247,14 +247,14 @@ mod tests {
             name: "word-count".into(),
             dir: dir.join("wc"),
             sdk: Dependency::Path("/src/harness \"x\"/crates/harness-sdk".into()),
-            testkit: Dependency::Version("0.1.0".into()),
+            plugin_check: Dependency::Version("0.1.0".into()),
         };
         let files = scaffold(&spec).unwrap();
         assert_eq!(files.len(), 7);
         let toml = std::fs::read_to_string(dir.join("wc/Cargo.toml")).unwrap();
         assert!(toml.contains("name = \"word-count\""), "{toml}");
         assert!(toml.contains(r#"harness-sdk = { path = "/src/harness \"x\"/crates/harness-sdk" }"#), "{toml}");
-        assert!(toml.contains("harness-testkit = \"0.1.0\""), "{toml}");
+        assert!(toml.contains("harness-plugin-check = \"0.1.0\""), "{toml}");
         let lib = std::fs::read_to_string(dir.join("wc/src/lib.rs")).unwrap();
         assert!(
             lib.contains("#[harness_sdk::tool(") && lib.contains("harness_sdk::plugin!(tools = [greet]);"),

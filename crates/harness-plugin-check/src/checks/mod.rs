@@ -40,7 +40,7 @@ pub enum CheckError {
 /// The most draws for one case before the generator gives up on it.
 const DRAWS_PER_CASE: usize = 32;
 
-/// A handler for the validation-only registries: the kit calls tools through [`Caller`].
+/// A handler for the validation-only registries: the checks call tools through [`Caller`].
 struct ValidationOnly;
 
 impl ToolHandler for ValidationOnly {
@@ -501,7 +501,7 @@ mod tests {
 
     #[test]
     fn a_file_that_is_not_a_library_fails_loads_and_skips_the_rest() {
-        let dir = std::env::temp_dir().join(format!("harness-testkit-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("harness-plugin-check-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("libnot.so");
         std::fs::write(&path, "not a library").unwrap();

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use harness_testkit::{CheckName, CheckOptions, Status, build_library, check};
+use harness_plugin_check::{CheckName, CheckOptions, Status, build_library, check};
 
 #[test]
 fn the_checks_find_the_panic_the_hang_and_the_bad_result_and_nothing_else() {

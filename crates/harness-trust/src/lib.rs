@@ -11,7 +11,7 @@
 //! The smallest use:
 //!
 //! ```no_run
-//! use harness_config::{ConfigFile, TrustStatus, TrustStore};
+//! use harness_trust::{ConfigFile, TrustStatus, TrustStore};
 //! let store = TrustStore::locate().expect("a home directory");
 //! let file = ConfigFile::read("harness.toml".as_ref()).expect("readable");
 //! match store.status(&file).expect("readable store") {

@@ -17,7 +17,7 @@
 //! harness's own validator and draws again when it is refused.
 //!
 //! ```
-//! use harness_testkit::generate::{Generator, Rng};
+//! use harness_plugin_check::generate::{Generator, Rng};
 //! let schema = serde_json::json!({
 //!     "type": "object",
 //!     "properties": {"n": {"type": "integer", "minimum": 1, "maximum": 9}},

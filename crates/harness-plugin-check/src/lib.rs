@@ -13,10 +13,10 @@
 //! thread with a deadline (a plugin's tests), or in a `harness __plugin-host` child that a
 //! crash or a hang cannot take down (the `harness` command).
 //!
-//! The smallest use, in a plugin's `tests/testkit.rs`:
+//! The smallest use, in a plugin's `tests/plugin_check.rs`:
 //!
 //! ```no_run
-//! use harness_testkit::{CheckOptions, build_library, check};
+//! use harness_plugin_check::{CheckOptions, build_library, check};
 //!
 //! let library = build_library(env!("CARGO"), "calc").expect("the plugin builds");
 //! let report = check(&library, &CheckOptions::default()).expect("the file is readable");
