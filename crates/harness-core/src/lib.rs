@@ -38,6 +38,7 @@ pub mod no_follow;
 mod parse;
 mod printable;
 mod provider;
+pub mod quoting;
 mod registry;
 pub mod retry;
 mod run;

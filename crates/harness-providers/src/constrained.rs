@@ -11,7 +11,7 @@
 //! answered, one of the values its tools answered, or yes/no ([`grounded_answers`]). The tools
 //! keep their own schemas: arguments are still checked against those.
 
-use harness_core::{FINISH, Message, ToolChoice, ToolDefinition};
+use harness_core::{FINISH, Message, ToolChoice, ToolDefinition, quoting};
 use serde_json::{Map, Value, json};
 
 /// Items an array may hold in the grammar, when its schema sets no bound.
@@ -87,104 +87,40 @@ fn branch(tool: &ToolDefinition, bounds: &Bounds, grounded: Option<&[Value]>, qu
 /// already failed with. Empty (no narrowing) for a capable model.
 #[derive(Debug, Default)]
 pub(crate) struct Quoting {
-    /// The request's words ([`request_spans`]).
+    /// The request's words ([`quoting::request_spans`]).
     pub(crate) spans: Vec<String>,
     /// The calls that ended in an error so far, as tool names and arguments
     /// ([`crate::conversation::failed_calls`]).
     pub(crate) failed: Vec<(String, Value)>,
 }
 
-/// The tool's parameters, with each argument that its worked examples always quote from their
-/// request (the SMILES of "Is CCN a valid SMILES?") narrowed to the request's words that fit
-/// the argument's own schema and that this tool has not failed with. Shown `molecular_weight`
-/// of `O=C=O` in a worked exchange, SmolLM2-135M asked for the weight of `O=C=O` whatever
-/// SMILES its own request held; given "round 2/3 to 2 decimal places", it asked for the
-/// weight of `2`, and then again, the same failing call until the step budget ran out (greedy
-/// decoding writes the same reply to the same conversation). `None` when such an argument has
-/// no word left: the tool cannot be called with this request. An argument the examples compute
-/// (`10/100*50` for "10% of 50") is left open, and so is every argument when there are no
-/// spans (a capable model, or a request of no words).
+/// The tool's parameters, with each argument it quotes from the request
+/// ([`harness_core::quoting`]) narrowed to the request's words that fit the argument's own
+/// schema and that this tool has not failed with. Given "round 2/3 to 2 decimal places",
+/// SmolLM2-135M asked for the weight of `2`, and then again, the same failing call until the
+/// step budget ran out (greedy decoding writes the same reply to the same conversation).
+/// `None` when such an argument has no word left: the tool cannot be called with this request.
+/// Every argument is left open when there are no spans (a capable model).
 pub(crate) fn quoted_arguments(tool: &ToolDefinition, quoting: &Quoting) -> Option<Value> {
     let mut parameters = tool.parameters.clone();
-    let worked: Vec<(&str, &Value)> =
-        tool.examples.iter().filter_map(|e| Some((e.request.as_deref()?, &e.arguments))).collect();
-    if quoting.spans.is_empty() || worked.is_empty() {
+    if quoting.spans.is_empty() {
         return Some(parameters);
     }
-    let Some(Value::Object(properties)) = parameters.get_mut("properties") else {
-        return Some(parameters);
-    };
-    for (name, schema) in properties.iter_mut() {
-        let quoted = worked.iter().all(|(request, arguments)| {
-            arguments.get(name).and_then(Value::as_str).is_some_and(|v| !v.is_empty() && request.contains(v))
-        });
-        if quoted {
-            let words = quotable_words(&tool.name, name, schema, quoting);
-            if words.is_empty() {
-                return None;
-            }
-            *schema = json!({ "type": "string", "enum": words });
+    for argument in quoting::quoted_arguments(tool) {
+        let failed = |word: &str| {
+            quoting
+                .failed
+                .iter()
+                .any(|(t, arguments)| t == &tool.name && arguments.get(argument).and_then(Value::as_str) == Some(word))
+        };
+        let words = quoting::quotable_words(tool, argument, &quoting.spans, failed);
+        if words.is_empty() {
+            return None;
         }
+        parameters["properties"][argument] = json!({ "type": "string", "enum": words });
     }
     Some(parameters)
 }
-
-/// The request's words that argument `name` of `tool` may be: valid under the argument's own
-/// schema (where it compiles alone: chem's SMILES `pattern` refuses `benzene` and `12`), and
-/// not a value this tool has failed with.
-fn quotable_words<'q>(tool: &str, name: &str, schema: &Value, quoting: &'q Quoting) -> Vec<&'q str> {
-    let fits = harness_core::compile_schema(schema).ok();
-    let failed = |word: &str| {
-        quoting
-            .failed
-            .iter()
-            .any(|(t, arguments)| t == tool && arguments.get(name).and_then(Value::as_str) == Some(word))
-    };
-    quoting
-        .spans
-        .iter()
-        .map(String::as_str)
-        .filter(|word| fits.as_ref().is_none_or(|v| v.is_valid(&Value::from(*word))))
-        .filter(|word| !failed(word))
-        .collect()
-}
-
-/// The request's words as an argument may quote them: each word, with the punctuation that
-/// ends a sentence or a clause taken off, and without the brackets or quotes around it
-/// (`(CCO)`, `'CCO'`), once each, in order; at most [`MAX_SPANS`].
-pub(crate) fn request_spans(request: &str) -> Vec<String> {
-    let mut spans: Vec<String> = Vec::new();
-    for word in request.split_whitespace() {
-        let mut word = word.trim_end_matches([',', ';', '?', '!', ':']).trim_end_matches('.');
-        for (open, close) in [('(', ')'), ('\'', '\''), ('"', '"'), ('`', '`')] {
-            if let Some(inner) = word.strip_prefix(open).and_then(|w| w.strip_suffix(close)) {
-                word = inner;
-            }
-        }
-        word = unbracketed(word);
-        if !word.is_empty() && !spans.iter().any(|s| s == word) && spans.len() < MAX_SPANS {
-            spans.push(word.to_owned());
-        }
-    }
-    spans
-}
-
-/// `word` without a bracket that opens or closes around more than the word: "(SMILES O)" is
-/// two words, `(SMILES` and `O)`, and Gemma 3 270M asked for the weight of `O)`. A SMILES's
-/// own brackets balance (`CC(=O)O`), so they stay.
-fn unbracketed(mut word: &str) -> &str {
-    let count = |w: &str, c: char| w.chars().filter(|&x| x == c).count();
-    while word.ends_with(')') && count(word, ')') > count(word, '(') {
-        word = &word[..word.len() - 1];
-    }
-    while word.starts_with('(') && count(word, '(') > count(word, ')') {
-        word = &word[1..];
-    }
-    word
-}
-
-/// The most words of a request an argument may choose from: a long request is no list.
-const MAX_SPANS: usize = 64;
 
 /// `finish`'s arguments in the grammar: `{"answer": <a short string, a number or a boolean>}`.
 /// The loop still takes any JSON answer from a server that does not constrain.
@@ -376,7 +312,7 @@ mod tests {
 
     fn quoting(request: &str, failed: &[(&str, &str)]) -> Quoting {
         Quoting {
-            spans: request_spans(request),
+            spans: quoting::request_spans(request),
             failed: failed.iter().map(|(tool, smiles)| ((*tool).to_owned(), json!({ "smiles": smiles }))).collect(),
         }
     }
@@ -384,7 +320,7 @@ mod tests {
     #[test]
     fn an_argument_the_worked_examples_quote_is_one_of_the_requests_words() {
         let request = "How heavy is aspirin (CC(=O)Oc1ccccc1C(=O)O), in g/mol?";
-        let spans = request_spans(request);
+        let spans = quoting::request_spans(request);
         assert_eq!(spans, ["How", "heavy", "is", "aspirin", "CC(=O)Oc1ccccc1C(=O)O", "in", "g/mol"]);
         let quoting_tool = smiles_tool(&[(Some("Is CCN a valid SMILES?"), "CCN"), (None, "O")]);
         assert_eq!(
@@ -421,12 +357,6 @@ mod tests {
         let text = response_format(&tools[..1], &ToolChoice::Required, 1024, None, &quoting).unwrap();
         let value: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(value["json_schema"]["schema"]["oneOf"][0]["properties"]["arguments"], bounded(&shaped.parameters));
-    }
-
-    #[test]
-    fn a_bracket_that_opens_or_closes_around_more_than_the_word_is_not_part_of_it() {
-        assert_eq!(request_spans("(SMILES O), or (CCO) or CC(=O)O)."), ["SMILES", "O", "or", "CCO", "CC(=O)O"]);
-        assert_eq!(request_spans("C1CC(C)"), ["C1CC(C)"]);
     }
 
     #[test]

@@ -352,7 +352,7 @@ impl HttpProvider {
             worked: self.compact(),
             quoting: match mode == RouterMode::Constrained && self.needs_a_tool_first() {
                 true => constrained::Quoting {
-                    spans: constrained::request_spans(conversation::request_of(request.conversation)),
+                    spans: harness_core::quoting::request_spans(conversation::request_of(request.conversation)),
                     failed: conversation::failed_calls(request.conversation),
                 },
                 false => constrained::Quoting::default(),

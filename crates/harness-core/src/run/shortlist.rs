@@ -9,13 +9,16 @@
 //! has says nothing). Names and argument names alone were tried and measured worse on the
 //! eval (3 right of 48 against 7): "2 to the power of 10" and "heavy atoms" are words of
 //! the descriptions only. The cost is a description's word singling out the wrong tool
-//! ("the average of 12, 15 and 21" shortlists `molecular_weight`, "Average molecular weight"). The tools within half of the best score are the shortlist; a request
-//! that names no tool's words (most arithmetic: "what is 1234 + 5678?") has none, and every
-//! tool is offered as before. The loop offers it only under a small model's guards (the
+//! ("the average of 12, 15 and 21" would shortlist `molecular_weight`, "Average molecular
+//! weight", but a tool that must quote an argument from the request, with no word of it that
+//! fits, is never shortlisted: [`crate::quoting`]). The tools within half of the best score
+//! are the shortlist; a request that names no tool's words (most arithmetic: "what is 1234 +
+//! 5678?") has none, and every tool is offered as before, or every tool that can answer. The loop offers it only under a small model's guards (the
 //! ones that withhold `finish`), and only until a tool has answered.
 
 use std::collections::HashSet;
 
+use crate::quoting;
 use crate::registry::{FINISH, ToolDefinition};
 
 /// Words too common to say which tool a request is about, whatever the tools' texts hold.
@@ -32,8 +35,14 @@ const SHARED_START: usize = 5;
 /// The names of the tools `request` is about, in the registry's order, `finish` never among
 /// them; `None` when no tool is singled out (none matches, or all do).
 pub(super) fn shortlist(request: &str, tools: &[ToolDefinition]) -> Option<Vec<String>> {
-    let tools: Vec<&ToolDefinition> = tools.iter().filter(|t| t.name != FINISH).collect();
-    if tools.len() < 2 {
+    // A tool that quotes an argument from the request, with no word of it that fits, cannot
+    // answer it, whatever its words: "the average of 12, 15 and 21" has no SMILES, and
+    // shortlisted `molecular_weight` alone ("Average molecular weight") until it was left out.
+    let spans = quoting::request_spans(request);
+    let all = tools.iter().filter(|t| t.name != FINISH).count();
+    let tools: Vec<&ToolDefinition> =
+        tools.iter().filter(|t| t.name != FINISH && quoting::can_quote(t, &spans)).collect();
+    if all < 2 || tools.is_empty() {
         return None;
     }
     let vocabularies: Vec<HashSet<String>> = tools.iter().map(|t| vocabulary(t)).collect();
@@ -51,12 +60,12 @@ pub(super) fn shortlist(request: &str, tools: &[ToolDefinition]) -> Option<Vec<S
         }
     }
     let best = scores.iter().copied().fold(0.0, f64::max);
-    if best <= 0.0 {
-        return None;
-    }
-    let chosen: Vec<String> =
-        tools.iter().zip(&scores).filter(|(_, s)| **s * 2.0 >= best).map(|(t, _)| t.name.clone()).collect();
-    (chosen.len() < tools.len()).then_some(chosen)
+    let chosen: Vec<String> = match best > 0.0 {
+        true => tools.iter().zip(&scores).filter(|(_, s)| **s * 2.0 >= best).map(|(t, _)| t.name.clone()).collect(),
+        // No word singles a tool out: every tool that can answer.
+        false => tools.iter().map(|t| t.name.clone()).collect(),
+    };
+    (chosen.len() < all).then_some(chosen)
 }
 
 /// A tool's words: its name's parts, its description's words and its arguments' names and
@@ -168,6 +177,24 @@ mod tests {
         assert_eq!(of("finish the run with the answer"), None);
         let one = vec![tools()[0].clone(), tools()[1].clone()];
         assert_eq!(shortlist("round this", &one), None);
+    }
+
+    #[test]
+    fn a_tool_that_cannot_quote_its_argument_from_the_request_is_never_shortlisted() {
+        let mut tools = tools();
+        // molecular_weight as chem declares it: a SMILES of a shape, quoted by its worked examples.
+        tools[3].parameters["properties"]["smiles"]["pattern"] = json!("^[A-Za-z0-9=()]*[CNOc][A-Za-z0-9=()]*$");
+        tools[3].examples = vec![crate::registry::ToolExample {
+            arguments: json!({"smiles": "CCC"}),
+            result: Some(json!(44.097)),
+            request: Some("What is the molecular weight of propane, CCC?".into()),
+        }];
+        // "Average molecular weight" is in its description, but no word here is a SMILES.
+        assert_eq!(
+            shortlist("What's the average of 12, 15 and 21?", &tools),
+            Some(vec!["calculate".to_owned(), "validate_smiles".to_owned()])
+        );
+        assert_eq!(shortlist("the molecular weight of CCO", &tools), Some(vec!["molecular_weight".to_owned()]));
     }
 
     #[test]
