@@ -101,9 +101,13 @@ fn accept(mut listener: TcpListener, addr: SocketAddr, b: &Behaviour, log: &Arc<
             // The outage's length is the behaviour under test: a fixed time.
             drop(listener);
             std::thread::sleep(down);
+            // The port was just ours; another process taking it meanwhile fails the test by
+            // name rather than hanging it.
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
             listener = loop {
                 match TcpListener::bind(addr) {
                     Ok(l) => break l,
+                    Err(e) if std::time::Instant::now() > deadline => panic!("cannot listen on {addr} again: {e}"),
                     Err(_) => std::thread::sleep(Duration::from_millis(50)),
                 }
             };
