@@ -136,7 +136,7 @@ impl Plugin for Calc {
             // Shown to a small model as worked exchanges: how words become an expression.
             .worked_example("What is 7 times 8?", json!({"expression": "7*8"}), json!(56))
             .worked_example("What is 10% of 50?", json!({"expression": "10/100*50"}), json!(5))
-            .worked_example("What is the square root of 81 plus 3 squared?", json!({"expression": "sqrt(81)+3^2"}), json!(18))
+            .worked_example("What is the square root of 81?", json!({"expression": "sqrt(81)"}), json!(9))
             .example(json!({"expression": "17/100*2340"}), json!(397.8))
             .example(json!({"expression": "2^10 + sqrt(16)"}), json!(1028))
             .example(json!({"expression": "sqrt(2)"}), json!(std::f64::consts::SQRT_2))
