@@ -278,10 +278,12 @@ async fn check_and_execute(
     match cleared {
         Ok(check::Cleared::Finish(answer)) => StepOutcome::Finished(answer),
         Ok(check::Cleared::Execute { handler, timeout }) => {
+            // Built once a step, and only where the map is filled: the repeat guard is on.
+            let key = (options.max_repeats > 0).then(|| known_key(&call.tool, &call.arguments));
             // The same call again is answered with the result it had, not run a second time
             // (a tool with effects would act twice), and only `finish` is offered next: a
             // small model that calls again has the answer and should give it.
-            if let Some(known) = gate.known_result(call) {
+            if let Some(known) = key.as_deref().and_then(|k| gate.known_result(k)) {
                 gate.finish_forced = true;
                 return StepOutcome::Known(known, check::known_again(&call.tool));
             }
@@ -295,8 +297,8 @@ async fn check_and_execute(
             let outcome = check::check_result(tool, outcome);
             if let StepOutcome::Ran(result) = &outcome {
                 gate.answered = true;
-                if options.max_repeats > 0 {
-                    gate.known.insert(known_key(&call.tool, &call.arguments), result.clone());
+                if let Some(key) = key {
+                    gate.known.insert(key, result.clone());
                 }
             }
             outcome
@@ -308,7 +310,12 @@ async fn check_and_execute(
             if error.code == ErrorCode::RepeatedCall {
                 gate.finish_forced |= !step.finish_withheld;
                 // One that answered before is answered so again, not with an error to copy.
-                if let Some(known) = gate.known_result(call) {
+                let known = if gate.known.is_empty() {
+                    None
+                } else {
+                    gate.known_result(&known_key(&call.tool, &call.arguments))
+                };
+                if let Some(known) = known {
                     return StepOutcome::Known(known, check::known_again(&call.tool));
                 }
             }
@@ -433,8 +440,9 @@ struct Gate<'o> {
     answered: bool,
     /// The calls that ran and answered, by [`known_key`], with their results: the same call
     /// again is answered with its result and not run ([`StepOutcome::Known`]). A map: a long
-    /// run would otherwise compare each call with every earlier one.
-    known: std::collections::HashMap<String, Value>,
+    /// run would otherwise compare each call with every earlier one. Hashed with foldhash:
+    /// SipHash over each key was about 700 instructions a step.
+    known: std::collections::HashMap<Vec<u8>, Value, foldhash::fast::RandomState>,
     deadline: Option<Instant>,
     /// The tools a small model's request names ([`shortlist`]), offered alone while `finish`
     /// is withheld; `None` when none is singled out, or the run keeps no small model's guards.
@@ -446,19 +454,29 @@ impl Gate<'_> {
         self.deadline.map(|d| d.saturating_duration_since(Instant::now()))
     }
 
-    /// The result of an earlier call of the same tool with the same arguments, if one answered.
-    fn known_result(&self, call: &StepCall<'_>) -> Option<Value> {
+    /// The result of an earlier call with this [`known_key`], if one answered.
+    fn known_result(&self, key: &[u8]) -> Option<Value> {
         if self.known.is_empty() {
             return None;
         }
-        self.known.get(&known_key(&call.tool, &call.arguments)).cloned()
+        self.known.get(key).cloned()
     }
 }
 
-/// A call as a key: its tool and its arguments as JSON text (an object's keys sorted, so the
-/// same arguments in any order are the same call).
-fn known_key(tool: &str, arguments: &Value) -> String {
-    format!("{tool}\0{arguments}")
+/// A call as a key: its tool, a NUL, and its arguments as JSON text (an object's keys sorted,
+/// so the same arguments in any order are the same call). Written by the trace's own JSON
+/// writer, the bytes `Display` writes: through `format!` a key cost about 2,500 instructions.
+fn known_key(tool: &str, arguments: &Value) -> Vec<u8> {
+    let mut key = Vec::with_capacity(tool.len() + 1 + 64);
+    key.extend_from_slice(tool.as_bytes());
+    key.push(0);
+    // Only serde_json's number writer can fail, and never into a Vec; were it to, the
+    // `Display` form is the same bytes.
+    if crate::json_text::write_value(&mut key, arguments).is_err() {
+        key.truncate(tool.len() + 1);
+        key.extend_from_slice(arguments.to_string().as_bytes());
+    }
+    key
 }
 
 /// The reply being worked through: where it sits in the conversation, its calls, the next one.
