@@ -154,7 +154,8 @@ fn grounded_finish(values: &[Value]) -> Value {
 /// said. A number or a boolean is also offered as a string (`"42"`, `"true"`): a model that
 /// opens a string commits the grammar to the string answers, and SmolLM2 then finished "check
 /// whether c1ccccc1 is a valid SMILES" with the formula `"C6H6"` where it had written `"true"`
-/// before. Empty until a tool answered.
+/// before. A question answered yes or no ([`crate::prompt::asks_yes_or_no`]) keeps only the
+/// booleans. Empty until a tool answered.
 pub(crate) fn grounded_answers(conversation: &[Message]) -> Vec<Value> {
     let mut values: Vec<Value> = Vec::new();
     let mut any = false;
@@ -175,6 +176,10 @@ pub(crate) fn grounded_answers(conversation: &[Message]) -> Vec<Value> {
     if any && !values.iter().any(Value::is_boolean) {
         offer(&mut values, &Value::Bool(true));
         offer(&mut values, &Value::Bool(false));
+    }
+    if crate::prompt::asks_yes_or_no(request) {
+        // "Is 2^20 more than a million?" is answered yes or no, not 1048576.
+        values.retain(|v| v.is_boolean() || v == "true" || v == "false");
     }
     values
 }
@@ -503,6 +508,10 @@ mod tests {
         assert!(!values.contains(&json!(false)), "a tool said yes: no is not offered");
         let numbers = grounded_answers(&[result(json!(0), false)]);
         assert_eq!(numbers, [json!(0), json!("0"), json!(true), json!("true"), json!(false), json!("false")]);
+        // A yes-or-no question keeps the booleans alone.
+        let asked = Message::User { content: "Is 391 divisible by 17?".into() };
+        let yes_or_no = grounded_answers(&[asked, result(json!(0), false)]);
+        assert_eq!(yes_or_no, [json!(true), json!("true"), json!(false), json!("false")]);
         assert!(grounded_answers(&conversation[..1]).is_empty(), "no tool answered: nothing to ground");
 
         let tools = [tool("finish"), tool("add")];

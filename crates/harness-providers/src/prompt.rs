@@ -137,15 +137,48 @@ pub(crate) fn text_result(
         Some(answer) => {
             format!("{called} = {content}{known}. If this answers the request, call finish with answer {answer}.")
         }
+        None if asks_yes_or_no(request) => {
+            format!("{called} = {content}{known}. If this answers the request, call finish with answer true or false.")
+        }
         None => format!("{called} = {content}{known}. If this answers the request, call finish with the answer."),
     }
+}
+
+/// The words that open a question answered yes or no ("Is 391 divisible by 17?", "Does CCO
+/// have 3 heavy atoms?").
+const YES_OR_NO_OPENERS: &[&str] =
+    &["is", "are", "was", "were", "does", "do", "did", "can", "could", "will", "would", "has", "have", "had", "should"];
+
+/// Words that ask for more than yes or no ("is CCO valid, and what is 6*7?").
+const OPEN_QUESTION_WORDS: &[&str] = &["what", "what's", "how", "which", "who", "when", "where", "why"];
+
+/// Whether `request` is a question answered yes or no: it opens with a verb that asks one,
+/// holds a question mark, and no word that asks for more. Its answer is `true` or `false`,
+/// never the number a tool answered: Gemma 3 270M finished "Is 2^20 more than a million?" with
+/// `1048576`, the value it was told to finish with.
+pub(crate) fn asks_yes_or_no(request: &str) -> bool {
+    let words: Vec<String> = request
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'').to_lowercase())
+        .collect();
+    request.contains('?')
+        && words.first().is_some_and(|w| YES_OR_NO_OPENERS.contains(&w.as_str()))
+        && !words.iter().any(|w| OPEN_QUESTION_WORDS.contains(&w.as_str()))
 }
 
 /// The value of a result to finish with: the result itself when it is a number, a string or
 /// a boolean; in an object, the member named like the tool (`molecular_weight` of
 /// `molecular_weight`'s result), else the one member whose name the request says (`valid` for
-/// "is CCO a valid SMILES?", `atom_count` for "how many atoms"); otherwise none.
+/// "is CCO a valid SMILES?", `atom_count` for "how many atoms"); otherwise none. For a
+/// yes-or-no question ([`asks_yes_or_no`]) only a boolean is an answer.
 pub(crate) fn answer_in<'v>(tool: &str, content: &'v Value, request: &str) -> Option<&'v Value> {
+    // A yes-or-no question is answered by a boolean alone.
+    let yes_or_no = asks_yes_or_no(request);
+    member_answer(tool, content, request).filter(|v| !yes_or_no || v.is_boolean())
+}
+
+/// [`answer_in`], whatever kind of question the request is.
+fn member_answer<'v>(tool: &str, content: &'v Value, request: &str) -> Option<&'v Value> {
     let scalar = |v: &&Value| matches!(v, Value::Number(_) | Value::String(_) | Value::Bool(_));
     match content {
         Value::Number(_) | Value::String(_) | Value::Bool(_) => Some(content),
@@ -193,6 +226,36 @@ pub(crate) fn result_note(tool: Option<&str>, content: &Value, is_error: bool) -
 mod tests {
     use super::*;
     use harness_core::{ToolExample, ToolSource};
+
+    #[test]
+    fn a_yes_or_no_question_is_answered_by_a_boolean_alone() {
+        for yes_or_no in ["Is 391 divisible by 17?", "Is 2^20 more than a million?", "does CCO have 3 heavy atoms?"] {
+            assert!(asks_yes_or_no(yes_or_no), "{yes_or_no}");
+        }
+        for open in [
+            "is CCO valid, and what is 6*7?",
+            "Is 391 divisible by 17",
+            "What is 6*7?",
+            "If CCO is valid, how heavy is it?",
+        ] {
+            assert!(!asks_yes_or_no(open), "{open}");
+        }
+        let asked = "Is 2^20 more than a million?";
+        assert_eq!(answer_in("calculate", &json!(1048576), asked), None);
+        assert_eq!(answer_in("calculate", &json!(1048576), "What is 2^20?"), Some(&json!(1048576)));
+        assert_eq!(
+            answer_in("validate_smiles", &json!({"valid": false, "formula": null}), "Is CC(C a valid SMILES?"),
+            Some(&json!(false))
+        );
+        let note = text_result(
+            Some(("calculate", Some(&json!({"expression": "2^20"})))),
+            &json!(1048576),
+            false,
+            false,
+            asked,
+        );
+        assert!(note.ends_with("call finish with answer true or false."), "{note}");
+    }
 
     #[test]
     fn the_compact_listing_is_one_line_a_tool_without_schemas_or_examples() {
