@@ -13,7 +13,7 @@
 //! weight", but a tool that must quote an argument from the request, with no word of it that
 //! fits, is never shortlisted: [`crate::quoting`]). The tools within half of the best score
 //! are the shortlist; a request that names no tool's words (most arithmetic: "what is 1234 +
-//! 5678?") has none, and every tool is offered as before, or every tool that can answer. The loop offers it only under a small model's guards (the
+//! 5678?") has none, and every tool is offered as before. The loop offers it only under a small model's guards (the
 //! ones that withhold `finish`), and only until a tool has answered.
 
 use std::collections::HashSet;
@@ -60,11 +60,13 @@ pub(super) fn shortlist(request: &str, tools: &[ToolDefinition]) -> Option<Vec<S
         }
     }
     let best = scores.iter().copied().fold(0.0, f64::max);
-    let chosen: Vec<String> = match best > 0.0 {
-        true => tools.iter().zip(&scores).filter(|(_, s)| **s * 2.0 >= best).map(|(t, _)| t.name.clone()).collect(),
-        // No word singles a tool out: every tool that can answer.
-        false => tools.iter().map(|t| t.name.clone()).collect(),
-    };
+    if best <= 0.0 {
+        // No word singles a tool out: every tool is offered, as without a shortlist (a tool
+        // that cannot quote its argument is left out of the grammar by the provider).
+        return None;
+    }
+    let chosen: Vec<String> =
+        tools.iter().zip(&scores).filter(|(_, s)| **s * 2.0 >= best).map(|(t, _)| t.name.clone()).collect();
     (chosen.len() < all).then_some(chosen)
 }
 
@@ -189,11 +191,10 @@ mod tests {
             result: Some(json!(44.097)),
             request: Some("What is the molecular weight of propane, CCC?".into()),
         }];
-        // "Average molecular weight" is in its description, but no word here is a SMILES.
-        assert_eq!(
-            shortlist("What's the average of 12, 15 and 21?", &tools),
-            Some(vec!["calculate".to_owned(), "validate_smiles".to_owned()])
-        );
+        // "Average molecular weight" is in its description, but no word here is a SMILES: no
+        // tool is singled out, and every tool is offered.
+        assert_eq!(shortlist("What's the average of 12, 15 and 21?", &tools), None);
+        assert_eq!(shortlist("check whether 12 is a valid SMILES", &tools), Some(vec!["validate_smiles".to_owned()]));
         assert_eq!(shortlist("the molecular weight of CCO", &tools), Some(vec!["molecular_weight".to_owned()]));
     }
 
