@@ -7,7 +7,8 @@
 //!   SMILES is not a tool error: `valid` is false and `error` gives the 0-based character
 //!   position and the reason.
 //! * `molecular_weight {smiles}` returns `{molecular_weight, formula}`; here an invalid SMILES
-//!   is a tool error, with the same position and reason.
+//!   is a tool error, with the same position and reason, and a string without the shape of a
+//!   SMILES ([`SMILES_SHAPE`]: a name, a number) is refused by the schema before it is read.
 //!
 //! What is counted:
 //!
