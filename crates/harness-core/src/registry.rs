@@ -414,11 +414,11 @@ impl ToolRegistry {
 const MAX_VIOLATION_MESSAGE: usize = 300;
 
 /// Every violation of `schema` by `value`: its JSON pointer and a message cut to a bounded length.
-fn violations(schema: &jsonschema::Validator, value: &Value) -> Vec<Value> {
+fn violations(schema: &jsonschema::Validator, source: &Value, value: &Value) -> Vec<Value> {
     schema
         .iter_errors(value)
         .map(|e| {
-            let mut message = e.to_string();
+            let mut message = violation_message(&e, source);
             if message.len() > MAX_VIOLATION_MESSAGE {
                 let cut = (0..=MAX_VIOLATION_MESSAGE).rev().find(|&i| message.is_char_boundary(i)).unwrap_or(0);
                 message.truncate(cut);
@@ -427,6 +427,21 @@ fn violations(schema: &jsonschema::Validator, value: &Value) -> Vec<Value> {
             json!({ "pointer": e.instance_path().to_string(), "message": message })
         })
         .collect()
+}
+
+/// A violation as a person or a model can act on it. A value that does not match a field's
+/// `pattern` is said with the field's description, where it has one: the expression itself
+/// (chem's SMILES shape is over a hundred characters of classes and groups) tells less than
+/// "A SMILES string, e.g. `c1ccccc1`; not a name".
+fn violation_message(error: &jsonschema::ValidationError<'_>, source: &Value) -> String {
+    if let jsonschema::error::ValidationErrorKind::Pattern { .. } = error.kind() {
+        let path = error.schema_path().to_string();
+        let field = path.strip_suffix("/pattern").and_then(|p| source.pointer(p));
+        if let Some(description) = field.and_then(|f| f.get("description")).and_then(Value::as_str) {
+            return format!("{} does not have the form this field takes: {description}", error.instance());
+        }
+    }
+    error.to_string()
 }
 
 /// The violations as one line: `pointer: message; ...`, the root shown as `(root)`.
@@ -466,7 +481,7 @@ impl RegisteredTool<'_> {
         if validator.is_valid(arguments) {
             return Ok(());
         }
-        let violations = violations(validator, arguments);
+        let violations = violations(validator, &self.validator.source, arguments);
         if violations.is_empty() {
             return Ok(());
         }
@@ -480,14 +495,14 @@ impl RegisteredTool<'_> {
 
     /// Checks a result against the tool's declared output schema, when it declares one.
     pub fn check_result(&self, result: &Value) -> Result<(), HarnessError> {
-        let Some(output) = self.output else {
+        let Some(deferred) = self.output else {
             return Ok(());
         };
-        let output = output.get().map_err(|reason| self.uncompiled("output", reason))?;
+        let output = deferred.get().map_err(|reason| self.uncompiled("output", reason))?;
         if output.is_valid(result) {
             return Ok(());
         }
-        let violations = violations(output, result);
+        let violations = violations(output, &deferred.source, result);
         if violations.is_empty() {
             return Ok(());
         }
@@ -622,6 +637,26 @@ mod tests {
         }
         // missing "a" and the extra property are both reported at the root
         assert!(pointers.iter().filter(|p| p.is_empty()).count() >= 2, "{pointers:?}");
+    }
+
+    #[test]
+    fn a_value_off_a_fields_pattern_is_said_with_the_fields_description() {
+        let mut r = ToolRegistry::new();
+        let smiles = json!({"type": "object", "properties": {
+            "smiles": {"type": "string", "pattern": "^[CNO]+$", "description": "A SMILES string, e.g. CCO; not a name."},
+            "bare": {"type": "string", "pattern": "^[0-9]+$"}
+        }});
+        r.register(ToolSpec::new(def("t", smiles), Arc::new(Echo))).unwrap();
+        let e = r.get("t").unwrap().validate(&json!({"smiles": "benzene", "bare": "x"})).unwrap_err();
+        assert!(
+            e.message.contains(
+                r#"/smiles: "benzene" does not have the form this field takes: A SMILES string, e.g. CCO; not a name."#
+            ),
+            "{}",
+            e.message
+        );
+        // No description: the expression it missed, as the validator says it.
+        assert!(e.message.contains(r#"/bare: "x" does not match "^[0-9]+$""#), "{}", e.message);
     }
 
     #[test]
