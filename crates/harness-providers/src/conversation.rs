@@ -85,21 +85,19 @@ pub(crate) fn native(conversation: &[Message]) -> Vec<Turn<'_>> {
 /// joined so that the roles alternate.
 pub(crate) fn text_only(conversation: &[Message]) -> Vec<Turn<'_>> {
     let mut turns = Vec::new();
-    // The last reply's calls, in order, each answered by the next result; and every call made
-    // so far, to say when one is made again.
-    let mut calls: std::collections::VecDeque<(String, Option<Value>)> = Default::default();
+    // Every call made so far, to say when one is made again.
+    let mut calls = PendingCalls::default();
     let mut made: Vec<(String, Option<Value>)> = Vec::new();
     let request = request_of(conversation);
     for message in conversation {
         match message {
             Message::User { content } => push_note(&mut turns, content.clone()),
             Message::Assistant { reply } => {
-                calls = calls_of(reply).into();
+                calls.replied(reply);
                 turns.push(assistant_as_text(reply));
             }
             Message::ToolResult { tool, content, is_error, .. } => {
-                let call = calls.pop_front().filter(|(name, _)| Some(name) == tool.as_ref());
-                let call = match (call, tool) {
+                let call = match (calls.answered(tool.as_ref()), tool) {
                     (Some(call), _) => Some(call),
                     (None, Some(tool)) => Some((tool.clone(), None)),
                     (None, None) => None,
@@ -120,14 +118,13 @@ pub(crate) fn text_only(conversation: &[Message]) -> Vec<Turn<'_>> {
 /// tool names and arguments, in order: what a small model must not be offered again, since
 /// greedy decoding answers the same conversation with the same call.
 pub(crate) fn failed_calls(conversation: &[Message]) -> Vec<(String, Value)> {
-    let mut calls: std::collections::VecDeque<(String, Option<Value>)> = Default::default();
+    let mut calls = PendingCalls::default();
     let mut failed = Vec::new();
     for message in conversation {
         match message {
-            Message::Assistant { reply } => calls = calls_of(reply).into(),
+            Message::Assistant { reply } => calls.replied(reply),
             Message::ToolResult { tool, is_error, .. } => {
-                let call = calls.pop_front().filter(|(name, _)| Some(name) == tool.as_ref());
-                if let Some((name, Some(arguments))) = call.filter(|_| *is_error) {
+                if let Some((name, Some(arguments))) = calls.answered(tool.as_ref()).filter(|_| *is_error) {
                     failed.push((name, arguments));
                 }
             }
@@ -135,6 +132,24 @@ pub(crate) fn failed_calls(conversation: &[Message]) -> Vec<(String, Value)> {
         }
     }
     failed
+}
+
+/// The last reply's calls not yet answered, in order: each result answers the next one, when
+/// it names that call's tool. One rule for every reader of the conversation that pairs results
+/// with calls ([`text_only`], [`failed_calls`]).
+#[derive(Default)]
+struct PendingCalls(std::collections::VecDeque<(String, Option<Value>)>);
+
+impl PendingCalls {
+    /// A new reply: its calls are the ones pending now.
+    fn replied(&mut self, reply: &ModelReply) {
+        self.0 = calls_of(reply).into();
+    }
+
+    /// The call a result of `tool` answers, if the next pending call is of that tool.
+    fn answered(&mut self, tool: Option<&String>) -> Option<(String, Option<Value>)> {
+        self.0.pop_front().filter(|(name, _)| Some(name) == tool)
+    }
 }
 
 /// The user's request: the conversation's first message, when it is one; else empty.
