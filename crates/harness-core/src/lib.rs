@@ -51,7 +51,7 @@ pub use harness_reply::{ReadReply, ReplyError, ReplyErrorCode, ReplyFormat, Text
 pub use printable::{moves_or_reorders, printable};
 pub use provider::{
     Arguments, ContextWindow, Message, ModelProvider, ModelReply, ProposedCall, ProviderDecorator, ProviderError,
-    RouterRequest, ToolChoice, Usage,
+    RouterRequest, ToolChoice, Usage, request_of,
 };
 pub use registry::{
     CompiledSchema, EXTERNAL_REF_REFUSED, FINISH, RegisteredTool, RegistryError, ToolDefinition, ToolExample,

@@ -34,6 +34,14 @@ pub enum Message {
     },
 }
 
+/// The request that started a conversation: its first message, when that is the user's.
+pub fn request_of(conversation: &[Message]) -> Option<&str> {
+    match conversation.first() {
+        Some(Message::User { content }) => Some(content),
+        _ => None,
+    }
+}
+
 /// A model's answer: structured tool calls and/or text.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ModelReply {

@@ -540,10 +540,7 @@ impl<'o> Run<'o> {
 
     /// The user's request: the conversation's first message.
     fn request(&self) -> Option<&str> {
-        match self.conversation.first() {
-            Some(Message::User { content }) => Some(content),
-            _ => None,
-        }
+        crate::provider::request_of(&self.conversation)
     }
 
     fn out_of_time(&self, now: Instant) -> bool {

@@ -152,12 +152,9 @@ impl PendingCalls {
     }
 }
 
-/// The user's request: the conversation's first message, when it is one; else empty.
+/// The user's request ([`harness_core::request_of`]), or empty when there is none.
 pub(crate) fn request_of(conversation: &[Message]) -> &str {
-    match conversation.first() {
-        Some(Message::User { content }) => content,
-        _ => "",
-    }
+    harness_core::request_of(conversation).unwrap_or_default()
 }
 
 /// A call as the text modes write it, `{"tool": NAME, "arguments": {...}}`: written by hand so
