@@ -55,7 +55,7 @@ use harness_sdk::{Effects, NoConfig, Plugin, Tool, ToolError};
 
 use crate::smiles::{MAX_SMILES_CHARS, ParseError};
 
-/// Arguments of `validate_smiles` and `molecular_weight`.
+/// Arguments of `validate_smiles`: any string, since saying that one is no SMILES is its job.
 #[derive(Deserialize, JsonSchema)]
 #[serde(crate = "harness_sdk::serde", deny_unknown_fields)]
 #[schemars(crate = "harness_sdk::schemars")]
