@@ -310,11 +310,10 @@ async fn check_and_execute(
             if error.code == ErrorCode::RepeatedCall {
                 gate.finish_forced |= !step.finish_withheld;
                 // One that answered before is answered so again, not with an error to copy.
-                let known = if gate.known.is_empty() {
-                    None
-                } else {
-                    gate.known_result(&known_key(&call.tool, &call.arguments))
-                };
+                // No key is built while nothing is known.
+                let known = (!gate.known.is_empty())
+                    .then(|| known_key(&call.tool, &call.arguments))
+                    .and_then(|key| gate.known_result(&key));
                 if let Some(known) = known {
                     return StepOutcome::Known(known, check::known_again(&call.tool));
                 }
@@ -456,9 +455,6 @@ impl Gate<'_> {
 
     /// The result of an earlier call with this [`known_key`], if one answered.
     fn known_result(&self, key: &[u8]) -> Option<Value> {
-        if self.known.is_empty() {
-            return None;
-        }
         self.known.get(key).cloned()
     }
 }
