@@ -119,7 +119,67 @@ pub(crate) fn quoted_arguments(tool: &ToolDefinition, quoting: &Quoting) -> Opti
         }
         parameters["properties"][argument] = json!({ "type": "string", "enum": words });
     }
+    exclude_failed(tool, &quoting.failed, &mut parameters);
     Some(parameters)
+}
+
+/// The longest failed value the grammar excludes, in characters: each character is a level of
+/// the pattern's nesting, which llama.cpp caps at 100.
+const MAX_EXCLUDED: usize = 60;
+
+/// Keeps a small model from writing again a value its tool failed with, for a tool of one
+/// free string argument (`calculate`'s `expression`): the argument's pattern takes any string
+/// but those. Given "what is 17 percent of 2340", SmolLM2-135M wrote `17%` seven times
+/// although the error said what to write instead: greedy decoding answers the same
+/// conversation with the same call. Excluded, its next most likely string is another one.
+/// A value the pattern cannot spell (past ASCII, a quote, a backslash, too long) stays open.
+fn exclude_failed(tool: &ToolDefinition, failed: &[(String, Value)], parameters: &mut Value) {
+    let Some(properties) = parameters.get("properties").and_then(Value::as_object) else { return };
+    let [(name, schema)] = properties.iter().collect::<Vec<_>>()[..] else { return };
+    let plain = schema.get("type") == Some(&json!("string"))
+        && !["enum", "const", "pattern", "format"].iter().any(|k| schema.get(*k).is_some());
+    if !plain {
+        return;
+    }
+    let values: Vec<&str> = failed
+        .iter()
+        .filter(|(t, _)| t == &tool.name)
+        .filter_map(|(_, arguments)| arguments.get(name.as_str()).and_then(Value::as_str))
+        .filter(|v| v.len() <= MAX_EXCLUDED && v.bytes().all(|b| b.is_ascii() && !matches!(b, b'"' | b'\\' | ..=0x1F)))
+        .collect();
+    if values.is_empty() {
+        return;
+    }
+    let name = name.clone();
+    parameters["properties"][name.as_str()]["pattern"] = Value::String(format!("^{}$", all_but(&values, 0)));
+}
+
+/// A string JSON holds without an escape, as a pattern's character class (before its `]`).
+const PLAIN_CHARS: &str = r#"[^"\\\x00-\x1F"#;
+
+/// A pattern for every string of plain characters that does not continue the `excluded`
+/// strings' first `at` characters into one of them: a trie of the excluded strings, where at
+/// each node the string may end (unless a string ends there), go on with a character no
+/// excluded string has next, or go on along a child.
+fn all_but(excluded: &[&str], at: usize) -> String {
+    let ends_here = excluded.iter().any(|v| v.len() == at);
+    let mut next: Vec<u8> = excluded.iter().filter_map(|v| v.as_bytes().get(at).copied()).collect();
+    next.sort_unstable();
+    next.dedup();
+    let in_class: String = next.iter().map(|&b| escaped(b, b"[]-")).collect();
+    let mut alternatives = vec![format!("{PLAIN_CHARS}{in_class}]{PLAIN_CHARS}]*")];
+    for &b in &next {
+        let below: Vec<&str> = excluded.iter().copied().filter(|v| v.as_bytes().get(at) == Some(&b)).collect();
+        alternatives.push(format!("{}{}", escaped(b, b"^$.[](){}|*+?"), all_but(&below, at + 1)));
+    }
+    let optional = if ends_here { "" } else { "?" };
+    format!("({}){optional}", alternatives.join("|"))
+}
+
+/// `b` as a pattern's character, with a backslash before it where it is one of `special`.
+fn escaped(b: u8, special: &[u8]) -> String {
+    let c = char::from(b);
+    if special.contains(&b) { format!("\\{c}") } else { c.to_string() }
 }
 
 /// `finish`'s arguments in the grammar: `{"answer": <a short string, a number or a boolean>}`.
@@ -362,6 +422,36 @@ mod tests {
         let text = response_format(&tools[..1], &ToolChoice::Required, 1024, None, &quoting).unwrap();
         let value: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(value["json_schema"]["schema"]["oneOf"][0]["properties"]["arguments"], bounded(&shaped.parameters));
+    }
+
+    #[test]
+    fn a_free_string_a_tool_failed_with_is_not_offered_again() {
+        let mut calculate = tool("calculate");
+        calculate.parameters = json!({"type": "object", "properties": {"expression": {"type": "string"}}});
+        let failed = |values: &[&str]| Quoting {
+            spans: quoting::request_spans("what is 17 percent of 2340"),
+            failed: values.iter().map(|v| ("calculate".to_owned(), json!({ "expression": v }))).collect(),
+        };
+        let quoting = failed(&["17%", "17", "1[2]-3", "a\"b", "x".repeat(MAX_EXCLUDED + 1).as_str()]);
+        let parameters = quoted_arguments(&calculate, &quoting).unwrap();
+        let schema = jsonschema::validator_for(&parameters).unwrap();
+        let takes = |v: &str| schema.is_valid(&json!({ "expression": v }));
+        for refused in ["17%", "17", "1[2]-3"] {
+            assert!(!takes(refused), "{refused} was offered again: {parameters}");
+        }
+        for offered in ["", "1", "17/100*2340", "17%%", "170", "1[2]-", "1[2]-34", "2340*0.17", "%"] {
+            assert!(takes(offered), "{offered} was refused: {parameters}");
+        }
+        // Only this tool's failures, and only where a pattern can say so: the rest stay open.
+        assert!(quoted_arguments(&calculate, &failed(&[]))
+            .is_some_and(|p| p["properties"]["expression"].get("pattern").is_none()));
+        let other = Quoting { failed: vec![("other".into(), json!({"expression": "17%"}))], ..failed(&[]) };
+        assert!(quoted_arguments(&calculate, &other).unwrap()["properties"]["expression"].get("pattern").is_none());
+        // Not for a capable model, nor for a tool of more than one argument.
+        assert_eq!(quoted_arguments(&calculate, &Quoting { spans: vec![], ..failed(&["17%"]) }), Some(calculate.parameters.clone()));
+        let mut two = calculate.clone();
+        two.parameters["properties"]["precision"] = json!({"type": "integer"});
+        assert_eq!(quoted_arguments(&two, &failed(&["17%"])), Some(two.parameters.clone()));
     }
 
     #[test]
