@@ -443,12 +443,17 @@ mod tests {
             assert!(takes(offered), "{offered} was refused: {parameters}");
         }
         // Only this tool's failures, and only where a pattern can say so: the rest stay open.
-        assert!(quoted_arguments(&calculate, &failed(&[]))
-            .is_some_and(|p| p["properties"]["expression"].get("pattern").is_none()));
+        assert!(
+            quoted_arguments(&calculate, &failed(&[]))
+                .is_some_and(|p| p["properties"]["expression"].get("pattern").is_none())
+        );
         let other = Quoting { failed: vec![("other".into(), json!({"expression": "17%"}))], ..failed(&[]) };
         assert!(quoted_arguments(&calculate, &other).unwrap()["properties"]["expression"].get("pattern").is_none());
         // Not for a capable model, nor for a tool of more than one argument.
-        assert_eq!(quoted_arguments(&calculate, &Quoting { spans: vec![], ..failed(&["17%"]) }), Some(calculate.parameters.clone()));
+        assert_eq!(
+            quoted_arguments(&calculate, &Quoting { spans: vec![], ..failed(&["17%"]) }),
+            Some(calculate.parameters.clone())
+        );
         let mut two = calculate.clone();
         two.parameters["properties"]["precision"] = json!({"type": "integer"});
         assert_eq!(quoted_arguments(&two, &failed(&["17%"])), Some(two.parameters.clone()));

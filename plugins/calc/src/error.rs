@@ -80,7 +80,7 @@ pub enum ErrorKind {
     #[error("{0} follows a complete value without an operator; write `*` to multiply, as in 2*pi or 2*(3+4)")]
     MissingOperator(String),
     /// `17%` used as a percent sign.
-    #[error("`%` is the remainder (7 % 3 is 1), not a percent sign: for 17% of 2340 write 17/100*2340")]
+    #[error("`%` is the remainder (7 % 3 is 1), not a percent sign: for 17% of 2340 write 17% of 2340 or 17/100*2340")]
     PercentSign,
     /// `)` with no `(` open.
     #[error("`)` has no matching `(`")]

@@ -63,6 +63,13 @@ pub(crate) fn tokens(text: &str) -> Result<Vec<Token<'_>>, CalcError> {
                 i += c.len_utf8();
                 continue;
             }
+            // A currency sign before a number (`$85`, `€12.50`): the amount is the number.
+            '$' | '€' | '£' | '¥'
+                if text[at + c.len_utf8()..].starts_with(|d: char| d.is_ascii_digit() || d == '.') =>
+            {
+                i += c.len_utf8();
+                continue;
+            }
             '0'..='9' => number(text, at)?,
             '.' if bytes.get(at + 1).is_some_and(u8::is_ascii_digit) => number(text, at)?,
             'a'..='z' | 'A'..='Z' | '_' => {

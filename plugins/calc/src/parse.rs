@@ -6,9 +6,9 @@
 //!
 //! ```text
 //! sum     = product (("+" | "-") product)*
-//! product = signed (("*" | "/" | "%") signed)*
+//! product = signed (("*" | "/" | "%" | ("%" | "percent") "of") signed)*
 //! signed  = ("+" | "-") signed | power
-//! power   = atom (("^" | "**") signed)?
+//! power   = atom (("^" | "**") signed | "squared" | "cubed")?
 //! atom    = number | constant | function "(" sum ("," sum)* ")" | "(" sum ")"
 //! ```
 
@@ -53,6 +53,18 @@ impl<'a> Parser<'_, 'a> {
         token
     }
 
+    /// Reads `% of` or `percent of` (`15% of 80`, `15 percent of 80`), if it comes next: a
+    /// percentage as people write it, where `%` alone is the remainder.
+    fn percent_of(&mut self) -> bool {
+        let next = |k: usize| self.tokens.get(self.pos + k).map(|t| t.tok);
+        let sign = matches!(next(0), Some(Tok::Percent | Tok::Name("percent")));
+        if sign && next(1) == Some(Tok::Name("of")) {
+            self.pos += 2;
+            return true;
+        }
+        false
+    }
+
     /// Runs `f` one level deeper, refusing to pass [`MAX_DEPTH`].
     fn nested<T>(&mut self, at: usize, f: impl FnOnce(&mut Self) -> Result<T, CalcError>) -> Result<T, CalcError> {
         if self.depth >= MAX_DEPTH {
@@ -82,6 +94,12 @@ impl<'a> Parser<'_, 'a> {
         let mut value = self.signed()?;
         loop {
             let op = self.peek();
+            if self.percent_of() {
+                // `15% of 80`: the product first, so that the result stays exact.
+                let whole = self.signed()?;
+                value = number::div(number::mul(value, whole, op.at)?, number::literal("100", op.at)?, op.at)?;
+                continue;
+            }
             let apply = match op.tok {
                 Tok::Star => number::mul,
                 Tok::Slash => number::div,
@@ -111,6 +129,12 @@ impl<'a> Parser<'_, 'a> {
     fn power(&mut self) -> Result<Num, CalcError> {
         let base = self.atom()?;
         let op = self.peek();
+        // `3.5 squared`, `2 cubed`: the words people write for the two commonest powers.
+        if let Tok::Name(word @ ("squared" | "cubed")) = op.tok {
+            self.advance();
+            let exponent = number::literal(if word == "squared" { "2" } else { "3" }, op.at)?;
+            return number::pow(base, exponent, op.at);
+        }
         if op.tok != Tok::Power {
             return Ok(base);
         }

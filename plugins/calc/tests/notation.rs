@@ -49,6 +49,17 @@ fn every_expression_gives_what_a_user_expects() {
         ("-7 % 3", "2"),
         ("7 % -3", "-2"),
         ("7.5 % 2", "1.5"),
+        // A percentage, a currency sign and the two named powers, as people write them.
+        ("17% of 2340", "397.8"),
+        ("15 percent of 80", "12"),
+        ("7% of $250", "17.5"),
+        ("20% of 45 + 3", "12"),
+        ("100 - 25% of 40", "90"),
+        ("$85/4", "21.25"),
+        ("€12.50 * 2", "25"),
+        ("3.5 squared", "12.25"),
+        ("2 cubed + 1", "9"),
+        ("(1+2) squared", "9"),
         // Literals.
         ("1.5e3", "1500"),
         ("2.5E-1", "0.25"),
@@ -108,7 +119,7 @@ fn every_expression_gives_what_a_user_expects() {
 fn every_mistake_names_its_column_and_the_fix() {
     let long = "1+".repeat(2100);
     let deep = format!("{}1{}", "(".repeat(150), ")".repeat(150));
-    let rows: [(&str, usize, &str); 36] = [
+    let rows: [(&str, usize, &str); 38] = [
         ("1/0", 2, "division by zero"),
         ("1 / (2 - 2)", 3, "division by zero"),
         ("5 % 0", 3, "division by zero"),
@@ -143,8 +154,10 @@ fn every_mistake_names_its_column_and_the_fix() {
         ("round(1, 0.5)", 1, "round's digits must be a whole number"),
         ("  ", 1, "the expression is empty"),
         ("1__0", 2, "`_` may only separate digits"),
-        ("2340*17%", 8, "not a percent sign: for 17% of 2340 write 17/100*2340"),
+        ("2340*17%", 8, "not a percent sign: for 17% of 2340 write 17% of 2340 or 17/100*2340"),
         ("17% * 2340", 3, "not a percent sign"),
+        ("$ 85", 1, "write numbers"),
+        ("17 percent", 4, "write `*` to multiply"),
     ];
     let mut wrong = Vec::new();
     for (expression, column, words) in rows {
