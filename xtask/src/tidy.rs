@@ -37,7 +37,11 @@ const LOADERS: &[&str] = &["libloading", "harness-loader"];
 /// `#![forbid(unsafe_code)]`. Keep it short: a crate leaves the list when its last `unsafe` goes.
 const UNSAFE_ALLOWED: &[(&str, &str)] = &[
     ("crates/harness-trust", "geteuid and the Windows security API, for the owner of a trusted file"),
-    ("crates/harness-loader", "dlopen, Landlock, seccomp, the plugin-host child's set-up, the warm-up thread's CPU"),
+    ("crates/harness-loader", "dlopen, the plugin-host child's set-up, the warm-up thread's CPU"),
+    (
+        "crates/harness-sandbox",
+        "Landlock's ABI probe, seccomp's prctl, setrlimit and Job Objects, for a child's capabilities",
+    ),
     ("crates/harness-mcp", "dup/dup2 of stdout, so that only the protocol is written to it"),
     ("crates/harness-sdk", "export_plugin!'s static library header, read by the loader"),
     ("harness-cli", "tcflush of the terminal before an approval prompt"),

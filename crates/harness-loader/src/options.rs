@@ -10,9 +10,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::guarded::{Guarded, in_reach};
-use crate::isolation::confine::Grants;
 use crate::isolation::{HostCommand, Isolation};
 use crate::settings::{PluginSettings, Timeouts};
+use harness_sandbox::confine::Grants;
 
 /// What the operator chose: directories in order, and which plugins and tools to offer.
 #[derive(Debug, Clone)]

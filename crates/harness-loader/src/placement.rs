@@ -11,8 +11,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::isolation::Isolation;
-use crate::isolation::confine::EffectSet;
 use crate::options::DiscoveryOptions;
+use harness_sandbox::confine::EffectSet;
 
 /// Where a plugin runs and the rule that put it there, in the rule's order.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,12 +12,12 @@ use harness_frames::{Request, Response};
 use serde_json::Value;
 
 use super::child::{InitRequest, LoadRequest, Loaded};
-use super::confine::Confinement;
 use super::conn::{Conn, ReadFail};
 use super::{HostCommand, frame_limit};
 use crate::handler::parse_result;
 use crate::library::LoadError;
 use crate::settings::Timeouts;
+use harness_sandbox::confine::Confinement;
 
 /// How long a child may take to load and initialise its library.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -99,7 +99,7 @@ impl ProcessHandler {
     }
 
     /// The same handler, its child held to `limits` (set before it loads the library).
-    pub fn limited(mut self, limits: super::Limits) -> Self {
+    pub fn limited(mut self, limits: harness_sandbox::Limits) -> Self {
         self.load.limits = limits;
         self
     }

@@ -1,6 +1,6 @@
 //! Kernel confinement of a plugin-host child by its plugin's declared effects.
 //!
-//! The parent decides what the child may touch ([`Confinement::for_effects`]) and whether the
+//! The parent (the loader) decides what the child may touch ([`Confinement::for_effects`]) and whether the
 //! kernel can enforce it ([`kernel_support`]); the child applies it ([`apply`]) before it
 //! loads the library, so that even the library's constructors run confined. Landlock limits
 //! files and TCP ports and scopes signals and abstract sockets; a seccomp allowlist per effect
@@ -361,7 +361,7 @@ pub fn kernel_support() -> Enforcement {
 
 /// Confines the calling process (single-threaded: the plugin host) for good.
 #[cfg(target_os = "linux")]
-pub(crate) fn apply(confinement: &Confinement) -> Result<(), String> {
+pub fn apply(confinement: &Confinement) -> Result<(), String> {
     linux::landlock(confinement)?;
     linux::seccomp(confinement)
 }
@@ -369,7 +369,7 @@ pub(crate) fn apply(confinement: &Confinement) -> Result<(), String> {
 /// Other systems: refuse, so that a confinement the parent asked for is never silently dropped.
 /// (The parent asks for none where [`kernel_support`] says `None`.)
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn apply(_: &Confinement) -> Result<(), String> {
+pub fn apply(_: &Confinement) -> Result<(), String> {
     Err("kernel confinement needs Linux".to_owned())
 }
 
