@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use harness_abi::manifest::{Effects, InitDeclined, Manifest, ToolManifest};
+use harness_sandbox::confine::{Confinement, EffectSet, Enforcement};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -15,7 +16,6 @@ use crate::library::{LoadError, PluginLibrary, ToolSchemas, load_as_probed};
 use crate::library_file::LibraryFile;
 use crate::options::{DiscoveryOptions, ToolState};
 use crate::placement::Placement;
-use harness_sandbox::confine::{Confinement, EffectSet, Enforcement};
 
 /// A file that was not loaded, and why.
 #[derive(Debug, Clone, Serialize)]

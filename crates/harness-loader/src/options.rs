@@ -6,13 +6,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use harness_abi::manifest::{Effects, ToolManifest};
+use harness_sandbox::confine::Grants;
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::guarded::{Guarded, in_reach};
 use crate::isolation::{HostCommand, Isolation};
 use crate::settings::{PluginSettings, Timeouts};
-use harness_sandbox::confine::Grants;
 
 /// What the operator chose: directories in order, and which plugins and tools to offer.
 #[derive(Debug, Clone)]

@@ -10,9 +10,10 @@
 
 use std::path::{Path, PathBuf};
 
+use harness_sandbox::confine::EffectSet;
+
 use crate::isolation::Isolation;
 use crate::options::DiscoveryOptions;
-use harness_sandbox::confine::EffectSet;
 
 /// Where a plugin runs and the rule that put it there, in the rule's order.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,12 +7,12 @@ use std::path::PathBuf;
 
 use harness_abi::manifest::InitDeclined;
 use harness_frames::{LENGTH_BYTES, Request, Response, decode_request_body, encode_response, frame_length};
+use harness_sandbox::confine::Confinement;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::FRAME_LIMIT;
 use crate::library::{LoadError, PluginLibrary};
-use harness_sandbox::confine::Confinement;
 
 /// The body of a load frame.
 #[derive(Serialize, Deserialize)]

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use harness_abi::manifest::InitDeclined;
 use harness_core::{ToolFailure, ToolHandler};
 use harness_frames::{Request, Response};
+use harness_sandbox::confine::Confinement;
 use serde_json::Value;
 
 use super::child::{InitRequest, LoadRequest, Loaded};
@@ -17,7 +18,6 @@ use super::{HostCommand, frame_limit};
 use crate::handler::parse_result;
 use crate::library::LoadError;
 use crate::settings::Timeouts;
-use harness_sandbox::confine::Confinement;
 
 /// How long a child may take to load and initialise its library.
 const START_TIMEOUT: Duration = Duration::from_secs(30);

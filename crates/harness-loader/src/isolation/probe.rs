@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use harness_abi::manifest::Manifest;
+use harness_sandbox::confine::{Confinement, Enforcement, kernel_support};
 
 use super::HostCommand;
 use super::child::{LoadRequest, Loaded};
 use super::conn::{Conn, ReadFail};
-use harness_sandbox::confine::{Confinement, Enforcement, kernel_support};
 
 /// How long a child may take to load a library and answer with its manifest.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
