@@ -21,10 +21,10 @@ use harness_core::{
     ModelProvider, ReadOptions, ReplyFormat, RouterRequest, RunOptions, StepStatus, ToolChoice, ToolDefinition,
     ToolFailure, ToolHandler, ToolRegistry, ToolSource, ToolSpec, TraceEntry, TraceSink, TraceWriter, read_reply,
 };
-use harness_loader::isolation::confine::{Confinement, EffectSet, Grants};
 use harness_loader::isolation::{HostCommand, ProcessHandler};
 use harness_loader::{DiscoveryOptions, PluginHandler, PluginLibrary, Timeouts, discover};
 use harness_providers::ScriptedProvider;
+use harness_sandbox::confine::{Confinement, EffectSet, Grants};
 use serde_json::{Value, json};
 
 fn main() {

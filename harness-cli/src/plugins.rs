@@ -6,12 +6,12 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Subcommand};
 use harness_abi::manifest::Manifest;
 use harness_loader::isolation::HostCommand;
-use harness_loader::isolation::confine::Enforcement;
 use harness_loader::isolation::{CHILD_ENV_ALLOWLIST, Isolation};
 use harness_loader::{Discovery, LoadedPlugin, ToolState};
 use harness_mcp::McpSources;
 use harness_plugin_check::scaffold::{self, Dependency, Scaffold, ScaffoldError};
 use harness_plugin_check::{CheckOptions, Executor};
+use harness_sandbox::confine::Enforcement;
 use serde_json::{Value, json};
 
 use crate::Result;

@@ -3,7 +3,7 @@
 //! and the document's diagram disagree, when a crate has no row in the document's table, when
 //! an error code of `harness-core` is missing from its list, or when a layer gains a
 //! dependency it must not have (an HTTP client or a library loader in the core or the SDK, a
-//! loader in the providers).
+//! loader in the providers, the core or the loader in the sandbox).
 //!
 //! It also reads the sources: every crate forbids `unsafe` code unless [`UNSAFE_ALLOWED`] names
 //! it with the reason, every Rust file opens with a `//!` comment saying what it holds, and the
@@ -37,7 +37,11 @@ const LOADERS: &[&str] = &["libloading", "harness-loader"];
 /// `#![forbid(unsafe_code)]`. Keep it short: a crate leaves the list when its last `unsafe` goes.
 const UNSAFE_ALLOWED: &[(&str, &str)] = &[
     ("crates/harness-trust", "geteuid and the Windows security API, for the owner of a trusted file"),
-    ("crates/harness-loader", "dlopen, Landlock, seccomp, the plugin-host child's set-up, the warm-up thread's CPU"),
+    ("crates/harness-loader", "dlopen, the plugin-host child's set-up, the warm-up thread's CPU"),
+    (
+        "crates/harness-sandbox",
+        "Landlock's ABI probe, seccomp's prctl, setrlimit and Job Objects, for a child's capabilities",
+    ),
     ("crates/harness-mcp", "dup/dup2 of stdout, so that only the protocol is written to it"),
     ("crates/harness-sdk", "export_plugin!'s static library header, read by the loader"),
     ("harness-cli", "tcflush of the terminal before an approval prompt"),
@@ -73,6 +77,12 @@ const RULES: &[Rule] = &[
         forbidden: &["harness-core"],
         transitive: true,
         why: "the reader sits below the loop: arrows point inward",
+    },
+    Rule {
+        crate_name: "harness-sandbox",
+        forbidden: &["harness-core", "harness-frames", "harness-loader", "harness-trust"],
+        transitive: true,
+        why: "the capability layer is audited alone, knowing only the ABI's effect classes",
     },
 ];
 
@@ -640,6 +650,19 @@ mod tests {
         assert_eq!(
             rule_problems(&graph),
             ["harness-core depends on reqwest through its dependencies, which it must not: the loop never speaks HTTP"]
+        );
+    }
+
+    #[test]
+    fn the_sandbox_that_gains_a_host_crate_fails_the_check() {
+        let mut graph = Graph::default();
+        graph.deps.insert("harness-sandbox".into(), ["harness-abi".to_owned(), "libc".to_owned()].into());
+        assert_eq!(rule_problems(&graph), Vec::<String>::new());
+        graph.deps.insert("harness-sandbox".into(), ["harness-trust".to_owned()].into());
+        assert_eq!(
+            rule_problems(&graph),
+            ["harness-sandbox depends on harness-trust through its dependencies, which it must not: the capability \
+              layer is audited alone, knowing only the ABI's effect classes"]
         );
     }
 

@@ -5,12 +5,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use harness_abi::manifest::{Effects, InitDeclined, Manifest, ToolManifest};
+use harness_sandbox::confine::{Confinement, EffectSet, Enforcement};
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::cache::{Cache, Cached, Declared, Identity, InitOutcome, Verified, config_digest};
 use crate::isolation::Isolation;
-use crate::isolation::confine::{Confinement, EffectSet, Enforcement};
 use crate::late::LateLibrary;
 use crate::library::{LoadError, PluginLibrary, ToolSchemas, load_as_probed};
 use crate::library_file::LibraryFile;
@@ -382,7 +382,7 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
             .ok()
     });
     let paths = files(options, &mut found);
-    let kernel = crate::isolation::confine::kernel_support();
+    let kernel = harness_sandbox::confine::kernel_support();
     let confine = kernel.landlock_abi().is_some();
     let mut taken = Taken::default();
     for opened in open_all(options, paths, confine, found.cache.as_ref()) {

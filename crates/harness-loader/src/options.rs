@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use harness_abi::manifest::{Effects, ToolManifest};
+use harness_sandbox::confine::Grants;
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::guarded::{Guarded, in_reach};
-use crate::isolation::confine::Grants;
 use crate::isolation::{HostCommand, Isolation};
 use crate::settings::{PluginSettings, Timeouts};
 

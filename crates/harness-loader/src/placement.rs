@@ -10,8 +10,9 @@
 
 use std::path::{Path, PathBuf};
 
+use harness_sandbox::confine::EffectSet;
+
 use crate::isolation::Isolation;
-use crate::isolation::confine::EffectSet;
 use crate::options::DiscoveryOptions;
 
 /// Where a plugin runs and the rule that put it there, in the rule's order.

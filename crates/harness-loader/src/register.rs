@@ -42,7 +42,7 @@ impl Discovery {
         if let Some(confinement) = plugin.confinement.get(effects.as_str()) {
             handler = handler.confined(confinement.clone());
         }
-        let mut limits = crate::isolation::Limits::for_effects(effects);
+        let mut limits = harness_sandbox::Limits::for_effects(effects);
         if let Some(settings) = self.options.settings.get(name) {
             handler = handler.passing_env(settings.env.clone()).allowing_exec(!settings.allow_exec.is_empty());
             limits = limits.overridden_by(&settings.limits);

@@ -54,7 +54,7 @@ pub struct PluginSettings {
     /// allowlist ([`crate::isolation::CHILD_ENV_ALLOWLIST`]); none unless listed.
     pub env: Vec<String>,
     /// `limits`: the operator's resource limits of its children, each over its class's default.
-    pub limits: crate::isolation::Limits,
+    pub limits: harness_sandbox::Limits,
 }
 
 fn path_list(v: &Value, at: &str) -> Result<Vec<PathBuf>, String> {
@@ -127,7 +127,7 @@ impl PluginSettings {
             settings.env = name_list(&v, &format!("[plugins.{plugin}] env"))?;
         }
         if let Some(v) = table.remove("limits") {
-            settings.limits = crate::isolation::Limits::from_table(&v, &format!("[plugins.{plugin}] limits"))?;
+            settings.limits = harness_sandbox::Limits::from_table(&v, &format!("[plugins.{plugin}] limits"))?;
         }
         Ok((settings, config))
     }

@@ -7,11 +7,11 @@ use std::path::PathBuf;
 
 use harness_abi::manifest::InitDeclined;
 use harness_frames::{LENGTH_BYTES, Request, Response, decode_request_body, encode_response, frame_length};
+use harness_sandbox::confine::Confinement;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::FRAME_LIMIT;
-use super::confine::Confinement;
 use crate::library::{LoadError, PluginLibrary};
 
 /// The body of a load frame.
@@ -29,7 +29,7 @@ pub(crate) struct LoadRequest {
     pub(crate) raw: bool,
     /// The resource limits the child sets on itself before loading.
     #[serde(default)]
-    pub(crate) limits: super::Limits,
+    pub(crate) limits: harness_sandbox::Limits,
 }
 
 /// The answer to a load frame: the manifest, or why the library was refused.
@@ -163,7 +163,7 @@ fn load(json: &[u8]) -> (Loaded, Option<Hosted>) {
         return (refused(format!("the plugin host cannot set its resource limits: {e}")), None);
     }
     if let Some(confinement) = &request.confinement
-        && let Err(e) = super::confine::apply(confinement)
+        && let Err(e) = harness_sandbox::confine::apply(confinement)
     {
         return (refused(format!("the plugin host cannot confine itself: {e}")), None);
     }

@@ -43,7 +43,7 @@ pub(crate) struct Conn {
     frame_limit: usize,
     /// The Job Object the child runs in; closed after the child is ended (see `Drop`).
     #[cfg(windows)]
-    _job: super::windows::Job,
+    _job: harness_sandbox::Job,
 }
 
 impl Drop for Conn {
@@ -64,7 +64,7 @@ struct Ends {
     stdout: super::pump::Pump,
     stderr: StderrRelay,
     #[cfg(windows)]
-    job: super::windows::Job,
+    job: harness_sandbox::Job,
 }
 
 impl Ends {
@@ -72,7 +72,7 @@ impl Ends {
     /// plugin code runs) and takes its pipes; the caller ends the child on an error.
     fn take(child: &mut Child, label: String, may_exec: bool) -> io::Result<Self> {
         #[cfg(windows)]
-        let job = super::windows::Job::hold(child, may_exec)
+        let job = harness_sandbox::Job::hold(child, may_exec)
             .map_err(|e| io::Error::new(e.kind(), format!("cannot put it in a Job Object: {e}")))?;
         // Unix: exec is governed by the confinement the child applies (seccomp, Landlock).
         #[cfg(unix)]

@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 use harness_abi::manifest::InitDeclined;
 use harness_core::{ToolFailure, ToolHandler};
 use harness_frames::{Request, Response};
+use harness_sandbox::confine::Confinement;
 use serde_json::Value;
 
 use super::child::{InitRequest, LoadRequest, Loaded};
-use super::confine::Confinement;
 use super::conn::{Conn, ReadFail};
 use super::{HostCommand, frame_limit};
 use crate::handler::parse_result;
@@ -99,7 +99,7 @@ impl ProcessHandler {
     }
 
     /// The same handler, its child held to `limits` (set before it loads the library).
-    pub fn limited(mut self, limits: super::Limits) -> Self {
+    pub fn limited(mut self, limits: harness_sandbox::Limits) -> Self {
         self.load.limits = limits;
         self
     }

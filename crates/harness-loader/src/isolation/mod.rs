@@ -7,14 +7,13 @@
 //! timeout the next call starts a fresh one.
 //!
 //! On Unix the child starts in a session of its own and confines itself with Landlock and
-//! seccomp; on Windows it starts in a Job Object (the `windows` module), which limits its
-//! process tree but not what it reads, writes or reaches.
+//! seccomp; on Windows it starts in a Job Object, which limits its process tree but not what
+//! it reads, writes or reaches. What a child may do, and the kernel's enforcement of it, is
+//! `harness-sandbox`'s; this module starts the child and talks to it.
 
 mod child;
-pub mod confine;
 mod conn;
 mod host;
-mod limits;
 pub(crate) mod probe;
 #[cfg(windows)]
 mod pump;
@@ -27,11 +26,8 @@ use std::path::PathBuf;
 
 pub use child::serve_plugin_host;
 pub use host::ProcessHandler;
-pub use limits::Limits;
 pub(crate) use probe::probe;
 pub use probe::{FileManifest, read_manifest};
-#[cfg(windows)]
-pub use windows::CHILD_MEMORY_LIMIT;
 
 /// Where a plugin's tools run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use harness_abi::manifest::Manifest;
+use harness_sandbox::confine::{Confinement, Enforcement, kernel_support};
 
 use super::HostCommand;
 use super::child::{LoadRequest, Loaded};
-use super::confine::Confinement;
 use super::conn::{Conn, ReadFail};
 
 /// How long a child may take to load a library and answer with its manifest.
@@ -115,7 +115,7 @@ pub struct FileManifest {
 /// loading that one file when the kernel can confine it: for `plugins inspect` and `plugins
 /// check` on a file, so that reading a manifest never runs a plugin's code in the harness.
 pub fn read_manifest(command: &HostCommand, path: &Path) -> Result<FileManifest, String> {
-    let confine = matches!(super::confine::kernel_support(), super::confine::Enforcement::Kernel { .. });
+    let confine = matches!(kernel_support(), Enforcement::Kernel { .. });
     let label = format!("plugin file {}", path.file_name().unwrap_or(path.as_os_str()).to_string_lossy());
     let mut conn = Conn::spawn(command, MANIFEST_LIMIT, label, &[], false)
         .map_err(|e| format!("cannot start the plugin host ({}) to read it: {e}", command.program.display()))?;

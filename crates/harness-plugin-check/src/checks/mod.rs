@@ -435,7 +435,7 @@ fn process_calls(
     settings: &PluginSettings,
     command: &harness_loader::isolation::HostCommand,
 ) -> (crate::call::ProcessCalls, String) {
-    use harness_loader::isolation::confine::{Confinement, EffectSet, Enforcement, kernel_support};
+    use harness_sandbox::confine::{Confinement, EffectSet, Enforcement, kernel_support};
     let tools = serde_json::from_str::<Manifest>(&opened.manifest_json).map(|m| m.tools).unwrap_or_default();
     let mut class_of = HashMap::new();
     for t in &tools {

@@ -11,7 +11,8 @@
 //! - `processes` (`RLIMIT_NPROC`): none by default. The kernel counts every process and
 //!   thread of the user, not of the child, and exempts root: no default is meaningful for
 //!   every operator. The bound on what a tool forks is its process group, killed with the
-//!   child (see `conn.rs`); an operator who wants a fork bomb stopped sooner sets it.
+//!   child (see `harness-loader`'s `isolation/conn.rs`); an operator who wants a fork bomb
+//!   stopped sooner sets it.
 
 use harness_abi::manifest::Effects;
 use serde::{Deserialize, Serialize};
@@ -50,7 +51,7 @@ impl Limits {
 
     /// Reads `[plugins.NAME] limits = { address_space = "2G", cpu_seconds = 60,
     /// file_size = "1G", processes = 64 }`; sizes are bytes or a number with K, M or G.
-    pub(crate) fn from_table(v: &serde_json::Value, at: &str) -> Result<Self, String> {
+    pub fn from_table(v: &serde_json::Value, at: &str) -> Result<Self, String> {
         let table = v.as_object().ok_or_else(|| {
             format!("{at} must be a table, like {{ address_space = \"2G\", cpu_seconds = 60 }}, not {v}")
         })?;
@@ -78,7 +79,7 @@ impl Limits {
 
     /// Sets each limit on this process, soft and hard alike.
     #[cfg(unix)]
-    pub(crate) fn apply(&self) -> std::io::Result<()> {
+    pub fn apply(&self) -> std::io::Result<()> {
         let each = [
             (libc::RLIMIT_AS, self.address_space),
             (libc::RLIMIT_CPU, self.cpu_seconds),
@@ -98,7 +99,7 @@ impl Limits {
 
     /// Windows: the child's Job Object holds its memory and process count instead.
     #[cfg(not(unix))]
-    pub(crate) fn apply(&self) -> std::io::Result<()> {
+    pub fn apply(&self) -> std::io::Result<()> {
         Ok(())
     }
 }

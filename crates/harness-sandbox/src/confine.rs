@@ -1,10 +1,11 @@
 //! Kernel confinement of a plugin-host child by its plugin's declared effects.
 //!
-//! The parent decides what the child may touch ([`Confinement::for_effects`]) and whether the
-//! kernel can enforce it ([`kernel_support`]); the child applies it ([`apply`]) before it
-//! loads the library, so that even the library's constructors run confined. Landlock limits
-//! files and TCP ports and scopes signals and abstract sockets; a seccomp allowlist per effect
-//! class (the `seccomp` module) refuses every system call the class does not need.
+//! The parent (the loader) decides what the child may touch ([`Confinement::for_effects`])
+//! and whether the kernel can enforce it ([`kernel_support`]); the child applies it
+//! ([`apply`]) before it loads the library, so that even the library's constructors run
+//! confined. Landlock limits files and TCP ports and scopes signals and abstract sockets; a
+//! seccomp allowlist per effect class (the `seccomp` module) refuses every system call the
+//! class does not need.
 //!
 //! Each Landlock feature needs a minimum ABI ([`FEATURES`]); on an older kernel the parent
 //! says which features a plugin's declared effects lose ([`Enforcement::Partial`]) and which
@@ -361,7 +362,7 @@ pub fn kernel_support() -> Enforcement {
 
 /// Confines the calling process (single-threaded: the plugin host) for good.
 #[cfg(target_os = "linux")]
-pub(crate) fn apply(confinement: &Confinement) -> Result<(), String> {
+pub fn apply(confinement: &Confinement) -> Result<(), String> {
     linux::landlock(confinement)?;
     linux::seccomp(confinement)
 }
@@ -369,7 +370,7 @@ pub(crate) fn apply(confinement: &Confinement) -> Result<(), String> {
 /// Other systems: refuse, so that a confinement the parent asked for is never silently dropped.
 /// (The parent asks for none where [`kernel_support`] says `None`.)
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn apply(_: &Confinement) -> Result<(), String> {
+pub fn apply(_: &Confinement) -> Result<(), String> {
     Err("kernel confinement needs Linux".to_owned())
 }
 
