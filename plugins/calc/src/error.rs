@@ -79,6 +79,9 @@ pub enum ErrorKind {
     /// Two operands side by side: `2pi`, `2(3)`, `3 4`.
     #[error("{0} follows a complete value without an operator; write `*` to multiply, as in 2*pi or 2*(3+4)")]
     MissingOperator(String),
+    /// `17 percent` with no `of`: a percentage of nothing.
+    #[error("a percentage needs the number it is taken of: write 17 percent of 2340, 17% of 2340 or 17/100*2340")]
+    PercentOfNothing,
     /// `17%` used as a percent sign.
     #[error("`%` is the remainder (7 % 3 is 1), not a percent sign: for 17% of 2340 write 17% of 2340 or 17/100*2340")]
     PercentSign,

@@ -27,6 +27,7 @@ pub(crate) fn evaluate(text: &str, tokens: &[Token<'_>]) -> Result<Num, CalcErro
         Tok::End => return Ok(value),
         Tok::Comma => ErrorKind::StrayComma,
         Tok::Close => ErrorKind::UnmatchedClose,
+        Tok::Name("percent") => ErrorKind::PercentOfNothing,
         other => ErrorKind::MissingOperator(other.describe()),
     };
     Err(CalcError::new(next.at, kind))

@@ -157,7 +157,7 @@ fn every_mistake_names_its_column_and_the_fix() {
         ("2340*17%", 8, "not a percent sign: for 17% of 2340 write 17% of 2340 or 17/100*2340"),
         ("17% * 2340", 3, "not a percent sign"),
         ("$ 85", 1, "write numbers"),
-        ("17 percent", 4, "write `*` to multiply"),
+        ("17 percent", 4, "a percentage needs the number it is taken of: write 17 percent of 2340"),
     ];
     let mut wrong = Vec::new();
     for (expression, column, words) in rows {
