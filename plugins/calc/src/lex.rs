@@ -72,10 +72,13 @@ pub(crate) fn tokens(text: &str) -> Result<Vec<Token<'_>>, CalcError> {
             }
             '0'..='9' => number(text, at)?,
             '.' if bytes.get(at + 1).is_some_and(u8::is_ascii_digit) => number(text, at)?,
-            'a'..='z' | 'A'..='Z' | '_' => {
-                let word = name(text, at);
-                (Tok::Name(word), word.len())
-            }
+            'a'..='z' | 'A'..='Z' | '_' => match operator_words(text, at) {
+                Some(operator) => operator,
+                None => {
+                    let word = name(text, at);
+                    (Tok::Name(word), word.len())
+                }
+            },
             '*' if bytes.get(at + 1) == Some(&b'*') => (Tok::Power, 2),
             '+' => single(Tok::Plus),
             '-' | '\u{2212}' => single(Tok::Minus),
@@ -105,6 +108,40 @@ fn hint(c: char) -> &'static str {
         ';' => "one expression per call",
         _ => "write numbers, + - * / % ^ **, parentheses and the functions and constants in the tool's description",
     }
+}
+
+/// The operators people write as words (`12 times 17`, `144 divided by 12`, `2 to the power
+/// of 10`), and the bytes they take: a small model copies the request's words into the
+/// expression.
+fn operator_words(text: &str, at: usize) -> Option<(Tok<'static>, usize)> {
+    const PHRASES: [(&[&str], Tok<'static>); 6] = [
+        (&["times"], Tok::Star),
+        (&["plus"], Tok::Plus),
+        (&["minus"], Tok::Minus),
+        (&["multiplied", "by"], Tok::Star),
+        (&["divided", "by"], Tok::Slash),
+        (&["to", "the", "power", "of"], Tok::Power),
+    ];
+    PHRASES.iter().find_map(|(words, tok)| phrase(text, at, words).map(|len| (*tok, len)))
+}
+
+/// The bytes from `at` that `words` take, each a whole word, one or more blanks between them.
+fn phrase(text: &str, at: usize, words: &[&str]) -> Option<usize> {
+    let mut end = at;
+    for (k, word) in words.iter().enumerate() {
+        if k > 0 {
+            let blanks = text[end..].len() - text[end..].trim_start().len();
+            if blanks == 0 {
+                return None;
+            }
+            end += blanks;
+        }
+        if name(text, end) != *word {
+            return None;
+        }
+        end += word.len();
+    }
+    Some(end - at)
 }
 
 /// A name: letters, digits and `_`, optionally `math::` first (the old spelling of functions).

@@ -60,6 +60,10 @@ fn every_expression_gives_what_a_user_expects() {
         ("3.5 squared", "12.25"),
         ("2 cubed + 1", "9"),
         ("(1+2) squared", "9"),
+        ("12 times 17", "204"),
+        ("144 divided by 12", "12"),
+        ("2 to the power of 10", "1024"),
+        ("6 multiplied by 7 minus 2 plus 1", "41"),
         // Literals.
         ("1.5e3", "1500"),
         ("2.5E-1", "0.25"),
