@@ -207,8 +207,10 @@ fn grounded_finish(values: &[Value]) -> Value {
 
 /// The answers a small model may finish with: each scalar its tools answered (a result, or a
 /// member of an object result, a string of at most [`MAX_ANSWER`] characters), once each, in
-/// the order they came, then `true` and `false` when no result holds a boolean: a yes-or-no
-/// request whose tool answered with a number ("is 391 divisible by 17?": `391 % 17` is 0).
+/// the order they came, then `true` and `false` when no result holds a boolean and the request
+/// asks no open question ([`crate::prompt::asks_open_question`]): a yes-or-no request whose
+/// tool answered with a number ("is 391 divisible by 17?": `391 % 17` is 0), but not "How many
+/// heavy atoms does CCO have?", which SmolLM2 finished with `true` where 3 was offered.
 /// Where a tool answered the yes-or-no itself (`valid`), that is the answer: offered both,
 /// Gemma 3 270M answered `"true"` to all nine SMILES validity requests, whatever the tool
 /// said. A number or a boolean is also offered as a string (`"42"`, `"true"`): a model that
@@ -233,7 +235,7 @@ pub(crate) fn grounded_answers(conversation: &[Message]) -> Vec<Value> {
             (scalar, _) => offer(&mut values, scalar),
         }
     }
-    if any && !values.iter().any(Value::is_boolean) {
+    if any && !values.iter().any(Value::is_boolean) && !crate::prompt::asks_open_question(request) {
         offer(&mut values, &Value::Bool(true));
         offer(&mut values, &Value::Bool(false));
     }
@@ -603,6 +605,15 @@ mod tests {
         assert!(!values.contains(&json!(false)), "a tool said yes: no is not offered");
         let numbers = grounded_answers(&[result(json!(0), false)]);
         assert_eq!(numbers, [json!(0), json!("0"), json!(true), json!("true"), json!(false), json!("false")]);
+        // An open question is not answered yes or no.
+        let asked = Message::User { content: "How many heavy atoms does the SMILES CCO have?".into() };
+        let count = json!({"valid": true, "atom_count": 3});
+        let validate = Some("validate_smiles".to_owned());
+        let answered = Message::ToolResult { call_id: None, tool: validate, content: count, is_error: false };
+        let open = grounded_answers(&[asked, answered]);
+        assert_eq!(open, [json!(3), json!("3")]);
+        let asked = Message::User { content: "what's 20% of 45?".into() };
+        assert_eq!(grounded_answers(&[asked, result(json!(9), false)]), [json!(9), json!("9")]);
         // A yes-or-no question keeps the booleans alone.
         let asked = Message::User { content: "Is 391 divisible by 17?".into() };
         let yes_or_no = grounded_answers(&[asked, result(json!(0), false)]);

@@ -163,7 +163,16 @@ pub(crate) fn asks_yes_or_no(request: &str) -> bool {
         .collect();
     request.contains('?')
         && words.first().is_some_and(|w| YES_OR_NO_OPENERS.contains(&w.as_str()))
-        && !words.iter().any(|w| OPEN_QUESTION_WORDS.contains(&w.as_str()))
+        && !asks_open_question(request)
+}
+
+/// Whether `request` asks for more than yes or no ("How many heavy atoms does CCO have?",
+/// "What's the formula of ...?"): it holds a word such as what, how or which.
+pub(crate) fn asks_open_question(request: &str) -> bool {
+    request
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'').to_lowercase())
+        .any(|w| OPEN_QUESTION_WORDS.contains(&w.as_str()))
 }
 
 /// The value of a result to finish with: the result itself when it is a number, a string or
