@@ -126,7 +126,7 @@ impl Plugin for Calc {
         vec![
             Tool::new(
                 "calculate",
-                "Evaluate arithmetic: + - * / (true division: 10/4 = 2.5), % remainder, 15% of 80, ^ or ** power, 3.5 squared, parentheses, 1.5e3; \
+                "Evaluate arithmetic: + - * / (true division: 10/4 = 2.5), % remainder, 15% of 80, ^ or ** power, 3.5 squared, plus minus times divided by, parentheses, 1.5e3; \
                  functions sqrt cbrt abs exp ln log(x[, base]) log2 sin cos tan asin acos atan atan2 sinh cosh tanh floor ceil \
                  round(x[, digits]) min max; constants pi e tau. Integers and fractions are exact; an integer past 64 bits comes back as a string of digits.",
                 Effects::Pure,
