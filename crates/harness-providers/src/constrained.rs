@@ -94,6 +94,16 @@ pub(crate) struct Quoting {
     pub(crate) failed: Vec<(String, Value)>,
 }
 
+impl Quoting {
+    /// The values `tool` failed with as its argument `argument`, in the order of the calls.
+    fn failed_values<'q>(&'q self, tool: &'q str, argument: &'q str) -> impl Iterator<Item = &'q str> + 'q {
+        self.failed
+            .iter()
+            .filter(move |(t, _)| t == tool)
+            .filter_map(move |(_, arguments)| arguments.get(argument).and_then(Value::as_str))
+    }
+}
+
 /// The tool's parameters, with each argument it quotes from the request
 /// ([`harness_core::quoting`]) narrowed to the request's words that fit the argument's own
 /// schema and that this tool has not failed with. Given "round 2/3 to 2 decimal places",
@@ -107,19 +117,14 @@ pub(crate) fn quoted_arguments(tool: &ToolDefinition, quoting: &Quoting) -> Opti
         return Some(parameters);
     }
     for argument in quoting::quoted_arguments(tool) {
-        let failed = |word: &str| {
-            quoting
-                .failed
-                .iter()
-                .any(|(t, arguments)| t == &tool.name && arguments.get(argument).and_then(Value::as_str) == Some(word))
-        };
+        let failed = |word: &str| quoting.failed_values(&tool.name, argument).any(|v| v == word);
         let words = quoting::quotable_words(tool, argument, &quoting.spans, failed);
         if words.is_empty() {
             return None;
         }
         parameters["properties"][argument] = json!({ "type": "string", "enum": words });
     }
-    exclude_failed(tool, &quoting.failed, &mut parameters);
+    exclude_failed(tool, quoting, &mut parameters);
     Some(parameters)
 }
 
@@ -133,7 +138,7 @@ const MAX_EXCLUDED: usize = 60;
 /// although the error said what to write instead: greedy decoding answers the same
 /// conversation with the same call. Excluded, its next most likely string is another one.
 /// A value the pattern cannot spell (past ASCII, a quote, a backslash, too long) stays open.
-fn exclude_failed(tool: &ToolDefinition, failed: &[(String, Value)], parameters: &mut Value) {
+fn exclude_failed(tool: &ToolDefinition, quoting: &Quoting, parameters: &mut Value) {
     let Some(properties) = parameters.get("properties").and_then(Value::as_object) else { return };
     let [(name, schema)] = properties.iter().collect::<Vec<_>>()[..] else { return };
     let plain = schema.get("type") == Some(&json!("string"))
@@ -141,10 +146,8 @@ fn exclude_failed(tool: &ToolDefinition, failed: &[(String, Value)], parameters:
     if !plain {
         return;
     }
-    let values: Vec<&str> = failed
-        .iter()
-        .filter(|(t, _)| t == &tool.name)
-        .filter_map(|(_, arguments)| arguments.get(name.as_str()).and_then(Value::as_str))
+    let values: Vec<&str> = quoting
+        .failed_values(&tool.name, name)
         .filter(|v| v.len() <= MAX_EXCLUDED && v.bytes().all(|b| b.is_ascii() && !matches!(b, b'"' | b'\\' | ..=0x1F)))
         .collect();
     if values.is_empty() {

@@ -157,22 +157,21 @@ const OPEN_QUESTION_WORDS: &[&str] = &["what", "what's", "how", "which", "who", 
 /// never the number a tool answered: Gemma 3 270M finished "Is 2^20 more than a million?" with
 /// `1048576`, the value it was told to finish with.
 pub(crate) fn asks_yes_or_no(request: &str) -> bool {
-    let words: Vec<String> = request
-        .split_whitespace()
-        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'').to_lowercase())
-        .collect();
     request.contains('?')
-        && words.first().is_some_and(|w| YES_OR_NO_OPENERS.contains(&w.as_str()))
+        && question_words(request).next().is_some_and(|w| YES_OR_NO_OPENERS.contains(&w.as_str()))
         && !asks_open_question(request)
 }
 
 /// Whether `request` asks for more than yes or no ("How many heavy atoms does CCO have?",
 /// "What's the formula of ...?"): it holds a word such as what, how or which.
 pub(crate) fn asks_open_question(request: &str) -> bool {
-    request
-        .split_whitespace()
-        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'').to_lowercase())
-        .any(|w| OPEN_QUESTION_WORDS.contains(&w.as_str()))
+    question_words(request).any(|w| OPEN_QUESTION_WORDS.contains(&w.as_str()))
+}
+
+/// The request's words as the two questions above read them: lower case, without the
+/// punctuation around them (an apostrophe kept, for "what's").
+fn question_words(request: &str) -> impl Iterator<Item = String> + '_ {
+    request.split_whitespace().map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'').to_lowercase())
 }
 
 /// The value of a result to finish with: the result itself when it is a number, a string or
