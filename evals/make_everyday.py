@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes evals/everyday.jsonl: each task's expected value is computed by the real tools.
+"""Writes evals/everyday.jsonl or evals/heldout.jsonl: each task's expected value is computed by
+the real tools.
 
 Each task below names the calls a right run makes (its reference solution). This script runs
 those calls through the harness binary (`harness run --script`, one call per run, the result
@@ -9,6 +10,11 @@ that `harness eval evals/everyday.jsonl --provider scripted` replays it and must
 task right.
 
     python3 evals/make_everyday.py --harness target/debug/harness --plugins-dir target/debug > evals/everyday.jsonl
+    python3 evals/make_everyday.py --set heldout > evals/heldout.jsonl
+
+The held-out set (`--set heldout`) was written after the harness's small-model changes, and
+measured as it was written: nothing is tuned on it. A change tuned on it makes it one more
+suite; write a new held-out set then.
 """
 
 import argparse
@@ -45,7 +51,7 @@ def yes_if(test):
 
 # (id, request, reference calls (a list; an entry may be a function of the earlier results),
 #  how the answer comes from the results, the expect kind, extra expect fields)
-TASKS = [
+EVERYDAY = [
     # Arithmetic as people write it: one calculate.
     ("calc-readme", "calculate 6*7", [calc("6*7")], first, "number", {}),
     ("percent-of", "what's 15% of 80?", [calc("15/100*80")], first, "number", {}),
@@ -103,6 +109,38 @@ TASKS = [
 ]
 
 
+# Requests the small-model changes were never tuned on: written in one go on 2026-12-07, after
+# them, phrased as people ask, over the same tools and of the same kinds.
+HELDOUT = [
+    ("sum-plain", "what is 250 + 175?", [calc("250+175")], first, "number", {}),
+    ("multiply-by", "multiply 48 by 23", [calc("48*23")], first, "number", {}),
+    ("divided-how-much", "how much is 900 divided by 36?", [calc("900/36")], first, "number", {}),
+    ("percent-of-350", "what's 12% of 350?", [calc("12/100*350")], first, "number", {}),
+    ("nine-squared", "What is 9 squared?", [calc("9^2")], first, "number", {}),
+    ("cube-root", "cube root of 27", [calc("27^(1/3)")], first, "number", {"tolerance": 0.01}),
+    ("minutes", "How many minutes are in 6 hours?", [calc("6*60")], first, "number", {}),
+    ("pizza", "If a pizza costs $18 and we are 3 people, how much does each person pay?", [calc("18/3")], first, "number", {}),
+    ("eighth-power", "What is 2 to the 8th power?", [calc("2^8")], first, "number", {}),
+    ("half-off", "A book costs $24 and is 50% off. How much do I pay?", [calc("24*(1-50/100)")], first, "number", {}),
+    ("walk-week", "I walk 4 km every day. How far do I walk in a week?", [calc("4*7")], first, "number", {}),
+    ("minus", "what's 1000 minus 387", [calc("1000-387")], first, "number", {}),
+    ("multiple", "Is 97 a multiple of 7?", [calc("97 % 7")], yes_if(lambda r: r[0] == 0), "yes_no", {}),
+    ("bigger", "Is 3 to the power of 5 bigger than 200?", [calc("3^5")], yes_if(lambda r: r[0] > 200), "yes_no", {}),
+    ("valid-ethylamine", "Is CCN a valid SMILES?", [valid("CCN")], yes_if(lambda r: r[0]["valid"]), "yes_no", {}),
+    ("valid-unclosed", "is C1CCC valid SMILES?", [valid("C1CCC")], yes_if(lambda r: r[0]["valid"]), "yes_no", {}),
+    ("valid-nitrogen", "Is N#N a valid SMILES string?", [valid("N#N")], yes_if(lambda r: r[0]["valid"]), "yes_no", {}),
+    ("atoms-isopropanol", "How many heavy atoms are in CC(C)O?", [valid("CC(C)O")], lambda r: r[0]["atom_count"], "number", {}),
+    ("mw-methane", "What's the molecular weight of methane, C?", [mw("C")], weight(0), "number", {"tolerance": 0.01}),
+    ("mw-acetone", "molar mass of acetone CC(=O)C", [mw("CC(=O)C")], weight(0), "number", {"tolerance": 0.01}),
+    ("formula-ester", "What is the molecular formula of CCOC(=O)C?", [mw("CCOC(=O)C")], lambda r: r[0]["formula"], "text", {}),
+    ("mw-ammonia", "What's the molecular weight of ammonia (N)?", [mw("N")], weight(0), "number", {"tolerance": 0.01}),
+    ("grams-ethanol", "How many grams do 2 moles of ethanol (CCO) weigh?", [mw("CCO"), lambda r: calc(f"2*{r[0]['molecular_weight']}")], lambda r: r[1], "number", {"tolerance": 0.05}),
+    ("sum-methane-ammonia", "What is the combined molecular weight of methane (C) and ammonia (N)?", [mw("C"), mw("N"), lambda r: calc(f"{r[0]['molecular_weight']}+{r[1]['molecular_weight']}")], lambda r: r[2], "number", {"tolerance": 0.05}),
+]
+
+SETS = {"everyday": EVERYDAY, "heldout": HELDOUT}
+
+
 def call_tool(harness, plugins_dir, tool, arguments):
     """Runs one call through the harness with the scripted provider; returns its result."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -126,8 +164,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--harness", default="target/debug/harness")
     parser.add_argument("--plugins-dir", default="target/debug")
+    parser.add_argument("--set", choices=sorted(SETS), default="everyday")
     args = parser.parse_args()
-    for task_id, request, calls, answer_of, kind, extra in TASKS:
+    for task_id, request, calls, answer_of, kind, extra in SETS[args.set]:
         results, script, tools = [], [], []
         for call in calls:
             tool, arguments = call(results) if callable(call) else call

@@ -172,14 +172,17 @@ fn min_score_fails_a_run_below_it_and_passes_one_at_it() {
 
 #[test]
 fn the_suites_reference_scripts_score_every_task_right() {
-    let s = Scratch::new();
-    let suite = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../evals/everyday.jsonl");
-    let r = ran(s.harness().arg("eval").arg(&suite).args(["--provider", "scripted", "-q", "--json"]));
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let report = r.json();
-    let total = report["total"].as_u64().unwrap();
-    assert!(total >= 40, "the suite has {total} tasks");
-    assert_eq!(report["right"], total, "{report:#}");
+    // The held-out set too: its expected answers come from the same generator.
+    for (file, at_least) in [("everyday.jsonl", 40), ("heldout.jsonl", 20)] {
+        let s = Scratch::new();
+        let suite = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../evals").join(file);
+        let r = ran(s.harness().arg("eval").arg(&suite).args(["--provider", "scripted", "-q", "--json"]));
+        assert_eq!(r.code, 0, "{file}: {}", r.stderr);
+        let report = r.json();
+        let total = report["total"].as_u64().unwrap();
+        assert!(total >= at_least, "{file} has {total} tasks");
+        assert_eq!(report["right"], total, "{file}: {report:#}");
+    }
 }
 
 /// The suite's tasks with these ids, without their scripts (a model answers them).
