@@ -18,11 +18,17 @@ const MAX_SPANS: usize = 64;
 
 /// The request's words as an argument may quote them: each word, with the punctuation that
 /// ends a sentence or a clause taken off, and without the brackets or quotes around it
-/// (`(CCO)`, `'CCO'`, the `O)` of "(SMILES O)"), once each, in order; at most 64.
+/// (`(CCO)`, `'CCO'`, the `O)` of "(SMILES O)"), once each, in order; at most 64. The word
+/// `I` standing alone is the pronoun, not a quote: given "I put $1000 in a savings account at
+/// 5% interest compounded yearly...", SmolLM2-135M asked for the molecular weight of `I`
+/// (iodine has the shape of a SMILES). Quoted (`'I'`) or in brackets (`[I-]`), it is kept.
 pub fn request_spans(request: &str) -> Vec<String> {
     let mut spans: Vec<String> = Vec::new();
     for word in request.split_whitespace() {
         let mut word = word.trim_end_matches([',', ';', '?', '!', ':']).trim_end_matches('.');
+        if word == "I" {
+            continue;
+        }
         for (open, close) in [('(', ')'), ('\'', '\''), ('"', '"'), ('`', '`')] {
             if let Some(inner) = word.strip_prefix(open).and_then(|w| w.strip_suffix(close)) {
                 word = inner;
@@ -143,6 +149,12 @@ mod tests {
         assert!(!can_quote(&tool, &request_spans("round 2/3 to 2 decimal places")));
         // A tool that quotes nothing can answer anything.
         assert!(can_quote(&weight(&[]), &request_spans("round 2/3")));
+    }
+
+    #[test]
+    fn the_pronoun_i_is_no_word_to_quote_but_a_quoted_i_is() {
+        assert_eq!(request_spans("I put $1000 in, I think."), ["put", "$1000", "in", "think"]);
+        assert_eq!(request_spans("weigh 'I' and [I-]"), ["weigh", "I", "and", "[I-]"]);
     }
 
     #[test]
