@@ -171,38 +171,54 @@ const WORKED_PER_TOOL: usize = 3;
 /// the call, its result as [`prompt::text_result`] writes it, and `finish` with the answer,
 /// turn by turn. A small model copies what it is shown; shown how a request becomes arguments
 /// (`What is 10% of 50?` to `10/100*50`), it translates the next one instead of copying its
-/// words. The examples most like `request` come last, nearest it: a small model follows the
-/// last exchange it saw, and with the chemistry examples last SmolLM2-135M and Gemma 3 270M
-/// sent "how much is 12 times 17" to `molecular_weight`. The order depends on the request
-/// alone, so it stays the same from step to step and a server's prompt cache keeps it.
+/// words. Of a tool's worked examples, the [`WORKED_PER_TOOL`] most like `request` are shown
+/// (the first declared where none is alike), so that a plugin may declare one for each way its
+/// requests are phrased and a small model sees the steps nearest its own: told how "6 squared"
+/// becomes `6^2`, it writes `3.5^2` for "3.5 squared" where it wrote `3.5*3.5*3.5`. The most
+/// alike come last, nearest the request: a small model follows the last exchange it saw, and
+/// with the chemistry examples last SmolLM2-135M and Gemma 3 270M sent "how much is 12 times
+/// 17" to `molecular_weight`. Both depend on the request alone, so the exchanges stay the same
+/// from step to step and a server's prompt cache keeps them.
 pub(crate) fn worked_exchanges(tools: &[ToolDefinition], request: &str) -> Vec<Turn<'static>> {
     let mut worked: Vec<(&str, &str, &Value, &Value)> = Vec::new();
     for tool in tools {
         let examples =
             tool.examples.iter().filter_map(|e| Some((e.request.as_deref()?, &e.arguments, e.result.as_ref()?)));
-        worked.extend(
-            examples
-                .take(WORKED_PER_TOOL)
-                .map(|(asked, arguments, result)| (tool.name.as_str(), asked, arguments, result)),
-        );
+        worked.extend(examples.map(|(asked, arguments, result)| (tool.name.as_str(), asked, arguments, result)));
     }
     let likeness = likeness(request, worked.iter().map(|w| w.1));
-    let mut order: Vec<usize> = (0..worked.len()).collect();
-    // Stable: examples alike to the request keep the listing's order.
-    order.sort_by(|a, b| likeness[*a].total_cmp(&likeness[*b]));
-    let mut turns = Vec::new();
-    for (tool, asked, arguments, result) in order.into_iter().map(|i| worked[i]) {
-        let call = |name: &str, arguments: &Value| Turn::Assistant {
-            text: Some(call_text(name, arguments)),
-            calls: Vec::new(),
-        };
-        turns.push(Turn::User(asked.to_owned()));
-        turns.push(call(tool, arguments));
-        turns.push(Turn::User(prompt::text_result(Some((tool, Some(arguments))), result, false, false, asked)));
-        let answer = prompt::answer_in(tool, result, asked).unwrap_or(result);
-        turns.push(call(harness_core::FINISH, &json!({ "answer": answer })));
+    let tools: Vec<&str> = worked.iter().map(|w| w.0).collect();
+    shown(&tools, &likeness).into_iter().flat_map(|i| exchange(worked[i])).collect()
+}
+
+/// One worked exchange: the request, the call, its result, and `finish` with the answer.
+fn exchange((tool, asked, arguments, result): (&str, &str, &Value, &Value)) -> [Turn<'static>; 4] {
+    let call =
+        |name: &str, arguments: &Value| Turn::Assistant { text: Some(call_text(name, arguments)), calls: Vec::new() };
+    let answer = prompt::answer_in(tool, result, asked).unwrap_or(result);
+    [
+        Turn::User(asked.to_owned()),
+        call(tool, arguments),
+        Turn::User(prompt::text_result(Some((tool, Some(arguments))), result, false, false, asked)),
+        call(harness_core::FINISH, &json!({ "answer": answer })),
+    ]
+}
+
+/// Which worked examples are shown, in the order shown, given each one's tool and likeness:
+/// each tool's [`WORKED_PER_TOOL`] most alike (ties to the first declared), the least alike
+/// first. Stable sorts, so that examples alike to the request keep the listing's order.
+fn shown(tools: &[&str], likeness: &[f64]) -> Vec<usize> {
+    let mut best_first: Vec<usize> = (0..tools.len()).collect();
+    best_first.sort_by(|a, b| likeness[*b].total_cmp(&likeness[*a]));
+    let mut kept: Vec<usize> = Vec::new();
+    for i in best_first {
+        if kept.iter().filter(|&&k| tools[k] == tools[i]).count() < WORKED_PER_TOOL {
+            kept.push(i);
+        }
     }
-    turns
+    kept.sort_unstable();
+    kept.sort_by(|a, b| likeness[*a].total_cmp(&likeness[*b]));
+    kept
 }
 
 /// How like `request` each of the `examples` is: the words they share, each weighted by how
@@ -236,13 +252,26 @@ fn example_words(text: &str) -> Vec<String> {
     words
 }
 
-/// The text of [`worked_exchanges`], for counting its tokens.
+/// The text of the longest [`worked_exchanges`] a request can select, for counting its tokens:
+/// the context estimate holds for any request.
 pub(crate) fn worked_text(tools: &[ToolDefinition]) -> String {
-    let texts = worked_exchanges(tools, "").into_iter().filter_map(|turn| match turn {
-        Turn::User(text) | Turn::Assistant { text: Some(text), .. } => Some(text),
-        _ => None,
-    });
-    texts.collect::<Vec<_>>().join("\n")
+    let text = |turns: [Turn<'static>; 4]| {
+        let texts = turns.into_iter().filter_map(|turn| match turn {
+            Turn::User(text) | Turn::Assistant { text: Some(text), .. } => Some(text),
+            _ => None,
+        });
+        texts.collect::<Vec<_>>().join("\n")
+    };
+    let mut longest: Vec<String> = Vec::new();
+    for tool in tools {
+        let examples =
+            tool.examples.iter().filter_map(|e| Some((e.request.as_deref()?, &e.arguments, e.result.as_ref()?)));
+        let mut texts: Vec<String> =
+            examples.map(|(asked, arguments, result)| text(exchange((&tool.name, asked, arguments, result)))).collect();
+        texts.sort_by_key(|t| std::cmp::Reverse(t.len()));
+        longest.extend(texts.into_iter().take(WORKED_PER_TOOL));
+    }
+    longest.join("\n")
 }
 
 /// A reply's calls as tool names and arguments: its structured calls, or the one call its
@@ -382,6 +411,25 @@ mod tests {
         );
         // Nothing alike: the listing's order.
         assert_eq!(first_of_last("hello"), "What is the molecular weight of propane, CCC?");
+    }
+
+    #[test]
+    fn the_worked_examples_shown_are_a_tools_three_most_like_the_request() {
+        let calc = tool_with(vec![
+            example(Some("What is 7 times 8?"), "7*8", json!(56)),
+            example(Some("What is 10% of 50?"), "10/100*50", json!(5)),
+            example(Some("What is the square root of 81?"), "sqrt(81)", json!(9)),
+            example(Some("What is 16 squared?"), "16^2", json!(256)),
+        ]);
+        let tools = std::slice::from_ref(&calc);
+        let asked = |request: &str| worked_exchanges(tools, request).iter().step_by(4).map(text).collect::<Vec<_>>();
+        // The fourth declared is the one alike, shown last; ties keep the first declared.
+        assert_eq!(asked("what is 3.5 squared?"), ["What is 7 times 8?", "What is 10% of 50?", "What is 16 squared?"]);
+        // Nothing alike: the first three, in the listing's order.
+        assert_eq!(asked("hello"), ["What is 7 times 8?", "What is 10% of 50?", "What is the square root of 81?"]);
+        // The context estimate counts the longest three, whichever a request selects.
+        let counted = worked_text(tools);
+        assert!(counted.contains("square root") && counted.contains("16 squared") && !counted.contains("7 times"));
     }
 
     #[test]

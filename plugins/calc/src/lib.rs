@@ -133,10 +133,46 @@ impl Plugin for Calc {
                 |_: &Calc, args: CalculateArgs| calculate(&args.expression),
             )
             .output::<Answer>()
-            // Shown to a small model as worked exchanges: how words become an expression.
+            // Shown to a small model as worked exchanges, the three most like its request: how
+            // words become an expression, one for each common way of asking. The first three
+            // are shown when no other is alike.
             .worked_example("What is 7 times 8?", json!({"expression": "7*8"}), json!(56))
             .worked_example("What is 10% of 50?", json!({"expression": "10/100*50"}), json!(5))
             .worked_example("What is the square root of 81?", json!({"expression": "sqrt(81)"}), json!(9))
+            .worked_example("What is 6 squared?", json!({"expression": "6^2"}), json!(36))
+            .worked_example("What's 2 to the power of 8?", json!({"expression": "2^8"}), json!(256))
+            .worked_example("What is the average of 4, 8 and 9?", json!({"expression": "(4+8+9)/3"}), json!(7))
+            .worked_example(
+                "We share $60 equally between 5 friends. How much does each get?",
+                json!({"expression": "60/5"}),
+                json!(12),
+            )
+            .worked_example("How many grams are in 2.5 kilograms?", json!({"expression": "2.5*1000"}), json!(2500))
+            .worked_example(
+                "A cyclist rides at 12 km/h for 4 hours. How far does she ride?",
+                json!({"expression": "12*4"}),
+                json!(48),
+            )
+            .worked_example("I used 20 liters to drive 300 km. How many km per liter?", json!({"expression": "300/20"}), json!(15))
+            .worked_example("How much do 5 pens cost at $1.20 each?", json!({"expression": "5*1.20"}), json!(6))
+            .worked_example(
+                "An $80 jacket is 15% off. What does it cost now?",
+                json!({"expression": "80-15/100*80"}),
+                json!(68),
+            )
+            .worked_example(
+                "By what percent did the price rise from 50 to 60?",
+                json!({"expression": "(60-50)/50*100"}),
+                json!(20),
+            )
+            .worked_example("What is 20 percent of 150?", json!({"expression": "20/100*150"}), json!(30))
+            .worked_example("What's 15% of 200, minus 10?", json!({"expression": "15/100*200-10"}), json!(20))
+            .worked_example(
+                "I had 90 marbles and lost 1/3 of them. How many do I have left?",
+                json!({"expression": "90-90*1/3"}),
+                json!(60),
+            )
+            .worked_example("Round 7.4567 to 2 decimal places", json!({"expression": "round(7.4567, 2)"}), json!(7.46))
             .example(json!({"expression": "17/100*2340"}), json!(397.8))
             .example(json!({"expression": "2^10 + sqrt(16)"}), json!(1028))
             .example(json!({"expression": "sqrt(2)"}), json!(std::f64::consts::SQRT_2))
