@@ -180,19 +180,24 @@ const WORKED_PER_TOOL: usize = 3;
 /// 17" to `molecular_weight`. Both depend on the request alone, so the exchanges stay the same
 /// from step to step and a server's prompt cache keeps them.
 pub(crate) fn worked_exchanges(tools: &[ToolDefinition], request: &str) -> Vec<Turn<'static>> {
-    let mut worked: Vec<(&str, &str, &Value, &Value)> = Vec::new();
-    for tool in tools {
-        let examples =
-            tool.examples.iter().filter_map(|e| Some((e.request.as_deref()?, &e.arguments, e.result.as_ref()?)));
-        worked.extend(examples.map(|(asked, arguments, result)| (tool.name.as_str(), asked, arguments, result)));
-    }
+    let worked: Vec<Worked<'_>> = tools.iter().flat_map(worked_examples).collect();
     let likeness = likeness(request, worked.iter().map(|w| w.1));
     let tools: Vec<&str> = worked.iter().map(|w| w.0).collect();
     shown(&tools, &likeness).into_iter().flat_map(|i| exchange(worked[i])).collect()
 }
 
+/// A worked example as its exchange needs it: the tool's name, the request, the arguments and
+/// the result.
+type Worked<'t> = (&'t str, &'t str, &'t Value, &'t Value);
+
+/// The examples of `tool` that name a request and a result: those shown as worked exchanges.
+fn worked_examples(tool: &ToolDefinition) -> impl Iterator<Item = Worked<'_>> {
+    let name = tool.name.as_str();
+    tool.examples.iter().filter_map(move |e| Some((name, e.request.as_deref()?, &e.arguments, e.result.as_ref()?)))
+}
+
 /// One worked exchange: the request, the call, its result, and `finish` with the answer.
-fn exchange((tool, asked, arguments, result): (&str, &str, &Value, &Value)) -> [Turn<'static>; 4] {
+fn exchange((tool, asked, arguments, result): Worked<'_>) -> [Turn<'static>; 4] {
     let call =
         |name: &str, arguments: &Value| Turn::Assistant { text: Some(call_text(name, arguments)), calls: Vec::new() };
     let answer = prompt::answer_in(tool, result, asked).unwrap_or(result);
@@ -206,7 +211,7 @@ fn exchange((tool, asked, arguments, result): (&str, &str, &Value, &Value)) -> [
 
 /// Which worked examples are shown, in the order shown, given each one's tool and likeness:
 /// each tool's [`WORKED_PER_TOOL`] most alike (ties to the first declared), the least alike
-/// first. Stable sorts, so that examples alike to the request keep the listing's order.
+/// first; examples alike to the request keep the listing's order (a stable sort).
 fn shown(tools: &[&str], likeness: &[f64]) -> Vec<usize> {
     let mut best_first: Vec<usize> = (0..tools.len()).collect();
     best_first.sort_by(|a, b| likeness[*b].total_cmp(&likeness[*a]));
@@ -216,8 +221,7 @@ fn shown(tools: &[&str], likeness: &[f64]) -> Vec<usize> {
             kept.push(i);
         }
     }
-    kept.sort_unstable();
-    kept.sort_by(|a, b| likeness[*a].total_cmp(&likeness[*b]));
+    kept.sort_by(|a, b| likeness[*a].total_cmp(&likeness[*b]).then(a.cmp(b)));
     kept
 }
 
@@ -264,10 +268,7 @@ pub(crate) fn worked_text(tools: &[ToolDefinition]) -> String {
     };
     let mut longest: Vec<String> = Vec::new();
     for tool in tools {
-        let examples =
-            tool.examples.iter().filter_map(|e| Some((e.request.as_deref()?, &e.arguments, e.result.as_ref()?)));
-        let mut texts: Vec<String> =
-            examples.map(|(asked, arguments, result)| text(exchange((&tool.name, asked, arguments, result)))).collect();
+        let mut texts: Vec<String> = worked_examples(tool).map(|w| text(exchange(w))).collect();
         texts.sort_by_key(|t| std::cmp::Reverse(t.len()));
         longest.extend(texts.into_iter().take(WORKED_PER_TOOL));
     }
