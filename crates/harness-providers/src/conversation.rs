@@ -164,8 +164,10 @@ fn call_text(name: &str, arguments: impl std::fmt::Display) -> String {
 }
 
 /// The most worked exchanges shown for one tool: enough to show the pattern, few enough that a
-/// small context keeps room for the run.
-const WORKED_PER_TOOL: usize = 3;
+/// small context keeps room for the run. Two, not three: over the eval's suite and held-out set
+/// SmolLM2-135M and Gemma 3 270M answered 91 requests right instead of 89, on a sixth to a third
+/// fewer tokens; one alone answered fewer (docs/benchmarks.md).
+const WORKED_PER_TOOL: usize = 2;
 
 /// Worked exchanges built from the tools' declared examples that name a request: the request,
 /// the call, its result as [`prompt::text_result`] writes it, and `finish` with the answer,
@@ -415,7 +417,7 @@ mod tests {
     }
 
     #[test]
-    fn the_worked_examples_shown_are_a_tools_three_most_like_the_request() {
+    fn the_worked_examples_shown_are_a_tools_two_most_like_the_request() {
         let calc = tool_with(vec![
             example(Some("What is 7 times 8?"), "7*8", json!(56)),
             example(Some("What is 10% of 50?"), "10/100*50", json!(5)),
@@ -425,12 +427,13 @@ mod tests {
         let tools = std::slice::from_ref(&calc);
         let asked = |request: &str| worked_exchanges(tools, request).iter().step_by(4).map(text).collect::<Vec<_>>();
         // The fourth declared is the one alike, shown last; ties keep the first declared.
-        assert_eq!(asked("what is 3.5 squared?"), ["What is 7 times 8?", "What is 10% of 50?", "What is 16 squared?"]);
-        // Nothing alike: the first three, in the listing's order.
-        assert_eq!(asked("hello"), ["What is 7 times 8?", "What is 10% of 50?", "What is the square root of 81?"]);
-        // The context estimate counts the longest three, whichever a request selects.
+        assert_eq!(asked("what is 3.5 squared?"), ["What is 7 times 8?", "What is 16 squared?"]);
+        // Nothing alike: the first two, in the listing's order.
+        assert_eq!(asked("hello"), ["What is 7 times 8?", "What is 10% of 50?"]);
+        // The context estimate counts the longest two, whichever a request selects.
         let counted = worked_text(tools);
-        assert!(counted.contains("square root") && counted.contains("16 squared") && !counted.contains("7 times"));
+        assert!(counted.contains("square root") && counted.contains("10% of 50"), "{counted}");
+        assert!(!counted.contains("16 squared") && !counted.contains("7 times"), "{counted}");
     }
 
     #[test]

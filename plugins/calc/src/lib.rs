@@ -133,8 +133,8 @@ impl Plugin for Calc {
                 |_: &Calc, args: CalculateArgs| calculate(&args.expression),
             )
             .output::<Answer>()
-            // Shown to a small model as worked exchanges, the three most like its request: how
-            // words become an expression, one for each common way of asking. The first three
+            // Shown to a small model as worked exchanges, the two most like its request: how
+            // words become an expression, one for each common way of asking. The first two
             // are shown when no other is alike.
             .worked_example("What is 7 times 8?", json!({"expression": "7*8"}), json!(56))
             .worked_example("What is 10% of 50?", json!({"expression": "10/100*50"}), json!(5))
