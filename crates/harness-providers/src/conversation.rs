@@ -164,9 +164,9 @@ fn call_text(name: &str, arguments: impl std::fmt::Display) -> String {
 }
 
 /// The most worked exchanges shown for one tool: enough to show the pattern, few enough that a
-/// small context keeps room for the run. Two, not three: over the eval's suite and held-out set
-/// SmolLM2-135M and Gemma 3 270M answered 91 requests right instead of 89, on a sixth to a third
-/// fewer tokens; one alone answered fewer (docs/benchmarks.md).
+/// small context keeps room for the run. Two, not three: the small models of the eval answered
+/// at least as many requests right on fewer tokens, and with one they answered fewer (the
+/// figures are in docs/benchmarks.md).
 const WORKED_PER_TOOL: usize = 2;
 
 /// Worked exchanges built from the tools' declared examples that name a request: the request,
