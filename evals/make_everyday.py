@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes evals/everyday.jsonl or evals/heldout.jsonl: each task's expected value is computed by
+"""Writes evals/everyday.jsonl, evals/heldout.jsonl or evals/heldout2.jsonl: each task's expected value is computed by
 the real tools.
 
 Each task below names the calls a right run makes (its reference solution). This script runs
@@ -11,11 +11,12 @@ task right.
 
     python3 evals/make_everyday.py --harness target/debug/harness --plugins-dir target/debug > evals/everyday.jsonl
     python3 evals/make_everyday.py --set heldout > evals/heldout.jsonl
+    python3 evals/make_everyday.py --set heldout2 > evals/heldout2.jsonl
 
 The held-out set (`--set heldout`) was written at c11527f, after the harness's small-model
 changes until then, and measured as it was written. A change tuned on it makes it one more
-suite. On 2026-12-07 it decided two changes (docs/eval.md says which): write a new held-out set
-before the next claim that rests on it.
+suite. On 2026-12-07 it decided two changes (docs/eval.md says which), so a second one
+(`--set heldout2`) was written that day at c5184ed, before any run of it.
 """
 
 import argparse
@@ -139,7 +140,38 @@ HELDOUT = [
     ("sum-methane-ammonia", "What is the combined molecular weight of methane (C) and ammonia (N)?", [mw("C"), mw("N"), lambda r: calc(f"{r[0]['molecular_weight']}+{r[1]['molecular_weight']}")], lambda r: r[2], "number", {"tolerance": 0.05}),
 ]
 
-SETS = {"everyday": EVERYDAY, "heldout": HELDOUT}
+
+# A second held-out set, written in one go on 2026-12-07 at c5184ed, after the first had decided
+# two changes, and measured as it was written: same tools, same kinds, same share of chains, no
+# request of the suite, of the first held-out set or of a plugin's worked examples.
+HELDOUT2 = [
+    ("add-two", "add 2468 and 1357", [calc("2468+1357")], first, "number", {}),
+    ("times-words", "what's 64 times 15", [calc("64*15")], first, "number", {}),
+    ("share-candies", "I have 156 candies to share equally among 12 kids. How many does each kid get?", [calc("156/12")], first, "number", {}),
+    ("percent-of-640", "What is 35% of 640?", [calc("35/100*640")], first, "number", {}),
+    ("sqrt-196", "what's the square root of 196", [calc("sqrt(196)")], first, "number", {}),
+    ("seconds-hours", "How many seconds are in 3 hours?", [calc("3*60*60")], first, "number", {}),
+    ("wage", "I earn $22 an hour and work 38 hours a week. How much do I earn in a week?", [calc("22*38")], first, "number", {}),
+    ("cubed", "What is 7 cubed?", [calc("7^3")], first, "number", {}),
+    ("sale-jacket", "A jacket is $120 and it's 30% off. What do I pay?", [calc("120*(1-30/100)")], first, "number", {}),
+    ("speed", "A car goes 240 km in 3 hours. What is its average speed in km/h?", [calc("240/3")], first, "number", {}),
+    ("subtract-from", "subtract 1234 from 5000", [calc("5000-1234")], first, "number", {}),
+    ("divisible-nine", "Is 144 divisible by 9?", [calc("144 % 9")], yes_if(lambda r: r[0] == 0), "yes_no", {}),
+    ("more-than", "Is 5 to the power of 4 more than 600?", [calc("5^4")], yes_if(lambda r: r[0] > 600), "yes_no", {}),
+    ("mean-four", "what is the mean of 10, 20, 30 and 60?", [calc("(10+20+30+60)/4")], first, "number", {}),
+    ("centimeters", "How many centimeters are in 3.5 meters?", [calc("3.5*100")], first, "number", {}),
+    ("valid-hexane", "is CCCCCC a valid SMILES?", [valid("CCCCCC")], yes_if(lambda r: r[0]["valid"]), "yes_no", {}),
+    ("valid-stray-paren", "Is CC)C a valid SMILES string?", [valid("CC)C")], yes_if(lambda r: r[0]["valid"]), "yes_no", {}),
+    ("atoms-ether", "How many heavy atoms are in CCOCC?", [valid("CCOCC")], lambda r: r[0]["atom_count"], "number", {}),
+    ("mw-methanol", "What is the molecular weight of methanol, CO?", [mw("CO")], weight(0), "number", {"tolerance": 0.01}),
+    ("mw-toluene", "molar mass of toluene Cc1ccccc1", [mw("Cc1ccccc1")], weight(0), "number", {"tolerance": 0.01}),
+    ("mw-isobutane", "What's the molar mass of isobutane CC(C)C?", [mw("CC(C)C")], weight(0), "number", {"tolerance": 0.01}),
+    ("formula-acetaldehyde", "What's the molecular formula of CC=O?", [mw("CC=O")], lambda r: r[0]["formula"], "text", {}),
+    ("grams-methanol", "How many grams do 4 moles of methanol (CO) weigh?", [mw("CO"), lambda r: calc(f"4*{r[0]['molecular_weight']}")], lambda r: r[1], "number", {"tolerance": 0.05}),
+    ("sum-methanol-ethanol", "What is the total molecular weight of methanol (CO) and ethanol (CCO)?", [mw("CO"), mw("CCO"), lambda r: calc(f"{r[0]['molecular_weight']}+{r[1]['molecular_weight']}")], lambda r: r[2], "number", {"tolerance": 0.05}),
+]
+
+SETS = {"everyday": EVERYDAY, "heldout": HELDOUT, "heldout2": HELDOUT2}
 
 
 def call_tool(harness, plugins_dir, tool, arguments):
