@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Writes evals/everyday.jsonl, evals/heldout.jsonl or evals/heldout2.jsonl: each task's expected value is computed by
-the real tools.
+"""Writes evals/everyday.jsonl, evals/heldout.jsonl or evals/heldout2.jsonl: each task's expected
+value is computed by the real tools.
 
 Each task below names the calls a right run makes (its reference solution). This script runs
 those calls through the harness binary (`harness run --script`, one call per run, the result
