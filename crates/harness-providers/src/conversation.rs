@@ -228,34 +228,53 @@ fn shown(tools: &[&str], likeness: &[f64]) -> Vec<usize> {
 }
 
 /// How like `request` each of the `examples` is: the words they share, each weighted by how
-/// few examples hold it (a word every example holds says nothing).
+/// few examples hold it (a word every example holds says nothing), over the square root of the
+/// example's own count of words, so that of two examples sharing the same words the one that
+/// says little else is the more alike ("what's 15% of 80?" is more like "What is 10% of 50?"
+/// than "An $80 jacket is 15% off. What does it cost now?").
 fn likeness<'e>(request: &str, examples: impl Iterator<Item = &'e str>) -> Vec<f64> {
     let asked = example_words(request);
     let examples: Vec<Vec<String>> = examples.map(example_words).collect();
     let holding = |word: &String| examples.iter().filter(|e| e.contains(word)).count();
     let n = examples.len() as f64;
-    examples
-        .iter()
-        .map(|e| e.iter().filter(|w| asked.contains(w)).map(|w| ((n + 1.0) / holding(w) as f64).ln()).sum())
-        .collect()
+    let shared = |e: &Vec<String>| -> f64 {
+        e.iter().filter(|w| asked.contains(w)).map(|w| ((n + 1.0) / holding(w) as f64).ln()).sum()
+    };
+    examples.iter().map(|e| shared(e) / (e.len().max(1) as f64).sqrt()).collect()
 }
 
-/// The words of a request that say what it asks: lower-cased runs of letters of three or more,
-/// and `#` for any run that holds a digit (the numbers of an arithmetic request), once each.
+/// The words of a request that say what it asks, once each: lower-cased runs of letters of
+/// three or more, a plural's `s` dropped (`costs` is `cost`, `hours` is `hour`); `#` for any run
+/// that holds a digit (the numbers of an arithmetic request); and `%`, the one sign that says
+/// what a request asks ("25% off", "7% sales tax").
 fn example_words(text: &str) -> Vec<String> {
     const STOP: [&str; 12] =
         ["what", "the", "how", "much", "many", "and", "for", "with", "does", "are", "this", "that"];
     let mut words: Vec<String> = Vec::new();
-    for run in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
-        let word = match run.chars().any(|c| c.is_ascii_digit()) {
-            true => "#".to_owned(),
-            false => run.to_lowercase(),
+    for run in text.split_inclusive(|c: char| !c.is_alphanumeric()) {
+        let (run, sign) = match run.strip_suffix(|c: char| !c.is_alphanumeric()) {
+            Some(letters) => (letters, run.ends_with('%')),
+            None => (run, false),
         };
-        if (word == "#" || word.chars().count() >= 3) && !STOP.contains(&word.as_str()) && !words.contains(&word) {
-            words.push(word);
+        let word = match run.chars().any(|c| c.is_ascii_digit()) {
+            true => Some("#".to_owned()),
+            false => Some(run.to_lowercase()).filter(|w| w.chars().count() >= 3 && !STOP.contains(&w.as_str())),
+        };
+        for word in word.into_iter().filter(|w| !w.is_empty()).map(singular).chain(sign.then(|| "%".to_owned())) {
+            if !words.contains(&word) {
+                words.push(word);
+            }
         }
     }
     words
+}
+
+/// A word without its plural's `s`: `hours` and `hour` are one word, `glass` stays `glass`.
+fn singular(word: String) -> String {
+    match word.strip_suffix('s') {
+        Some(stem) if stem.chars().count() >= 3 && !stem.ends_with('s') => stem.to_owned(),
+        _ => word,
+    }
 }
 
 /// The text of the longest [`worked_exchanges`] a request can select, for counting its tokens:
@@ -434,6 +453,16 @@ mod tests {
         let counted = worked_text(tools);
         assert!(counted.contains("square root") && counted.contains("10% of 50"), "{counted}");
         assert!(!counted.contains("16 squared") && !counted.contains("7 times"), "{counted}");
+    }
+
+    #[test]
+    fn a_request_s_words_are_its_signs_numbers_and_singular_words() {
+        assert_eq!(example_words("A shirt costs $40 and is 25% off."), ["shirt", "cost", "#", "%", "off"]);
+        assert_eq!(example_words("How many hours? 2.5 hours, a glass"), ["hour", "#", "glass"]);
+        // Of two examples that share the request's words, the one that says little else.
+        let examples = ["An $80 jacket is 15% off. What does it cost now?", "What is 10% of 50?"];
+        let alike = likeness("what's 15% of 80?", examples.into_iter());
+        assert!(alike[1] > alike[0], "{alike:?}");
     }
 
     #[test]
