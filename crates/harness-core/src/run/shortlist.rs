@@ -21,11 +21,18 @@ use std::collections::HashSet;
 use crate::quoting;
 use crate::registry::{FINISH, ToolDefinition};
 
-/// Words too common to say which tool a request is about, whatever the tools' texts hold.
+/// Words too common to say which tool a request is about, whatever the tools' texts hold: the
+/// question words, and English's pronouns, prepositions, conjunctions and auxiliaries. One of
+/// them in a single tool's description singles that tool out: "How much is there after 3
+/// years?" shortlisted `validate_smiles` alone, whose description says "text after the SMILES".
 const STOP_WORDS: &[&str] = &[
-    "about", "and", "are", "can", "does", "for", "from", "give", "has", "have", "how", "into", "its", "many", "much",
-    "not", "one", "please", "that", "the", "their", "then", "there", "this", "what", "when", "where", "whether",
-    "which", "who", "why", "will", "with", "you", "your",
+    "about", "above", "after", "again", "all", "also", "and", "any", "are", "been", "before", "being", "below",
+    "between", "both", "but", "can", "could", "did", "does", "during", "each", "either", "even", "every", "for",
+    "from", "get", "give", "had", "has", "have", "her", "his", "how", "into", "its", "just", "many", "more", "most",
+    "much", "not", "off", "one", "only", "other", "our", "out", "over", "please", "same", "she", "should", "some",
+    "such", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "through",
+    "too", "under", "until", "upon", "very", "was", "were", "what", "when", "where", "whether", "which", "while",
+    "who", "why", "will", "with", "within", "without", "would", "you", "your",
 ];
 
 /// The shortest common start of two different words that makes them one word (`valid` and
@@ -172,6 +179,13 @@ mod tests {
         assert_eq!(of("how much is 12 times 17"), None);
         // `string` is in every tool's text: it says nothing.
         assert_eq!(of("a string please"), None);
+    }
+
+    #[test]
+    fn a_preposition_in_one_tools_description_singles_no_tool_out() {
+        let mut tools = tools();
+        tools[2].description.push_str(" Do not add text after the SMILES.");
+        assert_eq!(shortlist("How much is there after 3 years?", &tools), None);
     }
 
     #[test]
