@@ -21,6 +21,13 @@ modes=${MODES:-auto prompt native constrained}
 url=http://127.0.0.1:$port/v1
 mkdir -p "$out"
 
+# A server already on the port would answer the health check below while ours fails to bind,
+# and every answer would be scored against the wrong model, or none.
+if curl -sf "http://127.0.0.1:$port/health" >/dev/null; then
+    echo "compare.sh: port $port already has a server: stop it, or set PORT to a free port" >&2
+    exit 1
+fi
+
 # One slot, one thread (two spinning threads on two busy cores are about 30 times slower),
 # greedy decoding with a fixed seed; --no-repack as in tests/e2e/llama.rs.
 "$server" -m "$model" --host 127.0.0.1 --port "$port" -c 4096 -np 1 -t 1 -tb 1 --temp 0 --seed 1 \
