@@ -85,6 +85,9 @@ async def bearer_only(scope, receive, send):
 
 sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
 sock.bind(("127.0.0.1", 0))
+# Listening before the port is printed: a client that connects before uvicorn has started waits
+# in the backlog instead of being refused, which a test would count as one retry too many.
+sock.listen(128)
 print(f"PORT {sock.getsockname()[1]}", flush=True)
 config = uvicorn.Config(bearer_only, log_level="warning", lifespan="on")
 # The app's lifespan starts the SDK's session manager; the wrapper passes it through.
