@@ -260,7 +260,7 @@ fn example_words(text: &str) -> Vec<String> {
             true => Some("#".to_owned()),
             false => Some(run.to_lowercase()).filter(|w| w.chars().count() >= 3 && !STOP.contains(&w.as_str())),
         };
-        for word in word.into_iter().filter(|w| !w.is_empty()).map(singular).chain(sign.then(|| "%".to_owned())) {
+        for word in word.into_iter().map(singular).chain(sign.then(|| "%".to_owned())) {
             if !words.contains(&word) {
                 words.push(word);
             }
