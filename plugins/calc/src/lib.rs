@@ -128,7 +128,7 @@ impl Plugin for Calc {
                 "calculate",
                 "Evaluate arithmetic: + - * / (true division: 10/4 = 2.5), % remainder, 15% of 80, ^ or ** power, 3.5 squared, plus minus times divided by, parentheses, 1.5e3; \
                  functions sqrt cbrt abs exp ln log(x[, base]) log2 sin cos tan asin acos atan atan2 sinh cosh tanh floor ceil \
-                 round(x[, digits]) min max; constants pi e tau. Integers and fractions are exact; an integer past 64 bits comes back as a string of digits.",
+                 round(x[, digits]) min max mean average; constants pi e tau. Integers and fractions are exact; an integer past 64 bits comes back as a string of digits.",
                 Effects::Pure,
                 |_: &Calc, args: CalculateArgs| calculate(&args.expression),
             )
@@ -141,7 +141,7 @@ impl Plugin for Calc {
             .worked_example("What is the square root of 81?", json!({"expression": "sqrt(81)"}), json!(9))
             .worked_example("What is 6 squared?", json!({"expression": "6^2"}), json!(36))
             .worked_example("What's 2 to the power of 8?", json!({"expression": "2^8"}), json!(256))
-            .worked_example("What is the average of 4, 8 and 9?", json!({"expression": "(4+8+9)/3"}), json!(7))
+            .worked_example("What is the average of 4, 8 and 9?", json!({"expression": "mean(4, 8, 9)"}), json!(7))
             .worked_example(
                 "We share $60 equally between 5 friends. How much does each get?",
                 json!({"expression": "60/5"}),
