@@ -58,7 +58,7 @@ fn unbracketed(mut word: &str) -> &str {
 
 /// The names of the arguments that `tool` takes from the request: those every worked example
 /// (an example with a request) quotes from its request. None when the tool has no worked
-/// example. An argument the examples compute (`10/100*50` for "10% of 50") is not one.
+/// example. An argument the examples compute (`7*8` for "7 times 8") is not one.
 pub fn quoted_arguments(tool: &ToolDefinition) -> Vec<&str> {
     let worked: Vec<(&str, &Value)> =
         tool.examples.iter().filter_map(|e| Some((e.request.as_deref()?, &e.arguments))).collect();

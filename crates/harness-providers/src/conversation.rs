@@ -172,7 +172,7 @@ const WORKED_PER_TOOL: usize = 2;
 /// Worked exchanges built from the tools' declared examples that name a request: the request,
 /// the call, its result as [`prompt::text_result`] writes it, and `finish` with the answer,
 /// turn by turn. A small model copies what it is shown; shown how a request becomes arguments
-/// (`What is 10% of 50?` to `10/100*50`), it translates the next one instead of copying its
+/// (`What is 7 times 8?` to `7*8`), it translates the next one instead of copying its
 /// words. Of a tool's worked examples, the [`WORKED_PER_TOOL`] most like `request` are shown
 /// (the first declared where none is alike), so that a plugin may declare one for each way its
 /// requests are phrased and a small model sees the steps nearest its own: told how "6 squared"
