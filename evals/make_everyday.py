@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes evals/everyday.jsonl, evals/heldout.jsonl or evals/heldout2.jsonl: each task's expected
+"""Writes evals/everyday.jsonl or a held-out set (evals/heldout*.jsonl): each task's expected
 value is computed by the real tools.
 
 Each task below names the calls a right run makes (its reference solution). This script runs
@@ -12,11 +12,13 @@ task right.
     python3 evals/make_everyday.py --harness target/debug/harness --plugins-dir target/debug > evals/everyday.jsonl
     python3 evals/make_everyday.py --set heldout > evals/heldout.jsonl
     python3 evals/make_everyday.py --set heldout2 > evals/heldout2.jsonl
+    python3 evals/make_everyday.py --set heldout3 > evals/heldout3.jsonl
 
 The held-out set (`--set heldout`) was written at c11527f, after the harness's small-model
 changes until then, and measured as it was written. A change tuned on it makes it one more
 suite. On 2026-12-07 it decided two changes (docs/eval.md says which), so a second one
-(`--set heldout2`) was written that day at c5184ed, before any run of it.
+(`--set heldout2`) was written that day at c5184ed, before any run of it. It became the check of
+four changes, and a third (`--set heldout3`) was written after d5cd4b5, before any run of it.
 """
 
 import argparse
@@ -171,7 +173,38 @@ HELDOUT2 = [
     ("sum-methanol-ethanol", "What is the total molecular weight of methanol (CO) and ethanol (CCO)?", [mw("CO"), mw("CCO"), lambda r: calc(f"{r[0]['molecular_weight']}+{r[1]['molecular_weight']}")], lambda r: r[2], "number", {"tolerance": 0.05}),
 ]
 
-SETS = {"everyday": EVERYDAY, "heldout": HELDOUT, "heldout2": HELDOUT2}
+# A third held-out set, written in one go on 2026-12-07 after 961de37 and d5cd4b5 (calc's mean(),
+# percentages in the request's words) and measured as it was written: the second had been the
+# check of four changes and its requests had been seen. Same tools, same kinds, same share of
+# chains; no request of the suite, of the other held-out sets or of a plugin's worked examples.
+HELDOUT3 = [
+    ("plus-words", "what's 389 plus 1278", [calc("389+1278")], first, "number", {}),
+    ("times-product", "What do you get when you multiply 37 by 19?", [calc("37*19")], first, "number", {}),
+    ("stickers", "I have 250 stickers to split evenly into 10 albums. How many go in each album?", [calc("250/10")], first, "number", {}),
+    ("percent-of-440", "What is 18% of 440?", [calc("18/100*440")], first, "number", {}),
+    ("sqrt-324", "square root of 324", [calc("sqrt(324)")], first, "number", {}),
+    ("minutes-hours", "How many minutes are in 2.5 hours?", [calc("2.5*60")], first, "number", {}),
+    ("tickets", "Tickets cost $14 each. How much do 9 tickets cost?", [calc("9*14")], first, "number", {}),
+    ("four-power", "What is 4 to the power of 5?", [calc("4^5")], first, "number", {}),
+    ("shoes-off", "A $60 pair of shoes is 20% off. What's the new price?", [calc("60*(1-20/100)")], first, "number", {}),
+    ("train-mph", "A train travels 180 miles in 4 hours. What is its speed in miles per hour?", [calc("180/4")], first, "number", {}),
+    ("take-away", "take 475 away from 2000", [calc("2000-475")], first, "number", {}),
+    ("divisible-thirteen", "Is 221 divisible by 13?", [calc("221 % 13")], yes_if(lambda r: r[0] == 0), "yes_no", {}),
+    ("bigger-than", "Is 3 to the power of 7 bigger than 2000?", [calc("3^7")], yes_if(lambda r: r[0] > 2000), "yes_no", {}),
+    ("average-four", "What's the average of 7, 11, 15 and 19?", [calc("(7+11+15+19)/4")], first, "number", {}),
+    ("millimeters", "How many millimeters are in 7.5 centimeters?", [calc("7.5*10")], first, "number", {}),
+    ("valid-pyridine", "is c1ccncc1 a valid SMILES?", [valid("c1ccncc1")], yes_if(lambda r: r[0]["valid"]), "yes_no", {}),
+    ("valid-open-branch", "Is CC(=O a valid SMILES string?", [valid("CC(=O")], yes_if(lambda r: r[0]["valid"]), "yes_no", {}),
+    ("atoms-butanol", "How many heavy atoms does CCCCO have?", [valid("CCCCO")], lambda r: r[0]["atom_count"], "number", {}),
+    ("mw-cyclohexane", "What is the molecular weight of cyclohexane, C1CCCCC1?", [mw("C1CCCCC1")], weight(0), "number", {"tolerance": 0.01}),
+    ("mw-phenol", "molar mass of phenol Oc1ccccc1", [mw("Oc1ccccc1")], weight(0), "number", {"tolerance": 0.01}),
+    ("mw-propene", "What's the molar mass of propene C=CC?", [mw("C=CC")], weight(0), "number", {"tolerance": 0.01}),
+    ("formula-glycol", "What's the molecular formula of OCCO?", [mw("OCCO")], lambda r: r[0]["formula"], "text", {}),
+    ("grams-acetic", "How many grams do 3 moles of acetic acid (CC(=O)O) weigh?", [mw("CC(=O)O"), lambda r: calc(f"3*{r[0]['molecular_weight']}")], lambda r: r[1], "number", {"tolerance": 0.05}),
+    ("sum-ethane-ammonia", "What is the total molecular weight of ethane (CC) and ammonia (N)?", [mw("CC"), mw("N"), lambda r: calc(f"{r[0]['molecular_weight']}+{r[1]['molecular_weight']}")], lambda r: r[2], "number", {"tolerance": 0.05}),
+]
+
+SETS = {"everyday": EVERYDAY, "heldout": HELDOUT, "heldout2": HELDOUT2, "heldout3": HELDOUT3}
 
 
 def call_tool(harness, plugins_dir, tool, arguments):
