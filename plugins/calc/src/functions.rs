@@ -9,7 +9,7 @@ use num_traits::{One, Signed, ToPrimitive};
 
 use crate::error::{CalcError, ErrorKind};
 use crate::limits::{MAX_EXACT_BITS, MAX_ROUND_DIGITS};
-use crate::number::{Num, exact_pow, exact_to_f64, float, float_as_decimal, int, log2_abs, settle};
+use crate::number::{Num, add, div, exact_pow, exact_to_f64, float, float_as_decimal, int, log2_abs, settle};
 
 /// A function: its name, how it is called, how many arguments it takes, what it computes.
 pub(crate) struct Function {
@@ -188,12 +188,8 @@ fn round(args: &[Num], at: usize) -> Result<Num, CalcError> {
 /// only `(12+15+21)/3`, because a small model writes the request's word as a name far more
 /// reliably than it brackets a sum (SmolLM2-135M wrote `12+15+21/3`).
 fn mean(args: &[Num], at: usize) -> Result<Num, CalcError> {
-    let mut total = int(0);
-    for arg in args {
-        total = crate::number::add(total, arg.clone(), at)?;
-    }
-    let count = i64::try_from(args.len()).map_err(|_| CalcError::new(at, ErrorKind::Overflow))?;
-    crate::number::div(total, int(count), at)
+    let total = args.iter().try_fold(int(0), |total, arg| add(total, arg.clone(), at))?;
+    div(total, Num::Exact(BigRational::from_integer(BigInt::from(args.len()))), at)
 }
 
 /// The least (or greatest) argument, compared exactly; it keeps its exactness.
