@@ -13,12 +13,15 @@ task right.
     python3 evals/make_everyday.py --set heldout > evals/heldout.jsonl
     python3 evals/make_everyday.py --set heldout2 > evals/heldout2.jsonl
     python3 evals/make_everyday.py --set heldout3 > evals/heldout3.jsonl
+    python3 evals/make_everyday.py --set heldout4 > evals/heldout4.jsonl
 
 The held-out set (`--set heldout`) was written at c11527f, after the harness's small-model
 changes until then, and measured as it was written. A change tuned on it makes it one more
 suite. On 2026-12-07 it decided two changes (docs/eval.md says which), so a second one
 (`--set heldout2`) was written that day at c5184ed, before any run of it. It became the check of
 four changes, and a third (`--set heldout3`) was written after d5cd4b5, before any run of it.
+Once the third had been run and its failures read, a fourth (`--set heldout4`) was written at
+3a7a84e, before any run of it and before the changes it checks.
 """
 
 import argparse
@@ -92,7 +95,7 @@ EVERYDAY = [
     ("valid-benzene", "check whether c1ccccc1 is a valid SMILES", [valid("c1ccccc1")], yes_if(lambda r: r[0]["valid"]), "yes_no", {}),
     ("valid-pentavalent", "Is this SMILES valid: C(C)(C)(C)(C)C", [valid("C(C)(C)(C)(C)C")], yes_if(lambda r: r[0]["valid"]), "yes_no", {}),
     ("valid-acetic", "Is CC(=O)O valid SMILES?", [valid("CC(=O)O")], yes_if(lambda r: r[0]["valid"]), "yes_no", {}),
-    ("valid-kekule", "Is C1=CC=CC=C1 a valid SMILES?", [valid("C1=CC=CC=C1")], yes_if(lambda r: r[0]["valid"]), "yes_no", {}),
+    ("valid-acrylic", "Is OC(=O)C=C a valid SMILES?", [valid("OC(=O)C=C")], yes_if(lambda r: r[0]["valid"]), "yes_no", {}),
     ("valid-five-ring", "is c1cccc1 valid as a SMILES?", [valid("c1cccc1")], yes_if(lambda r: r[0]["valid"]), "yes_no", {}),
     ("valid-garbage", "Is Xx a valid SMILES?", [valid("Xx")], yes_if(lambda r: r[0]["valid"]), "yes_no", {}),
     ("atoms-ethanol", "How many heavy atoms does the SMILES CCO have?", [valid("CCO")], lambda r: r[0]["atom_count"], "number", {}),
@@ -133,9 +136,9 @@ HELDOUT = [
     ("valid-ethylamine", "Is CCN a valid SMILES?", [valid("CCN")], yes_if(lambda r: r[0]["valid"]), "yes_no", {}),
     ("valid-unclosed", "is C1CCC valid SMILES?", [valid("C1CCC")], yes_if(lambda r: r[0]["valid"]), "yes_no", {}),
     ("valid-nitrogen", "Is N#N a valid SMILES string?", [valid("N#N")], yes_if(lambda r: r[0]["valid"]), "yes_no", {}),
-    ("atoms-isopropanol", "How many heavy atoms are in CC(C)O?", [valid("CC(C)O")], lambda r: r[0]["atom_count"], "number", {}),
+    ("atoms-hexane", "How many heavy atoms are in CCCCCC?", [valid("CCCCCC")], lambda r: r[0]["atom_count"], "number", {}),
     ("mw-methane", "What's the molecular weight of methane, C?", [mw("C")], weight(0), "number", {"tolerance": 0.01}),
-    ("mw-acetone", "molar mass of acetone CC(=O)C", [mw("CC(=O)C")], weight(0), "number", {"tolerance": 0.01}),
+    ("mw-butane", "molar mass of butane CCCC", [mw("CCCC")], weight(0), "number", {"tolerance": 0.01}),
     ("formula-ester", "What is the molecular formula of CCOC(=O)C?", [mw("CCOC(=O)C")], lambda r: r[0]["formula"], "text", {}),
     ("mw-ammonia", "What's the molecular weight of ammonia (N)?", [mw("N")], weight(0), "number", {"tolerance": 0.01}),
     ("grams-ethanol", "How many grams do 2 moles of ethanol (CCO) weigh?", [mw("CCO"), lambda r: calc(f"2*{r[0]['molecular_weight']}")], lambda r: r[1], "number", {"tolerance": 0.05}),
@@ -204,7 +207,38 @@ HELDOUT3 = [
     ("sum-ethane-ammonia", "What is the total molecular weight of ethane (CC) and ammonia (N)?", [mw("CC"), mw("N"), lambda r: calc(f"{r[0]['molecular_weight']}+{r[1]['molecular_weight']}")], lambda r: r[2], "number", {"tolerance": 0.05}),
 ]
 
-SETS = {"everyday": EVERYDAY, "heldout": HELDOUT, "heldout2": HELDOUT2, "heldout3": HELDOUT3}
+# A fourth held-out set, written in one go on 2026-12-07 at 3a7a84e, before the session's first
+# change and before any run of it: the third had been run and its failures read. Same tools,
+# same kinds, same share of chains; no request of the suite, of the other held-out sets or of a
+# plugin's worked examples.
+HELDOUT4 = [
+    ("minus-words", "what is 1234 minus 567", [calc("1234-567")], first, "number", {}),
+    ("times-how-much", "How much is 45 times 12?", [calc("45*12")], first, "number", {}),
+    ("taxi-fare", "Five friends share a $95 taxi fare equally. How much does each pay?", [calc("95/5")], first, "number", {}),
+    ("percent-of-260", "What is 35% of 260?", [calc("35/100*260")], first, "number", {}),
+    ("sqrt-441", "What is the square root of 441?", [calc("sqrt(441)")], first, "number", {}),
+    ("seconds-minutes", "How many seconds are in 15 minutes?", [calc("15*60")], first, "number", {}),
+    ("books", "A book costs $12. How much do 7 books cost?", [calc("7*12")], first, "number", {}),
+    ("six-cubed", "What is 6 cubed?", [calc("6^3")], first, "number", {}),
+    ("jacket-off", "A $120 jacket is 30% off. How much does it cost now?", [calc("120*(1-30/100)")], first, "number", {}),
+    ("cyclist", "A cyclist rides 60 km in 2.5 hours. What is her average speed in km/h?", [calc("60/2.5")], first, "number", {}),
+    ("meters-kilometers", "How many meters are in 4.2 kilometers?", [calc("4.2*1000")], first, "number", {}),
+    ("divisible-seven", "Is 119 divisible by 7?", [calc("119 % 7")], yes_if(lambda r: r[0] == 0), "yes_no", {}),
+    ("less-than", "Is 2 to the power of 12 less than 5000?", [calc("2^12")], yes_if(lambda r: r[0] < 5000), "yes_no", {}),
+    ("average-three", "What's the average of 12, 18 and 27?", [calc("(12+18+27)/3")], first, "number", {}),
+    ("tip-bill", "add a 15% tip to a $40 bill", [calc("40*1.15")], first, "number", {}),
+    ("divide-by", "divide 1000 by 8", [calc("1000/8")], first, "number", {}),
+    ("valid-acrylic", "Is OC(=O)C=C a valid SMILES?", [valid("OC(=O)C=C")], yes_if(lambda r: r[0]["valid"]), "yes_no", {}),
+    ("valid-unclosed", "Is N1CC a valid SMILES string?", [valid("N1CC")], yes_if(lambda r: r[0]["valid"]), "yes_no", {}),
+    ("atoms-hexane", "How many heavy atoms are in CCCCCC?", [valid("CCCCCC")], lambda r: r[0]["atom_count"], "number", {}),
+    ("mw-toluene", "What is the molecular weight of toluene, Cc1ccccc1?", [mw("Cc1ccccc1")], weight(0), "number", {"tolerance": 0.01}),
+    ("mw-butane", "molar mass of butane CCCC", [mw("CCCC")], weight(0), "number", {"tolerance": 0.01}),
+    ("formula-ethylamine", "What's the molecular formula of CCN?", [mw("CCN")], lambda r: r[0]["formula"], "text", {}),
+    ("grams-benzene", "How many grams do 2 moles of benzene (c1ccccc1) weigh?", [mw("c1ccccc1"), lambda r: calc(f"2*{r[0]['molecular_weight']}")], lambda r: r[1], "number", {"tolerance": 0.05}),
+    ("sum-co2-water", "What is the total molecular weight of carbon dioxide (O=C=O) and water (O)?", [mw("O=C=O"), mw("O"), lambda r: calc(f"{r[0]['molecular_weight']}+{r[1]['molecular_weight']}")], lambda r: r[2], "number", {"tolerance": 0.05}),
+]
+
+SETS = {"everyday": EVERYDAY, "heldout": HELDOUT, "heldout2": HELDOUT2, "heldout3": HELDOUT3, "heldout4": HELDOUT4}
 
 
 def call_tool(harness, plugins_dir, tool, arguments):
