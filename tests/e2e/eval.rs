@@ -173,7 +173,13 @@ fn min_score_fails_a_run_below_it_and_passes_one_at_it() {
 #[test]
 fn the_suites_reference_scripts_score_every_task_right() {
     // The held-out sets too: their expected answers come from the same generator.
-    let sets = [("everyday.jsonl", 40), ("heldout.jsonl", 20), ("heldout2.jsonl", 20), ("heldout3.jsonl", 20), ("heldout4.jsonl", 20)];
+    let sets = [
+        ("everyday.jsonl", 40),
+        ("heldout.jsonl", 20),
+        ("heldout2.jsonl", 20),
+        ("heldout3.jsonl", 20),
+        ("heldout4.jsonl", 20),
+    ];
     for (file, at_least) in sets {
         let s = Scratch::new();
         let suite = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../evals").join(file);
