@@ -2,8 +2,8 @@
 //!
 //! It exists so that `harness run` works with no key and no server. It reads the request,
 //! picks the tool whose name and description share the most words with it, fills the one
-//! required argument with the words of the request that named nothing, and finishes with the
-//! tool's result. Anything it cannot match ends in `finish` with an answer that says so.
+//! required argument with the request from its first word that named nothing to its last (less
+//! the words of the tool's name), and finishes with the tool's result. Anything it cannot match ends in `finish` with an answer that says so.
 
 use async_trait::async_trait;
 use harness_core::{
@@ -40,8 +40,16 @@ fn words(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric()).map(normalise).filter(|w| !is_stopword(w)).collect()
 }
 
-/// How well a tool matches the request's words, and which words named it.
-fn score(tool: &ToolDefinition, request: &[String]) -> (u32, Vec<bool>) {
+/// What a word of the request matched in a tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Named {
+    Nothing,
+    Name,
+    Description,
+}
+
+/// How well a tool matches the request's words, and what each word matched.
+fn score(tool: &ToolDefinition, request: &[String]) -> (u32, Vec<Named>) {
     let name = words(&tool.name.replace(['_', '-'], " "));
     let description = words(&tool.description);
     let mut total = 0;
@@ -50,15 +58,15 @@ fn score(tool: &ToolDefinition, request: &[String]) -> (u32, Vec<bool>) {
         .map(|w| {
             if name.iter().any(|n| same_word(n, w)) {
                 total += 3;
-                true
+                Named::Name
             } else if w.len() >= 4 && w.chars().all(char::is_alphabetic) && description.iter().any(|d| same_word(d, w))
             {
                 // Only plain words name a tool by its description: "c1ccccc1" in a
                 // description is an example value, and in a request it is the argument.
                 total += 1;
-                true
+                Named::Description
             } else {
-                false
+                Named::Nothing
             }
         })
         .collect();
@@ -108,6 +116,24 @@ fn fill(tool: &ToolDefinition, leftover: &str) -> Result<Value, String> {
     }
 }
 
+/// A filler word: a stop word, not punctuation (a `(` or `*` belongs to the argument).
+fn is_filler(norm: &str) -> bool {
+    !norm.is_empty() && STOPWORDS.contains(&norm)
+}
+
+/// The request's words that fill the argument: from the first that is no filler and named
+/// nothing to the last that is no filler and not the tool's name, less the tool's name. Words
+/// of the description stay inside: "calculate 2 to the power of 10" and "calculate 6 hours in
+/// minutes" are whole expressions, and dropping `power` or `minutes` (as every matched word
+/// once was) gave "2 10", an error, and "15% 80", a wrong 15.
+fn argument_words<'r>(raw: &[&'r str], norms: &[String], named: &[Named]) -> Vec<&'r str> {
+    let Some(first) = (0..raw.len()).find(|&i| named[i] == Named::Nothing && !is_filler(&norms[i])) else {
+        return Vec::new();
+    };
+    let last = (first..raw.len()).rev().find(|&i| named[i] != Named::Name && !is_filler(&norms[i])).unwrap_or(first);
+    (first..=last).filter(|&i| named[i] != Named::Name).map(|i| raw[i]).collect()
+}
+
 impl OfflineRouter {
     /// Decides the next reply from the conversation alone; the same conversation gives the same reply.
     pub fn decide(&self, request: RouterRequest<'_>) -> ModelReply {
@@ -141,7 +167,7 @@ impl OfflineRouter {
         let raw: Vec<&str> = asked.split_whitespace().collect();
         let request_words: Vec<String> = raw.iter().map(|w| normalise(w)).collect();
         let best = request.tools.iter().filter(|t| t.name != FINISH).map(|t| (t, score(t, &request_words))).fold(
-            None::<(&ToolDefinition, (u32, Vec<bool>))>,
+            None::<(&ToolDefinition, (u32, Vec<Named>))>,
             |best, cand| match &best {
                 Some((_, (s, _))) if *s >= cand.1.0 => best,
                 _ => Some(cand),
@@ -154,14 +180,7 @@ impl OfflineRouter {
                 if names.is_empty() { "none loaded".to_owned() } else { names.join(", ") }
             )));
         };
-        let leftover: Vec<&str> = raw
-            .iter()
-            .zip(&used)
-            .zip(&request_words)
-            .filter(|((_, used), norm)| !**used && (norm.is_empty() || !STOPWORDS.contains(&norm.as_str())))
-            .map(|((w, _), _)| *w)
-            .collect();
-        match fill(tool, &leftover.join(" ")) {
+        match fill(tool, &argument_words(&raw, &request_words, &used).join(" ")) {
             Ok(arguments) => ModelReply {
                 calls: vec![ProposedCall { id: None, name: tool.name.clone(), arguments: arguments.into() }],
                 ..Default::default()
@@ -229,6 +248,12 @@ mod tests {
             (r.calls[0].name.as_str(), r.calls[0].arguments.as_value()),
             ("validate_smiles", Some(&json!({"smiles": "c1ccccc1"})))
         );
+        let r = ask("calculate 2 to the power of 10 please");
+        assert_eq!(r.calls[0].arguments.as_value(), Some(&json!({"expression": "2 to the power of 10"})));
+        let r = ask("calculate 15% of 80");
+        assert_eq!(r.calls[0].arguments.as_value(), Some(&json!({"expression": "15% of 80"})));
+        let r = ask("is c1ccccc1 a valid SMILES");
+        assert_eq!(r.calls[0].arguments.as_value(), Some(&json!({"smiles": "c1ccccc1"})));
         let r = ask("please list the directory src");
         assert_eq!(
             (r.calls[0].name.as_str(), r.calls[0].arguments.as_value()),

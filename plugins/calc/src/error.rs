@@ -85,6 +85,17 @@ pub enum ErrorKind {
     /// `17%` used as a percent sign.
     #[error("`%` is the remainder (7 % 3 is 1), not a percent sign: for 17% of 2340 write 17% of 2340 or 17/100*2340")]
     PercentSign,
+    /// `in minutes` with nothing to convert.
+    #[error("a conversion needs a quantity first: write 6 hours in minutes")]
+    NoQuantity,
+    /// Units of two kinds: `3 hours in kg`.
+    #[error("`{0}` is a unit of {1} and `{2}` one of {3}: only units of one kind convert into each other")]
+    UnitKinds(String, &'static str, String, &'static str),
+    /// A unit inside arithmetic: `240 km / 3 hours`.
+    #[error(
+        "`{0}` is a unit: calc converts a whole expression such as 6 hours in minutes; in arithmetic write the numbers alone"
+    )]
+    StrayUnit(String),
     /// `)` with no `(` open.
     #[error("`)` has no matching `(`")]
     UnmatchedClose,

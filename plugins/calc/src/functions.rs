@@ -108,6 +108,7 @@ pub(crate) fn unknown_hint(name: &str) -> String {
         "arcsin" | "arccos" | "arctan" => "the inverse functions are asin, acos, atan",
         "inf" | "infinity" | "nan" => "calc has no infinity or NaN",
         _ if name.len() == 1 => "calc has no variables: write the number itself",
+        _ if crate::units::is_unit(name) => "a unit converts only as a whole expression, as in 6 hours in minutes",
         _ => return String::new(),
     };
     format!(" ({hint})")

@@ -24,6 +24,7 @@ mod lex;
 pub mod limits;
 mod number;
 mod parse;
+mod units;
 
 pub use error::{CalcError, ErrorKind};
 pub use number::Num;
@@ -42,7 +43,7 @@ use crate::limits::MAX_LENGTH;
 #[schemars(crate = "harness_sdk::schemars")]
 pub struct CalculateArgs {
     /// An arithmetic expression, e.g. `17/100*2340` or `sqrt(2)*3`: numbers, + - * / % ^,
-    /// parentheses, functions and constants; no variables.
+    /// parentheses, functions and constants; no variables. Or a unit conversion: `6 hours in minutes`.
     #[schemars(length(min = 1, max = 4096))]
     pub expression: String,
 }
@@ -70,7 +71,11 @@ pub fn evaluate(expression: &str) -> Result<Num, CalcError> {
     if expression.trim().is_empty() {
         return Err(CalcError::new(0, ErrorKind::Empty));
     }
-    parse::evaluate(expression, &lex::tokens(expression)?)
+    let tokens = lex::tokens(expression)?;
+    if let Some(converted) = units::convert(expression, &tokens) {
+        return converted;
+    }
+    parse::evaluate(expression, &tokens)
 }
 
 /// Evaluates `expression` to the tool's answer; failures are `tool_error`s whose message
@@ -128,7 +133,8 @@ impl Plugin for Calc {
                 "calculate",
                 "Evaluate arithmetic: + - * / (true division: 10/4 = 2.5), % remainder, 15% of 80, ^ or ** power, 3.5 squared, plus minus times divided by, parentheses, 1.5e3; \
                  functions sqrt cbrt abs exp ln log(x[, base]) log2 sin cos tan asin acos atan atan2 sinh cosh tanh floor ceil \
-                 round(x[, digits]) min max mean average; constants pi e tau. Integers and fractions are exact; an integer past 64 bits comes back as a string of digits.",
+                 round(x[, digits]) min max mean average; constants pi e tau; a unit conversion as a whole expression, \
+                 6 hours in minutes or 100 fahrenheit to celsius. Integers and fractions are exact; an integer past 64 bits comes back as a string of digits.",
                 Effects::Pure,
                 |_: &Calc, args: CalculateArgs| calculate(&args.expression),
             )
@@ -174,6 +180,7 @@ impl Plugin for Calc {
                 json!({"expression": "90-90*1/3"}),
                 json!(60),
             )
+            .worked_example("How many minutes are in 3 hours?", json!({"expression": "3 hours in minutes"}), json!(180))
             .worked_example("Round 7.4567 to 2 decimal places", json!({"expression": "round(7.4567, 2)"}), json!(7.46))
             .example(json!({"expression": "17/100*2340"}), json!(397.8))
             .example(json!({"expression": "2^10 + sqrt(16)"}), json!(1028))

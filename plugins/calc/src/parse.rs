@@ -28,6 +28,7 @@ pub(crate) fn evaluate(text: &str, tokens: &[Token<'_>]) -> Result<Num, CalcErro
         Tok::Comma => ErrorKind::StrayComma,
         Tok::Close => ErrorKind::UnmatchedClose,
         Tok::Name("percent") => ErrorKind::PercentOfNothing,
+        Tok::Name(unit) if crate::units::is_stray(unit) => ErrorKind::StrayUnit(unit.to_owned()),
         other => ErrorKind::MissingOperator(other.describe()),
     };
     Err(CalcError::new(next.at, kind))
