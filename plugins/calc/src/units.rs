@@ -83,8 +83,7 @@ const UNITS: &[Unit] = &[
 
 /// The unit of this name (any case: `Celsius`, `KM`), if it is one.
 fn lookup(name: &str) -> Option<&'static Unit> {
-    let lower = name.to_ascii_lowercase();
-    UNITS.iter().find(|u| u.names.contains(&lower.as_str()))
+    UNITS.iter().find(|u| u.names.iter().any(|n| n.eq_ignore_ascii_case(name)))
 }
 
 /// Whether `name` is a unit calc converts, for the hint of an unknown name.
@@ -96,18 +95,23 @@ pub(crate) fn is_unit(name: &str) -> bool {
 /// Not a word that joins two units: `in` is also the inch, but in `mean(240, 3) in km/h` it
 /// joins, and "`in` is a unit" would mislead.
 pub(crate) fn is_stray(name: &str) -> bool {
-    is_unit(name) && !JOINS.contains(&name.to_ascii_lowercase().as_str())
+    is_unit(name) && !is_join(name)
 }
 
 /// The words that join the two units.
 const JOINS: &[&str] = &["in", "to", "into", "as"];
+
+/// Whether `word` joins two units (any case).
+fn is_join(word: &str) -> bool {
+    JOINS.iter().any(|j| j.eq_ignore_ascii_case(word))
+}
 
 /// The conversion `tokens` ask for, if they end `UNIT JOIN UNIT` after a quantity (a
 /// `degrees` before either unit is read past): the quantity's tokens end where its unit
 /// starts. `None` when the expression is not a conversion.
 pub(crate) fn convert(text: &str, tokens: &[Token<'_>]) -> Option<Result<Num, CalcError>> {
     let names = trailing_names(tokens);
-    let (from_at, from, to) = split(&names)?;
+    let (from_at, (from_name, from), (to_name, to)) = split(&names)?;
     let mut quantity = tokens[..from_at].to_vec();
     let unit_at = tokens[from_at].at;
     quantity.push(Token { tok: Tok::End, at: unit_at });
@@ -115,9 +119,8 @@ pub(crate) fn convert(text: &str, tokens: &[Token<'_>]) -> Option<Result<Num, Ca
         return Some(Err(CalcError::new(unit_at, ErrorKind::NoQuantity)));
     }
     if from.kind != to.kind {
-        let (a, b) = (names[0].1, names[names.len() - 1].1);
-        let kinds = (from.kind.name(), to.kind.name());
-        return Some(Err(CalcError::new(unit_at, ErrorKind::UnitKinds(a.to_owned(), kinds.0, b.to_owned(), kinds.1))));
+        let kinds = ErrorKind::UnitKinds(from_name.to_owned(), from.kind.name(), to_name.to_owned(), to.kind.name());
+        return Some(Err(CalcError::new(unit_at, kinds)));
     }
     Some(parse::evaluate(text, &quantity).and_then(|value| scale(value, from, to, unit_at)))
 }
@@ -137,28 +140,30 @@ fn trailing_names<'a>(tokens: &[Token<'a>]) -> Vec<(usize, &'a str)> {
         .collect()
 }
 
+/// A unit as the expression wrote it, and the unit.
+type Written<'a> = (&'a str, &'static Unit);
+
 /// Reads `[degrees] UNIT JOIN [degrees] UNIT` off the end of `names`: the index where the
 /// first unit (or its `degrees`) starts, and the two units.
-fn split(names: &[(usize, &str)]) -> Option<(usize, &'static Unit, &'static Unit)> {
-    let words: Vec<&str> = names.iter().map(|(_, n)| *n).collect();
-    let degrees = |w: &str| matches!(w.to_ascii_lowercase().as_str(), "degree" | "degrees" | "deg");
-    let mut end = words.len();
-    let to = lookup(words.get(end.checked_sub(1)?)?)?;
-    end -= 1;
-    if end > 0 && degrees(words[end - 1]) {
-        end -= 1;
-    }
-    let join = words.get(end.checked_sub(1)?)?.to_ascii_lowercase();
-    if !JOINS.contains(&join.as_str()) {
+fn split<'a>(names: &[(usize, &'a str)]) -> Option<(usize, Written<'a>, Written<'a>)> {
+    let (join, to) = unit_before(names, names.len())?;
+    let join = join.checked_sub(1)?;
+    if !is_join(names[join].1) {
         return None;
     }
-    end -= 1;
-    let from = lookup(words.get(end.checked_sub(1)?)?)?;
-    end -= 1;
-    if end > 0 && degrees(words[end - 1]) {
-        end -= 1;
-    }
-    Some((names[end].0, from, to))
+    let (start, from) = unit_before(names, join)?;
+    Some((names[start].0, from, to))
+}
+
+/// The unit that ends just before index `end` of `names`, a `degrees` before it read past:
+/// the index where it starts, and the unit as written.
+fn unit_before<'a>(names: &[(usize, &'a str)], end: usize) -> Option<(usize, Written<'a>)> {
+    let at = end.checked_sub(1)?;
+    let name = names[at].1;
+    let unit = lookup(name)?;
+    let degrees = |w: &str| ["degree", "degrees", "deg"].iter().any(|d| d.eq_ignore_ascii_case(w));
+    let start = if at > 0 && degrees(names[at - 1].1) { at - 1 } else { at };
+    Some((start, (name, unit)))
 }
 
 /// `value` in `from` as a number of `to`: through the base unit, exactly.
@@ -205,6 +210,9 @@ mod tests {
     fn says_what_is_wrong_with_a_conversion() {
         let kinds = value("3 hours in kg").unwrap_err();
         assert!(kinds.contains("`hours` is a unit of time and `kg` one of mass"), "{kinds}");
+        // The units named are the conversion's, not a name before it or a `degrees`.
+        let named = value("pi hours in degrees C").unwrap_err();
+        assert!(named.contains("`hours` is a unit of time and `C` one of temperature"), "{named}");
         let nothing = value("hours in minutes").unwrap_err();
         assert!(nothing.contains("a conversion needs a quantity first"), "{nothing}");
         let stray = value("240 km / 3 hours").unwrap_err();
