@@ -3,7 +3,8 @@
 //! It exists so that `harness run` works with no key and no server. It reads the request,
 //! picks the tool whose name and description share the most words with it, fills the one
 //! required argument with the request from its first word that named nothing to its last (less
-//! the words of the tool's name), and finishes with the tool's result. Anything it cannot match ends in `finish` with an answer that says so.
+//! the words of the tool's name), and finishes with the tool's result. Anything it cannot match
+//! ends in `finish` with an answer that says so.
 
 use async_trait::async_trait;
 use harness_core::{
