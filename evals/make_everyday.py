@@ -14,6 +14,7 @@ task right.
     python3 evals/make_everyday.py --set heldout2 > evals/heldout2.jsonl
     python3 evals/make_everyday.py --set heldout3 > evals/heldout3.jsonl
     python3 evals/make_everyday.py --set heldout4 > evals/heldout4.jsonl
+    python3 evals/make_everyday.py --set heldout5 > evals/heldout5.jsonl
 
 The held-out set (`--set heldout`) was written at c11527f, after the harness's small-model
 changes until then, and measured as it was written. A change tuned on it makes it one more
@@ -21,7 +22,8 @@ suite. On 2026-12-07 it decided two changes (docs/eval.md says which), so a seco
 (`--set heldout2`) was written that day at c5184ed, before any run of it. It became the check of
 four changes, and a third (`--set heldout3`) was written after d5cd4b5, before any run of it.
 Once the third had been run and its failures read, a fourth (`--set heldout4`) was written at
-3a7a84e, before any run of it and before the changes it checks.
+3a7a84e, before any run of it and before the changes it checks. A fifth (`--set heldout5`) was
+written at 123ed58, before any run of it, once the fourth had been run twice.
 """
 
 import argparse
@@ -238,7 +240,34 @@ HELDOUT4 = [
     ("sum-co2-water", "What is the total molecular weight of carbon dioxide (O=C=O) and water (O)?", [mw("O=C=O"), mw("O"), lambda r: calc(f"{r[0]['molecular_weight']}+{r[1]['molecular_weight']}")], lambda r: r[2], "number", {"tolerance": 0.05}),
 ]
 
-SETS = {"everyday": EVERYDAY, "heldout": HELDOUT, "heldout2": HELDOUT2, "heldout3": HELDOUT3, "heldout4": HELDOUT4}
+HELDOUT5 = [
+    ("added-together", "what's 2048 and 999 added together", [calc("2048+999")], first, "number", {}),
+    ("multiplied-by", "Compute 84 multiplied by 15", [calc("84*15")], first, "number", {}),
+    ("rent-split", "Three roommates split $960 rent equally. What does each pay?", [calc("960/3")], first, "number", {}),
+    ("percent-of-180", "What is 45% of 180?", [calc("45/100*180")], first, "number", {}),
+    ("sqrt-729", "square root of 729", [calc("sqrt(729)")], first, "number", {}),
+    ("grams-kilograms", "How many grams are in 3.2 kilograms?", [calc("3.2*1000")], first, "number", {}),
+    ("bus-passes", "One bus pass costs $23. What do 4 passes cost?", [calc("4*23")], first, "number", {}),
+    ("five-fourth-power", "What is 5 raised to the 4th power?", [calc("5^4")], first, "number", {}),
+    ("phone-sale", "A $250 phone is 40% off. What does it cost now?", [calc("250*(1-40/100)")], first, "number", {}),
+    ("boat-speed", "A boat goes 90 km in 2 hours. How fast is it in km/h?", [calc("90/2")], first, "number", {}),
+    ("feet-yards", "How many feet are in 9 yards?", [calc("9*3")], first, "number", {}),
+    ("evenly-divides", "Does 16 go evenly into 432?", [calc("432 % 16")], yes_if(lambda r: r[0] == 0), "yes_no", {}),
+    ("greater-than", "Is 9 squared greater than 80?", [calc("9^2")], yes_if(lambda r: r[0] > 80), "yes_no", {}),
+    ("mean-three", "Find the mean of 14, 22 and 36", [calc("(14+22+36)/3")], first, "number", {}),
+    ("tax-added", "add 8% sales tax to $25", [calc("25*1.08")], first, "number", {}),
+    ("divide-756", "divide 756 by 12", [calc("756/12")], first, "number", {}),
+    ("valid-acetamide", "Is CC(=O)N a valid SMILES?", [valid("CC(=O)N")], yes_if(lambda r: r[0]["valid"]), "yes_no", {}),
+    ("syntax-ring", "Does OC1CCC have valid SMILES syntax?", [valid("OC1CCC")], yes_if(lambda r: r[0]["valid"]), "yes_no", {}),
+    ("count-isobutanol", "Count the heavy atoms in CC(C)CO", [valid("CC(C)CO")], lambda r: r[0]["atom_count"], "number", {}),
+    ("mw-pyridine", "What is the molecular weight of pyridine, c1ccncc1?", [mw("c1ccncc1")], weight(0), "number", {"tolerance": 0.01}),
+    ("mw-propane", "molar mass of propane CCC", [mw("CCC")], weight(0), "number", {"tolerance": 0.01}),
+    ("formula-glycine", "Give me the molecular formula of NCC(=O)O", [mw("NCC(=O)O")], lambda r: r[0]["formula"], "text", {}),
+    ("grams-acetone", "What is the mass of 4 moles of acetone (CC(C)=O) in grams?", [mw("CC(C)=O"), lambda r: calc(f"4*{r[0]['molecular_weight']}")], lambda r: r[1], "number", {"tolerance": 0.05}),
+    ("sum-nitrogen-oxygen", "Add the molecular weights of nitrogen (N#N) and oxygen (O=O).", [mw("N#N"), mw("O=O"), lambda r: calc(f"{r[0]['molecular_weight']}+{r[1]['molecular_weight']}")], lambda r: r[2], "number", {"tolerance": 0.05}),
+]
+
+SETS = {"everyday": EVERYDAY, "heldout": HELDOUT, "heldout2": HELDOUT2, "heldout3": HELDOUT3, "heldout4": HELDOUT4, "heldout5": HELDOUT5}
 
 
 def call_tool(harness, plugins_dir, tool, arguments):

@@ -179,6 +179,7 @@ fn the_suites_reference_scripts_score_every_task_right() {
         ("heldout2.jsonl", 20),
         ("heldout3.jsonl", 20),
         ("heldout4.jsonl", 20),
+        ("heldout5.jsonl", 20),
     ];
     for (file, at_least) in sets {
         let s = Scratch::new();
