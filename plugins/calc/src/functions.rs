@@ -103,7 +103,7 @@ pub(crate) fn unknown_hint(name: &str) -> String {
     }
     let hint = match lower.as_str() {
         "pow" => "write a^b or a**b for a power",
-        "mod" => "write a % b for a remainder",
+        "mod" => "write a mod b or a % b for a remainder",
         "log10" => "log(x) is base 10",
         "arcsin" | "arccos" | "arctan" => "the inverse functions are asin, acos, atan",
         "inf" | "infinity" | "nan" => "calc has no infinity or NaN",

@@ -110,19 +110,27 @@ fn hint(c: char) -> &'static str {
     }
 }
 
-/// The operators people write as words (`12 times 17`, `144 divided by 12`, `2 to the power
-/// of 10`), and the bytes they take: a small model copies the request's words into the
-/// expression.
+/// The operators and functions people write as words (`12 times 17`, `144 divided by 12`, `2
+/// to the power of 10`, `100 mod 7`, `cube root of 64`), and the bytes they take: a small
+/// model copies the request's words into the expression (SmolLM2-135M wrote `100 mod 7` for
+/// "the remainder when 100 is divided by 7", Gemma 3 270M `cube root of 64`). `mod` before a
+/// `(` is the name, which is no function (its error says what to write).
 fn operator_words(text: &str, at: usize) -> Option<(Tok<'static>, usize)> {
-    const PHRASES: [(&[&str], Tok<'static>); 6] = [
+    const PHRASES: [(&[&str], Tok<'static>); 10] = [
         (&["times"], Tok::Star),
         (&["plus"], Tok::Plus),
         (&["minus"], Tok::Minus),
         (&["multiplied", "by"], Tok::Star),
         (&["divided", "by"], Tok::Slash),
         (&["to", "the", "power", "of"], Tok::Power),
+        (&["mod"], Tok::Percent),
+        (&["modulo"], Tok::Percent),
+        (&["square", "root"], Tok::Name("sqrt")),
+        (&["cube", "root"], Tok::Name("cbrt")),
     ];
-    PHRASES.iter().find_map(|(words, tok)| phrase(text, at, words).map(|len| (*tok, len)))
+    let (tok, len) = PHRASES.iter().find_map(|(words, tok)| phrase(text, at, words).map(|len| (*tok, len)))?;
+    let called = text[at + len..].trim_start().starts_with('(');
+    (tok != Tok::Percent || !called).then_some((tok, len))
 }
 
 /// The bytes from `at` that `words` take, each a whole word, one or more blanks between them.

@@ -6,11 +6,18 @@
 //!
 //! ```text
 //! sum     = product (("+" | "-") product)*
-//! product = signed (("*" | "/" | "%" | ("%" | "percent") "of") signed)*
+//! product = signed (("*" | "/" | "%" | "of" | ("%" | "percent") "of") signed)*
 //! signed  = ("+" | "-") signed | power
 //! power   = atom (("^" | "**") signed | "squared" | "cubed")?
-//! atom    = number | constant | function "(" sum ("," sum)* ")" | "(" sum ")"
+//! atom    = number | constant | function "(" sum ("," sum)* ")" | function "of" listed
+//!         | "(" sum ")"
+//! listed  = signed                                   (a function of one argument)
+//!         | sum (("," | "and" | "," "and") sum)*     (of more)
 //! ```
+//!
+//! The lexer reads `mod` and `modulo` as `%`, `square root` as `sqrt`, `cube root` as `cbrt`
+//! ([`crate::lex`]): `3/4 of 120`, `square root of 64`, `mean of 3, 5 and 7` and `100 mod 7`
+//! are how people, and the small models that copy them, write these.
 
 use crate::error::{CalcError, ErrorKind};
 use crate::functions::{Named, known_names, lookup, unknown_hint};
@@ -103,13 +110,15 @@ impl<'a> Parser<'_, 'a> {
                 continue;
             }
             let apply = match op.tok {
-                Tok::Star => number::mul,
+                // `3/4 of 120`: a fraction, or any value, of a quantity is their product.
+                Tok::Star | Tok::Name("of") => number::mul,
                 Tok::Slash => number::div,
                 Tok::Percent => number::rem,
                 _ => return Ok(value),
             };
             self.advance();
-            if op.tok == Tok::Percent && !starts_operand(self.peek().tok) {
+            let sign = op.tok == Tok::Percent && self.text[op.at..].starts_with('%');
+            if sign && !starts_operand(self.peek().tok) {
                 return Err(CalcError::new(op.at, ErrorKind::PercentSign));
             }
             value = apply(value, self.signed()?, op.at)?;
@@ -171,6 +180,14 @@ impl<'a> Parser<'_, 'a> {
 
     /// A constant, or a call of the function `name` at byte offset `at`.
     fn named(&mut self, name: &str, at: usize) -> Result<Num, CalcError> {
+        if let (Some(Named::Function(f)), Tok::Name("of")) = (lookup(name), self.peek().tok) {
+            let of = self.advance().at;
+            let args = self.nested(of, |p| p.listed(f.max))?;
+            if args.len() < f.min || args.len() > f.max {
+                return Err(CalcError::new(at, ErrorKind::Arity(name.to_owned(), args.len(), f.usage)));
+            }
+            return f.call(&args, at);
+        }
         let called = self.peek().tok == Tok::Open;
         match lookup(name) {
             None => Err(CalcError::new(at, ErrorKind::UnknownName(name.to_owned(), unknown_hint(name), known_names()))),
@@ -187,6 +204,28 @@ impl<'a> Parser<'_, 'a> {
                 }
                 f.call(&args, at)
             }
+        }
+    }
+
+    /// The arguments after a function's `of`: one operand for a function of one argument
+    /// (`square root of 64 + 1` is 9), else sums separated by `,`, `and` or both (`mean of
+    /// 4, 9 and 20`) to the end of the list.
+    fn listed(&mut self, max: usize) -> Result<Vec<Num>, CalcError> {
+        if max == 1 {
+            return Ok(vec![self.signed()?]);
+        }
+        let mut args = vec![self.sum()?];
+        loop {
+            let comma = self.peek().tok == Tok::Comma;
+            if comma {
+                self.advance();
+            }
+            if self.peek().tok == Tok::Name("and") {
+                self.advance();
+            } else if !comma {
+                return Ok(args);
+            }
+            args.push(self.sum()?);
         }
     }
 

@@ -64,6 +64,19 @@ fn every_expression_gives_what_a_user_expects() {
         ("144 divided by 12", "12"),
         ("2 to the power of 10", "1024"),
         ("6 multiplied by 7 minus 2 plus 1", "41"),
+        ("100 mod 7", "2"),
+        ("100 modulo 7 + 1", "3"),
+        ("3/4 of 120", "90"),
+        ("2 of 3 of 4", "24"),
+        ("square root of 64", "8"),
+        ("square root of 64 + 1", "9"),
+        ("square root(81)", "9"),
+        ("cube root of 27", "3"),
+        ("sqrt of 2^2", "2"),
+        ("mean of 3, 5, 7, 9", "6"),
+        ("average of 4, 9 and 20", "11"),
+        ("mean of 4, 9, and 20", "11"),
+        ("max of 2, 3*4", "12"),
         // Literals.
         ("1.5e3", "1500"),
         ("2.5E-1", "0.25"),
@@ -123,7 +136,7 @@ fn every_expression_gives_what_a_user_expects() {
 fn every_mistake_names_its_column_and_the_fix() {
     let long = "1+".repeat(2100);
     let deep = format!("{}1{}", "(".repeat(150), ")".repeat(150));
-    let rows: [(&str, usize, &str); 38] = [
+    let rows: [(&str, usize, &str); 44] = [
         ("1/0", 2, "division by zero"),
         ("1 / (2 - 2)", 3, "division by zero"),
         ("5 % 0", 3, "division by zero"),
@@ -153,6 +166,12 @@ fn every_mistake_names_its_column_and_the_fix() {
         ("\"a\"", 1, "no strings"),
         ("1 == 1", 3, "no comparison"),
         ("sqrt + 1", 1, "`sqrt` is a function: call it, as in sqrt(x)"),
+        ("mod(7, 2)", 1, "write a mod b or a % b for a remainder"),
+        ("7 mod", 6, "the end of the expression"),
+        ("square root of", 15, "the end of the expression"),
+        ("mean of 1 and", 14, "the end of the expression"),
+        ("sqrt of 4, 9", 10, "`,` only separates a function's arguments"),
+        ("3 of", 5, "the end of the expression"),
         ("pi(2)", 1, "`pi` is a constant"),
         ("sqrt(1, 2)", 1, "`sqrt` got 2 argument(s)"),
         ("round(1, 0.5)", 1, "round's digits must be a whole number"),
