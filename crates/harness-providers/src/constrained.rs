@@ -26,6 +26,12 @@ const MAX_ANSWER: u64 = 200;
 /// The longest string the grammar allows, in characters: at most what the reply can hold
 /// (a token is a few characters), and never so long that the grammar's rules balloon.
 const MAX_STRING_CAP: u64 = 2000;
+/// The longest free string a small model may write, in characters, even where the tool's
+/// schema allows more (calc's 4096). Once a call had failed, SmolLM2-135M went on inside the
+/// string (`2.4 kilometers in 2.4 meters}} 2.4 kilometers in...`) to the token limit: 65 s
+/// of one step for a reply that could only fail. Its longest right argument in 2,035 calls
+/// of both small models was 26 characters.
+const SMALL_MODEL_STRING: u64 = 256;
 
 /// The `response_format` member as JSON text, or `None` when the choice lets the model answer
 /// without a tool (`auto`, `none`).
@@ -53,7 +59,13 @@ pub(crate) fn response_format(
         ToolChoice::OneOf(names) => tools.iter().filter(|t| names.contains(&t.name)).collect(),
         ToolChoice::Auto | ToolChoice::None => return None,
     };
-    let bounds = Bounds { max_string: (u64::from(max_tokens) * 2).clamp(64, MAX_STRING_CAP) };
+    // `grounded` is given, empty until a tool answers, for a small model alone.
+    let small = grounded.is_some();
+    let max_string = (u64::from(max_tokens) * 2).clamp(64, MAX_STRING_CAP);
+    let bounds = match small {
+        true => Bounds { max_string: max_string.min(SMALL_MODEL_STRING), tighten_declared: true },
+        false => Bounds { max_string, tighten_declared: false },
+    };
     let grounded = grounded.filter(|g| !g.is_empty());
     let mut branches: Vec<String> =
         allowed.iter().filter_map(|tool| branch(tool, &bounds, grounded, quoting)).collect();
@@ -268,6 +280,9 @@ fn offer(values: &mut Vec<Value>, v: &Value) {
 struct Bounds {
     /// The longest string, in characters.
     max_string: u64,
+    /// Whether a string's declared `maxLength` above `max_string` comes down to it (a small
+    /// model's); otherwise the tool's own bound stands.
+    tighten_declared: bool,
 }
 
 impl Bounds {
@@ -298,7 +313,9 @@ impl Bounds {
             };
             out.insert(key.clone(), bounded);
         }
-        if has_type(map, "string") && !map.contains_key("maxLength") && !map.contains_key("enum") {
+        let declared = map.get("maxLength").and_then(Value::as_u64);
+        let tighten = declared.is_none_or(|d| self.tighten_declared && d > self.max_string);
+        if has_type(map, "string") && tighten && !map.contains_key("enum") {
             out.insert("maxLength".into(), json!(self.max_string));
         }
         if has_type(map, "array") && !map.contains_key("maxItems") {
@@ -377,7 +394,7 @@ mod tests {
 
     /// A tool's parameters as the grammar bounds them for a reply of 1,024 tokens.
     fn bounded(parameters: &Value) -> Value {
-        Bounds { max_string: 2000 }.schema(parameters)
+        Bounds { max_string: 2000, tighten_declared: false }.schema(parameters)
     }
 
     fn quoting(request: &str, failed: &[(&str, &str)]) -> Quoting {
@@ -506,6 +523,25 @@ mod tests {
             .unwrap_or(0);
         let nests = matches!(schema.get("type").and_then(Value::as_str), Some("object" | "array"));
         below + usize::from(nests)
+    }
+
+    #[test]
+    fn a_small_models_free_strings_are_short_even_where_the_tool_allows_more() {
+        let mut calculate = tool("calculate");
+        calculate.parameters = json!({"type": "object", "properties": {
+            "expression": {"type": "string", "maxLength": 4096},
+            "note": {"type": "string"},
+            "short": {"type": "string", "maxLength": 20},
+        }});
+        let lengths = |grounded: Option<&[Value]>| {
+            let text =
+                response_format(&[calculate.clone()], &ToolChoice::Required, 1024, grounded, &Quoting::default());
+            let value: Value = serde_json::from_str(&text.unwrap()).unwrap();
+            let properties = &value["json_schema"]["schema"]["oneOf"][0]["properties"]["arguments"]["properties"];
+            ["expression", "note", "short"].map(|name| properties[name]["maxLength"].as_u64())
+        };
+        assert_eq!(lengths(Some(&[])), [Some(256), Some(256), Some(20)], "a small model");
+        assert_eq!(lengths(None), [Some(4096), Some(2000), Some(20)], "a capable model keeps the tool's bound");
     }
 
     #[test]
