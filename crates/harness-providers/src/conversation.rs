@@ -248,8 +248,10 @@ fn likeness<'e>(request: &str, examples: impl Iterator<Item = &'e str>) -> Vec<f
 /// that holds a digit (the numbers of an arithmetic request); and `%`, the one sign that says
 /// what a request asks ("25% off", "7% sales tax").
 fn example_words(text: &str) -> Vec<String> {
-    const STOP: [&str; 12] =
-        ["what", "the", "how", "much", "many", "and", "for", "with", "does", "are", "this", "that"];
+    // Not `many`: "how many days are in 9 weeks?" is like "How many minutes are in 3 hours?"
+    // by that word alone, and without it SmolLM2-135M and Gemma 3 270M were shown no
+    // conversion (and wrote `9 weeks in 9 weeks`, `9weeks`).
+    const STOP: [&str; 11] = ["what", "the", "how", "much", "and", "for", "with", "does", "are", "this", "that"];
     let mut words: Vec<String> = Vec::new();
     for run in text.split_inclusive(|c: char| !c.is_alphanumeric()) {
         let (run, sign) = match run.strip_suffix(|c: char| !c.is_alphanumeric()) {
@@ -449,6 +451,16 @@ mod tests {
         assert_eq!(asked("what is 3.5 squared?"), ["What is 7 times 8?", "What is 16 squared?"]);
         // Nothing alike: the first two, in the listing's order.
         assert_eq!(asked("hello"), ["What is 7 times 8?", "What is 10% of 50?"]);
+        // A conversion is like a conversion by its shape, whatever its units.
+        let with_conversion = tool_with(
+            calc.examples
+                .iter()
+                .cloned()
+                .chain([example(Some("How many minutes are in 3 hours?"), "3 hours in minutes", json!(180))])
+                .collect(),
+        );
+        let shown = worked_exchanges(std::slice::from_ref(&with_conversion), "How many days are in 9 weeks?");
+        assert_eq!(text(&shown[4]), "How many minutes are in 3 hours?");
         // The context estimate counts the longest two, whichever a request selects.
         let counted = worked_text(tools);
         assert!(counted.contains("square root") && counted.contains("10% of 50"), "{counted}");
@@ -458,7 +470,7 @@ mod tests {
     #[test]
     fn a_request_s_words_are_its_signs_numbers_and_singular_words() {
         assert_eq!(example_words("A shirt costs $40 and is 25% off."), ["shirt", "cost", "#", "%", "off"]);
-        assert_eq!(example_words("How many hours? 2.5 hours, a glass"), ["hour", "#", "glass"]);
+        assert_eq!(example_words("How many hours? 2.5 hours, a glass"), ["many", "hour", "#", "glass"]);
         // Of two examples that share the request's words, the one that says little else.
         let examples = ["An $80 jacket is 15% off. What does it cost now?", "What is 10% of 50?"];
         let alike = likeness("what's 15% of 80?", examples.into_iter());
