@@ -164,9 +164,9 @@ impl Plugin for Chem {
                  hydrogens are not counted (benzene c1ccccc1 has 6). formula includes all hydrogens and \
                  the net charge, in RDKit's order: C, H, then alphabetical (C6H6, H4N+). An invalid \
                  SMILES is not an error: valid is false and error gives the 0-based character position \
-                 and the reason. Pass the SMILES alone: blanks around it are ignored, but a blank inside \
-                 it makes it invalid ('text after the SMILES at position N'), so do not add a name or \
-                 title after it.",
+                 and the reason. The argument is the SMILES alone: blanks around it are ignored, but a \
+                 blank inside it makes it invalid ('text after the SMILES at position N'), so write \
+                 nothing after it.",
                 Effects::Pure,
                 |_: &Chem, args: SmilesArgs| validate_smiles(&args.smiles),
             )
@@ -206,7 +206,7 @@ impl Plugin for Chem {
                  as RDKit's Descriptors.MolWt computes it: standard atomic weights (H 1.008, C 12.011, \
                  N 14.007, O 15.999, ...) with implicit hydrogens included; an isotope-labelled atom \
                  such as [13C] or [2H] weighs its isotope's exact mass. An invalid SMILES is a tool \
-                 error giving the 0-based character position and the reason. Pass the SMILES alone: a \
+                 error giving the 0-based character position and the reason. The argument is the SMILES alone: a \
                  blank inside it (e.g. a name after it) makes it invalid, and a name or a number is \
                  refused before it is read.",
                 Effects::Pure,
@@ -287,6 +287,22 @@ mod tests {
     fn the_descriptions_tell_a_model_about_blanks() {
         for tool in Chem::tools() {
             assert!(tool.manifest().description.contains("blank inside"), "{}", tool.manifest().name);
+        }
+    }
+
+    #[test]
+    fn the_descriptions_use_no_verb_of_an_arithmetic_request() {
+        // A small model's shortlist matches the request's words against the descriptions:
+        // "Pass the SMILES alone" and "do not add a name" offered only the chem tools for "One
+        // bus pass costs $23. What do 4 passes cost?" and "add 8% sales tax to $25", and both
+        // small models asked whether `4` and `8%` were valid SMILES.
+        for tool in Chem::tools() {
+            let manifest = tool.manifest();
+            let words: Vec<String> =
+                manifest.description.split(|c: char| !c.is_alphanumeric()).map(str::to_lowercase).collect();
+            for verb in ["add", "pass", "sum", "total", "divide"] {
+                assert!(!words.iter().any(|w| w == verb), "{}: {verb}", manifest.name);
+            }
         }
     }
 }
