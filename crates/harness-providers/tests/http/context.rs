@@ -56,6 +56,8 @@ async fn llama_cpp_props_give_the_context_and_a_template_without_tools_starts_co
     // The result goes back as the call, its value, and what to do next.
     let note = seen[1].body["messages"][3]["content"].as_str().unwrap();
     assert_eq!(note, r#"add({"a":4,"b":5}) = 9. If this answers the request, call finish with answer 9."#);
+    // A small model's reply is short: 256 tokens at most, below the configured 1024.
+    assert_eq!(seen[0].body["max_tokens"], json!(256), "{}", seen[0].body);
 }
 
 #[tokio::test]
