@@ -222,8 +222,9 @@ fn grounded_finish(values: &[Value]) -> Value {
 
 /// The answers a small model may finish with: each scalar its tools answered (a result, or a
 /// member of an object result, a string of at most [`MAX_ANSWER`] characters), once each, in
-/// the order they came, then `true` and `false` when no result holds a boolean and the request
-/// asks no open question ([`crate::prompt::asks_open_question`]): a yes-or-no request whose
+/// the order they came, then `true` and `false` when no result holds a boolean, the request
+/// asks no open question ([`crate::prompt::asks_open_question`]) and names no member of an
+/// object result outside a yes-or-no question ("Count the heavy atoms in CCO"): a yes-or-no request whose
 /// tool answered with a number ("is 391 divisible by 17?": `391 % 17` is 0), but not "How many
 /// heavy atoms does CCO have?", which SmolLM2 finished with `true` where 3 was offered.
 /// Where a tool answered the yes-or-no itself (`valid`), that is the answer: offered both,
@@ -236,6 +237,9 @@ fn grounded_finish(values: &[Value]) -> Value {
 pub(crate) fn grounded_answers(conversation: &[Message]) -> Vec<Value> {
     let mut values: Vec<Value> = Vec::new();
     let mut any = false;
+    // Whether a result's member was the one the request named: "Count the heavy atoms in
+    // CC(C)CO" asks for `atom_count`, not yes or no, and SmolLM2-135M finished it `true`.
+    let mut named = false;
     let request = crate::conversation::request_of(conversation);
     for message in conversation {
         let Message::ToolResult { content, is_error: false, tool, .. } = message else { continue };
@@ -245,16 +249,21 @@ pub(crate) fn grounded_answers(conversation: &[Message]) -> Vec<Value> {
         // with the formula it had been told was not the answer.
         let suggested = tool.as_deref().and_then(|tool| crate::prompt::answer_in(tool, content, request));
         match (content, suggested) {
-            (Value::Object(_), Some(member)) => offer(&mut values, member),
+            (Value::Object(_), Some(member)) => {
+                named = true;
+                offer(&mut values, member);
+            }
             (Value::Object(members), None) => members.values().for_each(|v| offer(&mut values, v)),
             (scalar, _) => offer(&mut values, scalar),
         }
     }
-    if any && !values.iter().any(Value::is_boolean) && !crate::prompt::asks_open_question(request) {
+    let yes_or_no = crate::prompt::asks_yes_or_no(request);
+    let open = crate::prompt::asks_open_question(request) || (named && !yes_or_no);
+    if any && !values.iter().any(Value::is_boolean) && !open {
         offer(&mut values, &Value::Bool(true));
         offer(&mut values, &Value::Bool(false));
     }
-    if crate::prompt::asks_yes_or_no(request) {
+    if yes_or_no {
         // "Is 2^20 more than a million?" is answered yes or no, not 1048576.
         values.retain(|v| v.is_boolean() || v == "true" || v == "false");
     }
@@ -649,8 +658,18 @@ mod tests {
         let count = json!({"valid": true, "atom_count": 3});
         let validate = Some("validate_smiles".to_owned());
         let answered = Message::ToolResult { call_id: None, tool: validate, content: count, is_error: false };
-        let open = grounded_answers(&[asked, answered]);
+        let open = grounded_answers(&[asked, answered.clone()]);
         assert_eq!(open, [json!(3), json!("3")]);
+        // So is a request that names the member it wants, though it asks no question.
+        let count_them = Message::User { content: "Count the heavy atoms in CCO".into() };
+        assert_eq!(grounded_answers(&[count_them, answered]), [json!(3), json!("3")]);
+        // But a yes-or-no question about that member keeps its booleans.
+        let heavier = Message::User { content: "Is the molecular weight of CCO over 40?".into() };
+        let weight = json!({"formula": "C2H6O", "molecular_weight": 46.069});
+        let weigher = Some("molecular_weight".to_owned());
+        let weighed = Message::ToolResult { call_id: None, tool: weigher, content: weight, is_error: false };
+        let booleans = [json!(true), json!("true"), json!(false), json!("false")];
+        assert_eq!(grounded_answers(&[heavier, weighed]), booleans);
         let asked = Message::User { content: "what's 20% of 45?".into() };
         assert_eq!(grounded_answers(&[asked, result(json!(9), false)]), [json!(9), json!("9")]);
         // A yes-or-no question keeps the booleans alone.
