@@ -233,13 +233,16 @@ fn grounded_finish(values: &[Value]) -> Value {
 /// opens a string commits the grammar to the string answers, and SmolLM2 then finished "check
 /// whether c1ccccc1 is a valid SMILES" with the formula `"C6H6"` where it had written `"true"`
 /// before. A question answered yes or no ([`crate::prompt::asks_yes_or_no`]) keeps only the
-/// booleans. Empty until a tool answered.
+/// booleans, both of them where it asks about a member that is no boolean ("Does CCO have more
+/// than 5 heavy atoms?" is not answered by `valid`). Empty until a tool answered.
 pub(crate) fn grounded_answers(conversation: &[Message]) -> Vec<Value> {
     let mut values: Vec<Value> = Vec::new();
     let mut any = false;
     // Whether a result's member was the one the request named: "Count the heavy atoms in
     // CC(C)CO" asks for `atom_count`, not yes or no, and SmolLM2-135M finished it `true`.
     let mut named = false;
+    // Whether a yes-or-no question is about a result's member that is no boolean.
+    let mut about_a_member = false;
     let request = crate::conversation::request_of(conversation);
     for message in conversation {
         let Message::ToolResult { content, is_error: false, tool, .. } = message else { continue };
@@ -248,10 +251,17 @@ pub(crate) fn grounded_answers(conversation: &[Message]) -> Vec<Value> {
         // formula last in a worked exchange, SmolLM2 finished "molecular weight of aspirin"
         // with the formula it had been told was not the answer.
         let suggested = tool.as_deref().and_then(|tool| crate::prompt::answer_in(tool, content, request));
+        // "Does CCO have more than 5 heavy atoms?" asks about `atom_count`: the result's own
+        // boolean (`valid`) is no answer to it, and alone in the grammar it would be forced.
+        let compared = tool.as_deref().and_then(|tool| crate::prompt::member_answer(tool, content, request));
         match (content, suggested) {
             (Value::Object(_), Some(member)) => {
                 named = true;
                 offer(&mut values, member);
+            }
+            (Value::Object(_), None) if compared.is_some_and(|v| !v.is_boolean()) => {
+                about_a_member = true;
+                compared.into_iter().for_each(|v| offer(&mut values, v));
             }
             (Value::Object(members), None) => members.values().for_each(|v| offer(&mut values, v)),
             (scalar, _) => offer(&mut values, scalar),
@@ -259,7 +269,7 @@ pub(crate) fn grounded_answers(conversation: &[Message]) -> Vec<Value> {
     }
     let yes_or_no = crate::prompt::asks_yes_or_no(request);
     let open = crate::prompt::asks_open_question(request) || (named && !yes_or_no);
-    if any && !values.iter().any(Value::is_boolean) && !open {
+    if any && (about_a_member || !values.iter().any(Value::is_boolean)) && !open {
         offer(&mut values, &Value::Bool(true));
         offer(&mut values, &Value::Bool(false));
     }
@@ -663,6 +673,12 @@ mod tests {
         // So is a request that names the member it wants, though it asks no question.
         let count_them = Message::User { content: "Count the heavy atoms in CCO".into() };
         assert_eq!(grounded_answers(&[count_them, answered]), [json!(3), json!("3")]);
+        // A yes-or-no question about that count is answered yes or no, not by `valid`.
+        let more = Message::User { content: "Does CCO have more than 5 heavy atoms?".into() };
+        let counted = json!({"valid": true, "atom_count": 3});
+        let validate = Some("validate_smiles".to_owned());
+        let answered = Message::ToolResult { call_id: None, tool: validate, content: counted, is_error: false };
+        assert_eq!(grounded_answers(&[more, answered]), [json!(true), json!("true"), json!(false), json!("false")]);
         // But a yes-or-no question about that member keeps its booleans.
         let heavier = Message::User { content: "Is the molecular weight of CCO over 40?".into() };
         let weight = json!({"formula": "C2H6O", "molecular_weight": 46.069});

@@ -186,7 +186,7 @@ pub(crate) fn answer_in<'v>(tool: &str, content: &'v Value, request: &str) -> Op
 }
 
 /// [`answer_in`], whatever kind of question the request is.
-fn member_answer<'v>(tool: &str, content: &'v Value, request: &str) -> Option<&'v Value> {
+pub(crate) fn member_answer<'v>(tool: &str, content: &'v Value, request: &str) -> Option<&'v Value> {
     let scalar = |v: &&Value| matches!(v, Value::Number(_) | Value::String(_) | Value::Bool(_));
     match content {
         Value::Number(_) | Value::String(_) | Value::Bool(_) => Some(content),
