@@ -180,25 +180,22 @@ impl<'a> Parser<'_, 'a> {
 
     /// A constant, or a call of the function `name` at byte offset `at`.
     fn named(&mut self, name: &str, at: usize) -> Result<Num, CalcError> {
-        if let (Some(Named::Function(f)), Tok::Name("of")) = (lookup(name), self.peek().tok) {
-            let of = self.advance().at;
-            let args = self.nested(of, |p| p.listed(f.max))?;
-            if args.len() < f.min || args.len() > f.max {
-                return Err(CalcError::new(at, ErrorKind::Arity(name.to_owned(), args.len(), f.usage)));
-            }
-            return f.call(&args, at);
-        }
-        let called = self.peek().tok == Tok::Open;
+        let next = self.peek().tok;
+        let (called, of) = (next == Tok::Open, next == Tok::Name("of"));
         match lookup(name) {
             None => Err(CalcError::new(at, ErrorKind::UnknownName(name.to_owned(), unknown_hint(name), known_names()))),
             Some(Named::Constant(_)) if called => Err(CalcError::new(at, ErrorKind::NotAFunction(name.to_owned()))),
             Some(Named::Constant(v)) => Ok(Num::Float(v)),
-            Some(Named::Function(f)) if !called => {
+            Some(Named::Function(f)) if !called && !of => {
                 Err(CalcError::new(at, ErrorKind::NotAValue(name.to_owned(), f.usage)))
             }
             Some(Named::Function(f)) => {
-                let open = self.advance().at;
-                let args = self.nested(open, |p| p.arguments(open))?;
+                // `sqrt(64)` or `square root of 64`.
+                let opened = self.advance().at;
+                let args = match of {
+                    true => self.nested(opened, |p| p.listed(f.max))?,
+                    false => self.nested(opened, |p| p.arguments(opened))?,
+                };
                 if args.len() < f.min || args.len() > f.max {
                     return Err(CalcError::new(at, ErrorKind::Arity(name.to_owned(), args.len(), f.usage)));
                 }
