@@ -244,30 +244,31 @@ pub(crate) fn grounded_answers(conversation: &[Message]) -> Vec<Value> {
     // Whether a yes-or-no question is about a result's member that is no boolean.
     let mut about_a_member = false;
     let request = crate::conversation::request_of(conversation);
+    let yes_or_no = crate::prompt::asks_yes_or_no(request);
     for message in conversation {
         let Message::ToolResult { content, is_error: false, tool, .. } = message else { continue };
         any = true;
         // The member the result note suggests, where the request names one: shown the
         // formula last in a worked exchange, SmolLM2 finished "molecular weight of aspirin"
-        // with the formula it had been told was not the answer.
-        let suggested = tool.as_deref().and_then(|tool| crate::prompt::answer_in(tool, content, request));
-        // "Does CCO have more than 5 heavy atoms?" asks about `atom_count`: the result's own
-        // boolean (`valid`) is no answer to it, and alone in the grammar it would be forced.
-        let compared = tool.as_deref().and_then(|tool| crate::prompt::member_answer(tool, content, request));
-        match (content, suggested) {
-            (Value::Object(_), Some(member)) => {
+        // with the formula it had been told was not the answer. That is what
+        // `crate::prompt::answer_in` gives; its two steps are taken here, since both are used.
+        let member = tool.as_deref().and_then(|tool| crate::prompt::member_answer(tool, content, request));
+        let suggested = member.filter(|v| crate::prompt::answers_kind(v, yes_or_no));
+        match (content, suggested, member) {
+            (Value::Object(_), Some(member), _) => {
                 named = true;
                 offer(&mut values, member);
             }
-            (Value::Object(_), None) if compared.is_some_and(|v| !v.is_boolean()) => {
+            // "Does CCO have more than 5 heavy atoms?" asks about `atom_count`: the result's own
+            // boolean (`valid`) is no answer to it, and alone in the grammar it would be forced.
+            (Value::Object(_), None, Some(asked)) if !asked.is_boolean() => {
                 about_a_member = true;
-                compared.into_iter().for_each(|v| offer(&mut values, v));
+                offer(&mut values, asked);
             }
-            (Value::Object(members), None) => members.values().for_each(|v| offer(&mut values, v)),
-            (scalar, _) => offer(&mut values, scalar),
+            (Value::Object(members), None, _) => members.values().for_each(|v| offer(&mut values, v)),
+            (scalar, ..) => offer(&mut values, scalar),
         }
     }
-    let yes_or_no = crate::prompt::asks_yes_or_no(request);
     let open = crate::prompt::asks_open_question(request) || (named && !yes_or_no);
     if any && (about_a_member || !values.iter().any(Value::is_boolean)) && !open {
         offer(&mut values, &Value::Bool(true));
@@ -672,12 +673,9 @@ mod tests {
         assert_eq!(open, [json!(3), json!("3")]);
         // So is a request that names the member it wants, though it asks no question.
         let count_them = Message::User { content: "Count the heavy atoms in CCO".into() };
-        assert_eq!(grounded_answers(&[count_them, answered]), [json!(3), json!("3")]);
+        assert_eq!(grounded_answers(&[count_them, answered.clone()]), [json!(3), json!("3")]);
         // A yes-or-no question about that count is answered yes or no, not by `valid`.
         let more = Message::User { content: "Does CCO have more than 5 heavy atoms?".into() };
-        let counted = json!({"valid": true, "atom_count": 3});
-        let validate = Some("validate_smiles".to_owned());
-        let answered = Message::ToolResult { call_id: None, tool: validate, content: counted, is_error: false };
         assert_eq!(grounded_answers(&[more, answered]), [json!(true), json!("true"), json!(false), json!("false")]);
         // But a yes-or-no question about that member keeps its booleans.
         let heavier = Message::User { content: "Is the molecular weight of CCO over 40?".into() };

@@ -19,7 +19,11 @@ use crate::preset::Preset;
 use crate::prompt;
 use crate::transport::{Answer, Failure, HttpError, Notice, Transport};
 
-/// The most tokens a small model's reply may take under the grammar ([`HttpProvider::reply_tokens`]).
+/// The most tokens a small model's reply may take under the grammar. Of 4,604 steps of
+/// SmolLM2-135M and Gemma 3 270M that ran, 4,603 took 64 tokens or fewer; the longer replies
+/// were an expression written on to the limit after a failed call (llama.cpp reads a string's
+/// `pattern`, which the grammar sets after a failure, and not its `maxLength`), a minute a
+/// step on one thread.
 const SMALL_MODEL_REPLY: u32 = 256;
 
 /// Contexts smaller than this, in tokens, get the compact tool listing in the text modes.
@@ -340,6 +344,9 @@ impl HttpProvider {
         mode: RouterMode,
     ) -> Result<Answer<ModelReply>, Failure> {
         let system = system_prompt(mode, request.tools, self.compact());
+        // A small model under the grammar: a short reply, `finish` grounded in the results,
+        // quoted arguments narrowed to the request's words. Only then is the conversation scanned.
+        let small = mode == RouterMode::Constrained && self.needs_a_tool_first();
         let body = self.wire.body(&Outgoing {
             model: &self.model,
             system: &system,
@@ -347,13 +354,11 @@ impl HttpProvider {
             tools: request.tools,
             choice,
             mode,
-            max_tokens: self.reply_tokens(mode),
+            max_tokens: if small { self.max_tokens.min(SMALL_MODEL_REPLY) } else { self.max_tokens },
             after_cut: last_reply_cut(request.conversation),
-            // Only constrained mode's grammar uses them: no scan of the conversation otherwise.
-            grounded: (mode == RouterMode::Constrained && self.needs_a_tool_first())
-                .then(|| constrained::grounded_answers(request.conversation)),
+            grounded: small.then(|| constrained::grounded_answers(request.conversation)),
             worked: self.compact(),
-            quoting: match mode == RouterMode::Constrained && self.needs_a_tool_first() {
+            quoting: match small {
                 true => constrained::Quoting {
                     spans: harness_core::quoting::request_spans(conversation::request_of(request.conversation)),
                     failed: conversation::failed_calls(request.conversation),
@@ -362,18 +367,6 @@ impl HttpProvider {
             },
         });
         self.transport.post(mode.as_str(), &body.bytes(), |value| self.wire.reply(value)).await
-    }
-
-    /// The tokens a reply may take: for a small model under the grammar, at most
-    /// [`SMALL_MODEL_REPLY`]. Of 4,604 steps of SmolLM2-135M and Gemma 3 270M that ran, 4,603
-    /// took 64 tokens or fewer; the longer replies were an expression written on to the limit
-    /// after a failed call (llama.cpp reads a string's `pattern`, which the grammar sets after a
-    /// failure, and not its `maxLength`), a minute a step on one thread.
-    fn reply_tokens(&self, mode: RouterMode) -> u32 {
-        match mode == RouterMode::Constrained && self.needs_a_tool_first() {
-            true => self.max_tokens.min(SMALL_MODEL_REPLY),
-            false => self.max_tokens,
-        }
     }
 
     /// Whether the tools are listed compactly: the context is known and small.

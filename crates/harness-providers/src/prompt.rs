@@ -182,7 +182,13 @@ fn question_words(request: &str) -> impl Iterator<Item = String> + '_ {
 pub(crate) fn answer_in<'v>(tool: &str, content: &'v Value, request: &str) -> Option<&'v Value> {
     // A yes-or-no question is answered by a boolean alone.
     let yes_or_no = asks_yes_or_no(request);
-    member_answer(tool, content, request).filter(|v| !yes_or_no || v.is_boolean())
+    member_answer(tool, content, request).filter(|v| answers_kind(v, yes_or_no))
+}
+
+/// Whether `v` is an answer to a request of this kind: a yes-or-no question is answered by a
+/// boolean alone, any other by any value.
+pub(crate) fn answers_kind(v: &Value, yes_or_no: bool) -> bool {
+    !yes_or_no || v.is_boolean()
 }
 
 /// [`answer_in`], whatever kind of question the request is.
